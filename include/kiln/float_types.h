@@ -1,0 +1,152 @@
+// Scalar storage types narrower than float32: bfloat16, float16 and the two FP8
+// formats, with exact round-to-nearest-even conversions. These are the scalar
+// reference every SIMD conversion kernel is tested against.
+//
+// Conventions (bit-compatible with ml_dtypes for every non-NaN value):
+//   - float -> narrow rounds to nearest, ties to even; subnormals are exact.
+//   - float8_e4m3fn has no infinity: max 448, NaN = S.1111.111. Any value that
+//     rounds past 448 (and +-inf) becomes NaN; saturation is the quantizer's job.
+//   - float8_e5m2 overflows to +-inf.
+//   - NaN stays NaN with its sign: bf16 -> S|0x7FC0, f16 -> S|0x7E00,
+//     e4m3fn -> S|0x7F, e5m2 -> S|0x7E.
+#pragma once
+
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <cstring>
+
+namespace kiln {
+
+inline uint32_t f32_to_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float bits_to_f32(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+namespace detail {
+
+// Encodes |x| (x not NaN) into a binary format with kExp exponent bits and
+// kMan mantissa bits, rounding to nearest even. Returns the unsigned code, which
+// may exceed the largest finite code when the value overflows (the caller maps
+// overflow to inf or NaN). Works for any format with kExp <= 8, kMan <= 22.
+template <int kExp, int kMan>
+inline uint32_t encode_magnitude(uint32_t abs_bits) {
+  constexpr int kBias = (1 << (kExp - 1)) - 1;
+  constexpr int kShift = 23 - kMan;
+  // Smallest normal of the target, as float32 bits: exponent field 127 + 1 - bias.
+  constexpr uint32_t kMinNormalBits = uint32_t(127 + 1 - kBias) << 23;
+  if (kBias != 127 && abs_bits < kMinNormalBits) {
+    // Subnormal in the target: the code is |x| / 2^(1 - bias - kMan) rounded to
+    // an integer. Scaling by a power of two is exact, nearbyint rounds to even;
+    // a result of 2^kMan is the smallest normal and encodes correctly as is.
+    const double scaled = std::ldexp(double(bits_to_f32(abs_bits)), kBias - 1 + kMan);
+    return uint32_t(std::nearbyint(scaled));
+  }
+  // Normal: round the 23-bit mantissa to kMan bits (a carry correctly bumps the
+  // exponent), then re-bias the exponent.
+  const uint32_t odd = (abs_bits >> kShift) & 1u;
+  const uint32_t rounded = (abs_bits + ((1u << (kShift - 1)) - 1u) + odd) >> kShift;
+  return rounded - (uint32_t(127 - kBias) << kMan);
+}
+
+// Decodes a code of a format with an IEEE-style exponent (all-ones = inf/NaN when
+// kHasInf; for e4m3fn only S.1111.111 is NaN) into float32.
+template <int kExp, int kMan, bool kHasInf>
+inline float decode(uint32_t code) {
+  constexpr int kBias = (1 << (kExp - 1)) - 1;
+  constexpr uint32_t kExpMask = (1u << kExp) - 1u;
+  const uint32_t sign = (code >> (kExp + kMan)) & 1u;
+  const uint32_t e = (code >> kMan) & kExpMask;
+  const uint32_t m = code & ((1u << kMan) - 1u);
+  uint32_t bits;
+  if (e == 0) {
+    // Subnormal (or zero): m * 2^(1 - bias - kMan), exact in float32.
+    float v = std::ldexp(float(m), 1 - kBias - kMan);
+    return sign ? -v : v;
+  } else if (kHasInf && e == kExpMask) {
+    bits = m == 0 ? 0x7F800000u : (0x7F800000u | (m << (23 - kMan)) | 0x00400000u);
+  } else if (!kHasInf && e == kExpMask && m == ((1u << kMan) - 1u)) {
+    bits = 0x7FC00000u;
+  } else {
+    bits = ((e + 127 - kBias) << 23) | (m << (23 - kMan));
+  }
+  return bits_to_f32(bits | (sign << 31));
+}
+
+}  // namespace detail
+
+inline uint16_t float_to_bf16_bits(float f) {
+  const uint32_t u = f32_to_bits(f);
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  const uint32_t abs = u & 0x7FFFFFFFu;
+  if (abs > 0x7F800000u) return uint16_t(sign | 0x7FC0u);
+  return uint16_t(sign | detail::encode_magnitude<8, 7>(abs));
+}
+inline float bf16_bits_to_float(uint16_t b) { return bits_to_f32(uint32_t(b) << 16); }
+
+inline uint16_t float_to_f16_bits(float f) {
+  const uint32_t u = f32_to_bits(f);
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  const uint32_t abs = u & 0x7FFFFFFFu;
+  if (abs > 0x7F800000u) return uint16_t(sign | 0x7E00u);
+  if (abs >= 0x47800000u) return uint16_t(sign | 0x7C00u);  // >= 65536: inf either way
+  uint32_t code = detail::encode_magnitude<5, 10>(abs);
+  if (code > 0x7C00u) code = 0x7C00u;
+  return uint16_t(sign | code);
+}
+inline float f16_bits_to_float(uint16_t h) { return detail::decode<5, 10, true>(h); }
+
+inline uint8_t float_to_e4m3fn_bits(float f) {
+  const uint32_t u = f32_to_bits(f);
+  const uint32_t sign = (u >> 24) & 0x80u;
+  const uint32_t abs = u & 0x7FFFFFFFu;
+  if (abs > 0x43E80000u) return uint8_t(sign | 0x7Fu);  // > 464 rounds past 448; inf, NaN
+  return uint8_t(sign | detail::encode_magnitude<4, 3>(abs));
+}
+inline float e4m3fn_bits_to_float(uint8_t b) { return detail::decode<4, 3, false>(b); }
+
+inline uint8_t float_to_e5m2_bits(float f) {
+  const uint32_t u = f32_to_bits(f);
+  const uint32_t sign = (u >> 24) & 0x80u;
+  const uint32_t abs = u & 0x7FFFFFFFu;
+  if (abs > 0x7F800000u) return uint8_t(sign | 0x7Eu);
+  if (abs >= 0x47800000u) return uint8_t(sign | 0x7Cu);  // >= 65536: inf
+  uint32_t code = detail::encode_magnitude<5, 2>(abs);
+  if (code > 0x7Cu) code = 0x7Cu;
+  return uint8_t(sign | code);
+}
+inline float e5m2_bits_to_float(uint8_t b) { return detail::decode<5, 2, true>(b); }
+
+// The storage types. Each converts implicitly to float (so generic kernels can
+// compute in float) and explicitly from float.
+#define KILN_NARROW_FLOAT(Name, Bits, Enc, Dec)                            \
+  struct Name {                                                            \
+    Bits bits;                                                             \
+    Name() = default;                                                      \
+    explicit Name(float f) : bits(Enc(f)) {}                               \
+    explicit Name(double d) : bits(Enc(float(d))) {}                       \
+    static Name from_bits(Bits b) {                                        \
+      Name r;                                                              \
+      r.bits = b;                                                          \
+      return r;                                                            \
+    }                                                                      \
+    operator float() const { return Dec(bits); }                           \
+  };                                                                       \
+  static_assert(sizeof(Name) == sizeof(Bits))
+
+KILN_NARROW_FLOAT(bfloat16, uint16_t, float_to_bf16_bits, bf16_bits_to_float);
+KILN_NARROW_FLOAT(half, uint16_t, float_to_f16_bits, f16_bits_to_float);
+KILN_NARROW_FLOAT(float8_e4m3fn, uint8_t, float_to_e4m3fn_bits, e4m3fn_bits_to_float);
+KILN_NARROW_FLOAT(float8_e5m2, uint8_t, float_to_e5m2_bits, e5m2_bits_to_float);
+#undef KILN_NARROW_FLOAT
+
+using complex64 = std::complex<float>;
+using complex128 = std::complex<double>;
+
+}  // namespace kiln

@@ -1,0 +1,10 @@
+// Everything public in one include.
+#pragma once
+
+#include "kiln/allocator.h"
+#include "kiln/dtype.h"
+#include "kiln/random.h"
+#include "kiln/scalar.h"
+#include "kiln/tensor.h"
+#include "kiln/thread_pool.h"
+#include "kiln/version.h"

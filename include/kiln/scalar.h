@@ -1,0 +1,73 @@
+// kiln::Scalar: a Python-style number (bool, integer, float or complex) used by
+// factories and tensor-scalar ops. It takes part in type promotion with lower
+// priority than tensors, as Python numbers do in PyTorch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "kiln/dtype.h"
+
+namespace kiln {
+
+class Scalar {
+ public:
+  enum class Kind : uint8_t { Bool, Int, Float, Complex };
+
+  Scalar() : Scalar(int64_t(0)) {}
+  Scalar(bool v) : kind_(Kind::Bool), i_(v), d_(v) {}
+  template <typename T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
+  Scalar(T v) : kind_(Kind::Int), i_(int64_t(v)), d_(double(v)), u_(uint64_t(v)) {}
+  Scalar(double v) : kind_(Kind::Float), i_(int64_t(0)), d_(v) {}
+  Scalar(float v) : Scalar(double(v)) {}
+  Scalar(complex128 v) : kind_(Kind::Complex), i_(0), d_(v.real()), imag_(v.imag()) {}
+  Scalar(complex64 v) : Scalar(complex128(v)) {}
+
+  Kind kind() const { return kind_; }
+  bool is_bool() const { return kind_ == Kind::Bool; }
+  bool is_integral() const { return kind_ == Kind::Int; }
+  bool is_floating() const { return kind_ == Kind::Float; }
+  bool is_complex() const { return kind_ == Kind::Complex; }
+
+  double to_double() const { return kind_ == Kind::Int ? double(i_) : d_; }
+  int64_t to_int64() const { return kind_ == Kind::Int || kind_ == Kind::Bool ? i_ : int64_t(d_); }
+  complex128 to_complex() const { return {to_double(), imag_}; }
+
+  // The value converted to storage type T (C++ conversion semantics; narrow
+  // floats round to nearest even; an integer keeps all 64 bits).
+  template <typename T> T to() const {
+    if constexpr (std::is_same_v<T, bool>) {
+      return kind_ == Kind::Complex ? (d_ != 0 || imag_ != 0) : (kind_ == Kind::Int ? i_ != 0 : d_ != 0);
+    } else if constexpr (is_complex_v<T>) {
+      using R = typename T::value_type;
+      return T(R(to_double()), R(imag_));
+    } else if constexpr (std::is_integral_v<T>) {
+      if (kind_ == Kind::Int || kind_ == Kind::Bool) return std::is_unsigned_v<T> ? T(u_ ? u_ : uint64_t(i_)) : T(i_);
+      return T(int64_t(d_));
+    } else {
+      return T(to_double());
+    }
+  }
+
+  // The dtype this value takes part in promotion with (torch's wrapped-number
+  // rule): bool, int64, the default float (float32) or complex64.
+  DType promotion_dtype() const {
+    switch (kind_) {
+      case Kind::Bool: return DType::Bool;
+      case Kind::Int: return DType::Int64;
+      case Kind::Float: return kDefaultFloat;
+      default: return kDefaultComplex;
+    }
+  }
+  std::string str() const;
+
+ private:
+  Kind kind_;
+  int64_t i_ = 0;
+  double d_ = 0;
+  uint64_t u_ = 0;
+  double imag_ = 0;
+};
+
+}  // namespace kiln

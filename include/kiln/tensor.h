@@ -1,0 +1,151 @@
+// kiln::Tensor: a strided view (up to 8 dims, element offset) into shared
+// storage. Views share storage; copies (contiguous, clone, to) allocate.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kiln/device.h"
+#include "kiln/dtype.h"
+#include "kiln/scalar.h"
+
+namespace kiln {
+
+inline constexpr int kMaxDims = 8;
+using Shape = std::vector<int64_t>;
+
+// A block of memory that views point into. Owns it through the caching
+// allocator, or borrows it from the outside with a deleter (host buffer import).
+class Storage {
+ public:
+  // Allocates nbytes (64-byte aligned) from the caching allocator.
+  explicit Storage(size_t nbytes);
+  // Wraps external memory; `release` runs when the last view goes away.
+  Storage(void* data, size_t nbytes, std::function<void()> release);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t nbytes_ = 0;
+  std::function<void()> release_;  // empty: memory belongs to the allocator
+};
+
+class Tensor {
+ public:
+  // An undefined tensor (no storage); defined() is false.
+  Tensor() = default;
+  // A view into `storage` (shape, strides in elements, offset in elements).
+  Tensor(std::shared_ptr<Storage> storage, DType dtype, std::span<const int64_t> shape,
+         std::span<const int64_t> strides, int64_t offset);
+
+  bool defined() const { return storage_ != nullptr; }
+  DType dtype() const { return dtype_; }
+  Device device() const { return Device{}; }
+  int dim() const { return ndim_; }
+  std::span<const int64_t> shape() const { return {shape_.data(), size_t(ndim_)}; }
+  std::span<const int64_t> strides() const { return {strides_.data(), size_t(ndim_)}; }
+  Shape sizes() const { return Shape(shape_.begin(), shape_.begin() + ndim_); }
+  Shape stride_vec() const { return Shape(strides_.begin(), strides_.begin() + ndim_); }
+  int64_t size(int d) const;    // negative d counts from the end
+  int64_t stride(int d) const;
+  int64_t numel() const;
+  int64_t offset() const { return offset_; }
+  size_t itemsize() const { return kiln::itemsize(dtype_); }
+  size_t nbytes() const { return size_t(numel()) * itemsize(); }
+  bool is_contiguous() const;
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
+
+  // Pointer to element [0, 0, ...] (storage base + offset).
+  void* data_ptr() const;
+  template <typename T> T* data() const {
+    if (dtype_of<T>() != dtype_) throw_data_dtype(dtype_of<T>());
+    return static_cast<T*>(data_ptr());
+  }
+  // The single element of a one-element tensor, converted to T.
+  template <typename T> T item() const;
+  Scalar item() const;
+
+  // ---- views (share storage) ----
+  Tensor view(const Shape& shape) const;     // one dim may be -1; needs compatible strides
+  Tensor reshape(const Shape& shape) const;  // a view when possible, else a copy
+  Tensor permute(const std::vector<int>& dims) const;
+  Tensor transpose(int d0, int d1) const;
+  Tensor t() const;  // transpose of a <= 2-D tensor
+  Tensor narrow(int dim, int64_t start, int64_t length) const;
+  // Python-style slice [start:end:step] along dim; start/end are clamped.
+  Tensor slice(int dim, int64_t start, int64_t end, int64_t step = 1) const;
+  Tensor select(int dim, int64_t index) const;
+  Tensor squeeze() const;
+  Tensor squeeze(int dim) const;
+  Tensor unsqueeze(int dim) const;
+  Tensor expand(const Shape& shape) const;  // -1 keeps a size
+  Tensor as_strided(const Shape& shape, const Shape& strides, int64_t offset) const;
+  Tensor flatten(int start_dim = 0, int end_dim = -1) const;
+
+  // ---- copies ----
+  Tensor contiguous() const;  // *this when already contiguous
+  Tensor clone() const;
+  Tensor to(DType dtype) const;  // *this when dtype matches
+  // Copies src into this tensor (broadcasting src, converting dtype).
+  Tensor& copy_(const Tensor& src);
+  Tensor& fill_(const Scalar& value);
+
+  std::string repr() const;
+  std::string shape_str() const;
+
+ private:
+  [[noreturn]] void throw_data_dtype(DType asked) const;
+
+  std::shared_ptr<Storage> storage_;
+  DType dtype_ = DType::Float32;
+  int ndim_ = 0;
+  int64_t offset_ = 0;
+  std::array<int64_t, kMaxDims> shape_{};
+  std::array<int64_t, kMaxDims> strides_{};
+};
+
+// Wraps a dimension index (negative counts from the end) into [0, ndim); throws
+// IndexError naming `op` when out of range.
+int wrap_dim(int dim, int ndim, const char* op);
+// Row-major (C-contiguous) strides for shape.
+Shape contiguous_strides(std::span<const int64_t> shape);
+// Product of sizes; throws ValueError on a negative size or overflow.
+int64_t shape_numel(std::span<const int64_t> shape, const char* op);
+std::string shape_to_string(std::span<const int64_t> shape);
+
+// ---- factories ----
+Tensor empty(const Shape& shape, DType dtype = DType::Float32);
+Tensor empty_strided(const Shape& shape, const Shape& strides, DType dtype = DType::Float32);
+Tensor zeros(const Shape& shape, DType dtype = DType::Float32);
+Tensor ones(const Shape& shape, DType dtype = DType::Float32);
+Tensor full(const Shape& shape, const Scalar& value, DType dtype);
+Tensor full(const Shape& shape, const Scalar& value);  // dtype from the value, as torch.full
+Tensor empty_like(const Tensor& t);
+Tensor zeros_like(const Tensor& t);
+Tensor scalar_tensor(const Scalar& value, DType dtype);
+// arange(start, end, step): dtype int64 when all three are integers, else float32.
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = Scalar(int64_t(1)));
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, DType dtype);
+Tensor linspace(double start, double end, int64_t steps, DType dtype = DType::Float32);
+Tensor logspace(double start, double end, int64_t steps, double base = 10.0,
+                DType dtype = DType::Float32);
+Tensor eye(int64_t n, int64_t m = -1, DType dtype = DType::Float32);
+
+// Wraps an external host buffer without copying. strides in elements; `release`
+// runs once the last view is gone (empty: the caller keeps the buffer alive).
+Tensor from_blob(void* data, const Shape& shape, const Shape& strides, DType dtype,
+                 std::function<void()> release = {});
+// Copies a host buffer of numel(shape) contiguous elements into a new tensor.
+Tensor from_buffer_copy(const void* data, const Shape& shape, DType dtype);
+
+}  // namespace kiln

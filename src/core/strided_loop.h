@@ -1,0 +1,74 @@
+// The general strided loop behind every elementwise kernel: operands of one
+// (broadcast) shape with arbitrary byte strides, adjacent dims coalesced, the
+// linear range split across threads, and the innermost run handed to a kernel
+// as (pointers, inner byte strides, count). Kernels take their contiguous and
+// scalar-broadcast fast paths from the inner strides.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+
+#include "kiln/tensor.h"
+#include "kiln/thread_pool.h"
+
+namespace kiln {
+
+inline constexpr int kMaxOperands = 4;
+
+struct StridedLoop {
+  int nops = 0;
+  int ndim = 1;  // >= 1 after coalescing; dim ndim-1 is the innermost
+  int64_t numel = 0;
+  std::array<int64_t, kMaxDims> shape{};
+  std::array<std::array<int64_t, kMaxDims>, kMaxOperands> strides{};  // bytes
+  std::array<char*, kMaxOperands> data{};
+
+  // Operands must all have `shape` (inputs already broadcast with expand()).
+  // Operand 0 is conventionally the output.
+  static StridedLoop make(std::span<const int64_t> shape, std::span<const Tensor* const> operands);
+};
+
+// Elements per parallel chunk for cheap elementwise work.
+inline constexpr int64_t kElementwiseGrain = 32768;
+
+// Calls fn(char* ptrs[kMaxOperands], const int64_t inner_strides[kMaxOperands],
+// int64_t n) over the loop, in parallel chunks of at least `grain` elements.
+template <typename F>
+void for_each(const StridedLoop& loop, int64_t grain, F&& fn) {
+  if (loop.numel == 0) return;
+  const int last = loop.ndim - 1;
+  const int64_t inner = loop.shape[last];
+  int64_t inner_strides[kMaxOperands];
+  for (int k = 0; k < loop.nops; ++k) inner_strides[k] = loop.strides[k][last];
+
+  auto run_range = [&](int64_t begin, int64_t end) {
+    // Multi-index of `begin` (dims 0..last).
+    int64_t idx[kMaxDims];
+    int64_t rem = begin;
+    for (int d = last; d >= 0; --d) {
+      idx[d] = rem % loop.shape[d];
+      rem /= loop.shape[d];
+    }
+    char* ptrs[kMaxOperands];
+    int64_t pos = begin;
+    while (pos < end) {
+      for (int k = 0; k < loop.nops; ++k) {
+        int64_t off = 0;
+        for (int d = 0; d <= last; ++d) off += idx[d] * loop.strides[k][d];
+        ptrs[k] = loop.data[k] + off;
+      }
+      const int64_t n = std::min(inner - idx[last], end - pos);
+      fn(ptrs, inner_strides, n);
+      pos += n;
+      idx[last] += n;
+      for (int d = last; d > 0 && idx[d] == loop.shape[d]; --d) {
+        idx[d] = 0;
+        ++idx[d - 1];
+      }
+    }
+  };
+  parallel_for(0, loop.numel, grain, run_range);
+}
+
+}  // namespace kiln
