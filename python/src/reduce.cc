@@ -1,0 +1,6 @@
+#include <nanobind/nanobind.h>
+
+namespace nb = nanobind;
+
+// Bindings for this area are added as its C++ API lands.
+void init_reduce(nb::module_& m) {}
