@@ -1,20 +1,198 @@
+// Tensor views, copies and factories against hand-computed index arithmetic.
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
 
 #include "kiln/kiln.h"
 
 using namespace kiln;
 
-TEST(Tensor, FactoriesAndViews) {
+namespace {
+// Reads element at a multi-index through shape/strides/offset, as int64.
+int64_t at(const Tensor& t, std::initializer_list<int64_t> idx) {
+  Tensor v = t;
+  for (int64_t i : idx) v = v.select(0, i);
+  return v.item<int64_t>();
+}
+}  // namespace
+
+TEST(Tensor, ViewsShareStorage) {
   Tensor a = arange(0, 24).reshape({2, 3, 4});
   EXPECT_EQ(a.dtype(), DType::Int64);
   EXPECT_EQ(a.sizes(), (Shape{2, 3, 4}));
+  EXPECT_EQ(a.stride_vec(), (Shape{12, 4, 1}));
   EXPECT_TRUE(a.is_contiguous());
-  Tensor t = a.transpose(0, 2);
+
+  Tensor t = a.transpose(0, 2);  // [4, 3, 2]
   EXPECT_FALSE(t.is_contiguous());
-  EXPECT_EQ(t.select(0, 1).select(0, 2).select(0, 1).item<int64_t>(), 12 + 8 + 1);
-  Tensor c = t.contiguous();
-  EXPECT_TRUE(c.is_contiguous());
-  EXPECT_EQ(c.select(0, 3).select(0, 2).select(0, 1).item<int64_t>(), 12 + 8 + 3);
+  EXPECT_EQ(at(t, {1, 2, 1}), 12 + 8 + 1);
+  EXPECT_EQ(t.storage(), a.storage());
+
+  Tensor p = a.permute({1, 2, 0});  // [3, 4, 2]
+  EXPECT_EQ(p.sizes(), (Shape{3, 4, 2}));
+  EXPECT_EQ(at(p, {2, 3, 1}), 12 + 8 + 3);
+
+  Tensor s = a.slice(2, 1, 4, 2);  // [2, 3, 2]: columns 1, 3
+  EXPECT_EQ(s.sizes(), (Shape{2, 3, 2}));
+  EXPECT_EQ(at(s, {1, 2, 1}), 12 + 8 + 3);
+  EXPECT_EQ(a.slice(0, -1, 100).size(0), 1);  // clamped like Python
+  EXPECT_EQ(a.slice(1, 2, 1).size(1), 0);
+
+  Tensor n = a.narrow(1, 1, 2);
+  EXPECT_EQ(at(n, {0, 0, 0}), 4);
+  EXPECT_THROW(a.narrow(1, 2, 2), IndexError);
+
+  Tensor u = a.unsqueeze(1);
+  EXPECT_EQ(u.sizes(), (Shape{2, 1, 3, 4}));
+  EXPECT_EQ(u.squeeze(1).sizes(), a.sizes());
+  EXPECT_EQ(u.squeeze().sizes(), a.sizes());
+  EXPECT_EQ(a.unsqueeze(-1).sizes(), (Shape{2, 3, 4, 1}));
+
+  Tensor e = arange(0, 3).reshape({3, 1}).expand({2, 3, 5});
+  EXPECT_EQ(e.sizes(), (Shape{2, 3, 5}));
+  EXPECT_EQ(e.stride_vec(), (Shape{0, 1, 0}));
+  EXPECT_EQ(at(e, {1, 2, 4}), 2);
+  EXPECT_THROW(a.expand({2, 5, 4}), ValueError);
+
+  Tensor f = a.flatten(1);
+  EXPECT_EQ(f.sizes(), (Shape{2, 12}));
+  EXPECT_EQ(f.storage(), a.storage());
+
+  Tensor st = a.as_strided({3, 3}, {5, 1}, 2);
+  EXPECT_EQ(at(st, {2, 1}), 13);
+  EXPECT_THROW(a.as_strided({5, 5}, {5, 1}, 2), IndexError);  // reaches past storage
+}
+
+TEST(Tensor, ViewVersusReshape) {
+  Tensor a = arange(0, 24).reshape({4, 6});
+  Tensor t = a.t();
   EXPECT_THROW(t.view({24}), ValueError);
-  EXPECT_EQ(t.reshape({24}).numel(), 24);
+  Tensor r = t.reshape({24});
+  EXPECT_NE(r.storage(), a.storage());  // had to copy
+  for (int64_t i = 0; i < 24; ++i) EXPECT_EQ(at(r, {i}), (i % 4) * 6 + i / 4);
+  // Splitting a dim of a transposed tensor is still a view.
+  Tensor v = t.view({2, 3, 4});
+  EXPECT_EQ(v.storage(), a.storage());
+  EXPECT_EQ(at(v, {1, 2, 3}), 3 * 6 + 5);
+  EXPECT_EQ(a.view({-1}).numel(), 24);
+  EXPECT_THROW(a.view({-1, -1}), ValueError);
+  EXPECT_THROW(a.view({5, -1}), ValueError);
+  EXPECT_THROW(a.view({7, 4}), ValueError);
+}
+
+TEST(Tensor, ZeroDimAndEmpty) {
+  Tensor s = scalar_tensor(Scalar(3.5), DType::Float32);
+  EXPECT_EQ(s.dim(), 0);
+  EXPECT_EQ(s.numel(), 1);
+  EXPECT_EQ(s.item<double>(), 3.5);
+  EXPECT_EQ(s.reshape({1, 1}).sizes(), (Shape{1, 1}));
+  Tensor e = empty({0, 3});
+  EXPECT_EQ(e.numel(), 0);
+  EXPECT_TRUE(e.is_contiguous());
+  EXPECT_EQ(e.reshape({3, 0, 5}).numel(), 0);
+  EXPECT_EQ(e.t().contiguous().sizes(), (Shape{3, 0}));
+  EXPECT_THROW(empty({2, -1}), ValueError);
+  EXPECT_THROW(empty({1, 1, 1, 1, 1, 1, 1, 1, 1}), ValueError);  // 9 dims
+  EXPECT_THROW(s.item<int64_t>() + e.item<int64_t>(), ValueError);
+}
+
+TEST(Tensor, CopyConvertsAndBroadcasts) {
+  Tensor a = arange(0, 6).reshape({2, 3});
+  Tensor b = zeros({4, 2, 3}, DType::Float64);
+  b.copy_(a);
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 2; ++j)
+      for (int64_t k = 0; k < 3; ++k) EXPECT_EQ(b.select(0, i).select(0, j).select(0, k).item<double>(), j * 3 + k);
+  EXPECT_THROW(zeros({2, 4}).copy_(a), ValueError);
+
+  // Overlapping copy: shifting a row by one within the same storage.
+  Tensor r = arange(0, 5);
+  r.slice(0, 1, 5).copy_(r.slice(0, 0, 4));
+  for (int64_t i = 1; i < 5; ++i) EXPECT_EQ(at(r, {i}), i - 1);
+
+  // Casting rules: float -> int truncates, negative -> uint8 wraps, bool is != 0.
+  Tensor f = full({3}, Scalar(-1.75), DType::Float32);
+  EXPECT_EQ(f.to(DType::Int32).select(0, 0).item<int64_t>(), -1);
+  EXPECT_EQ(f.to(DType::UInt8).select(0, 0).item<int64_t>(), 255);
+  EXPECT_EQ(f.to(DType::Bool).select(0, 0).item<bool>(), true);
+  EXPECT_EQ(zeros({2}).to(DType::Bool).select(0, 1).item<bool>(), false);
+  // complex -> real keeps the real part
+  Tensor c = full({2}, Scalar(complex128(2.5, -1.0)), DType::Complex64);
+  EXPECT_EQ(c.to(DType::Float64).select(0, 0).item<double>(), 2.5);
+}
+
+TEST(Tensor, NarrowFloatsRoundTrip) {
+  Tensor x = linspace(-500, 500, 1001);
+  for (DType d : {DType::BFloat16, DType::Float16, DType::Float8_e4m3fn, DType::Float8_e5m2}) {
+    Tensor y = x.to(d).to(DType::Float32);
+    for (int64_t i = 0; i < x.numel(); i += 37) {
+      const float v = x.select(0, i).item<float>();
+      const float got = y.select(0, i).item<float>();
+      float want = 0;
+      switch (d) {
+        case DType::BFloat16: want = float(bfloat16(v)); break;
+        case DType::Float16: want = float(half(v)); break;
+        case DType::Float8_e4m3fn: want = float(float8_e4m3fn(v)); break;
+        default: want = float(float8_e5m2(v)); break;
+      }
+      if (std::isnan(want)) EXPECT_TRUE(std::isnan(got)) << name(d) << " " << v;
+      else EXPECT_EQ(got, want) << name(d) << " " << v;
+    }
+  }
+  // e4m3fn: out of range gives NaN, never saturates.
+  EXPECT_TRUE(std::isnan(full({1}, Scalar(500.0)).to(DType::Float8_e4m3fn).to(DType::Float32).item<float>()));
+  EXPECT_TRUE(std::isinf(full({1}, Scalar(1e6)).to(DType::Float8_e5m2).to(DType::Float32).item<float>()));
+}
+
+TEST(Tensor, RangeFactories) {
+  Tensor a = arange(Scalar(1.0), Scalar(2.0), Scalar(0.25));
+  EXPECT_EQ(a.dtype(), DType::Float32);
+  ASSERT_EQ(a.numel(), 4);
+  EXPECT_EQ(a.select(0, 3).item<double>(), 1.75);
+  EXPECT_EQ(arange(10, 0, -3).numel(), 4);  // 10 7 4 1
+  EXPECT_EQ(arange(10, 0, -3).select(0, 3).item<int64_t>(), 1);
+  EXPECT_THROW(arange(0, 10, 0), ValueError);
+  EXPECT_THROW(arange(0, 10, -1), ValueError);
+
+  Tensor l = linspace(0, 1, 5, DType::Float64);
+  for (int i = 0; i < 5; ++i) EXPECT_DOUBLE_EQ(l.select(0, i).item<double>(), i * 0.25);
+  EXPECT_EQ(linspace(3, 7, 1).select(0, 0).item<double>(), 3.0);
+  EXPECT_EQ(linspace(3, 7, 0).numel(), 0);
+  Tensor g = logspace(0, 3, 4, 2.0, DType::Float64);
+  for (int i = 0; i < 4; ++i) EXPECT_DOUBLE_EQ(g.select(0, i).item<double>(), std::pow(2.0, i));
+
+  Tensor e = eye(3, 4, DType::Int32);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) EXPECT_EQ(at(e, {i, j}), i == j ? 1 : 0);
+  Tensor f = full({2, 2}, Scalar(int64_t(7)));
+  EXPECT_EQ(f.dtype(), DType::Int64);
+  EXPECT_EQ(full({2}, Scalar(true)).dtype(), DType::Bool);
+  EXPECT_EQ(ones({3}, DType::BFloat16).select(0, 2).item<double>(), 1.0);
+}
+
+TEST(Tensor, FromBlobIsZeroCopy) {
+  std::vector<float> buf(12);
+  std::iota(buf.begin(), buf.end(), 0.0f);
+  bool released = false;
+  {
+    Tensor t = from_blob(buf.data(), {3, 4}, {4, 1}, DType::Float32, [&] { released = true; });
+    t.select(0, 1).select(0, 2).fill_(Scalar(-1.0));
+    EXPECT_EQ(buf[6], -1.0f);
+    Tensor col = t.select(1, 3);  // keeps the storage alive
+    t = Tensor();
+    EXPECT_FALSE(released);
+    EXPECT_EQ(col.select(0, 2).item<float>(), 11.0f);
+  }
+  EXPECT_TRUE(released);
+  Tensor c = from_buffer_copy(buf.data(), {12}, DType::Float32);
+  buf[0] = 100.0f;
+  EXPECT_EQ(c.select(0, 0).item<float>(), 0.0f);
+}
+
+TEST(Tensor, Repr) {
+  EXPECT_EQ(arange(0, 3).repr(), "tensor([0, 1, 2])");
+  EXPECT_EQ(full({2}, Scalar(1.5)).repr(), "tensor([1.5, 1.5])");
+  EXPECT_EQ(zeros({1}, DType::BFloat16).repr(), "tensor([0.], dtype=kiln.bfloat16)");
+  EXPECT_EQ(zeros({0, 2}).repr(), "tensor([], size=[0, 2])");
 }

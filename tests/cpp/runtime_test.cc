@@ -1,0 +1,107 @@
+// Allocator, thread pool and random numbers.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <set>
+#include <thread>
+
+#include "kiln/kiln.h"
+
+using namespace kiln;
+
+TEST(Allocator, StatsAndReuse) {
+  empty_cache();
+  const MemoryStats before = memory_stats();
+  void* p = nullptr;
+  {
+    Tensor t = empty({1 << 20}, DType::Float32);  // 4 MiB
+    p = t.data_ptr();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+    const MemoryStats during = memory_stats();
+    EXPECT_GE(during.current_bytes, before.current_bytes + (size_t(4) << 20));
+    EXPECT_GE(during.peak_bytes, during.current_bytes);
+  }
+  const MemoryStats after = memory_stats();
+  EXPECT_EQ(after.current_bytes, before.current_bytes);
+  EXPECT_GE(after.reserved_bytes, size_t(4) << 20);
+  Tensor again = empty({1 << 20}, DType::Float32);
+  EXPECT_EQ(again.data_ptr(), p);  // the cached block is reused
+  EXPECT_GT(memory_stats().cache_hits, after.cache_hits);
+  again = Tensor();
+  empty_cache();
+  EXPECT_LT(memory_stats().reserved_bytes, after.reserved_bytes);
+  reset_peak_memory_stats();
+  EXPECT_EQ(memory_stats().peak_bytes, memory_stats().current_bytes);
+}
+
+TEST(ThreadPool, CoversRangeOnceAndPropagatesErrors) {
+  for (int64_t n : {0, 1, 7, 1000, 100003}) {
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+    parallel_for(0, n, 16, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) hits[size_t(i)]++;
+    });
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+  }
+  EXPECT_THROW(parallel_for(0, 1000, 1, [](int64_t b, int64_t) {
+                 if (b == 0) throw ValueError("[test] boom");
+               }),
+               ValueError);
+  // Nested regions run inline instead of deadlocking.
+  std::atomic<int64_t> sum{0};
+  parallel_for(0, 100, 1, [&](int64_t b, int64_t e) {
+    parallel_for(b, e, 1, [&](int64_t bb, int64_t ee) { sum += ee - bb; });
+  });
+  EXPECT_EQ(sum.load(), 100);
+  EXPECT_GE(num_threads(), 1);
+}
+
+TEST(Random, ReproducibleAndDistributed) {
+  Generator g1(42), g2(42);
+  Tensor a = rand({10000}, DType::Float32, &g1);
+  Tensor b = rand({10000}, DType::Float32, &g2);
+  Tensor c = rand({10000}, DType::Float32, &g1);  // next draw differs
+  double sum = 0, sumsq = 0;
+  bool differs = false;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const float x = a.data<float>()[i];
+    ASSERT_EQ(x, b.data<float>()[i]);
+    ASSERT_GE(x, 0.0f);
+    ASSERT_LT(x, 1.0f);
+    differs |= x != c.data<float>()[i];
+    sum += x;
+    sumsq += double(x) * x;
+  }
+  EXPECT_TRUE(differs);
+  EXPECT_NEAR(sum / 10000, 0.5, 0.02);
+  EXPECT_NEAR(sumsq / 10000 - 0.25, 1.0 / 12, 0.01);
+
+  Generator g3(7);
+  Tensor n = randn({20000}, DType::Float64, &g3);
+  double m = 0, v = 0;
+  for (int64_t i = 0; i < n.numel(); ++i) m += n.data<double>()[i];
+  m /= n.numel();
+  for (int64_t i = 0; i < n.numel(); ++i) v += std::pow(n.data<double>()[i] - m, 2);
+  v /= n.numel();
+  EXPECT_NEAR(m, 0.0, 0.03);
+  EXPECT_NEAR(v, 1.0, 0.05);
+
+  Tensor r = randint(-3, 4, {5000}, DType::Int64, &g3);
+  std::set<int64_t> seen;
+  for (int64_t i = 0; i < r.numel(); ++i) {
+    const int64_t x = r.data<int64_t>()[i];
+    ASSERT_GE(x, -3);
+    ASSERT_LT(x, 4);
+    seen.insert(x);
+  }
+  EXPECT_EQ(seen.size(), 7u);
+  EXPECT_THROW(randint(3, 3, {1}), ValueError);
+  EXPECT_THROW(rand({2}, DType::Int32), TypeError);
+
+  // Same values whatever the thread count.
+  set_num_threads(1);
+  Generator g4(42);
+  Tensor d = rand({10000}, DType::Float32, &g4);
+  set_num_threads(std::max(2, int(std::thread::hardware_concurrency())));
+  for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(a.data<float>()[i], d.data<float>()[i]);
+}
