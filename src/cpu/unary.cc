@@ -1,0 +1,225 @@
+// Highway kernels for the hot unary float ops, compiled per SIMD target and
+// picked at run time. One translation unit for all of them to bound compile time.
+#include "cpu/unary.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "cpu/unary.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+#include <hwy/contrib/math/math-inl.h>
+
+#include <cfloat>
+#include <cstring>
+
+#include "cpu/unary_scalar.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kiln::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Each op: Apply (the vector body) and Special (lanes the vector body does not
+// get right; such a vector is recomputed with the scalar body Scalar).
+
+// [lo, hi] is the range where the vector body is accurate; NaN is outside.
+template <class D, class V>
+HWY_INLINE auto Outside(D d, V x, float lo, float hi) {
+  return hn::Not(hn::And(hn::Ge(x, hn::Set(d, lo)), hn::Le(x, hn::Set(d, hi))));
+}
+
+template <class D, class V>
+HWY_INLINE V SigmoidV(D d, V x) {
+  const V one = hn::Set(d, 1.0f);
+  const V e = hn::Exp(d, hn::Neg(hn::Abs(x)));  // in (0, 1]; 0 below -104
+  const V s = hn::Div(one, hn::Add(one, e));
+  return hn::IfThenElse(hn::Ge(x, hn::Zero(d)), s, hn::Mul(e, s));
+}
+
+template <UOp K>
+struct Kern;
+
+template <> struct Kern<UOp::Exp> {
+  template <class D, class V> static HWY_INLINE V Apply(D d, V x) { return hn::Exp(d, x); }
+  // Below -87.3 the result is subnormal, above 88.72 it overflows.
+  template <class D, class V> static HWY_INLINE auto Special(D d, V x) { return Outside(d, x, -87.3f, 88.72f); }
+};
+template <> struct Kern<UOp::Expm1> {
+  template <class D, class V> static HWY_INLINE V Apply(D d, V x) { return hn::Expm1(d, x); }
+  template <class D, class V> static HWY_INLINE auto Special(D d, V x) { return Outside(d, x, -87.3f, 88.72f); }
+};
+template <> struct Kern<UOp::Log> {
+  template <class D, class V> static HWY_INLINE V Apply(D d, V x) { return hn::Log(d, x); }
+  template <class D, class V> static HWY_INLINE auto Special(D d, V x) { return Outside(d, x, FLT_MIN, FLT_MAX); }
+};
+template <> struct Kern<UOp::Log2> {
+  template <class D, class V> static HWY_INLINE V Apply(D d, V x) { return hn::Log2(d, x); }
+  template <class D, class V> static HWY_INLINE auto Special(D d, V x) { return Outside(d, x, FLT_MIN, FLT_MAX); }
+};
+template <> struct Kern<UOp::Log1p> {
+  template <class D, class V> static HWY_INLINE V Apply(D d, V x) { return hn::Log1p(d, x); }
+  template <class D, class V> static HWY_INLINE auto Special(D d, V x) {
+    return Outside(d, x, -0.99999994f, FLT_MAX);
+  }
+};
+template <> struct Kern<UOp::Sqrt> {
+  template <class D, class V> static HWY_INLINE V Apply(D d, V x) { return hn::Sqrt(x); }
+  template <class D, class V> static HWY_INLINE auto Special(D d, V x) { return hn::Lt(x, hn::Zero(d)) /* never true after IEEE sqrt; cheap */; }
+};
+template <> struct Kern<UOp::Rsqrt> {
+  template <class D, class V> static HWY_INLINE V Apply(D d, V x) { return hn::Div(hn::Set(d, 1.0f), hn::Sqrt(x)); }
+  template <class D, class V> static HWY_INLINE auto Special(D d, V x) { return hn::Lt(x, hn::Zero(d)); }
+};
+template <> struct Kern<UOp::Sin> {
+  template <class D, class V> static HWY_INLINE V Apply(D d, V x) { return hn::Sin(d, x); }
+  // The range reduction is accurate for |x| up to ~39000 (Highway's bound).
+  template <class D, class V> static HWY_INLINE auto Special(D d, V x) { return Outside(d, x, -32768.0f, 32768.0f); }
+};
+template <> struct Kern<UOp::Cos> {
+  template <class D, class V> static HWY_INLINE V Apply(D d, V x) { return hn::Cos(d, x); }
+  template <class D, class V> static HWY_INLINE auto Special(D d, V x) { return Outside(d, x, -32768.0f, 32768.0f); }
+};
+template <> struct Kern<UOp::Tanh> {
+  template <class D, class V> static HWY_INLINE V Apply(D d, V x) { return hn::Tanh(d, x); }
+  template <class D, class V> static HWY_INLINE auto Special(D d, V x) { return hn::IsNaN(x); }
+};
+template <> struct Kern<UOp::Sigmoid> {
+  template <class D, class V> static HWY_INLINE V Apply(D d, V x) { return SigmoidV(d, x); }
+  template <class D, class V> static HWY_INLINE auto Special(D d, V x) { return hn::IsNaN(x); }
+};
+template <> struct Kern<UOp::Silu> {
+  template <class D, class V> static HWY_INLINE V Apply(D d, V x) { return hn::Mul(x, SigmoidV(d, x)); }
+  // Below -80 sigmoid(x) nears the subnormals; the scalar body uses double.
+  template <class D, class V> static HWY_INLINE auto Special(D d, V x) { return Outside(d, x, -80.0f, FLT_MAX); }
+};
+template <> struct Kern<UOp::GeluTanh> {
+  // x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3): the tanh form without
+  // the cancellation of 1 + tanh(u) for x < 0.
+  template <class D, class V> static HWY_INLINE V Apply(D d, V x) {
+    const V x2 = hn::Mul(x, x);
+    const V inner = hn::MulAdd(hn::Mul(hn::Set(d, 0.044715f), x2), x, x);
+    const V two_u = hn::Mul(hn::Set(d, 2.0f * 0.79788456080286535588f), inner);
+    return hn::Mul(x, SigmoidV(d, two_u));
+  }
+  // Beyond |x| = 1e12 the cube overflows; the scalar body works in double.
+  template <class D, class V> static HWY_INLINE auto Special(D d, V x) { return Outside(d, x, -1e12f, 1e12f); }
+};
+
+// y[i] = K(x[i]); y may alias x.
+template <UOp K>
+void Run(const float* x, float* y, int64_t n) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  alignas(64) float in[64];  // one vector's inputs (MaxLanes <= 64 for any target)
+  alignas(64) float out[64];
+  auto scalar_vector = [&](float* dst, int64_t m) {
+    for (int64_t j = 0; j < m; ++j) dst[j] = uop_scalar<K, float>(in[j]);
+  };
+  int64_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto v = hn::LoadU(d, x + i);
+    if (HWY_UNLIKELY(!hn::AllFalse(d, Kern<K>::Special(d, v)))) {
+      hn::Store(v, d, in);
+      scalar_vector(y + i, N);
+    } else {
+      hn::StoreU(Kern<K>::Apply(d, v), d, y + i);
+    }
+  }
+  if (i < n) {
+    // The tail goes through a padded vector (padding 1 is in range for all ops).
+    const int64_t m = n - i;
+    for (int64_t j = 0; j < N; ++j) in[j] = j < m ? x[i + j] : 1.0f;
+    const auto v = hn::Load(d, in);
+    if (!hn::AllFalse(d, Kern<K>::Special(d, v))) {
+      scalar_vector(out, m);
+    } else {
+      hn::Store(Kern<K>::Apply(d, v), d, out);
+    }
+    std::memcpy(y + i, out, size_t(m) * sizeof(float));
+  }
+}
+
+void UnaryF32(int op, const float* x, float* y, int64_t n) {
+  switch (UOp(op)) {
+    case UOp::Exp: return Run<UOp::Exp>(x, y, n);
+    case UOp::Expm1: return Run<UOp::Expm1>(x, y, n);
+    case UOp::Log: return Run<UOp::Log>(x, y, n);
+    case UOp::Log2: return Run<UOp::Log2>(x, y, n);
+    case UOp::Log1p: return Run<UOp::Log1p>(x, y, n);
+    case UOp::Sqrt: return Run<UOp::Sqrt>(x, y, n);
+    case UOp::Rsqrt: return Run<UOp::Rsqrt>(x, y, n);
+    case UOp::Sin: return Run<UOp::Sin>(x, y, n);
+    case UOp::Cos: return Run<UOp::Cos>(x, y, n);
+    case UOp::Tanh: return Run<UOp::Tanh>(x, y, n);
+    case UOp::Sigmoid: return Run<UOp::Sigmoid>(x, y, n);
+    case UOp::Silu: return Run<UOp::Silu>(x, y, n);
+    case UOp::GeluTanh: return Run<UOp::GeluTanh>(x, y, n);
+    default: return;
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kiln::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "kiln/float_types.h"
+#include "kiln/thread_pool.h"
+
+namespace kiln::cpu {
+HWY_EXPORT(UnaryF32);
+
+bool unary_has_kernel(UOp k, DType dtype) {
+  if (dtype != DType::Float32 && dtype != DType::BFloat16 && dtype != DType::Float16) return false;
+  switch (k) {
+    case UOp::Exp: case UOp::Expm1: case UOp::Log: case UOp::Log2: case UOp::Log1p:
+    case UOp::Sqrt: case UOp::Rsqrt: case UOp::Sin: case UOp::Cos: case UOp::Tanh:
+    case UOp::Sigmoid: case UOp::Silu: case UOp::GeluTanh:
+      return true;
+    default:
+      return false;
+  }
+}
+
+namespace {
+// Transcendental work per element is ~10-50 cycles: chunks of 16k keep the
+// threading overhead small.
+constexpr int64_t kGrain = 16384;
+constexpr int64_t kBlock = 1024;  // narrow floats are widened in blocks of this size
+
+template <typename T>
+void run_narrow(int op, const T* x, T* y, int64_t n) {
+  float buf[kBlock];
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t m = std::min(kBlock, n - b);
+    for (int64_t j = 0; j < m; ++j) buf[j] = float(x[b + j]);
+    HWY_DYNAMIC_DISPATCH(UnaryF32)(op, buf, buf, m);
+    for (int64_t j = 0; j < m; ++j) y[b + j] = T(buf[j]);
+  }
+}
+}  // namespace
+
+void unary_contiguous(UOp k, DType dtype, const void* x, void* y, int64_t n) {
+  const int op = int(k);
+  switch (dtype) {
+    case DType::Float32:
+      parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) {
+        HWY_DYNAMIC_DISPATCH(UnaryF32)(op, static_cast<const float*>(x) + b, static_cast<float*>(y) + b, e - b);
+      });
+      return;
+    case DType::BFloat16:
+      parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) {
+        run_narrow(op, static_cast<const bfloat16*>(x) + b, static_cast<bfloat16*>(y) + b, e - b);
+      });
+      return;
+    case DType::Float16:
+      parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) {
+        run_narrow(op, static_cast<const half*>(x) + b, static_cast<half*>(y) + b, e - b);
+      });
+      return;
+    default:
+      return;
+  }
+}
+
+}  // namespace kiln::cpu
+#endif
