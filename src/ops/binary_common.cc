@@ -21,6 +21,17 @@ bool can_cast(DType from, DType to) {
 
 namespace bin {
 
+namespace {
+// Inline compare of short int64 lists (std::equal calls memcmp, which costs more
+// than the comparison itself for a few dims).
+bool same(std::span<const int64_t> a, std::span<const int64_t> b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+}  // namespace
+
 std::string In::desc() const {
   if (s) return std::string("Scalar ") + name(s->promotion_dtype());
   return "Tensor" + t->shape_str() + " " + name(t->dtype());
@@ -54,7 +65,7 @@ Shape broadcast_all(std::initializer_list<const Tensor*> ts, const char* op) {
     if (first) {
       shape = t->sizes();
       first = false;
-    } else if (!std::equal(shape.begin(), shape.end(), t->shape().begin(), t->shape().end())) {
+    } else if (!same(shape, t->shape())) {
       shape = broadcast_shapes(shape, t->shape(), op);
     }
   }
@@ -71,7 +82,7 @@ Arg make_arg(In x, const Shape& shape, DType compute) {
     r.is_value = true;
   } else {
     r.t = x.t->dtype() == compute ? *x.t : x.t->to(compute);
-    if (!std::equal(shape.begin(), shape.end(), r.t.shape().begin(), r.t.shape().end()))
+    if (!same(shape, r.t.shape()))
       r.t = r.t.expand(shape);
   }
   return r;
@@ -82,9 +93,8 @@ namespace {
 // (elementwise ops may read and write one element in place, nothing else).
 bool partial_overlap(const Tensor& dest, const Tensor& in) {
   if (!in.defined() || in.storage() != dest.storage()) return false;
-  if (in.data_ptr() == dest.data_ptr() && in.dtype() == dest.dtype() &&
-      std::equal(in.shape().begin(), in.shape().end(), dest.shape().begin(), dest.shape().end()) &&
-      std::equal(in.strides().begin(), in.strides().end(), dest.strides().begin(), dest.strides().end()))
+  if (in.data_ptr() == dest.data_ptr() && in.dtype() == dest.dtype() && same(in.shape(), dest.shape()) &&
+      same(in.strides(), dest.strides()))
     return false;
   return true;  // conservative: same storage, different view
 }
@@ -94,7 +104,7 @@ Tensor make_dest(const char* op, const Shape& shape, DType result, const Tensor*
                  const Tensor* self, std::initializer_list<const Tensor*> inputs, Tensor* final_out) {
   const Tensor* target = self ? self : (out && out->defined() ? out : nullptr);
   if (!target) return empty(shape, result);
-  if (!std::equal(shape.begin(), shape.end(), target->shape().begin(), target->shape().end())) {
+  if (!same(shape, target->shape())) {
     if (self)
       throw ValueError(std::string("[") + op + "] output with shape " + self->shape_str() +
                        " doesn't match the broadcast shape " + shape_to_string(shape));
