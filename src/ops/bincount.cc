@@ -33,11 +33,21 @@ Tensor bincount(const Tensor& x_in, const Tensor& weights_in, int64_t minlength)
   const int64_t n = x.numel();
   const int64_t* xv = x.data<int64_t>();
   // Validate (and find the bin count) before allocating.
-  int64_t maxv = -1, minv = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    maxv = std::max(maxv, xv[i]);
-    minv = std::min(minv, xv[i]);
-  }
+  const int64_t nchunk_mm = std::clamp<int64_t>(n / (1 << 16), 1, int64_t(num_threads()));
+  std::vector<int64_t> mins(size_t(nchunk_mm), 0), maxs(size_t(nchunk_mm), -1);
+  parallel_for(0, nchunk_mm, 1, [&](int64_t cb, int64_t ce) {
+    for (int64_t c = cb; c < ce; ++c) {
+      int64_t lo = 0, hi = -1;
+      for (int64_t i = n * c / nchunk_mm, e = n * (c + 1) / nchunk_mm; i < e; ++i) {
+        lo = std::min(lo, xv[i]);
+        hi = std::max(hi, xv[i]);
+      }
+      mins[size_t(c)] = lo;
+      maxs[size_t(c)] = hi;
+    }
+  });
+  const int64_t minv = *std::min_element(mins.begin(), mins.end());
+  const int64_t maxv = *std::max_element(maxs.begin(), maxs.end());
   if (minv < 0 || (x_in.dtype() == DType::UInt64 && n > 0 && maxv < 0))
     throw ValueError("[bincount] only supports 1-d non-negative integral inputs, found " +
                      std::to_string(minv < 0 ? minv : maxv));
@@ -52,27 +62,30 @@ Tensor bincount(const Tensor& x_in, const Tensor& weights_in, int64_t minlength)
   // private histograms stays small next to the counting.
   const int64_t chunks =
       std::clamp<int64_t>(n / std::max<int64_t>(4 * nbins, 1 << 15), 1, int64_t(num_threads()));
+  // Small bin counts get kLanes interleaved copies per chunk: consecutive
+  // elements land in different copies, so a run of equal values does not
+  // serialize on one counter's load-add-store.
+  constexpr int64_t kLanes = 4;
+  const int64_t lanes = nbins <= 4096 ? kLanes : 1;
   auto count = [&]<typename Acc>(Acc* hist, int64_t b, int64_t e) {
-    if (wv) {
-      for (int64_t i = b; i < e; ++i) hist[xv[i]] += Acc(wv[i]);
-    } else {
-      for (int64_t i = b; i < e; ++i) hist[xv[i]] += 1;
+    int64_t i = b;
+    if (lanes == kLanes) {
+      for (; i + kLanes <= e; i += kLanes) {
+        for (int64_t l = 0; l < kLanes; ++l) hist[l * nbins + xv[i + l]] += wv ? Acc(wv[i + l]) : Acc(1);
+      }
     }
+    for (; i < e; ++i) hist[xv[i]] += wv ? Acc(wv[i]) : Acc(1);
   };
   auto run = [&]<typename Acc>() {
-    if (chunks == 1) {
-      std::vector<Acc> hist(size_t(nbins), Acc(0));
-      count.template operator()<Acc>(hist.data(), 0, n);
-      return hist;
-    }
-    std::vector<Acc> hists(size_t(chunks * nbins), Acc(0));
+    const int64_t width = lanes * nbins;
+    std::vector<Acc> hists(size_t(chunks * width), Acc(0));
     parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
       for (int64_t c = cb; c < ce; ++c)
-        count.template operator()<Acc>(hists.data() + c * nbins, n * c / chunks, n * (c + 1) / chunks);
+        count.template operator()<Acc>(hists.data() + c * width, n * c / chunks, n * (c + 1) / chunks);
     });
     std::vector<Acc> hist(size_t(nbins), Acc(0));
     parallel_for(0, nbins, 1 << 14, [&](int64_t b, int64_t e) {
-      for (int64_t c = 0; c < chunks; ++c)
+      for (int64_t c = 0; c < chunks * lanes; ++c)
         for (int64_t i = b; i < e; ++i) hist[size_t(i)] += hists[size_t(c * nbins + i)];
     });
     return hist;

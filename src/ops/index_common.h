@@ -164,19 +164,27 @@ inline void gather_kernel(const Tensor& out, const Tensor& src_base, const Tenso
 // with idx[e, k] = idx[e] + k * idx_k_stride and src[e, k] = src[e] + k *
 // src_k_stride (strides in bytes, dim_stride in bytes). Columns are split across
 // threads and k runs in order inside each, so duplicate indices never race and
-// the last write wins.
-template <typename Op>
+// the last write wins. row(d, s, n) does op on n contiguous elements: it serves
+// runs where one index covers a contiguous stretch of dst and src (index_add
+// and x[idx] += v over rows), which the compiler can vectorize.
+template <typename Op, typename RowOp>
 void scatter_columns(const Tensor& dst_base, const Tensor& src, const Tensor& idx, int64_t K,
-                     int64_t dim_stride_b, int64_t src_k_stride_b, int64_t idx_k_stride_b, Op op) {
+                     int64_t dim_stride_b, int64_t src_k_stride_b, int64_t idx_k_stride_b, Op op, RowOp row) {
   if (dst_base.numel() == 0 || K == 0) return;
   const Tensor* ops[3] = {&dst_base, &src, &idx};
   const StridedLoop loop = StridedLoop::make(dst_base.shape(), ops);
   const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / K);
+  const int64_t sz = int64_t(dst_base.itemsize());
   for_each(loop, grain, [&](char** p, const int64_t* s, int64_t n) {
+    const bool rows = s[0] == sz && s[1] == sz && s[2] == 0;
     for (int64_t k = 0; k < K; ++k) {
       const char* sp = p[1] + k * src_k_stride_b;
       const char* ip = p[2] + k * idx_k_stride_b;
-      for (int64_t i = 0; i < n; ++i) op(p[0] + i * s[0] + load_i64(ip + i * s[2]) * dim_stride_b, sp + i * s[1]);
+      if (rows) {
+        row(p[0] + load_i64(ip) * dim_stride_b, sp, n);
+      } else {
+        for (int64_t i = 0; i < n; ++i) op(p[0] + i * s[0] + load_i64(ip + i * s[2]) * dim_stride_b, sp + i * s[1]);
+      }
     }
   });
 }
@@ -185,8 +193,10 @@ void scatter_columns(const Tensor& dst_base, const Tensor& src, const Tensor& id
 inline void scatter_copy(const Tensor& dst_base, const Tensor& src, const Tensor& idx, int64_t K,
                          int64_t dim_stride_b, int64_t src_k_stride_b, int64_t idx_k_stride_b) {
   dispatch_size(dst_base.itemsize(), [&]<typename U>() {
-    scatter_columns(dst_base, src, idx, K, dim_stride_b, src_k_stride_b, idx_k_stride_b,
-                    [](char* d, const char* s) { std::memcpy(d, s, sizeof(U)); });
+    scatter_columns(
+        dst_base, src, idx, K, dim_stride_b, src_k_stride_b, idx_k_stride_b,
+        [](char* d, const char* s) { std::memcpy(d, s, sizeof(U)); },
+        [](char* d, const char* s, int64_t n) { std::memmove(d, s, size_t(n) * sizeof(U)); });
   });
 }
 
