@@ -1,0 +1,35 @@
+// Sorting and counting with PyTorch names and semantics: sort, argsort, topk,
+// bincount.
+//
+// Ordering is total and matches torch: NaN compares larger than every number
+// (last ascending, first descending), -0.0 and 0.0 are equal; complex values
+// are not ordered (TypeError). Indices are int64.
+#pragma once
+
+#include <cstdint>
+
+#include "kiln/tensor.h"
+
+namespace kiln {
+
+struct SortResult {
+  Tensor values;   // x's dtype and shape
+  Tensor indices;  // int64, positions along dim in x
+};
+
+// Sorts along dim. The sort is always stable (equal elements keep their
+// order), so `stable` only documents intent; indices of ties ascend.
+SortResult sort(const Tensor& x, int dim = -1, bool descending = false, bool stable = true);
+Tensor argsort(const Tensor& x, int dim = -1, bool descending = false, bool stable = true);
+
+// The k largest (or smallest) entries along dim, 0 <= k <= x.size(dim). With
+// sorted, in order (largest first when largest); ties keep the lower index first.
+SortResult topk(const Tensor& x, int64_t k, int dim = -1, bool largest = true, bool sorted = true);
+
+// Counts of each value of the 1-D non-negative integer tensor x: result has
+// max(max(x) + 1, minlength) entries. Without weights: int64 counts. With
+// weights (same length as x): sums of weights per bin, float32 for float32
+// weights and float64 for anything else (as torch).
+Tensor bincount(const Tensor& x, const Tensor& weights = Tensor(), int64_t minlength = 0);
+
+}  // namespace kiln

@@ -1,0 +1,81 @@
+// index_select and index_add (torch semantics: a 1-D (or 0-D) index of values
+// in [0, size), no wrapping).
+#include "kiln/index.h"
+#include "ops/index_common.h"
+
+namespace kiln {
+using namespace index_detail;
+namespace {
+
+// The index as a 1-D int64 tensor; more than one dim throws ValueError.
+Tensor vector_index(const Tensor& index, const char* op) {
+  Tensor idx = index_to_int64(index, op);
+  if (idx.dim() > 1)
+    throw ValueError(std::string("[") + op + "] index is supposed to be a vector, got shape " + idx.shape_str());
+  return idx.dim() == 0 ? idx.view({1}) : idx;
+}
+
+}  // namespace
+
+Tensor index_select(const Tensor& x, int dim, const Tensor& index) {
+  const Tensor idx = vector_index(index, "index_select");
+  const Tensor x1 = x.dim() == 0 ? x.view({1}) : x;
+  dim = wrap_dim(dim, x1.dim(), "index_select");
+  if (x.dim() == 0 && idx.numel() != 1)
+    throw ValueError("[index_select] index to a 0-dim tensor can have only 1 value, got " +
+                     std::to_string(idx.numel()));
+  check_indices(idx, x1.size(dim), false, "index_select", dim);
+  // out: x's shape with size(dim) = index.numel().
+  Shape out_shape = x1.sizes();
+  out_shape[dim] = idx.numel();
+  Tensor out = empty(out_shape, x.dtype());
+  if (out.numel() > 0) {
+    Shape base_strides = x1.stride_vec(), idx_strides(out_shape.size(), 0);
+    base_strides[dim] = 0;
+    idx_strides[dim] = idx.stride(0);
+    gather_kernel(out, restride(x1, out_shape, base_strides), restride(idx, out_shape, idx_strides), x1.stride(dim));
+  }
+  return x.dim() == 0 ? out.view({}) : out;
+}
+
+Tensor& index_add_(Tensor& x, int dim, const Tensor& index, const Tensor& source, const Scalar& alpha) {
+  const char* op = "index_add";
+  Tensor idx = vector_index(index, op);
+  if (source.dtype() != x.dtype())
+    throw TypeError(std::string("[index_add] self (") + name(x.dtype()) + ") and source (" + name(source.dtype()) +
+                    ") must have the same dtype");
+  if (is_integral(x.dtype(), true) && (alpha.is_floating() || alpha.is_complex()))
+    throw TypeError(std::string("[index_add] for integral input tensors (") + name(x.dtype()) +
+                    "), alpha must not be a floating point number");
+  if (!is_complex(x.dtype()) && alpha.is_complex())
+    throw TypeError(std::string("[index_add] complex alpha needs a complex tensor, got ") + name(x.dtype()));
+  Tensor x1 = x.dim() == 0 ? x.view({1}) : x;
+  Tensor s1 = source.dim() == 0 ? source.view({1}) : source;
+  dim = wrap_dim(dim, x1.dim(), op);
+  bool ok = x1.dim() == s1.dim() && s1.size(dim) == idx.numel();
+  for (int d = 0; ok && d < x1.dim(); ++d)
+    if (d != dim && x1.size(d) != s1.size(d)) ok = false;
+  if (!ok)
+    throw ValueError("[index_add] source of shape " + source.shape_str() + " does not match self " + x.shape_str() +
+                     " with index of " + std::to_string(idx.numel()) + " elements along dim " + std::to_string(dim));
+  check_indices(idx, x1.size(dim), false, op, dim);
+  if (idx.numel() == 0 || x.numel() == 0) return x;
+  if (s1.storage() == x1.storage()) s1 = s1.clone();
+  if (idx.storage() == x1.storage()) idx = idx.clone();
+  // Columns: source's shape without dim; k walks index.
+  Shape cols, xs, ss;
+  drop_dim(x1, dim, &cols, &xs);
+  cols.clear();
+  drop_dim(s1, dim, &cols, &ss);
+  const int64_t sz = int64_t(x.itemsize());
+  scatter_accumulate(restride(x1, cols, xs), restride(s1, cols, ss), restride(idx, cols, Shape(cols.size(), 0)),
+                     idx.numel(), x1.stride(dim) * sz, s1.stride(dim) * sz, idx.stride(0) * 8, alpha, op);
+  return x;
+}
+
+Tensor index_add(const Tensor& x, int dim, const Tensor& index, const Tensor& source, const Scalar& alpha) {
+  Tensor out = x.clone();
+  return index_add_(out, dim, index, source, alpha);
+}
+
+}  // namespace kiln
