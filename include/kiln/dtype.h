@@ -61,7 +61,11 @@ inline constexpr DTypeInfo kDTypeTable[kNumDTypes] = {
     {"complex128", 16, DKind::Complex},
 };
 
-constexpr const DTypeInfo& info(DType d) { return kDTypeTable[int(d)]; }
+constexpr const DTypeInfo& info(DType d) {
+  // The mask keeps the index provably in range (and silences -Warray-bounds);
+  // every DType value is below kNumDTypes.
+  return kDTypeTable[unsigned(d) < unsigned(kNumDTypes) ? unsigned(d) : 0u];
+}
 constexpr size_t itemsize(DType d) { return info(d).itemsize; }
 constexpr const char* name(DType d) { return info(d).name; }
 constexpr bool is_complex(DType d) { return info(d).kind == DKind::Complex; }

@@ -52,9 +52,11 @@ class Pool {
     const int64_t max_chunks = std::max<int64_t>(1, n / std::max<int64_t>(grain, 1));
     const int chunks = int(std::min<int64_t>(size(), max_chunks));
     if (chunks <= 1) {
-      t_in_parallel = true;
+      struct Region {  // restores the flag even when fn throws
+        Region() { t_in_parallel = true; }
+        ~Region() { t_in_parallel = false; }
+      } region;
       fn(ctx, begin, end);
-      t_in_parallel = false;
       return;
     }
     // Every worker checks in for every region (active_), so no worker can still
