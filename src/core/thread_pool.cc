@@ -40,7 +40,11 @@ class Pool {
   void resize(int n) {
     stop();
     quit_ = false;
-    for (int i = 0; i + 1 < n; ++i) workers_.emplace_back([this, i] { loop(i + 1); });
+    // Each worker starts from the generation current now, not the one it sees
+    // when the OS first runs it: a region launched in between would otherwise
+    // be skipped, and run() would wait forever for that worker to check in.
+    const uint64_t gen = generation_.load(std::memory_order_acquire);
+    for (int i = 0; i + 1 < n; ++i) workers_.emplace_back([this, gen] { loop(gen); });
   }
 
   void run(int64_t begin, int64_t end, int64_t grain, void* ctx, detail::RangeFn fn) {
@@ -99,8 +103,7 @@ class Pool {
     t_in_parallel = false;
   }
 
-  void loop(int) {
-    uint64_t seen = generation_.load(std::memory_order_acquire);
+  void loop(uint64_t seen) {
     for (;;) {
       int spins = 0;
       while (generation_.load(std::memory_order_acquire) == seen && !quit_.load()) {
