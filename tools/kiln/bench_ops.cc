@@ -11,6 +11,7 @@
 #include "core/sysinfo.h"
 #include "kiln/allocator.h"
 #include "kiln/bench/harness.h"
+#include "kiln/bench/python_side.h"
 #include "kiln/commands.h"
 #include "kiln/random.h"
 #include "kiln/tensor.h"
@@ -30,6 +31,8 @@ struct OpsOptions {
   int threads = 0;  // 0: kiln's default
   bool quick = false;
   int64_t numel = 0;  // 0: 64M, or 64K with --quick
+  std::string python;  // interpreter for the Python side; "" finds one
+  bool no_python = false;
 };
 
 constexpr double kF32 = 4.0;
@@ -99,6 +102,34 @@ int run_ops(OpsOptions opt) {
   missing.push_back({{"name", "add/mul f32"}, {"why", "kiln/binary.h not merged yet"}});
   missing.push_back({{"name", "sum/var_mean f32"}, {"why", "kiln/reduce.h not merged yet"}});
 
+  json python_info;
+  if (!opt.no_python) {
+    const std::string py = bench::find_python(opt.python);
+    if (py.empty()) {
+      missing.push_back({{"name", "python-side cases"},
+                         {"why", "no python next to the kiln binary; pass --python PATH"}});
+    } else {
+      std::string args = "ops --repeat " + std::to_string(opt.repeat);
+      if (opt.quick) args += " --quick";
+      if (opt.threads > 0) args += " --threads " + std::to_string(opt.threads);
+      const bench::PythonRun pr = bench::run_python_bench(py, args);
+      if (pr.ok) {
+        for (json r : pr.doc["results"]) {
+          r["side"] = "python";
+          results.push_back(r);
+        }
+        python_info = {{"executable", py}};
+        for (const char* k : {"python_version", "peers"})
+          if (pr.doc.contains(k)) python_info[k] = pr.doc[k];
+        if (pr.doc.contains("missing"))
+          for (const json& mi : pr.doc["missing"]) missing.push_back(mi);
+      } else {
+        missing.push_back({{"name", "python-side cases"}, {"why", pr.why}});
+        std::fprintf(stderr, "kiln bench ops: python side skipped: %s\n", pr.why.c_str());
+      }
+    }
+  }
+
   const sys::RoofStats all = runner.roof_stats();
   json doc = {{"command", "bench ops"},
               {"kiln_version", kiln::kVersion},
@@ -113,6 +144,7 @@ int run_ops(OpsOptions opt) {
               {"roof_rule", "one pass of the read roof is taken right before every timed repetition; "
                             "roof_fraction uses the median of the passes beside that case"},
               {"results", results}};
+  if (!python_info.is_null()) doc["python"] = python_info;
   if (!missing.empty()) doc["missing"] = missing;
 
   if (!opt.out.empty()) {
@@ -168,6 +200,9 @@ Command add_bench_ops(CLI::App& bench) {
   app->add_flag("--quick", opt->quick, "Tiny sizes and few repeats: a smoke run, not a measurement");
   app->add_option("--numel", opt->numel, "Elements per tensor (default 64M; 64K with --quick)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
+  app->add_option("--python", opt->python,
+                  "Python with kiln installed, for the Python-side cases (default: a python next to kiln)");
+  app->add_flag("--no-python", opt->no_python, "Skip the Python-side cases");
   return {app, [opt] { return run_ops(*opt); }};
 }
 

@@ -179,6 +179,20 @@ std::string format_table(const json& results) {
                   fmt_time(num(r, "max_s")).c_str(), g, rf, fr);
     out += line;
   }
+  // Peers (BENCHMARKS.md rule 4): one line per case that has any.
+  for (const json& r : results) {
+    auto it = r.find("peer_median_s");
+    if (it == r.end() || !it->is_object() || it->empty()) continue;
+    std::string peers;
+    for (auto& [peer, t] : it->items()) {
+      if (!t.is_number()) continue;
+      const double speedup = num(r, ("speedup_vs_" + peer).c_str());
+      std::snprintf(line, sizeof line, "%s%s %s (kiln speedup %.2fx)", peers.empty() ? "" : ", ", peer.c_str(),
+                    fmt_time(t.get<double>()).c_str(), speedup);
+      peers += line;
+    }
+    out += "  " + r.value("name", std::string("?")) + " vs " + peers + "\n";
+  }
   return out;
 }
 
