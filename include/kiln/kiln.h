@@ -4,6 +4,7 @@
 #include "kiln/allocator.h"
 #include "kiln/dtype.h"
 #include "kiln/random.h"
+#include "kiln/reduce.h"
 #include "kiln/scalar.h"
 #include "kiln/tensor.h"
 #include "kiln/thread_pool.h"

@@ -1,0 +1,142 @@
+// Contiguous float32 / bfloat16 sums and float32 var_mean, dispatched to the best
+// SIMD target at run time.
+#include "cpu/reduce.h"
+
+#include <algorithm>
+#include <cstring>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "cpu/reduce.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace kiln::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Block length for the bf16 sum and the var_mean two-pass: short enough that a
+// second pass over the block hits L1.
+constexpr int64_t kBlock = 2048;
+
+// Sum of one block in float32 lanes (an estimate; var_mean corrects for it).
+HWY_INLINE float BlockSumF32(const float* HWY_RESTRICT x, int64_t n) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  auto a0 = hn::Zero(d), a1 = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    a0 = hn::Add(a0, hn::LoadU(d, x + i));
+    a1 = hn::Add(a1, hn::LoadU(d, x + i + N));
+  }
+  for (; i + N <= n; i += N) a0 = hn::Add(a0, hn::LoadU(d, x + i));
+  float s = hn::GetLane(hn::SumOfLanes(d, hn::Add(a0, a1)));
+  for (; i < n; ++i) s += x[i];
+  return s;
+}
+
+// float32 values widened to float64 lanes and summed there: exact enough that a
+// sum of 64M floats stays within an ulp or two, and still memory-bound.
+double SumF32(const float* HWY_RESTRICT x, int64_t n) {
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> dh;  // half a float vector
+  const int64_t N = int64_t(hn::Lanes(dd));
+  auto a0 = hn::Zero(dd), a1 = hn::Zero(dd), a2 = hn::Zero(dd), a3 = hn::Zero(dd);
+  int64_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    a0 = hn::Add(a0, hn::PromoteTo(dd, hn::LoadU(dh, x + i)));
+    a1 = hn::Add(a1, hn::PromoteTo(dd, hn::LoadU(dh, x + i + N)));
+    a2 = hn::Add(a2, hn::PromoteTo(dd, hn::LoadU(dh, x + i + 2 * N)));
+    a3 = hn::Add(a3, hn::PromoteTo(dd, hn::LoadU(dh, x + i + 3 * N)));
+  }
+  for (; i + N <= n; i += N) a0 = hn::Add(a0, hn::PromoteTo(dd, hn::LoadU(dh, x + i)));
+  double s = hn::GetLane(hn::SumOfLanes(dd, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+  for (; i < n; ++i) s += double(x[i]);
+  return s;
+}
+
+// bfloat16 -> float32: the bits shifted into the high half.
+double SumBF16(const uint16_t* HWY_RESTRICT x, int64_t n) {
+  const hn::ScalableTag<float> df;
+  const hn::RebindToUnsigned<decltype(df)> du32;
+  const hn::Rebind<uint16_t, decltype(df)> du16;
+  const int64_t N = int64_t(hn::Lanes(df));
+  auto widen = [&](const uint16_t* p) { return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, p)))); };
+  double total = 0;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t m = std::min(kBlock, n - b);
+    const uint16_t* p = x + b;
+    auto a0 = hn::Zero(df), a1 = hn::Zero(df);
+    int64_t i = 0;
+    for (; i + 2 * N <= m; i += 2 * N) {
+      a0 = hn::Add(a0, widen(p + i));
+      a1 = hn::Add(a1, widen(p + i + N));
+    }
+    for (; i + N <= m; i += N) a0 = hn::Add(a0, widen(p + i));
+    float s = hn::GetLane(hn::SumOfLanes(df, hn::Add(a0, a1)));
+    for (; i < m; ++i) {
+      const uint32_t u = uint32_t(p[i]) << 16;
+      float f;
+      std::memcpy(&f, &u, 4);
+      s += f;
+    }
+    total += s;
+  }
+  return total;
+}
+
+void VarMeanF32(const float* HWY_RESTRICT x, int64_t n, double* mean_out, double* m2_out) {
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> dh;  // half a float vector
+  const int64_t N = int64_t(hn::Lanes(dd));
+  double cnt = 0, mean = 0, m2 = 0;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t m = std::min(kBlock, n - b);
+    const float* p = x + b;
+    // Pass 1: a shift near the block mean, rounded to float; pass 2 corrects for it.
+    const float mb = float(double(BlockSumF32(p, m)) / double(m));
+    const auto vm = hn::Set(dd, double(mb));
+    // Pass 2 over the L1-resident block: deviations and their squares in float64 lanes.
+    auto s0 = hn::Zero(dd), s1 = hn::Zero(dd), q0 = hn::Zero(dd), q1 = hn::Zero(dd);
+    int64_t i = 0;
+    for (; i + 2 * N <= m; i += 2 * N) {
+      const auto d0 = hn::Sub(hn::PromoteTo(dd, hn::LoadU(dh, p + i)), vm);
+      const auto d1 = hn::Sub(hn::PromoteTo(dd, hn::LoadU(dh, p + i + N)), vm);
+      s0 = hn::Add(s0, d0);
+      s1 = hn::Add(s1, d1);
+      q0 = hn::MulAdd(d0, d0, q0);
+      q1 = hn::MulAdd(d1, d1, q1);
+    }
+    double sd = hn::GetLane(hn::SumOfLanes(dd, hn::Add(s0, s1)));
+    double sq = hn::GetLane(hn::SumOfLanes(dd, hn::Add(q0, q1)));
+    for (; i < m; ++i) {
+      const double dv = double(p[i]) - double(mb);
+      sd += dv;
+      sq += dv * dv;
+    }
+    const double bm = double(mb) + sd / double(m);
+    double bm2 = sq - sd * sd / double(m);
+    if (bm2 < 0) bm2 = 0;  // rounding; NaN passes through
+    chan_merge(cnt, mean, m2, double(m), bm, bm2);
+  }
+  *mean_out = mean;
+  *m2_out = m2;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kiln::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace kiln::cpu {
+HWY_EXPORT(SumF32);
+HWY_EXPORT(SumBF16);
+HWY_EXPORT(VarMeanF32);
+
+double sum_f32(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(SumF32)(x, n); }
+double sum_bf16(const uint16_t* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(SumBF16)(x, n); }
+void var_mean_f32(const float* x, int64_t n, double* mean, double* m2) {
+  HWY_DYNAMIC_DISPATCH(VarMeanF32)(x, n, mean, m2);
+}
+}  // namespace kiln::cpu
+#endif

@@ -1,0 +1,150 @@
+// max, min, amax, amin, argmax, argmin. NaN wins (and its first index is
+// returned); among equal values the first occurrence wins.
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/cast.h"
+#include "ops/reduce_engine.h"
+
+namespace kiln {
+namespace {
+
+constexpr DTypeSet kOrdered = kBoolSet | kIntSet | kFloatSet;
+
+template <typename C>
+inline bool is_nan(C v) {
+  if constexpr (std::is_floating_point_v<C>) return std::isnan(v);
+  else return false;
+}
+
+// Tracks the best value and the linear reduced index it was seen at.
+template <typename T, bool kMax>
+struct ExtremumReducer {
+  using C = compute_t<T>;
+  struct State {
+    C v;
+    int64_t i;
+  };
+  T* values;         // may be null
+  int64_t* indices;  // may be null
+
+  // True when v replaces the current best b (b not NaN; v NaN or strictly better).
+  static bool better(C v, C b) {
+    if (is_nan(b)) return false;
+    if (is_nan(v)) return true;
+    return kMax ? v > b : v < b;
+  }
+  State init() const { return {C(0), -1}; }
+  void step(State& s, T x, int64_t idx) const {
+    const C v = C(x);
+    if (s.i < 0 || better(v, s.v)) s = {v, idx};
+  }
+  void run(State& s, const T* x, int64_t stride, int64_t n, int64_t i0) const {
+    if (n == 0) return;
+    if (s.i < 0) s = {C(x[0]), i0};
+    // Fast scan on the value; NaN (v != v) always takes over and then sticks.
+    C best = s.v;
+    int64_t bi = s.i;
+    if (is_nan(best)) return;
+    for (int64_t k = 0; k < n; ++k) {
+      const C v = C(x[k * stride]);
+      if (kMax ? v > best : v < best) {
+        best = v;
+        bi = i0 + k;
+      } else if (is_nan(v)) {
+        best = v;
+        bi = i0 + k;
+        break;
+      }
+    }
+    s = {best, bi};
+  }
+  void combine(State& a, const State& b) const {
+    if (b.i >= 0 && (a.i < 0 || better(b.v, a.v))) a = b;
+  }
+  void write(const State& s, int64_t o) const {
+    if (values) values[o] = cast<T>(s.v);
+    if (indices) indices[o] = s.i;
+  }
+};
+
+void check_ordered(const Tensor& x, const char* op) {
+  reject_fp8(x, op);
+  if (is_complex(x.dtype()))
+    throw TypeError(std::string("[") + op + "] does not support complex input (dtype " + name(x.dtype()) + ")");
+}
+
+// Runs the extremum reduction; values/indices are written when the tensors are defined.
+template <bool kMax>
+void extremum(const char* op, const Tensor& x, const std::vector<bool>& mask, Tensor* values, Tensor* indices) {
+  const ReducePlan p = make_reduce_plan(x, mask, indices != nullptr);
+  dispatch<kOrdered>(x.dtype(), op, [&]<typename T>() {
+    run_reduce<T>(p, ExtremumReducer<T, kMax>{values ? values->data<T>() : nullptr,
+                                              indices ? indices->data<int64_t>() : nullptr});
+  });
+}
+
+template <bool kMax>
+Tensor whole(const char* op, const Tensor& x) {
+  check_ordered(x, op);
+  const std::vector<bool> mask(size_t(x.dim()), true);
+  require_nonempty(x, mask, true, op);
+  Tensor out = empty({}, x.dtype());
+  extremum<kMax>(op, x, mask, &out, nullptr);
+  return out;
+}
+
+template <bool kMax>
+ValuesIndices along(const char* op, const Tensor& x, int dim, bool keepdim) {
+  check_ordered(x, op);
+  const std::vector<bool> mask = reduce_mask(std::vector<int>{dim}, x.dim(), op);
+  require_nonempty(x, mask, false, op);
+  const Shape shape = reduced_shape(x.shape(), mask, keepdim);
+  ValuesIndices r{empty(shape, x.dtype()), empty(shape, DType::Int64)};
+  extremum<kMax>(op, x, mask, &r.values, &r.indices);
+  return r;
+}
+
+template <bool kMax>
+Tensor a_extremum(const char* op, const Tensor& x, const DimList& dim, bool keepdim) {
+  check_ordered(x, op);
+  const std::vector<bool> mask = reduce_mask(dim, x.dim(), op);
+  require_nonempty(x, mask, false, op);
+  Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), x.dtype());
+  extremum<kMax>(op, x, mask, &out, nullptr);
+  return out;
+}
+
+template <bool kMax>
+Tensor arg_extremum(const char* op, const Tensor& x, std::optional<int> dim, bool keepdim) {
+  check_ordered(x, op);
+  std::vector<bool> mask;
+  if (dim) {
+    mask = reduce_mask(std::vector<int>{*dim}, x.dim(), op);
+    require_nonempty(x, mask, false, op);
+  } else {
+    mask.assign(size_t(x.dim()), true);
+    require_nonempty(x, mask, true, op);
+  }
+  Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), DType::Int64);
+  extremum<kMax>(op, x, mask, nullptr, &out);
+  return out;
+}
+
+}  // namespace
+
+Tensor max(const Tensor& x) { return whole<true>("max", x); }
+Tensor min(const Tensor& x) { return whole<false>("min", x); }
+ValuesIndices max(const Tensor& x, int dim, bool keepdim) { return along<true>("max", x, dim, keepdim); }
+ValuesIndices min(const Tensor& x, int dim, bool keepdim) { return along<false>("min", x, dim, keepdim); }
+Tensor amax(const Tensor& x, const DimList& dim, bool keepdim) { return a_extremum<true>("amax", x, dim, keepdim); }
+Tensor amin(const Tensor& x, const DimList& dim, bool keepdim) { return a_extremum<false>("amin", x, dim, keepdim); }
+Tensor argmax(const Tensor& x, std::optional<int> dim, bool keepdim) {
+  return arg_extremum<true>("argmax", x, dim, keepdim);
+}
+Tensor argmin(const Tensor& x, std::optional<int> dim, bool keepdim) {
+  return arg_extremum<false>("argmin", x, dim, keepdim);
+}
+
+}  // namespace kiln
