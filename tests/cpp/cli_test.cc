@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -99,7 +100,7 @@ TEST(Cli, InfoJson) {
 
 TEST(Cli, BenchOpsQuickJson) {
   const std::string out_file = testing::TempDir() + "kiln_bench_ops_test.json";
-  CliRun r = run_kiln("bench ops --quick --json --repeat 2 --out '" + out_file + "'");
+  CliRun r = run_kiln("bench ops --quick --json --repeat 2 --no-python --out '" + out_file + "'");
   ASSERT_EQ(r.status, 0) << r.out;
   const json j = json::parse(r.out);
   EXPECT_TRUE(j["kiln_version"].is_string());
@@ -109,7 +110,7 @@ TEST(Cli, BenchOpsQuickJson) {
   for (const char* k : {"threads", "l1d_bytes", "l2_bytes", "l3_bytes", "roof_gbps"}) expect_number(m, k);
   ASSERT_TRUE(j["results"].is_array());
   ASSERT_FALSE(j["results"].empty());
-  bool saw_bf16 = false, saw_fp8 = false;
+  std::set<std::string> names;
   for (const json& c : j["results"]) {
     ASSERT_TRUE(c["name"].is_string());
     const std::string name = c["name"];
@@ -124,11 +125,11 @@ TEST(Cli, BenchOpsQuickJson) {
       EXPECT_EQ(c["unit"], "ns/call");
       expect_number(c, "ns_per_call");
     }
-    saw_bf16 |= name.find("bfloat16") != std::string::npos;
-    saw_fp8 |= name.find("float8_e4m3fn") != std::string::npos;
+    names.insert(name);
   }
-  EXPECT_TRUE(saw_bf16);
-  EXPECT_TRUE(saw_fp8);
+  for (const char* want : {"add f32", "mul f32", "to f32->bfloat16", "to f32->float8_e4m3fn", "sum f32",
+                           "var_mean f32", "add 1-element dispatch (C++)"})
+    EXPECT_EQ(names.count(want), 1u) << want;
   // --out writes the same document.
   FILE* f = std::fopen(out_file.c_str(), "r");
   ASSERT_NE(f, nullptr);
@@ -182,4 +183,16 @@ TEST(Bandwidth, SmallRoofRunsAndSummarizes) {
   EXPECT_DOUBLE_EQ(e.median_gbps, 2.5);
   EXPECT_DOUBLE_EQ(e.min_gbps, 1.0);
   EXPECT_DOUBLE_EQ(e.max_gbps, 4.0);
+}
+
+TEST(Cli, BenchOpsFilterAndMissingPython) {
+  CliRun r = run_kiln("bench ops --quick --json --repeat 1 --filter sum --python /nonexistent/python");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["results"].size(), 1u);
+  EXPECT_EQ(j["results"][0]["name"], "sum f32");
+  // A python that cannot run is a missing entry, not a failure.
+  bool noted = false;
+  for (const json& m : j["missing"]) noted |= m["name"] == "python-side cases";
+  EXPECT_TRUE(noted) << j["missing"].dump();
 }

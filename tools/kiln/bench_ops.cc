@@ -3,6 +3,8 @@
 // read roof measured beside it, plus the fixed cost of dispatching a tiny op.
 #include <cstdio>
 #include <fstream>
+#include <functional>
+#include <utility>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,6 +12,8 @@
 #include "core/bandwidth.h"
 #include "core/sysinfo.h"
 #include "kiln/allocator.h"
+#include "kiln/binary.h"
+#include "kiln/reduce.h"
 #include "kiln/bench/harness.h"
 #include "kiln/bench/python_side.h"
 #include "kiln/commands.h"
@@ -33,6 +37,7 @@ struct OpsOptions {
   int64_t numel = 0;  // 0: 64M, or 64K with --quick
   std::string python;  // interpreter for the Python side; "" finds one
   bool no_python = false;
+  std::string filter;  // run only cases whose name contains this
 };
 
 constexpr double kF32 = 4.0;
@@ -74,6 +79,41 @@ bench::Result convert_case(bench::Runner& runner, const OpsOptions& opt, int64_t
   return r;
 }
 
+// a <op> b over n float32 elements: 2 reads + 1 write of 4 bytes each. The
+// output comes back from the caching allocator every call (one shared block).
+bench::Result binary_case(bench::Runner& runner, const OpsOptions& opt, int64_t n, const char* op,
+                          Tensor (*fn)(const Tensor&, const Tensor&)) {
+  const bench::Rotation rot = rotation_for(opt, 2 * kF32 * n, kF32 * n);
+  std::vector<Tensor> as = make_inputs(rot.copies, n, 2), bs = make_inputs(rot.copies, n, 3);
+  bench::Result r = runner.memory_case(std::string(op) + " f32", 3 * kF32 * n, rot, [&](int i) {
+    Tensor y = fn(as[i % rot.copies], bs[i % rot.copies]);
+  });
+  r.extra["numel"] = n;
+  r.extra["bytes_note"] = "2 reads + 1 write";
+  return r;
+}
+
+// A full reduction of n float32 elements: one read of 4 bytes each.
+bench::Result reduce_case(bench::Runner& runner, const OpsOptions& opt, int64_t n, const char* name,
+                          void (*fn)(const Tensor&)) {
+  const bench::Rotation rot = rotation_for(opt, kF32 * n, 0);
+  std::vector<Tensor> xs = make_inputs(rot.copies, n, 4);
+  bench::Result r = runner.memory_case(std::string(name) + " f32", kF32 * n, rot,
+                                       [&](int i) { fn(xs[i % rot.copies]); });
+  r.extra["numel"] = n;
+  r.extra["bytes_note"] = "1 read";
+  return r;
+}
+
+// The fixed cost of one op call: add of two 1-element tensors, all dispatch
+// and allocation, no arithmetic to speak of.
+bench::Result dispatch_case(bench::Runner& runner, const OpsOptions& opt) {
+  const Tensor a = kiln::ones({1}), b = kiln::ones({1});
+  bench::Result r = runner.latency_case("add 1-element dispatch (C++)", opt.quick ? 2000 : 100000,
+                                        [&] { Tensor y = kiln::add(a, b); });
+  return r;
+}
+
 int run_ops(OpsOptions opt) {
   if (opt.threads > 0) kiln::set_num_threads(opt.threads);
   if (opt.repeat <= 0) opt.repeat = opt.quick ? 3 : 10;
@@ -91,16 +131,24 @@ int run_ops(OpsOptions opt) {
 
   json results = json::array();
   json missing = json::array();
-  auto add = [&](const bench::Result& r) {
+  auto record = [&](const bench::Result& r) {
     results.push_back(r.to_json());
     kiln::empty_cache();  // hand each case's buffers back before the next
     if (!opt.json) std::fprintf(stderr, "  %s done\n", r.name.c_str());
   };
 
-  add(convert_case(runner, opt, n, DType::BFloat16));
-  add(convert_case(runner, opt, n, DType::Float8_e4m3fn));
-  missing.push_back({{"name", "add/mul f32"}, {"why", "kiln/binary.h not merged yet"}});
-  missing.push_back({{"name", "sum/var_mean f32"}, {"why", "kiln/reduce.h not merged yet"}});
+  // (name, run): names are what --filter matches.
+  const std::vector<std::pair<std::string, std::function<bench::Result()>>> cases = {
+      {"add f32", [&] { return binary_case(runner, opt, n, "add", [](const Tensor& a, const Tensor& b) { return kiln::add(a, b); }); }},
+      {"mul f32", [&] { return binary_case(runner, opt, n, "mul", [](const Tensor& a, const Tensor& b) { return kiln::mul(a, b); }); }},
+      {"to f32->bfloat16", [&] { return convert_case(runner, opt, n, DType::BFloat16); }},
+      {"to f32->float8_e4m3fn", [&] { return convert_case(runner, opt, n, DType::Float8_e4m3fn); }},
+      {"sum f32", [&] { return reduce_case(runner, opt, n, "sum", [](const Tensor& x) { Tensor s = kiln::sum(x); }); }},
+      {"var_mean f32", [&] { return reduce_case(runner, opt, n, "var_mean", [](const Tensor& x) { auto vm = kiln::var_mean(x); }); }},
+      {"add 1-element dispatch (C++)", [&] { return dispatch_case(runner, opt); }},
+  };
+  for (const auto& [case_name, run] : cases)
+    if (opt.filter.empty() || case_name.find(opt.filter) != std::string::npos) record(run());
 
   json python_info;
   if (!opt.no_python) {
@@ -115,6 +163,8 @@ int run_ops(OpsOptions opt) {
       const bench::PythonRun pr = bench::run_python_bench(py, args);
       if (pr.ok) {
         for (json r : pr.doc["results"]) {
+          if (!opt.filter.empty() && r.value("name", std::string()).find(opt.filter) == std::string::npos)
+            continue;
           r["side"] = "python";
           results.push_back(r);
         }
@@ -203,6 +253,7 @@ Command add_bench_ops(CLI::App& bench) {
   app->add_option("--python", opt->python,
                   "Python with kiln installed, for the Python-side cases (default: a python next to kiln)");
   app->add_flag("--no-python", opt->no_python, "Skip the Python-side cases");
+  app->add_option("--filter", opt->filter, "Run only the cases whose name contains this text");
   return {app, [opt] { return run_ops(*opt); }};
 }
 
