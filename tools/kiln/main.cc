@@ -1,4 +1,42 @@
+// kiln: the command-line front end. `kiln --help` lists the commands.
 #include <cstdio>
-#include "kiln/kiln.h"
-#include "cpu/convert.h"
-int main() { std::printf("kiln %s %s\n", kiln::kVersion, kiln::cpu::simd_target_name()); }
+#include <exception>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "kiln/commands.h"
+#include "kiln/version.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"kiln: tensors, FP8 and LLM kernels for the CPU.", "kiln"};
+  app.set_version_flag("--version", std::string("kiln ") + kiln::kVersion);
+  app.require_subcommand(0, 1);
+
+  std::vector<kiln::cli::Command> commands;
+  commands.push_back(kiln::cli::add_info(app));
+  CLI::App* bench = app.add_subcommand("bench", "Measure kiln's speed against the machine's memory roof.");
+  bench->require_subcommand(0, 1);
+  commands.push_back(kiln::cli::add_bench_ops(*bench));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::fprintf(stderr, "kiln: error: %s (see 'kiln --help')\n", e.what());
+    return 2;
+  }
+
+  try {
+    for (const auto& c : commands)
+      if (c.app->parsed()) return c.run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kiln: error: %s\n", e.what());
+    return 1;
+  }
+  // A group without its subcommand (`kiln`, `kiln bench`): show what there is.
+  const CLI::App* shown = bench->parsed() ? bench : &app;
+  std::fputs(shown->help().c_str(), stderr);
+  return 2;
+}

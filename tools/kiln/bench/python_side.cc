@@ -1,0 +1,79 @@
+#include "kiln/bench/python_side.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+namespace kiln::cli::bench {
+namespace {
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace
+
+std::string find_python(const std::string& explicit_path) {
+  if (!explicit_path.empty()) return explicit_path;
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  for (const char* name : {"python", "python3"}) {
+    const std::filesystem::path p = self.parent_path() / name;
+    if (access(p.c_str(), X_OK) == 0) return p.string();
+  }
+  return "";
+}
+
+PythonRun run_python_bench(const std::string& python, const std::string& args) {
+  PythonRun r;
+  // stderr goes to a temp file so a traceback can be summarized in one line.
+  char err_path[] = "/tmp/kiln-bench-py-XXXXXX";
+  const int fd = mkstemp(err_path);
+  if (fd < 0) {
+    r.why = "cannot create a temporary file";
+    return r;
+  }
+  close(fd);
+  const std::string cmd =
+      shell_quote(python) + " -m kiln.bench " + args + " --json 2>" + shell_quote(err_path);
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    const int st = pclose(p);
+    const int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    if (code != 0) {
+      std::string last;  // the last non-empty line of stderr names the error
+      if (FILE* e = std::fopen(err_path, "r")) {
+        char line[1024];
+        while (std::fgets(line, sizeof line, e)) {
+          std::string s(line);
+          while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+          if (!s.empty()) last = s;
+        }
+        std::fclose(e);
+      }
+      r.why = python + " -m kiln.bench exited with " + std::to_string(code) + (last.empty() ? "" : ": " + last);
+    }
+  } else {
+    r.why = "cannot run " + python;
+  }
+  std::remove(err_path);
+  if (!r.why.empty()) return r;
+  try {
+    r.doc = nlohmann::json::parse(out);
+    r.ok = r.doc.is_object() && r.doc.contains("results");
+    if (!r.ok) r.why = "kiln.bench printed JSON without a results list";
+  } catch (const std::exception& e) {
+    r.why = std::string("kiln.bench printed no valid JSON: ") + e.what();
+  }
+  return r;
+}
+
+}  // namespace kiln::cli::bench

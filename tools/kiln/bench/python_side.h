@@ -1,0 +1,27 @@
+// The Python half of a bench command: runs `<python> -m kiln.bench <args>
+// --json` and returns its JSON object, so one `kiln bench` invocation can show
+// the Python-side figures (and the peers only Python can reach, e.g. torch)
+// beside the C++ ones.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace kiln::cli::bench {
+
+// The interpreter to use: `explicit_path` when given, else a `python` (or
+// `python3`) next to the running kiln binary (pip installs kiln into a
+// venv's bin/); "" when there is none.
+std::string find_python(const std::string& explicit_path);
+
+struct PythonRun {
+  bool ok = false;
+  std::string why;  // when !ok: what went wrong, one line
+  nlohmann::json doc;
+};
+
+// Runs `python -m kiln.bench <args> --json` and parses its stdout.
+PythonRun run_python_bench(const std::string& python, const std::string& args);
+
+}  // namespace kiln::cli::bench

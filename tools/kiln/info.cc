@@ -1,0 +1,81 @@
+// `kiln info`: what kiln sees of the machine, including the memory read roof
+// that every benchmark measures against.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "core/bandwidth.h"
+#include "core/sysinfo.h"
+#include "kiln/bench/harness.h"
+#include "kiln/commands.h"
+#include "kiln/thread_pool.h"
+#include "kiln/version.h"
+
+namespace kiln::cli {
+namespace {
+
+struct InfoOptions {
+  bool json = false;
+  bool no_bandwidth = false;
+  int threads = 0;       // 0: kiln's default
+  double roof_mib = 0;   // 0: 4x the last-level cache
+};
+
+std::string cache_text(int64_t bytes) { return bytes > 0 ? sys::format_bytes(bytes) : "unknown"; }
+
+int run_info(const InfoOptions& opt) {
+  if (opt.threads > 0) kiln::set_num_threads(opt.threads);
+  sys::RoofStats roof;
+  if (!opt.no_bandwidth) {
+    const size_t bytes = opt.roof_mib > 0 ? size_t(opt.roof_mib * (1 << 20)) : sys::default_roof_bytes();
+    sys::ReadRoof buffer(bytes);
+    roof = buffer.measure(/*budget_s=*/1.0, /*min_passes=*/5, /*max_passes=*/50);
+  }
+  const sys::SystemInfo& info = sys::system_info();
+  bench::json j = bench::machine_json(roof);
+  j["version"] = kiln::kVersion;
+  j["memory_total_bytes"] = info.mem_total_bytes;
+  if (opt.no_bandwidth) {
+    j["roof_gbps"] = nullptr;
+    j["roof"] = nullptr;
+  }
+  if (opt.json) {
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("kiln %s\n", kiln::kVersion);
+  std::printf("  cpu             %s\n", info.cpu_model.c_str());
+  std::printf("  logical cores   %d\n", info.logical_cores);
+  std::printf("  simd target     %s\n", j["simd_target"].get<std::string>().c_str());
+  std::printf("  threads         %d\n", kiln::num_threads());
+  std::printf("  L1d cache       %s\n", cache_text(info.l1d_bytes).c_str());
+  std::printf("  L2 cache        %s\n", cache_text(info.l2_bytes).c_str());
+  std::printf("  L3 cache        %s\n", cache_text(info.l3_bytes).c_str());
+  std::printf("  memory          %s\n", cache_text(info.mem_total_bytes).c_str());
+  if (opt.no_bandwidth) {
+    std::printf("  read bandwidth  not measured (--no-bandwidth)\n");
+  } else {
+    std::printf("  read bandwidth  %.1f GB/s  (median of %d passes over %s, %d threads; min %.1f, max %.1f)\n",
+                roof.median_gbps, roof.passes, sys::format_bytes(int64_t(roof.bytes)).c_str(),
+                roof.threads, roof.min_gbps, roof.max_gbps);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_info(CLI::App& parent) {
+  auto opt = std::make_shared<InfoOptions>();
+  CLI::App* app = parent.add_subcommand(
+      "info", "Show the version, CPU, caches, SIMD target, threads and measured memory read bandwidth.");
+  app->add_flag("--json", opt->json, "Print one JSON object instead of the text block");
+  app->add_option("--threads", opt->threads, "Threads to use (default: KILN_NUM_THREADS or all cores)")
+      ->check(CLI::Range(1, 4096));
+  app->add_option("--roof-mib", opt->roof_mib,
+                  "Size of the bandwidth buffer in MiB (default: 4x the last-level cache)")
+      ->check(CLI::Range(1.0, 1048576.0));
+  app->add_flag("--no-bandwidth", opt->no_bandwidth, "Skip the ~1 s bandwidth measurement");
+  return {app, [opt] { return run_info(*opt); }};
+}
+
+}  // namespace kiln::cli
