@@ -129,7 +129,7 @@ Scalar Tensor::item() const {
     if constexpr (std::is_same_v<T, bool>) return Scalar(v);
     else if constexpr (is_complex_v<T>) return Scalar(complex128(v));
     else if constexpr (std::is_integral_v<T>) return Scalar(v);
-    else return Scalar(double(float(v)));
+    else return Scalar(double(compute_t<T>(v)));  // f64 keeps its precision
   });
 }
 
