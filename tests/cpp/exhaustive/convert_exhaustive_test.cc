@@ -68,9 +68,9 @@ struct Oracle {
     }
   }
 
-  // Fills out[0, n) with the expected codes of the float32 patterns hi | i,
-  // i < n, for patterns of one sign: runs of one code between midpoints, the
-  // even neighbour at a midpoint, NaN for NaN patterns.
+  // Fills out[0, n) with the expected codes of the float32 patterns
+  // first_pattern + i (all of one sign): runs of one code between midpoints,
+  // the even neighbour at a midpoint, NaN for NaN patterns.
   template <typename Bits>
   void expect(uint32_t first_pattern, int64_t n, Bits* out) const {
     const uint32_t sign = (first_pattern >> 31) << sign_shift;
