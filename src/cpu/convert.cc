@@ -130,30 +130,60 @@ HWY_INLINE VF Decode(VI code) {
 
 // ---- per-format load / store of one f32 vector's worth ------------------------
 
-// Format tags carry the storage type and the vector and scalar codecs.
-struct BF16Fmt {
-  using Bits = uint16_t;
+// Format tags: the storage type, vector Store (encode N floats to N codes) and
+// Load (N codes to N floats), and the scalar reference for array tails.
+template <class Derived, typename BitsT>
+struct IntCodec {
+  using Bits = BitsT;
+  static void Store(VF v, Bits* HWY_RESTRICT p) {
+    const hn::Rebind<Bits, DF> dn;
+    hn::StoreU(hn::DemoteTo(dn, Derived::Encode(v)), dn, p);
+  }
+  static VF Load(const Bits* HWY_RESTRICT p) {
+    const hn::Rebind<Bits, DF> dn;
+    return Derived::Decode(hn::PromoteTo(DI(), hn::LoadU(dn, p)));
+  }
+};
+struct BF16Fmt : IntCodec<BF16Fmt, uint16_t> {
   static VI Encode(VF v) { return EncodeBF16(v); }
   static VF Decode(VI c) { return hn::BitCast(DF(), hn::ShiftLeft<16>(c)); }
   static Bits EncodeOne(float f) { return float_to_bf16_bits(f); }
   static float DecodeOne(Bits b) { return bf16_bits_to_float(b); }
 };
-struct F16Fmt {
-  using Bits = uint16_t;
+struct F16Fmt : IntCodec<F16Fmt, uint16_t> {
   static VI Encode(VF v) { return EncodeF16(v); }
   static VF Decode(VI c) { return HWY_NAMESPACE::Decode<5, 10, true>(c); }
   static Bits EncodeOne(float f) { return float_to_f16_bits(f); }
   static float DecodeOne(Bits b) { return f16_bits_to_float(b); }
+#if HWY_ARCH_X86 && HWY_TARGET < HWY_SSE4 && !defined(HWY_DISABLE_F16C)
+  // AVX2 / AVX-512 have F16C: vcvtps2ph with an immediate round-to-nearest-even
+  // (Highway passes _MM_FROUND_NO_EXC) gives the reference's bits for every
+  // non-NaN input, subnormals and overflow included; NaN keeps part of its
+  // payload, so NaN lanes are first replaced by the sign-preserving quiet NaN,
+  // which converts to S|0x7E00. vcvtph2ps quiets NaN keeping the payload,
+  // exactly as the reference decoder does.
+  static void Store(VF v, Bits* HWY_RESTRICT p) {
+    const DI di;
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    const hn::RebindToUnsigned<decltype(dh)> du16;
+    const VI sign = hn::And(hn::BitCast(di, v), hn::Set(di, int32_t(0x80000000u)));
+    const VF qnan = hn::BitCast(DF(), hn::Or(sign, hn::Set(di, 0x7FC00000)));
+    hn::StoreU(hn::BitCast(du16, hn::DemoteTo(dh, hn::IfThenElse(hn::IsNaN(v), qnan, v))), du16, p);
+  }
+  static VF Load(const Bits* HWY_RESTRICT p) {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    const hn::RebindToUnsigned<decltype(dh)> du16;
+    return hn::PromoteTo(DF(), hn::BitCast(dh, hn::LoadU(du16, p)));
+  }
+#endif
 };
-struct E4M3Fmt {
-  using Bits = uint8_t;
+struct E4M3Fmt : IntCodec<E4M3Fmt, uint8_t> {
   static VI Encode(VF v) { return EncodeE4M3FN(v); }
   static VF Decode(VI c) { return HWY_NAMESPACE::Decode<4, 3, false>(c); }
   static Bits EncodeOne(float f) { return float_to_e4m3fn_bits(f); }
   static float DecodeOne(Bits b) { return e4m3fn_bits_to_float(b); }
 };
-struct E5M2Fmt {
-  using Bits = uint8_t;
+struct E5M2Fmt : IntCodec<E5M2Fmt, uint8_t> {
   static VI Encode(VF v) { return EncodeE5M2(v); }
   static VF Decode(VI c) { return HWY_NAMESPACE::Decode<5, 2, true>(c); }
   static Bits EncodeOne(float f) { return float_to_e5m2_bits(f); }
@@ -163,37 +193,32 @@ struct E5M2Fmt {
 // src: [n] float32 -> dst: [n] codes of Fmt.
 template <class Fmt>
 void EncodeArray(const float* HWY_RESTRICT src, typename Fmt::Bits* HWY_RESTRICT dst, int64_t n) {
-  using Bits = typename Fmt::Bits;
   const DF df;
-  const hn::Rebind<Bits, DF> dn;
   const int64_t N = int64_t(hn::Lanes(df));
   int64_t i = 0;
   for (; i + 2 * N <= n; i += 2 * N) {
-    const VI c0 = Fmt::Encode(hn::LoadU(df, src + i));
-    const VI c1 = Fmt::Encode(hn::LoadU(df, src + i + N));
-    hn::StoreU(hn::DemoteTo(dn, c0), dn, dst + i);
-    hn::StoreU(hn::DemoteTo(dn, c1), dn, dst + i + N);
+    const VF v0 = hn::LoadU(df, src + i);
+    const VF v1 = hn::LoadU(df, src + i + N);
+    Fmt::Store(v0, dst + i);
+    Fmt::Store(v1, dst + i + N);
   }
-  for (; i + N <= n; i += N) hn::StoreU(hn::DemoteTo(dn, Fmt::Encode(hn::LoadU(df, src + i))), dn, dst + i);
+  for (; i + N <= n; i += N) Fmt::Store(hn::LoadU(df, src + i), dst + i);
   for (; i < n; ++i) dst[i] = Fmt::EncodeOne(src[i]);
 }
 
 // src: [n] codes of Fmt -> dst: [n] float32.
 template <class Fmt>
 void DecodeArray(const typename Fmt::Bits* HWY_RESTRICT src, float* HWY_RESTRICT dst, int64_t n) {
-  using Bits = typename Fmt::Bits;
   const DF df;
-  const DI di;
-  const hn::Rebind<Bits, DF> dn;
   const int64_t N = int64_t(hn::Lanes(df));
   int64_t i = 0;
   for (; i + 2 * N <= n; i += 2 * N) {
-    const VF f0 = Fmt::Decode(hn::PromoteTo(di, hn::LoadU(dn, src + i)));
-    const VF f1 = Fmt::Decode(hn::PromoteTo(di, hn::LoadU(dn, src + i + N)));
+    const VF f0 = Fmt::Load(src + i);
+    const VF f1 = Fmt::Load(src + i + N);
     hn::StoreU(f0, df, dst + i);
     hn::StoreU(f1, df, dst + i + N);
   }
-  for (; i + N <= n; i += N) hn::StoreU(Fmt::Decode(hn::PromoteTo(di, hn::LoadU(dn, src + i))), df, dst + i);
+  for (; i + N <= n; i += N) hn::StoreU(Fmt::Load(src + i), df, dst + i);
   for (; i < n; ++i) dst[i] = Fmt::DecodeOne(src[i]);
 }
 
