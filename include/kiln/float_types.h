@@ -31,6 +31,14 @@ inline float bits_to_f32(uint32_t u) {
 
 namespace detail {
 
+// 2^e as a constant expression (std::ldexp is a library call in hot loops).
+constexpr double pow2(int e) {
+  double r = 1.0;
+  for (; e > 0; --e) r *= 2.0;
+  for (; e < 0; ++e) r *= 0.5;
+  return r;
+}
+
 // Encodes |x| (x not NaN) into a binary format with kExp exponent bits and
 // kMan mantissa bits, rounding to nearest even. Returns the unsigned code, which
 // may exceed the largest finite code when the value overflows (the caller maps
@@ -41,12 +49,20 @@ inline uint32_t encode_magnitude(uint32_t abs_bits) {
   constexpr int kShift = 23 - kMan;
   // Smallest normal of the target, as float32 bits: exponent field 127 + 1 - bias.
   constexpr uint32_t kMinNormalBits = uint32_t(127 + 1 - kBias) << 23;
-  if (kBias != 127 && abs_bits < kMinNormalBits) {
-    // Subnormal in the target: the code is |x| / 2^(1 - bias - kMan) rounded to
-    // an integer. Scaling by a power of two is exact, nearbyint rounds to even;
-    // a result of 2^kMan is the smallest normal and encodes correctly as is.
-    const double scaled = std::ldexp(double(bits_to_f32(abs_bits)), kBias - 1 + kMan);
-    return uint32_t(std::nearbyint(scaled));
+  if constexpr (kBias != 127) {
+    if (abs_bits < kMinNormalBits) {
+      // Subnormal in the target: the code is |x| / 2^(1 - bias - kMan) rounded
+      // to an integer. With |x| = m * 2^(max(e, 1) - 150) that is m shifted
+      // right by `shift` (>= 24 - kMan >= 1), rounded to nearest even like the
+      // normal path below. A result of 2^kMan is the smallest normal and
+      // encodes correctly as is. Integer-only: no libm call, no FP environment.
+      const uint32_t e = abs_bits >> 23;
+      const uint32_t m = (abs_bits & 0x7FFFFFu) | (e != 0 ? 0x800000u : 0u);
+      const int shift = 150 - int(e != 0 ? e : 1) - (kBias - 1 + kMan);
+      if (shift >= 25) return 0;  // m < 2^24 <= 2^(shift - 1): below half the smallest subnormal
+      const uint32_t odd = (m >> shift) & 1u;
+      return (m + ((1u << (shift - 1)) - 1u) + odd) >> shift;
+    }
   }
   // Normal: round the 23-bit mantissa to kMan bits (a carry correctly bumps the
   // exponent), then re-bias the exponent.
@@ -67,7 +83,8 @@ inline float decode(uint32_t code) {
   uint32_t bits;
   if (e == 0) {
     // Subnormal (or zero): m * 2^(1 - bias - kMan), exact in float32.
-    float v = std::ldexp(float(m), 1 - kBias - kMan);
+    constexpr float kScale = float(pow2(1 - kBias - kMan));
+    const float v = float(m) * kScale;
     return sign ? -v : v;
   } else if (kHasInf && e == kExpMask) {
     bits = m == 0 ? 0x7F800000u : (0x7F800000u | (m << (23 - kMan)) | 0x00400000u);
