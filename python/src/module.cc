@@ -1,9 +1,11 @@
 // The kiln._C extension: one init_<area> per binding file.
 #include <nanobind/nanobind.h>
 
+#include "kiln/error.h"
+
 namespace nb = nanobind;
 
-void init_tensor(nb::module_& m);   // tensor.cc: Tensor, dtypes, factories, interop, memory
+void init_tensor(nb::module_& m);   // tensor.cc (+ dtype, factories, interop, runtime .cc)
 void init_unary(nb::module_& m);    // unary.cc
 void init_binary(nb::module_& m);   // binary.cc
 void init_reduce(nb::module_& m);   // reduce.cc
@@ -11,6 +13,22 @@ void init_index(nb::module_& m);    // index.cc: indexing, gather/scatter, sort/
 
 NB_MODULE(_C, m) {
   m.doc() = "kiln: tensors, FP8 and LLM kernels for the CPU";
+  // kiln's typed errors become the matching Python exceptions.
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const kiln::ValueError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const kiln::TypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const kiln::IndexError& e) {
+      PyErr_SetString(PyExc_IndexError, e.what());
+    } catch (const kiln::NotImplementedError& e) {
+      PyErr_SetString(PyExc_NotImplementedError, e.what());
+    } catch (const kiln::Error& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
   init_tensor(m);
   init_unary(m);
   init_binary(m);

@@ -1,0 +1,48 @@
+"""kiln: tensors, FP8 and LLM kernels for the CPU, with a PyTorch-shaped API.
+
+Everything public lives in the compiled extension ``kiln._C`` and is re-exported
+here, so ``kiln.zeros``, ``kiln.Tensor``, ``kiln.float8_e4m3fn`` ... work as their
+``torch`` namesakes do.
+
+Namespaces (convention for the binding files in python/src/*.cc):
+  a function bound in ``_C`` as ``<ns>_<name>`` also appears as ``kiln.<ns>.<name>``
+  for each namespace in ``_NAMESPACES`` -- e.g. ``_C.special_erfinv`` is
+  ``kiln.special.erfinv``. The prefixed name stays available on ``kiln._C`` only;
+  ``kiln.<ns>`` is a real module in ``sys.modules`` (``import kiln.special`` and
+  ``from kiln.special import erfinv`` work). Add a namespace by adding its name here.
+"""
+
+import sys as _sys
+import types as _types
+
+from . import _C
+from ._C import *  # noqa: F401,F403
+
+__version__ = _C.__version__
+
+_NAMESPACES = ("special", "linalg", "fft")
+
+
+def _make_namespace(ns):
+    mod = _types.ModuleType(f"{__name__}.{ns}", f"kiln.{ns}: functions bound as _C.{ns}_<name>.")
+    prefix = ns + "_"
+    names = []
+    for attr in dir(_C):
+        if attr.startswith(prefix) and len(attr) > len(prefix):
+            short = attr[len(prefix):]
+            setattr(mod, short, getattr(_C, attr))
+            names.append(short)
+    mod.__all__ = sorted(names)
+    _sys.modules[mod.__name__] = mod
+    return mod
+
+
+for _ns in _NAMESPACES:
+    # A package attribute that _C already defines (e.g. a future _C.linalg submodule) wins.
+    if not hasattr(_C, _ns):
+        globals()[_ns] = _make_namespace(_ns)
+del _ns
+
+# Public names (the dtype objects kiln.float, kiln.int, kiln.bool shadow the builtins
+# only inside this namespace, as in torch).
+__all__ = [n for n in dir(_C) if not n.startswith("_")] + list(_NAMESPACES)

@@ -1,0 +1,140 @@
+// Shared helpers for every binding file (python/src/*.cc). Include this header
+// (not only nanobind) in each binding file: it carries the type casters that let
+// a bound function take kiln::DType, std::optional<kiln::DType> and kiln::Scalar
+// parameters directly, and return them as kiln.dtype objects / Python numbers.
+//
+// Typical op binding:
+//   m.def("add", [](nb::handle a, nb::handle b, kiln::Scalar alpha) {
+//     return kiln::add(py::to_tensor(a), py::to_tensor(b), alpha);
+//   }, "input"_a, "other"_a, nb::kw_only(), "alpha"_a = 1);
+//   py::def_tensor_method(m, "add");   // t.add(other) calls kiln.add(t, other)
+#pragma once
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/variant.h>
+#include <nanobind/stl/vector.h>
+
+#include <optional>
+#include <span>
+#include <variant>
+#include <vector>
+
+#include "kiln/kiln.h"
+
+namespace kiln::py {
+
+namespace nb = nanobind;
+
+// The C++ side of a kiln.dtype object (kiln.float32, ...): one singleton per DType.
+struct PyDType {
+  DType value;
+};
+
+// The kiln.dtype singleton for d (a new reference).
+nb::object dtype_object(DType d);
+// A dtype from a kiln.dtype, a NumPy dtype or scalar type (np.float32, ml_dtypes.bfloat16),
+// a name ("float32", "half", "bf16" is not a name), a torch dtype, or the Python types
+// bool/int/float/complex (-> bool/int64/float64/complex128, as torch); TypeError otherwise.
+DType to_dtype(nb::handle h);
+// None -> nullopt, else to_dtype(h).
+std::optional<DType> to_optional_dtype(nb::handle h);
+// The NumPy dtype for d (ml_dtypes dtypes for bfloat16 and the FP8 types).
+nb::object numpy_dtype(DType d);
+// The kiln dtype of a NumPy dtype (by name, native byte order only); TypeError otherwise.
+DType dtype_from_numpy(nb::handle np_dtype);
+
+// True for a kiln.Tensor.
+bool is_tensor(nb::handle h);
+// True for a Python or NumPy number (bool, int, float, complex, np.generic numbers).
+bool is_number(nb::handle h);
+// A Python/NumPy number as a kiln::Scalar; TypeError for non-numbers, OverflowError for
+// integers outside [-2^63, 2^64).
+Scalar to_scalar(nb::handle h);
+// A kiln::Scalar as a Python bool/int/float/complex.
+nb::object scalar_to_python(const Scalar& s);
+
+// True for a numpy.ndarray (any dtype).
+bool is_numpy_array(nb::handle h);
+// kiln.from_numpy: a zero-copy view of a NumPy array (keeps it alive). Throws ValueError
+// on negative strides or strides that are not a multiple of the itemsize.
+Tensor from_numpy(nb::handle array);
+// kiln.tensor(data, dtype): a new tensor copied from nested lists/tuples of numbers, a
+// number, a NumPy array or a kiln.Tensor; dtype inferred as torch (bool, int64, float32,
+// complex64; a NumPy array keeps its dtype).
+Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype);
+// An op's tensor argument: a kiln.Tensor as is (shares storage), a NumPy array as a
+// zero-copy view where possible (else a copy), anything else through tensor_from_data.
+Tensor to_tensor(nb::handle h);
+
+// An op operand: a tensor or a Python number. A number stays a Scalar so that it takes
+// part in type promotion with Priority::Scalar (torch's wrapped-number rule).
+using Operand = std::variant<Tensor, Scalar>;
+// Numbers -> Scalar, everything else -> to_tensor(h).
+Operand to_operand(nb::handle h);
+// Adds an operand to a ResultType with its torch priority (tensor: Dimensioned or ZeroDim).
+void add_operand(ResultType& rt, const Operand& op);
+// The tensor for an operand (a Scalar becomes a 0-dim tensor of dtype `d`).
+Tensor operand_tensor(const Operand& op, DType d);
+
+// A reduction's dim argument: None -> nullopt, an int -> {d}, a tuple/list of ints -> dims.
+std::optional<std::vector<int>> to_dims(nb::handle h);
+// A shape: an int -> {n}, or a tuple/list (or any sequence) of ints.
+Shape to_shape(nb::handle h);
+// Shape from *size arguments as torch takes them: f(2, 3), f((2, 3)) or f([2, 3]).
+Shape shape_from_args(const nb::args& args);
+// Validates a device argument (None, "cpu", or an object whose str() is "cpu").
+void check_device(nb::handle device, const char* op);
+
+// Adds Tensor.<method>(*args, **kwargs) that calls the module function
+// m.<function>(self, *args, **kwargs) (function defaults to method).
+void def_tensor_method(nb::module_& m, const char* method, const char* function = nullptr);
+
+}  // namespace kiln::py
+
+// ---- type casters ------------------------------------------------------------
+
+namespace nanobind::detail {
+
+// kiln::DType <-> kiln.dtype (accepting everything kiln::py::to_dtype accepts).
+template <> struct type_caster<kiln::DType> {
+  NB_TYPE_CASTER(kiln::DType, const_name("kiln.dtype"))
+  bool from_python(handle src, uint8_t, cleanup_list*) noexcept {
+    if (src.is_none()) return false;
+    try {
+      value = kiln::py::to_dtype(src);
+      return true;
+    } catch (...) {
+      PyErr_Clear();
+      return false;
+    }
+  }
+  static handle from_cpp(kiln::DType d, rv_policy, cleanup_list*) noexcept {
+    return kiln::py::dtype_object(d).release();
+  }
+};
+
+// kiln::Scalar <-> Python number.
+template <> struct type_caster<kiln::Scalar> {
+  NB_TYPE_CASTER(kiln::Scalar, const_name("bool | int | float | complex"))
+  bool from_python(handle src, uint8_t, cleanup_list*) noexcept {
+    if (!kiln::py::is_number(src)) return false;
+    try {
+      value = kiln::py::to_scalar(src);
+      return true;
+    } catch (...) {
+      PyErr_Clear();
+      return false;
+    }
+  }
+  static handle from_cpp(const kiln::Scalar& s, rv_policy, cleanup_list*) noexcept {
+    try {
+      return kiln::py::scalar_to_python(s).release();
+    } catch (...) {
+      return handle();
+    }
+  }
+};
+
+}  // namespace nanobind::detail

@@ -1,0 +1,37 @@
+// Runtime controls: memory statistics of the caching allocator, the thread pool,
+// version and SIMD target.
+#include <nanobind/stl/string.h>
+
+#include "bind_util.h"
+#include "cpu/convert.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace kiln::py {
+
+void init_runtime(nb::module_& m) {
+  m.attr("__version__") = kVersion;
+  m.def("memory_stats", [] {
+    const MemoryStats s = memory_stats();
+    nb::dict d;
+    d["current_bytes"] = s.current_bytes;
+    d["peak_bytes"] = s.peak_bytes;
+    d["reserved_bytes"] = s.reserved_bytes;
+    d["alloc_count"] = s.alloc_count;
+    d["cache_hits"] = s.cache_hits;
+    return d;
+  }, "The caching allocator's counters: current_bytes (held by live tensors), peak_bytes, "
+     "reserved_bytes (current + cached), alloc_count, cache_hits.");
+  m.def("reset_peak_memory_stats", &reset_peak_memory_stats, "Sets peak_bytes to current_bytes.");
+  m.def("empty_cache", &empty_cache, "Returns every cached (unused) block to the system.");
+  m.def("get_num_threads", &num_threads, "Threads used by parallel ops.");
+  m.def("set_num_threads", [](int n) {
+    if (n < 1) throw ValueError("[set_num_threads] expected a positive number of threads, got " + std::to_string(n));
+    set_num_threads(n);
+  }, "n"_a, "Resizes the thread pool (KILN_NUM_THREADS sets the initial size).");
+  m.def("simd_target", [] { return std::string(cpu::simd_target_name()); },
+        "The SIMD target the kernels dispatch to on this CPU (e.g. 'AVX2').");
+}
+
+}  // namespace kiln::py
