@@ -128,10 +128,10 @@ void init_reduce(nb::module_& m) {
         "min(input) -> Tensor; min(input, dim, keepdim=False) -> (values, indices).");
   m.def("amax", [](nb::handle x, nb::handle dim, bool keepdim) {
     return kiln::amax(to_tensor(x), to_dims(dim), keepdim);
-  }, "input"_a, "dim"_a = nb::tuple(), "keepdim"_a = false);
+  }, "input"_a, nb::arg("dim").none() = nb::tuple(), "keepdim"_a = false);
   m.def("amin", [](nb::handle x, nb::handle dim, bool keepdim) {
     return kiln::amin(to_tensor(x), to_dims(dim), keepdim);
-  }, "input"_a, "dim"_a = nb::tuple(), "keepdim"_a = false);
+  }, "input"_a, nb::arg("dim").none() = nb::tuple(), "keepdim"_a = false);
   m.def("argmax", [](nb::handle x, nb::handle dim, bool keepdim) {
     return kiln::argmax(to_tensor(x), to_optional_int(dim, "argmax"), keepdim);
   }, "input"_a, "dim"_a = nb::none(), "keepdim"_a = false);
