@@ -47,6 +47,29 @@ struct ExtremumReducer {
     C best = s.v;
     int64_t bi = s.i;
     if (is_nan(best)) return;
+    if (indices == nullptr && stride == 1) {
+      // Values only: eight independent lanes (branch-free selects the compiler
+      // can keep in registers); a NaN anywhere is the answer.
+      C lane[8];
+      bool nan = false;
+      for (C& l : lane) l = best;
+      int64_t k = 0;
+      for (; k + 8 <= n; k += 8) {
+        for (int j = 0; j < 8; ++j) {
+          const C v = C(x[k + j]);
+          lane[j] = (kMax ? v > lane[j] : v < lane[j]) ? v : lane[j];
+          nan |= is_nan(v);
+        }
+      }
+      for (; k < n; ++k) {
+        const C v = C(x[k]);
+        lane[0] = (kMax ? v > lane[0] : v < lane[0]) ? v : lane[0];
+        nan |= is_nan(v);
+      }
+      if (nan) return void(s.v = C(NAN));
+      for (const C l : lane) best = (kMax ? l > best : l < best) ? l : best;
+      return void(s.v = best);
+    }
     for (int64_t k = 0; k < n; ++k) {
       const C v = C(x[k * stride]);
       if (kMax ? v > best : v < best) {
