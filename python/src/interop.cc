@@ -159,9 +159,11 @@ Tensor from_numpy(nb::handle a) {
   nb::object iface = a.attr("__array_interface__");
   const uintptr_t ptr = nb::cast<uintptr_t>(iface["data"][0]);
   if (!nb::cast<bool>(a.attr("flags").attr("writeable"))) {
-    PyErr_WarnEx(PyExc_UserWarning,
-                 "The given NumPy array is not writable; kiln shares its memory and writing to the "
-                 "tensor is undefined behaviour. Copy the array (or use kiln.tensor) to avoid this.", 1);
+    if (PyErr_WarnEx(PyExc_UserWarning,
+                     "The given NumPy array is not writable; kiln shares its memory and writing to the "
+                     "tensor is undefined behaviour. Copy the array (or use kiln.tensor) to avoid this.",
+                     1) != 0)
+      throw nb::python_error();  // warnings turned into errors
   }
   return from_blob(reinterpret_cast<void*>(ptr), shape, strides, d, py_release(a));
 }
