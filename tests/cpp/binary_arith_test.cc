@@ -248,3 +248,22 @@ TEST(BinaryArith, Fp8Raises) {
   EXPECT_THROW(eq(f8, f8), TypeError);
   EXPECT_THROW(add(make({1, 2}, DType::Float32), f8.to(DType::Float8_e5m2)), TypeError);
 }
+
+TEST(BinaryArith, HeavisidePowBoolMinMax) {
+  for (DType d : {DType::Float16, DType::BFloat16, DType::Float32, DType::Float64, DType::Int32}) {
+    const Tensor x = make({-2, 0, 3, 0}, d), v = make({5, 7, 9, 1}, d);
+    EXPECT_EQ(heaviside(x, v).dtype(), d);
+    expect_same(values(heaviside(x, v)), {0, 7, 1, 1}, 0, std::string("heaviside ") + name(d));
+    expect_same(values(heaviside(x, Scalar(2))), {0, 2, 1, 2}, 0, "heaviside scalar");
+    const Tensor b = make({0.5, 2, 3, 1}, d);
+    std::vector<double> want;
+    for (double e : {0.5, 2.0, 3.0, 1.0}) want.push_back(stored(std::pow(2.0, is_integral(d, false) ? std::trunc(e) : e), d));
+    expect_same(values(pow(make({2, 2, 2, 2}, d), b)), want, is_integral(d, false) ? 0 : 1e-2, "pow");
+  }
+  EXPECT_THROW(heaviside(make({1}, DType::Float32), make({1}, DType::Float64)), TypeError);
+  const Tensor t = make({0, 1, 1, 0}, DType::Bool), u = make({0, 0, 1, 1}, DType::Bool);
+  expect_same(values(maximum(t, u)), {0, 1, 1, 1}, 0, "bool max");
+  expect_same(values(minimum(t, u)), {0, 0, 1, 0}, 0, "bool min");
+  EXPECT_EQ(maximum(t, u).dtype(), DType::Bool);
+  EXPECT_THROW(pow(t, u), TypeError);
+}
