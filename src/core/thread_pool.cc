@@ -40,7 +40,10 @@ class Pool {
   void resize(int n) {
     stop();
     quit_ = false;
-    for (int i = 0; i + 1 < n; ++i) workers_.emplace_back([this, i] { loop(i + 1); });
+    // A worker must know the generation current at its creation: reading it
+    // when the thread first runs could miss a region started in between.
+    const uint64_t gen = generation_.load();
+    for (int i = 0; i + 1 < n; ++i) workers_.emplace_back([this, gen] { loop(gen); });
   }
 
   void run(int64_t begin, int64_t end, int64_t grain, void* ctx, detail::RangeFn fn) {
@@ -99,8 +102,7 @@ class Pool {
     t_in_parallel = false;
   }
 
-  void loop(int) {
-    uint64_t seen = generation_.load(std::memory_order_acquire);
+  void loop(uint64_t seen) {
     for (;;) {
       int spins = 0;
       while (generation_.load(std::memory_order_acquire) == seen && !quit_.load()) {

@@ -267,3 +267,14 @@ TEST(BinaryArith, HeavisidePowBoolMinMax) {
   EXPECT_EQ(maximum(t, u).dtype(), DType::Bool);
   EXPECT_THROW(pow(t, u), TypeError);
 }
+
+TEST(BinaryArith, ZeroDimUInt64ValueKeepsItsMagnitude) {
+  // A uint64 0-dim operand above INT64_MAX added to a float tensor (category raise).
+  Tensor big = full({}, Scalar(uint64_t(1) << 63), DType::UInt64);
+  const Tensor r = add(make({1}, DType::Float64), big);
+  EXPECT_EQ(r.dtype(), DType::Float64);
+  EXPECT_EQ(values(r)[0], 9223372036854775808.0 + 1);
+  // Same dtype: exact integer arithmetic.
+  Tensor u = full({2}, Scalar(uint64_t(5)), DType::UInt64);
+  EXPECT_EQ(add(u, big).to(DType::UInt64).data<uint64_t>()[0], (uint64_t(1) << 63) + 5);
+}
