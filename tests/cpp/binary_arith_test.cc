@@ -212,7 +212,7 @@ TEST(BinaryArith, LargeContiguousSimdPathsMatchScalar) {
   // Long enough for the threaded Highway kernels; odd length for the tail.
   const int64_t n = 100003;
   Tensor a = linspace(-50, 50, n, DType::Float32), b = linspace(0.5, 7, n, DType::Float32);
-  for (DType d : {DType::Float32, DType::BFloat16}) {
+  for (DType d : {DType::Float32, DType::BFloat16, DType::Float16}) {
     Tensor x = a.to(d), y = b.to(d);
     const auto xv = values(x), yv = values(y);
     std::vector<double> want(n);
@@ -239,6 +239,18 @@ TEST(BinaryArith, LargeContiguousSimdPathsMatchScalar) {
   EXPECT_EQ(v[0], INFINITY);
   EXPECT_TRUE(std::isnan(v[1]));
   EXPECT_EQ(v[2], -INFINITY);
+  // float16: overflow to inf, subnormal results rounded to nearest even, NaN.
+  Tensor h = make({60000, 1e-7, NAN, 3e-5, -60000, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, DType::Float16);
+  const auto hv = values(mul(h, Scalar(2.0)));
+  const auto hin = values(h);
+  EXPECT_EQ(hv[0], INFINITY);
+  EXPECT_TRUE(std::isnan(hv[2]));
+  EXPECT_EQ(hv[4], -INFINITY);
+  for (size_t i : {size_t(1), size_t(3), size_t(5), size_t(16)})
+    EXPECT_EQ(hv[i], stored(float(hin[i]) * 2.0f, DType::Float16)) << i;
+  const auto hq = values(div(h, Scalar(3.0)));
+  for (size_t i = 0; i < hin.size(); ++i)
+    if (!std::isnan(hin[i])) EXPECT_EQ(hq[i], stored(float(hin[i]) / 3.0f, DType::Float16)) << i;
 }
 
 TEST(BinaryArith, Fp8Raises) {
