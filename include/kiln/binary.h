@@ -114,6 +114,7 @@ KILN_BINARY_OP(bitwise_right_shift);
 
 // where(cond, a, b): a where cond else b. cond is bool or uint8; a and b promote
 // as torch.where (tensors over scalars; two scalars give their promotion dtype).
+// Being a pure selection, where also accepts FP8 a and b of one dtype.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor* out = nullptr);
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b, const Tensor* out = nullptr);
 Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b, const Tensor* out = nullptr);

@@ -1,4 +1,4 @@
-// Contiguous float32 / bfloat16 add, sub, mul, div, compiled for every Highway
+// Contiguous float32 / bfloat16 / float16 add, sub, mul, div, compiled for every Highway
 // target and chosen at run time. Outputs may alias an input exactly (in-place),
 // so no pointer is declared restrict.
 #include "cpu/binary.h"
@@ -54,6 +54,23 @@ HWY_INLINE void StoreBF16(DF df, VF v, uint16_t* p) {
   hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, r)), du16, p);
 }
 
+// float16 <-> float32 through the hardware conversions (F16C: exact, round to
+// nearest even, overflow to inf). Targets without them (SSE4, emulated) take
+// the scalar reference path instead: Highway's emulated DemoteTo truncates.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)
+#define KILN_SIMD_F16 1
+HWY_INLINE VF LoadF16(DF df, const uint16_t* p) {
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+}
+HWY_INLINE void StoreF16(DF df, VF v, uint16_t* p) {
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  hn::StoreU(hn::DemoteTo(dh, v), dh, reinterpret_cast<hwy::float16_t*>(p));
+}
+#else
+#define KILN_SIMD_F16 0
+#endif
+
 template <int OP>
 void F32TT(float* out, const float* a, const float* b, int64_t n) {
   const DF d;
@@ -108,6 +125,37 @@ void BF16TS(uint16_t* out, const uint16_t* a, float s, int64_t n) {
   }
 }
 
+template <int OP>
+void F16TT(uint16_t* out, const uint16_t* a, const uint16_t* b, int64_t n) {
+  int64_t i = 0;
+#if KILN_SIMD_F16
+  const DF d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  for (; i + N <= n; i += N) StoreF16(d, Apply<OP>(LoadF16(d, a + i), LoadF16(d, b + i)), out + i);
+#endif
+  for (; i < n; ++i)
+    out[i] = float_to_f16_bits(ApplyScalar<OP>(f16_bits_to_float(a[i]), f16_bits_to_float(b[i])));
+}
+
+template <int OP, bool kScalarFirst>
+void F16TS(uint16_t* out, const uint16_t* a, float s, int64_t n) {
+  int64_t i = 0;
+#if KILN_SIMD_F16
+  const DF d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  const VF vs = hn::Set(d, s);
+  for (; i + N <= n; i += N) {
+    const VF x = LoadF16(d, a + i);
+    StoreF16(d, kScalarFirst ? Apply<OP>(vs, x) : Apply<OP>(x, vs), out + i);
+  }
+#endif
+  for (; i < n; ++i) {
+    const float x = f16_bits_to_float(a[i]);
+    out[i] = float_to_f16_bits(kScalarFirst ? ApplyScalar<OP>(s, x) : ApplyScalar<OP>(x, s));
+  }
+}
+#undef KILN_SIMD_F16
+
 // Non-template entry points for HWY_EXPORT; `op` is an ArithOp.
 void ArithF32(int op, float* out, const float* a, const float* b, int64_t n) {
   switch (op) {
@@ -150,6 +198,27 @@ void ArithBF16S(int op, uint16_t* out, const uint16_t* a, float s, bool sf, int6
   }
 }
 
+void ArithF16(int op, uint16_t* out, const uint16_t* a, const uint16_t* b, int64_t n) {
+  switch (op) {
+    case 0: return F16TT<0>(out, a, b, n);
+    case 1: return F16TT<1>(out, a, b, n);
+    case 2: return F16TT<2>(out, a, b, n);
+    default: return F16TT<3>(out, a, b, n);
+  }
+}
+void ArithF16S(int op, uint16_t* out, const uint16_t* a, float s, bool sf, int64_t n) {
+  switch (op * 2 + int(sf)) {
+    case 0: return F16TS<0, false>(out, a, s, n);
+    case 1: return F16TS<0, true>(out, a, s, n);
+    case 2: return F16TS<1, false>(out, a, s, n);
+    case 3: return F16TS<1, true>(out, a, s, n);
+    case 4: return F16TS<2, false>(out, a, s, n);
+    case 5: return F16TS<2, true>(out, a, s, n);
+    case 6: return F16TS<3, false>(out, a, s, n);
+    default: return F16TS<3, true>(out, a, s, n);
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace kiln::cpu
 HWY_AFTER_NAMESPACE();
@@ -160,6 +229,8 @@ HWY_EXPORT(ArithF32);
 HWY_EXPORT(ArithF32S);
 HWY_EXPORT(ArithBF16);
 HWY_EXPORT(ArithBF16S);
+HWY_EXPORT(ArithF16);
+HWY_EXPORT(ArithF16S);
 
 void arith_f32(ArithOp op, float* out, const float* a, const float* b, int64_t n) {
   HWY_DYNAMIC_DISPATCH(ArithF32)(int(op), out, a, b, n);
@@ -173,6 +244,13 @@ void arith_bf16(ArithOp op, uint16_t* out, const uint16_t* a, const uint16_t* b,
 void arith_bf16_scalar(ArithOp op, uint16_t* out, const uint16_t* a, float s, bool scalar_first,
                        int64_t n) {
   HWY_DYNAMIC_DISPATCH(ArithBF16S)(int(op), out, a, s, scalar_first, n);
+}
+void arith_f16(ArithOp op, uint16_t* out, const uint16_t* a, const uint16_t* b, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(ArithF16)(int(op), out, a, b, n);
+}
+void arith_f16_scalar(ArithOp op, uint16_t* out, const uint16_t* a, float s, bool scalar_first,
+                      int64_t n) {
+  HWY_DYNAMIC_DISPATCH(ArithF16S)(int(op), out, a, s, scalar_first, n);
 }
 }  // namespace kiln::cpu
 #endif

@@ -78,7 +78,10 @@ Arg make_arg(In x, const Shape& shape, DType compute) {
     r.v = *x.s;
     r.is_value = true;
   } else if (x.t->dim() == 0) {
-    r.v = x.t->item();
+    // Scalar holds a uint64 above INT64_MAX only as an integer, so convert such a
+    // value with the tensor cast rules first when the compute dtype differs.
+    const bool lossy = x.t->dtype() == DType::UInt64 && compute != DType::UInt64;
+    r.v = (lossy ? x.t->to(compute) : *x.t).item();
     r.is_value = true;
   } else {
     r.t = x.t->dtype() == compute ? *x.t : x.t->to(compute);

@@ -161,7 +161,7 @@ struct Flag {
   explicit operator bool() const { return set.load(std::memory_order_relaxed); }
 };
 
-// The Highway fast path for contiguous float32 / bfloat16 add, sub, mul, div;
+// The Highway fast path for contiguous float32 / bfloat16 / float16 add, sub, mul, div;
 // other storage types fall back to the plain loop.
 template <typename T>
 auto simd_arith(cpu::ArithOp op) {
@@ -178,6 +178,14 @@ auto simd_arith(cpu::ArithOp op) {
       if (mode == 0) cpu::arith_bf16(op, ob, xb, yb, n);
       else if (mode == 1) cpu::arith_bf16_scalar(op, ob, xb, y0, false, n);
       else cpu::arith_bf16_scalar(op, ob, yb, x0, true, n);
+      return true;
+    } else if constexpr (std::is_same_v<T, half>) {
+      auto* oh = reinterpret_cast<uint16_t*>(o);
+      const auto* xh = reinterpret_cast<const uint16_t*>(x);
+      const auto* yh = reinterpret_cast<const uint16_t*>(y);
+      if (mode == 0) cpu::arith_f16(op, oh, xh, yh, n);
+      else if (mode == 1) cpu::arith_f16_scalar(op, oh, xh, y0, false, n);
+      else cpu::arith_f16_scalar(op, oh, yh, x0, true, n);
       return true;
     } else {
       return false;

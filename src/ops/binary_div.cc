@@ -78,8 +78,16 @@ Tensor divide(Mode mode, In a, In b, const Tensor* out, const Tensor* self) {
   const char* op = mode_name(mode);
   bin::check_no_fp8(op, a, b);
   const DType r0 = bin::result_type(a, b);
+  if (mode == Mode::True && is_integral(r0, true)) {
+    // Integers divide in float32 as they are loaded: no converted copies.
+    bin::Plan p = bin::make_plan(op, a, b, r0, kDefaultFloat, out, self);
+    dispatch<kBoolSet | kIntSet>(r0, op, [&]<typename T>() {
+      bin::run<float, T, T>(p, [](T x, T y) { return float(x) / float(y); });
+    });
+    return bin::finish(p);
+  }
   if (mode == Mode::True) {
-    const DType r = to_float_result(r0);
+    const DType r = r0;
     bin::Plan p = bin::make_plan(op, a, b, r, r, out, self);
     dispatch<kFloatSet | kComplexSet>(r, op, [&]<typename T>() {
       using C = compute_t<T>;

@@ -78,7 +78,16 @@ Tensor float_op(FloatOp fop, In a, In b, const Tensor* out, const Tensor* self) 
   bin::check_no_fp8(op, a, b);
   const DType r0 = bin::result_type(a, b);
   if (is_complex(r0)) bin::throw_unsupported(op, r0, a, b);
-  const DType r = to_float_result(r0);
+  if (is_integral(r0, true)) {
+    // Integers compute in float32 as they are loaded: no converted copies.
+    bin::Plan p = bin::make_plan(op, a, b, r0, kDefaultFloat, out, self);
+    dispatch<kBoolSet | kIntSet>(r0, op, [&]<typename T>() {
+      if (fop == FloatOp::Atan2) bin::run<float, T, T>(p, [](T y, T x) { return std::atan2(float(y), float(x)); });
+      else bin::run<float, T, T>(p, [](T x, T y) { return std::copysign(float(x), float(y)); });
+    });
+    return bin::finish(p);
+  }
+  const DType r = r0;
   bin::Plan p = bin::make_plan(op, a, b, r, r, out, self);
   dispatch<kFloatSet>(r, op, [&]<typename T>() {
     using C = compute_t<T>;

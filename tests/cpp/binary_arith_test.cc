@@ -212,7 +212,7 @@ TEST(BinaryArith, LargeContiguousSimdPathsMatchScalar) {
   // Long enough for the threaded Highway kernels; odd length for the tail.
   const int64_t n = 100003;
   Tensor a = linspace(-50, 50, n, DType::Float32), b = linspace(0.5, 7, n, DType::Float32);
-  for (DType d : {DType::Float32, DType::BFloat16}) {
+  for (DType d : {DType::Float32, DType::BFloat16, DType::Float16}) {
     Tensor x = a.to(d), y = b.to(d);
     const auto xv = values(x), yv = values(y);
     std::vector<double> want(n);
@@ -239,6 +239,18 @@ TEST(BinaryArith, LargeContiguousSimdPathsMatchScalar) {
   EXPECT_EQ(v[0], INFINITY);
   EXPECT_TRUE(std::isnan(v[1]));
   EXPECT_EQ(v[2], -INFINITY);
+  // float16: overflow to inf, subnormal results rounded to nearest even, NaN.
+  Tensor h = make({60000, 1e-7, NAN, 3e-5, -60000, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, DType::Float16);
+  const auto hv = values(mul(h, Scalar(2.0)));
+  const auto hin = values(h);
+  EXPECT_EQ(hv[0], INFINITY);
+  EXPECT_TRUE(std::isnan(hv[2]));
+  EXPECT_EQ(hv[4], -INFINITY);
+  for (size_t i : {size_t(1), size_t(3), size_t(5), size_t(16)})
+    EXPECT_EQ(hv[i], stored(float(hin[i]) * 2.0f, DType::Float16)) << i;
+  const auto hq = values(div(h, Scalar(3.0)));
+  for (size_t i = 0; i < hin.size(); ++i)
+    if (!std::isnan(hin[i])) EXPECT_EQ(hq[i], stored(float(hin[i]) / 3.0f, DType::Float16)) << i;
 }
 
 TEST(BinaryArith, Fp8Raises) {
@@ -247,4 +259,34 @@ TEST(BinaryArith, Fp8Raises) {
   EXPECT_THROW(mul(f8, Scalar(2)), TypeError);
   EXPECT_THROW(eq(f8, f8), TypeError);
   EXPECT_THROW(add(make({1, 2}, DType::Float32), f8.to(DType::Float8_e5m2)), TypeError);
+}
+
+TEST(BinaryArith, HeavisidePowBoolMinMax) {
+  for (DType d : {DType::Float16, DType::BFloat16, DType::Float32, DType::Float64, DType::Int32}) {
+    const Tensor x = make({-2, 0, 3, 0}, d), v = make({5, 7, 9, 1}, d);
+    EXPECT_EQ(heaviside(x, v).dtype(), d);
+    expect_same(values(heaviside(x, v)), {0, 7, 1, 1}, 0, std::string("heaviside ") + name(d));
+    expect_same(values(heaviside(x, Scalar(2))), {0, 2, 1, 2}, 0, "heaviside scalar");
+    const Tensor b = make({0.5, 2, 3, 1}, d);
+    std::vector<double> want;
+    for (double e : {0.5, 2.0, 3.0, 1.0}) want.push_back(stored(std::pow(2.0, is_integral(d, false) ? std::trunc(e) : e), d));
+    expect_same(values(pow(make({2, 2, 2, 2}, d), b)), want, is_integral(d, false) ? 0 : 1e-2, "pow");
+  }
+  EXPECT_THROW(heaviside(make({1}, DType::Float32), make({1}, DType::Float64)), TypeError);
+  const Tensor t = make({0, 1, 1, 0}, DType::Bool), u = make({0, 0, 1, 1}, DType::Bool);
+  expect_same(values(maximum(t, u)), {0, 1, 1, 1}, 0, "bool max");
+  expect_same(values(minimum(t, u)), {0, 0, 1, 0}, 0, "bool min");
+  EXPECT_EQ(maximum(t, u).dtype(), DType::Bool);
+  EXPECT_THROW(pow(t, u), TypeError);
+}
+
+TEST(BinaryArith, ZeroDimUInt64ValueKeepsItsMagnitude) {
+  // A uint64 0-dim operand above INT64_MAX added to a float tensor (category raise).
+  Tensor big = full({}, Scalar(uint64_t(1) << 63), DType::UInt64);
+  const Tensor r = add(make({1}, DType::Float64), big);
+  EXPECT_EQ(r.dtype(), DType::Float64);
+  EXPECT_EQ(values(r)[0], 9223372036854775808.0 + 1);
+  // Same dtype: exact integer arithmetic.
+  Tensor u = full({2}, Scalar(uint64_t(5)), DType::UInt64);
+  EXPECT_EQ(add(u, big).to(DType::UInt64).data<uint64_t>()[0], (uint64_t(1) << 63) + 5);
 }

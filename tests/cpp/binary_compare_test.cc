@@ -1,4 +1,7 @@
 // Comparisons, logical and bitwise ops, and torch.result_type tables.
+#include <cstring>
+#include <limits>
+
 #include "binary_test_util.h"
 
 using namespace kiln;
@@ -162,4 +165,43 @@ TEST(BinaryOut, OutAndInPlace) {
   Tensor m = zeros({2, 3}, DType::Float32);
   add_(m.t(), make({1, 2}, DType::Float32));
   expect_same(values(m), {1, 1, 1, 2, 2, 2}, 0, "add_ on transpose");
+}
+
+TEST(BinaryCompare, IntegerEdgeValuesEveryDType) {
+  // For each integer dtype: [min, -1 or 0, 0, 1, max] against each other dtype's
+  // edges, checked against an exact (long double / sign-aware) reference.
+  const DType ints[] = {DType::UInt8, DType::Int8,  DType::UInt16, DType::Int16,
+                        DType::UInt32, DType::Int32, DType::UInt64, DType::Int64};
+  auto edges = [](DType d) {
+    return dispatch<kIntSet>(d, "edges", [&]<typename T>() {
+      std::vector<T> v = {std::numeric_limits<T>::min(), T(0), T(1), std::numeric_limits<T>::max()};
+      if constexpr (std::is_signed_v<T>) v.push_back(T(-1));
+      Tensor t = empty({int64_t(v.size())}, d);
+      std::memcpy(t.data_ptr(), v.data(), v.size() * sizeof(T));
+      std::vector<long double> ld(v.begin(), v.end());
+      return std::make_pair(t, ld);
+    });
+  };
+  for (DType x : ints)
+    for (DType y : ints) {
+      auto [tx, vx] = edges(x);
+      auto [ty, vy] = edges(y);
+      // Outer comparison through broadcasting: [nx, 1] vs [ny].
+      Tensor a = tx.unsqueeze(1);
+      const auto lt_v = values(lt(a, ty)), eq_v = values(eq(a, ty)), ge_v = values(ge(a, ty));
+      for (size_t i = 0; i < vx.size(); ++i)
+        for (size_t j = 0; j < vy.size(); ++j) {
+          const size_t k = i * vy.size() + j;
+          const std::string what = std::string(name(x)) + " vs " + name(y);
+          EXPECT_EQ(lt_v[k], vx[i] < vy[j] ? 1 : 0) << what << " lt " << i << "," << j;
+          EXPECT_EQ(eq_v[k], vx[i] == vy[j] ? 1 : 0) << what << " eq " << i << "," << j;
+          EXPECT_EQ(ge_v[k], vx[i] >= vy[j] ? 1 : 0) << what << " ge " << i << "," << j;
+        }
+      // Against each edge as a 0-dim tensor too (the value path).
+      for (size_t j = 0; j < vy.size(); ++j) {
+        const auto g = values(gt(tx, ty.select(0, int64_t(j))));
+        for (size_t i = 0; i < vx.size(); ++i)
+          EXPECT_EQ(g[i], vx[i] > vy[j] ? 1 : 0) << name(x) << " gt 0-dim " << name(y) << " " << i << "," << j;
+      }
+    }
 }
