@@ -9,6 +9,7 @@
 #include <hwy/contrib/math/math-inl.h>
 
 #include <cfloat>
+#include <cmath>
 #include <cstring>
 
 #include "cpu/unary_scalar.h"
@@ -47,27 +48,45 @@ template <> struct Kern<UOp::Expm1> {
   template <class D, class V> static HWY_INLINE V Apply(D d, V x) { return hn::Expm1(d, x); }
   template <class D, class V> static HWY_INLINE auto Special(D d, V x) { return Outside(d, x, -87.3f, 88.72f); }
 };
+// Log family: negative -> NaN, 0 -> -inf, +inf -> inf, NaN -> NaN fixed up in
+// vector registers (negative inputs are common: e.g. log of noise); only
+// subnormal inputs go to the scalar body.
+template <class D, class V>
+HWY_INLINE V FixLog(D d, V x, V y, float pole) {
+  const V inf = hn::Set(d, HUGE_VALF);
+  y = hn::IfThenElse(hn::Lt(x, hn::Set(d, pole)), hn::Set(d, NAN), y);
+  y = hn::IfThenElse(hn::Eq(x, hn::Set(d, pole)), hn::Neg(inf), y);
+  y = hn::IfThenElse(hn::Eq(x, inf), inf, y);
+  return hn::IfThenElse(hn::IsNaN(x), x, y);
+}
 template <> struct Kern<UOp::Log> {
-  template <class D, class V> static HWY_INLINE V Apply(D d, V x) { return hn::Log(d, x); }
-  template <class D, class V> static HWY_INLINE auto Special(D d, V x) { return Outside(d, x, FLT_MIN, FLT_MAX); }
+  template <class D, class V> static HWY_INLINE V Apply(D d, V x) { return FixLog(d, x, hn::Log(d, x), 0.0f); }
+  template <class D, class V> static HWY_INLINE auto Special(D d, V x) {
+    return hn::And(hn::Gt(x, hn::Zero(d)), hn::Lt(x, hn::Set(d, FLT_MIN)));
+  }
 };
 template <> struct Kern<UOp::Log2> {
-  template <class D, class V> static HWY_INLINE V Apply(D d, V x) { return hn::Log2(d, x); }
-  template <class D, class V> static HWY_INLINE auto Special(D d, V x) { return Outside(d, x, FLT_MIN, FLT_MAX); }
+  template <class D, class V> static HWY_INLINE V Apply(D d, V x) { return FixLog(d, x, hn::Log2(d, x), 0.0f); }
+  template <class D, class V> static HWY_INLINE auto Special(D d, V x) {
+    return hn::And(hn::Gt(x, hn::Zero(d)), hn::Lt(x, hn::Set(d, FLT_MIN)));
+  }
 };
 template <> struct Kern<UOp::Log1p> {
-  template <class D, class V> static HWY_INLINE V Apply(D d, V x) { return hn::Log1p(d, x); }
+  template <class D, class V> static HWY_INLINE V Apply(D d, V x) { return FixLog(d, x, hn::Log1p(d, x), -1.0f); }
+  // Just above -1 and at FLT_MAX the vector body loses accuracy.
   template <class D, class V> static HWY_INLINE auto Special(D d, V x) {
-    return Outside(d, x, -0.99999994f, FLT_MAX);
+    return hn::Or(hn::And(hn::Gt(x, hn::Set(d, -1.0f)), hn::Lt(x, hn::Set(d, -0.99999994f))),
+                  hn::And(hn::Gt(x, hn::Set(d, 1e38f)), hn::Lt(x, hn::Set(d, HUGE_VALF))));
   }
 };
 template <> struct Kern<UOp::Sqrt> {
   template <class D, class V> static HWY_INLINE V Apply(D d, V x) { return hn::Sqrt(x); }
-  template <class D, class V> static HWY_INLINE auto Special(D d, V x) { return hn::Lt(x, hn::Zero(d)) /* never true after IEEE sqrt; cheap */; }
+  // IEEE sqrt is exact everywhere (negative -> NaN): no special lanes.
+  template <class D, class V> static HWY_INLINE auto Special(D d, V x) { return hn::Lt(x, x); }
 };
 template <> struct Kern<UOp::Rsqrt> {
   template <class D, class V> static HWY_INLINE V Apply(D d, V x) { return hn::Div(hn::Set(d, 1.0f), hn::Sqrt(x)); }
-  template <class D, class V> static HWY_INLINE auto Special(D d, V x) { return hn::Lt(x, hn::Zero(d)); }
+  template <class D, class V> static HWY_INLINE auto Special(D d, V x) { return hn::Lt(x, x); }
 };
 template <> struct Kern<UOp::Sin> {
   template <class D, class V> static HWY_INLINE V Apply(D d, V x) { return hn::Sin(d, x); }
