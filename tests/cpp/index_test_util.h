@@ -58,11 +58,11 @@ inline std::vector<double> random_vec(size_t n, std::mt19937& rng, int lo = -50,
 }
 // Dtypes every data-movement op must handle (values are small integers, exact in all).
 inline const std::vector<DType>& movement_dtypes() {
-  static const std::vector<DType> d = {DType::Bool,    DType::UInt8,     DType::Int8,          DType::Int16,
-                                       DType::Int32,   DType::Int64,     DType::UInt16,        DType::UInt32,
-                                       DType::UInt64,  DType::Float16,   DType::BFloat16,      DType::Float32,
-                                       DType::Float64, DType::Float8_e4m3fn, DType::Float8_e5m2, DType::Complex64,
-                                       DType::Complex128};
+  static const std::vector<DType> d = {
+      DType::Bool,      DType::UInt8,     DType::Int8,    DType::Int16,         DType::Int32,
+      DType::Int64,     DType::UInt16,    DType::UInt32,  DType::UInt64,        DType::Float16,
+      DType::BFloat16,  DType::Float32,   DType::Float64, DType::Float8_e4m3fn, DType::Float8_e5m2,
+      DType::Complex64, DType::Complex128};
   return d;
 }
 // Values as stored in dtype dt (so references compare exactly after the round trip).
