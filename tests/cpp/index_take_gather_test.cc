@@ -193,7 +193,7 @@ TEST(Scatter, NonContiguousAndErrorsWriteNothing) {
   EXPECT_EQ(to_vec(y), std::vector<double>(9, 0.0));
   EXPECT_THROW(scatter_(y, 1, from_i64({0}, {1, 1}), ones({1, 1}, DType::Float64)), TypeError);
   EXPECT_THROW(scatter_(y, 1, from_i64({0, 0}, {1, 2}), ones({1, 1})), ValueError);  // index larger than src
-  EXPECT_THROW(scatter_(y, 1, from_i64({0}, {4, 1}), ones({4, 1})), ValueError);     // larger than self
+  EXPECT_THROW(scatter_(y, 1, from_i64({0, 0, 0, 0}, {4, 1}), ones({4, 1})), ValueError);     // larger than self
   // Empty index: no-op.
   scatter_(y, 0, empty({0, 3}, DType::Int64), ones({0, 3}));
   EXPECT_EQ(to_vec(y), std::vector<double>(9, 0.0));

@@ -14,9 +14,11 @@
 namespace kiln::testing_index {
 
 inline Tensor from_vec(const std::vector<double>& v, const Shape& s, DType dt = DType::Float64) {
+  if (int64_t(v.size()) != shape_numel(s, "from_vec")) throw std::logic_error("test data does not match its shape");
   return from_buffer_copy(v.data(), s, DType::Float64).to(dt);
 }
 inline Tensor from_i64(const std::vector<int64_t>& v, const Shape& s) {
+  if (int64_t(v.size()) != shape_numel(s, "from_i64")) throw std::logic_error("test data does not match its shape");
   return from_buffer_copy(v.data(), s, DType::Int64);
 }
 inline Tensor from_i64(const std::vector<int64_t>& v) { return from_i64(v, {int64_t(v.size())}); }
