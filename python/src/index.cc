@@ -1,9 +1,10 @@
 // Bindings for indexing, gather/scatter, masks, sort/topk and bincount, and
 // Tensor.__getitem__ / __setitem__ (Python keys -> kiln::TensorIndex).
+#include "kiln/index.h"
+
 #include <Python.h>
 
 #include "bind_util.h"
-#include "kiln/index.h"
 #include "kiln/sort.h"
 
 namespace nb = nanobind;
@@ -37,7 +38,9 @@ TensorIndex to_index_entry(nb::handle h) {
   if (PySlice_Check(o)) {
     Py_ssize_t start, stop, step;
     if (PySlice_Unpack(o, &start, &stop, &step) < 0) throw nb::python_error();
-    if (step < 0) throw ValueError("[__getitem__] slice step must be greater than zero (negative steps are not supported)");
+    if (step < 0)
+      throw ValueError(
+          "[__getitem__] slice step must be greater than zero (negative steps are not supported)");
     PySliceObject* s = reinterpret_cast<PySliceObject*>(o);
     Slice sl;
     if (s->start != Py_None) sl.start = int64_t(start);
@@ -51,9 +54,10 @@ TensorIndex to_index_entry(nb::handle h) {
     return TensorIndex(int64_t(v));
   }
   if (PyList_Check(o) || PyTuple_Check(o) || is_numpy_array(h)) return sequence_index(h);
-  throw IndexError(std::string("[__getitem__] only integers, slices (`:`), ellipsis (`...`), None and integer or "
-                               "boolean tensors are valid indices (got ") +
-                   nb::cast<std::string>(nb::str(h.type().attr("__name__"))) + ")");
+  throw IndexError(
+      std::string("[__getitem__] only integers, slices (`:`), ellipsis (`...`), None and integer or "
+                  "boolean tensors are valid indices (got ") +
+      nb::cast<std::string>(nb::str(h.type().attr("__name__"))) + ")");
 }
 
 std::vector<TensorIndex> to_indices(nb::handle key) {
@@ -73,37 +77,46 @@ Tensor& self_tensor(nb::handle self) { return nb::cast<Tensor&>(self); }
 // Adds an in-place method that returns self (the same Python object, as torch).
 template <typename F, typename... Extra>
 void def_inplace(nb::handle cls, const char* name, F&& f, const Extra&... extra) {
-  nb::object meth = nb::cpp_function(std::forward<F>(f), nb::scope(cls), nb::name(name), nb::is_method(), extra...);
+  nb::object meth =
+      nb::cpp_function(std::forward<F>(f), nb::scope(cls), nb::name(name), nb::is_method(), extra...);
   nb::setattr(cls, name, meth);
 }
 
 nb::object make_namedtuple(const char* name) {
-  nb::object nt = nb::module_::import_("collections").attr("namedtuple")(name, nb::make_tuple("values", "indices"));
+  nb::object nt =
+      nb::module_::import_("collections").attr("namedtuple")(name, nb::make_tuple("values", "indices"));
   nt.attr("__module__") = "kiln.return_types";
   return nt;
 }
 
-nb::object sort_result(const SortResult& r, nb::handle type) { return type(nb::cast(r.values), nb::cast(r.indices)); }
+nb::object sort_result(const SortResult& r, nb::handle type) {
+  return type(nb::cast(r.values), nb::cast(r.indices));
+}
 
 // A masked_fill / scatter value: a number, or a 0-dim tensor for masked_fill.
 Scalar value_scalar(nb::handle v, const char* op) {
   if (is_tensor(v)) {
     const Tensor& t = nb::cast<const Tensor&>(v);
     if (t.dim() != 0)
-      throw ValueError(std::string("[") + op + "] only supports a 0-dimensional value tensor, but got tensor with " +
+      throw ValueError(std::string("[") + op +
+                       "] only supports a 0-dimensional value tensor, but got tensor with " +
                        std::to_string(t.dim()) + " dimension(s)");
     return t.item();
   }
   return to_scalar(v);
 }
 
-Tensor scatter_dispatch(Tensor& x, int dim, const Tensor& index, nb::handle src, nb::handle value, bool inplace) {
+Tensor scatter_dispatch(Tensor& x, int dim, const Tensor& index, nb::handle src, nb::handle value,
+                        bool inplace) {
   const bool has_src = !src.is_none(), has_value = !value.is_none();
-  if (has_src == has_value) throw TypeError("[scatter] expected exactly one of src (a tensor) or value (a number)");
+  if (has_src == has_value)
+    throw TypeError("[scatter] expected exactly one of src (a tensor) or value (a number)");
   nb::handle s = has_src ? src : value;
   Tensor out = inplace ? x : x.clone();
-  if (is_number(s)) scatter_(out, dim, index, to_scalar(s));
-  else scatter_(out, dim, index, to_tensor(s));
+  if (is_number(s))
+    scatter_(out, dim, index, to_scalar(s));
+  else
+    scatter_(out, dim, index, to_tensor(s));
   return out;
 }
 
@@ -115,108 +128,172 @@ void init_index(nb::module_& m) {
   nb::handle cls = nb::type<Tensor>();
 
   // ---- x[key], x[key] = value ----
-  def_inplace(cls, "__getitem__", [](const Tensor& x, nb::handle key) { return index(x, to_indices(key)); },
-              "x[key]: a view for ints, slices, None and Ellipsis; a copy with integer/bool tensor indices.");
-  def_inplace(cls, "__setitem__", [](Tensor& x, nb::handle key, nb::handle value) {
-    const std::vector<TensorIndex> idx = to_indices(key);
-    if (is_number(value)) index_put_(x, idx, to_scalar(value));
-    else index_put_(x, idx, to_tensor(value));
-  }, "x[key] = value, value broadcast to x[key] and converted to x's dtype.");
-  m.def("index_put", [](const Tensor& x, nb::handle indices, const Tensor& values, bool accumulate) {
-    return index_put(x, to_indices(nb::tuple(indices)), values, accumulate);
-  }, "input"_a, "indices"_a, "values"_a, "accumulate"_a = false);
+  def_inplace(
+      cls, "__getitem__", [](const Tensor& x, nb::handle key) { return index(x, to_indices(key)); },
+      "x[key]: a view for ints, slices, None and Ellipsis; a copy with integer/bool tensor indices.");
+  def_inplace(
+      cls, "__setitem__",
+      [](Tensor& x, nb::handle key, nb::handle value) {
+        const std::vector<TensorIndex> idx = to_indices(key);
+        if (is_number(value))
+          index_put_(x, idx, to_scalar(value));
+        else
+          index_put_(x, idx, to_tensor(value));
+      },
+      "x[key] = value, value broadcast to x[key] and converted to x's dtype.");
+  m.def(
+      "index_put",
+      [](const Tensor& x, nb::handle indices, const Tensor& values, bool accumulate) {
+        return index_put(x, to_indices(nb::tuple(indices)), values, accumulate);
+      },
+      "input"_a, "indices"_a, "values"_a, "accumulate"_a = false);
   def_tensor_method(m, "index_put");
-  def_inplace(cls, "index_put_", [](nb::handle self, nb::handle indices, const Tensor& values, bool accumulate) {
-    index_put_(self_tensor(self), to_indices(nb::tuple(indices)), values, accumulate);
-    return nb::borrow(self);
-  }, "indices"_a, "values"_a, "accumulate"_a = false);
+  def_inplace(
+      cls, "index_put_",
+      [](nb::handle self, nb::handle indices, const Tensor& values, bool accumulate) {
+        index_put_(self_tensor(self), to_indices(nb::tuple(indices)), values, accumulate);
+        return nb::borrow(self);
+      },
+      "indices"_a, "values"_a, "accumulate"_a = false);
 
   // ---- take / put ----
-  m.def("take", [](const Tensor& x, nb::handle index) { return take(x, to_tensor(index)); }, "input"_a, "index"_a);
+  m.def(
+      "take", [](const Tensor& x, nb::handle index) { return take(x, to_tensor(index)); }, "input"_a,
+      "index"_a);
   def_tensor_method(m, "take");
-  m.def("put", [](const Tensor& x, nb::handle index, nb::handle source, bool accumulate) {
-    return put(x, to_tensor(index), to_tensor(source), accumulate);
-  }, "input"_a, "index"_a, "source"_a, "accumulate"_a = false);
+  m.def(
+      "put",
+      [](const Tensor& x, nb::handle index, nb::handle source, bool accumulate) {
+        return put(x, to_tensor(index), to_tensor(source), accumulate);
+      },
+      "input"_a, "index"_a, "source"_a, "accumulate"_a = false);
   def_tensor_method(m, "put");
-  def_inplace(cls, "put_", [](nb::handle self, nb::handle index, nb::handle source, bool accumulate) {
-    put_(self_tensor(self), to_tensor(index), to_tensor(source), accumulate);
-    return nb::borrow(self);
-  }, "index"_a, "source"_a, "accumulate"_a = false);
+  def_inplace(
+      cls, "put_",
+      [](nb::handle self, nb::handle index, nb::handle source, bool accumulate) {
+        put_(self_tensor(self), to_tensor(index), to_tensor(source), accumulate);
+        return nb::borrow(self);
+      },
+      "index"_a, "source"_a, "accumulate"_a = false);
 
   // ---- gather / scatter ----
-  m.def("gather", [](const Tensor& x, int dim, nb::handle index) { return gather(x, dim, to_tensor(index)); },
-        "input"_a, "dim"_a, "index"_a);
+  m.def(
+      "gather", [](const Tensor& x, int dim, nb::handle index) { return gather(x, dim, to_tensor(index)); },
+      "input"_a, "dim"_a, "index"_a);
   def_tensor_method(m, "gather");
-  m.def("scatter", [](Tensor& x, int dim, nb::handle index, nb::handle src, nb::handle value) {
-    return scatter_dispatch(x, dim, to_tensor(index), src, value, false);
-  }, "input"_a, "dim"_a, "index"_a, "src"_a = nb::none(), "value"_a = nb::none());
+  m.def(
+      "scatter",
+      [](Tensor& x, int dim, nb::handle index, nb::handle src, nb::handle value) {
+        return scatter_dispatch(x, dim, to_tensor(index), src, value, false);
+      },
+      "input"_a, "dim"_a, "index"_a, "src"_a = nb::none(), "value"_a = nb::none());
   def_tensor_method(m, "scatter");
-  def_inplace(cls, "scatter_", [](nb::handle self, int dim, nb::handle index, nb::handle src, nb::handle value) {
-    scatter_dispatch(self_tensor(self), dim, to_tensor(index), src, value, true);
-    return nb::borrow(self);
-  }, "dim"_a, "index"_a, "src"_a = nb::none(), "value"_a = nb::none());
-  m.def("scatter_add", [](const Tensor& x, int dim, nb::handle index, nb::handle src) {
-    return scatter_add(x, dim, to_tensor(index), to_tensor(src));
-  }, "input"_a, "dim"_a, "index"_a, "src"_a);
+  def_inplace(
+      cls, "scatter_",
+      [](nb::handle self, int dim, nb::handle index, nb::handle src, nb::handle value) {
+        scatter_dispatch(self_tensor(self), dim, to_tensor(index), src, value, true);
+        return nb::borrow(self);
+      },
+      "dim"_a, "index"_a, "src"_a = nb::none(), "value"_a = nb::none());
+  m.def(
+      "scatter_add",
+      [](const Tensor& x, int dim, nb::handle index, nb::handle src) {
+        return scatter_add(x, dim, to_tensor(index), to_tensor(src));
+      },
+      "input"_a, "dim"_a, "index"_a, "src"_a);
   def_tensor_method(m, "scatter_add");
-  def_inplace(cls, "scatter_add_", [](nb::handle self, int dim, nb::handle index, nb::handle src) {
-    scatter_add_(self_tensor(self), dim, to_tensor(index), to_tensor(src));
-    return nb::borrow(self);
-  }, "dim"_a, "index"_a, "src"_a);
+  def_inplace(
+      cls, "scatter_add_",
+      [](nb::handle self, int dim, nb::handle index, nb::handle src) {
+        scatter_add_(self_tensor(self), dim, to_tensor(index), to_tensor(src));
+        return nb::borrow(self);
+      },
+      "dim"_a, "index"_a, "src"_a);
 
   // ---- index_select / index_add ----
-  m.def("index_select", [](const Tensor& x, int dim, nb::handle index) { return index_select(x, dim, to_tensor(index)); },
-        "input"_a, "dim"_a, "index"_a);
+  m.def(
+      "index_select",
+      [](const Tensor& x, int dim, nb::handle index) { return index_select(x, dim, to_tensor(index)); },
+      "input"_a, "dim"_a, "index"_a);
   def_tensor_method(m, "index_select");
-  m.def("index_add", [](const Tensor& x, int dim, nb::handle index, nb::handle source, Scalar alpha) {
-    return index_add(x, dim, to_tensor(index), to_tensor(source), alpha);
-  }, "input"_a, "dim"_a, "index"_a, "source"_a, nb::kw_only(), "alpha"_a = 1);
+  m.def(
+      "index_add",
+      [](const Tensor& x, int dim, nb::handle index, nb::handle source, Scalar alpha) {
+        return index_add(x, dim, to_tensor(index), to_tensor(source), alpha);
+      },
+      "input"_a, "dim"_a, "index"_a, "source"_a, nb::kw_only(), "alpha"_a = 1);
   def_tensor_method(m, "index_add");
-  def_inplace(cls, "index_add_", [](nb::handle self, int dim, nb::handle index, nb::handle source, Scalar alpha) {
-    index_add_(self_tensor(self), dim, to_tensor(index), to_tensor(source), alpha);
-    return nb::borrow(self);
-  }, "dim"_a, "index"_a, "source"_a, nb::kw_only(), "alpha"_a = 1);
+  def_inplace(
+      cls, "index_add_",
+      [](nb::handle self, int dim, nb::handle index, nb::handle source, Scalar alpha) {
+        index_add_(self_tensor(self), dim, to_tensor(index), to_tensor(source), alpha);
+        return nb::borrow(self);
+      },
+      "dim"_a, "index"_a, "source"_a, nb::kw_only(), "alpha"_a = 1);
 
   // ---- masks ----
-  m.def("masked_fill", [](const Tensor& x, nb::handle mask, nb::handle value) {
-    return masked_fill(x, to_tensor(mask), value_scalar(value, "masked_fill"));
-  }, "input"_a, "mask"_a, "value"_a);
+  m.def(
+      "masked_fill",
+      [](const Tensor& x, nb::handle mask, nb::handle value) {
+        return masked_fill(x, to_tensor(mask), value_scalar(value, "masked_fill"));
+      },
+      "input"_a, "mask"_a, "value"_a);
   def_tensor_method(m, "masked_fill");
-  def_inplace(cls, "masked_fill_", [](nb::handle self, nb::handle mask, nb::handle value) {
-    masked_fill_(self_tensor(self), to_tensor(mask), value_scalar(value, "masked_fill_"));
-    return nb::borrow(self);
-  }, "mask"_a, "value"_a);
-  m.def("masked_select", [](const Tensor& x, nb::handle mask) { return masked_select(x, to_tensor(mask)); },
-        "input"_a, "mask"_a);
+  def_inplace(
+      cls, "masked_fill_",
+      [](nb::handle self, nb::handle mask, nb::handle value) {
+        masked_fill_(self_tensor(self), to_tensor(mask), value_scalar(value, "masked_fill_"));
+        return nb::borrow(self);
+      },
+      "mask"_a, "value"_a);
+  m.def(
+      "masked_select", [](const Tensor& x, nb::handle mask) { return masked_select(x, to_tensor(mask)); },
+      "input"_a, "mask"_a);
   def_tensor_method(m, "masked_select");
-  m.def("nonzero", [](const Tensor& x, bool as_tuple) -> nb::object {
-    Tensor nz = nonzero(x);
-    if (!as_tuple) return nb::cast(nz);
-    // as_tuple: one 1-D tensor per dim (a 0-dim input counts as 1-D).
-    if (x.dim() == 0) return nb::make_tuple(nb::cast(Tensor(zeros({nz.size(0)}, DType::Int64))));
-    nb::list cols;
-    for (int d = 0; d < x.dim(); ++d) cols.append(nb::cast(nz.select(1, d).contiguous()));
-    return nb::tuple(cols);
-  }, "input"_a, nb::kw_only(), "as_tuple"_a = false);
+  m.def(
+      "nonzero",
+      [](const Tensor& x, bool as_tuple) -> nb::object {
+        Tensor nz = nonzero(x);
+        if (!as_tuple) return nb::cast(nz);
+        // as_tuple: one 1-D tensor per dim (a 0-dim input counts as 1-D).
+        if (x.dim() == 0) return nb::make_tuple(nb::cast(Tensor(zeros({nz.size(0)}, DType::Int64))));
+        nb::list cols;
+        for (int d = 0; d < x.dim(); ++d) cols.append(nb::cast(nz.select(1, d).contiguous()));
+        return nb::tuple(cols);
+      },
+      "input"_a, nb::kw_only(), "as_tuple"_a = false);
   def_tensor_method(m, "nonzero");
-  m.def("argwhere", [](const Tensor& x) { return nonzero(x); }, "input"_a);
+  m.def(
+      "argwhere", [](const Tensor& x) { return nonzero(x); }, "input"_a);
   def_tensor_method(m, "argwhere");
 
   // ---- sort / topk / bincount ----
-  m.def("sort", [](const Tensor& x, int dim, bool descending, bool stable) {
-    return sort_result(sort(x, dim, descending, stable), sort_type);
-  }, "input"_a, "dim"_a = -1, "descending"_a = false, nb::kw_only(), "stable"_a = false);
+  m.def(
+      "sort",
+      [](const Tensor& x, int dim, bool descending, bool stable) {
+        return sort_result(sort(x, dim, descending, stable), sort_type);
+      },
+      "input"_a, "dim"_a = -1, "descending"_a = false, nb::kw_only(), "stable"_a = false);
   def_tensor_method(m, "sort");
-  m.def("argsort", [](const Tensor& x, int dim, bool descending, bool stable) {
-    return argsort(x, dim, descending, stable);
-  }, "input"_a, "dim"_a = -1, "descending"_a = false, nb::kw_only(), "stable"_a = false);
+  m.def(
+      "argsort",
+      [](const Tensor& x, int dim, bool descending, bool stable) {
+        return argsort(x, dim, descending, stable);
+      },
+      "input"_a, "dim"_a = -1, "descending"_a = false, nb::kw_only(), "stable"_a = false);
   def_tensor_method(m, "argsort");
-  m.def("topk", [](const Tensor& x, int64_t k, int dim, bool largest, bool sorted) {
-    return sort_result(topk(x, k, dim, largest, sorted), topk_type);
-  }, "input"_a, "k"_a, "dim"_a = -1, "largest"_a = true, "sorted"_a = true);
+  m.def(
+      "topk",
+      [](const Tensor& x, int64_t k, int dim, bool largest, bool sorted) {
+        return sort_result(topk(x, k, dim, largest, sorted), topk_type);
+      },
+      "input"_a, "k"_a, "dim"_a = -1, "largest"_a = true, "sorted"_a = true);
   def_tensor_method(m, "topk");
-  m.def("bincount", [](const Tensor& x, nb::handle weights, int64_t minlength) {
-    return bincount(x, weights.is_none() ? Tensor() : to_tensor(weights), minlength);
-  }, "input"_a, "weights"_a = nb::none(), "minlength"_a = 0);
+  m.def(
+      "bincount",
+      [](const Tensor& x, nb::handle weights, int64_t minlength) {
+        return bincount(x, weights.is_none() ? Tensor() : to_tensor(weights), minlength);
+      },
+      "input"_a, "weights"_a = nb::none(), "minlength"_a = 0);
   def_tensor_method(m, "bincount");
 }

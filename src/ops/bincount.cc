@@ -12,21 +12,24 @@ namespace kiln {
 Tensor bincount(const Tensor& x_in, const Tensor& weights_in, int64_t minlength) {
   if (x_in.dim() != 1 || !is_integral(x_in.dtype(), false)) {
     if (x_in.dim() != 1)
-      throw ValueError("[bincount] only supports 1-d non-negative integral inputs, got shape " + x_in.shape_str());
+      throw ValueError("[bincount] only supports 1-d non-negative integral inputs, got shape " +
+                       x_in.shape_str());
     throw TypeError(std::string("[bincount] only supports 1-d non-negative integral inputs, got dtype ") +
                     name(x_in.dtype()));
   }
-  if (minlength < 0) throw ValueError("[bincount] minlength should be >= 0, got " + std::to_string(minlength));
+  if (minlength < 0)
+    throw ValueError("[bincount] minlength should be >= 0, got " + std::to_string(minlength));
   const bool weighted = weights_in.defined();
   if (weighted) {
     if (weights_in.dim() != 1 || weights_in.size(0) != x_in.size(0))
       throw ValueError("[bincount] weights of shape " + weights_in.shape_str() +
                        " should be 1-d and have the same length as input " + x_in.shape_str());
     if (is_complex(weights_in.dtype()))
-      throw TypeError(std::string("[bincount] complex weights (") + name(weights_in.dtype()) + ") are not supported");
+      throw TypeError(std::string("[bincount] complex weights (") + name(weights_in.dtype()) +
+                      ") are not supported");
   }
   // torch: float32 weights give float32 bins, any other weights float64.
-  const DType out_dtype = !weighted ? DType::Int64
+  const DType out_dtype = !weighted                              ? DType::Int64
                           : weights_in.dtype() == DType::Float32 ? DType::Float32
                                                                  : DType::Float64;
   const Tensor x = x_in.to(DType::Int64).contiguous();

@@ -22,8 +22,8 @@ struct Advanced {
 };
 
 struct Basic {
-  Tensor view;                 // x after ints, slices, None, Ellipsis
-  std::vector<Advanced> adv;   // in increasing dim order
+  Tensor view;                // x after ints, slices, None, Ellipsis
+  std::vector<Advanced> adv;  // in increasing dim order
 };
 
 Tensor bool_scalar_index(bool b) {
@@ -37,19 +37,25 @@ Basic apply_basic(const Tensor& x, const std::vector<TensorIndex>& idx, const ch
   for (const auto& e : idx) {
     switch (e.kind) {
       case K::Integer:
-      case K::Slice: ++consumed; break;
-      case K::Ellipsis: ++ellipses; break;
+      case K::Slice:
+        ++consumed;
+        break;
+      case K::Ellipsis:
+        ++ellipses;
+        break;
       case K::Tensor:
         if (!e.tensor.defined()) throw ValueError(std::string("[") + op + "] undefined index tensor");
         consumed += e.tensor.dtype() == DType::Bool ? e.tensor.dim() : 1;
         break;
-      default: break;
+      default:
+        break;
     }
   }
-  if (ellipses > 1) throw IndexError(std::string("[") + op + "] an index can only have a single ellipsis ('...')");
+  if (ellipses > 1)
+    throw IndexError(std::string("[") + op + "] an index can only have a single ellipsis ('...')");
   if (consumed > x.dim())
-    throw IndexError(std::string("[") + op + "] too many indices for tensor of dimension " + std::to_string(x.dim()) +
-                     " (got " + std::to_string(consumed) + ")");
+    throw IndexError(std::string("[") + op + "] too many indices for tensor of dimension " +
+                     std::to_string(x.dim()) + " (got " + std::to_string(consumed) + ")");
   Basic r{x, {}};
   Tensor& v = r.view;
   int d = 0;
@@ -65,7 +71,8 @@ Basic apply_basic(const Tensor& x, const std::vector<TensorIndex>& idx, const ch
       case K::Slice: {
         const int64_t step = e.slice.step.value_or(1);
         if (step <= 0) throw ValueError(std::string("[") + op + "] slice step must be greater than zero");
-        v = v.slice(d, e.slice.start.value_or(0), e.slice.stop.value_or(std::numeric_limits<int64_t>::max()), step);
+        v = v.slice(d, e.slice.start.value_or(0), e.slice.stop.value_or(std::numeric_limits<int64_t>::max()),
+                    step);
         ++d;
         break;
       }
@@ -73,7 +80,9 @@ Basic apply_basic(const Tensor& x, const std::vector<TensorIndex>& idx, const ch
         v = v.unsqueeze(d);
         ++d;
         break;
-      case K::Ellipsis: d += x.dim() - consumed; break;
+      case K::Ellipsis:
+        d += x.dim() - consumed;
+        break;
       case K::Boolean:
         v = v.unsqueeze(d);
         r.adv.push_back({d, bool_scalar_index(e.boolean)});
@@ -90,9 +99,10 @@ Basic apply_basic(const Tensor& x, const std::vector<TensorIndex>& idx, const ch
           }
           for (int j = 0; j < t.dim(); ++j) {
             if (t.size(j) != v.size(d + j))
-              throw IndexError(std::string("[") + op + "] the shape of the mask " + t.shape_str() + " at index " +
-                               std::to_string(j) + " does not match the shape of the indexed tensor " +
-                               v.shape_str() + " at index " + std::to_string(d + j));
+              throw IndexError(std::string("[") + op + "] the shape of the mask " + t.shape_str() +
+                               " at index " + std::to_string(j) +
+                               " does not match the shape of the indexed tensor " + v.shape_str() +
+                               " at index " + std::to_string(d + j));
           }
           const Tensor nz = nonzero(t);  // [N, k]
           for (int j = 0; j < t.dim(); ++j) r.adv.push_back({d + j, nz.select(1, j)});
@@ -101,7 +111,8 @@ Basic apply_basic(const Tensor& x, const std::vector<TensorIndex>& idx, const ch
           r.adv.push_back({d, t.to(DType::Int64)});
           ++d;
         } else {
-          throw IndexError(std::string("[") + op + "] tensors used as indices must be integer or bool tensors, got " +
+          throw IndexError(std::string("[") + op +
+                           "] tensors used as indices must be integer or bool tensors, got " +
                            name(t.dtype()));
         }
         break;
@@ -113,10 +124,10 @@ Basic apply_basic(const Tensor& x, const std::vector<TensorIndex>& idx, const ch
 
 // The advanced part laid out for the kernels.
 struct Plan {
-  Shape out_shape;  // result of x[idx]
-  Shape B;          // broadcast index shape
-  int b_pos = 0;    // where B's dims start in out_shape
-  Tensor off;       // int64 [B], contiguous: element offsets into the view
+  Shape out_shape;                 // result of x[idx]
+  Shape B;                         // broadcast index shape
+  int b_pos = 0;                   // where B's dims start in out_shape
+  Tensor off;                      // int64 [B], contiguous: element offsets into the view
   Shape rest_shape, rest_strides;  // non-indexed dims of the view, in order
 };
 
@@ -130,13 +141,16 @@ Plan make_plan(const Basic& bs, const char* op) {
     } catch (const ValueError&) {
       std::string shapes;
       for (size_t i = 0; i < bs.adv.size(); ++i) shapes += (i ? ", " : "") + bs.adv[i].idx.shape_str();
-      throw IndexError(std::string("[") + op + "] shape mismatch: indexing tensors could not be broadcast together "
-                       "with shapes " + shapes);
+      throw IndexError(std::string("[") + op +
+                       "] shape mismatch: indexing tensors could not be broadcast together "
+                       "with shapes " +
+                       shapes);
     }
   }
   p.B = B;
   p.off = zeros(B, DType::Int64);
-  for (const auto& a : bs.adv) add_wrapped_offsets(p.off, a.idx.expand(B), v.size(a.dim), v.stride(a.dim), op, a.dim);
+  for (const auto& a : bs.adv)
+    add_wrapped_offsets(p.off, a.idx.expand(B), v.size(a.dim), v.stride(a.dim), op, a.dim);
   bool adjacent = true;
   for (size_t j = 1; j < bs.adv.size(); ++j)
     if (bs.adv[j].dim != bs.adv[j - 1].dim + 1) adjacent = false;
@@ -151,8 +165,9 @@ Plan make_plan(const Basic& bs, const char* op) {
   p.out_shape = p.rest_shape;
   p.out_shape.insert(p.out_shape.begin() + p.b_pos, B.begin(), B.end());
   if (p.out_shape.size() > size_t(kMaxDims))
-    throw ValueError(std::string("[") + op + "] indexing result would have " + std::to_string(p.out_shape.size()) +
-                     " dims; at most " + std::to_string(kMaxDims) + " are supported");
+    throw ValueError(std::string("[") + op + "] indexing result would have " +
+                     std::to_string(p.out_shape.size()) + " dims; at most " + std::to_string(kMaxDims) +
+                     " are supported");
   return p;
 }
 
@@ -190,9 +205,10 @@ Tensor index(const Tensor& x, const std::vector<TensorIndex>& idx) {
   if (out.numel() == 0) return out;
   const int nb = int(p.B.size());
   // base: the view's non-indexed strides, 0 along B; off: 0 along the rest.
-  const Tensor base = restride(bs.view, p.out_shape, insert_at(p.rest_strides, p.b_pos, Shape(size_t(nb), 0)));
-  const Tensor offv = restride(p.off, p.out_shape,
-                               insert_at(Shape(p.rest_shape.size(), 0), p.b_pos, p.off.stride_vec()));
+  const Tensor base =
+      restride(bs.view, p.out_shape, insert_at(p.rest_strides, p.b_pos, Shape(size_t(nb), 0)));
+  const Tensor offv =
+      restride(p.off, p.out_shape, insert_at(Shape(p.rest_shape.size(), 0), p.b_pos, p.off.stride_vec()));
   gather_kernel(out, base, offv, 1);
   return out;
 }
@@ -201,7 +217,8 @@ Tensor& index_put_(Tensor& x, const std::vector<TensorIndex>& idx, const Tensor&
   const char* op = "index_put_";
   if (!value_in.defined()) throw ValueError("[index_put_] value is undefined");
   if (is_complex(value_in.dtype()) && !is_complex(x.dtype()))
-    throw TypeError(std::string("[index_put_] cannot assign a complex value to a ") + name(x.dtype()) + " tensor");
+    throw TypeError(std::string("[index_put_] cannot assign a complex value to a ") + name(x.dtype()) +
+                    " tensor");
   Basic bs = apply_basic(x, idx, op);
   Tensor value = value_in.to(x.dtype());
   if (value.storage() == x.storage()) value = value.clone();
@@ -256,7 +273,8 @@ Tensor& index_put_(Tensor& x, const std::vector<TensorIndex>& idx, const Tensor&
 
 Tensor& index_put_(Tensor& x, const std::vector<TensorIndex>& idx, const Scalar& value, bool accumulate) {
   if (value.is_complex() && !is_complex(x.dtype()))
-    throw TypeError(std::string("[index_put_] cannot assign a complex value to a ") + name(x.dtype()) + " tensor");
+    throw TypeError(std::string("[index_put_] cannot assign a complex value to a ") + name(x.dtype()) +
+                    " tensor");
   return index_put_(x, idx, scalar_tensor(value, x.dtype()), accumulate);
 }
 

@@ -37,11 +37,16 @@ struct Bytes16 {
 template <typename F>
 decltype(auto) dispatch_size(size_t size, F&& f) {
   switch (size) {
-    case 1: return f.template operator()<uint8_t>();
-    case 2: return f.template operator()<uint16_t>();
-    case 4: return f.template operator()<uint32_t>();
-    case 8: return f.template operator()<uint64_t>();
-    default: return f.template operator()<Bytes16>();
+    case 1:
+      return f.template operator()<uint8_t>();
+    case 2:
+      return f.template operator()<uint16_t>();
+    case 4:
+      return f.template operator()<uint32_t>();
+    case 8:
+      return f.template operator()<uint64_t>();
+    default:
+      return f.template operator()<Bytes16>();
   }
 }
 
@@ -183,7 +188,8 @@ void scatter_columns(const Tensor& dst_base, const Tensor& src, const Tensor& id
       if (rows) {
         row(p[0] + load_i64(ip) * dim_stride_b, sp, n);
       } else {
-        for (int64_t i = 0; i < n; ++i) op(p[0] + i * s[0] + load_i64(ip + i * s[2]) * dim_stride_b, sp + i * s[1]);
+        for (int64_t i = 0; i < n; ++i)
+          op(p[0] + i * s[0] + load_i64(ip + i * s[2]) * dim_stride_b, sp + i * s[1]);
       }
     }
   });

@@ -16,11 +16,13 @@ std::string shp(const Tensor& t) { return t.shape_str(); }
 // (apart from dim) and than src (every dim).
 void check_shapes(const Tensor& x, int dim, const Tensor& idx, const Tensor* src, const char* op) {
   if (x.dim() != idx.dim())
-    throw ValueError(std::string("[") + op + "] index tensor must have the same number of dimensions as input " +
+    throw ValueError(std::string("[") + op +
+                     "] index tensor must have the same number of dimensions as input " +
                      "tensor; got index " + shp(idx) + " and input " + shp(x));
   if (src && src->dim() != idx.dim())
-    throw ValueError(std::string("[") + op + "] index tensor must have the same number of dimensions as src " +
-                     "tensor; got index " + shp(idx) + " and src " + shp(*src));
+    throw ValueError(std::string("[") + op +
+                     "] index tensor must have the same number of dimensions as src " + "tensor; got index " +
+                     shp(idx) + " and src " + shp(*src));
   for (int d = 0; d < x.dim(); ++d) {
     if (d != dim && idx.size(d) > x.size(d))
       throw ValueError(std::string("[") + op + "] size does not match at dimension " + std::to_string(d) +
@@ -76,7 +78,8 @@ Tensor& scatter_impl(Tensor& x, int dim, const Tensor& index, const Tensor* src_
     scatter_accumulate(dst_base, src_cols, idx_cols, K, x1.stride(dim) * sz, s1.stride(dim) * sz,
                        i1.stride(dim) * 8, Scalar(int64_t(1)), op);
   else
-    scatter_copy(dst_base, src_cols, idx_cols, K, x1.stride(dim) * sz, s1.stride(dim) * sz, i1.stride(dim) * 8);
+    scatter_copy(dst_base, src_cols, idx_cols, K, x1.stride(dim) * sz, s1.stride(dim) * sz,
+                 i1.stride(dim) * 8);
   return x;
 }
 

@@ -11,7 +11,8 @@ namespace {
 Tensor vector_index(const Tensor& index, const char* op) {
   Tensor idx = index_to_int64(index, op);
   if (idx.dim() > 1)
-    throw ValueError(std::string("[") + op + "] index is supposed to be a vector, got shape " + idx.shape_str());
+    throw ValueError(std::string("[") + op + "] index is supposed to be a vector, got shape " +
+                     idx.shape_str());
   return idx.dim() == 0 ? idx.view({1}) : idx;
 }
 
@@ -33,7 +34,8 @@ Tensor index_select(const Tensor& x, int dim, const Tensor& index) {
     Shape base_strides = x1.stride_vec(), idx_strides(out_shape.size(), 0);
     base_strides[dim] = 0;
     idx_strides[dim] = idx.stride(0);
-    gather_kernel(out, restride(x1, out_shape, base_strides), restride(idx, out_shape, idx_strides), x1.stride(dim));
+    gather_kernel(out, restride(x1, out_shape, base_strides), restride(idx, out_shape, idx_strides),
+                  x1.stride(dim));
   }
   return x.dim() == 0 ? out.view({}) : out;
 }
@@ -42,8 +44,8 @@ Tensor& index_add_(Tensor& x, int dim, const Tensor& index, const Tensor& source
   const char* op = "index_add";
   Tensor idx = vector_index(index, op);
   if (source.dtype() != x.dtype())
-    throw TypeError(std::string("[index_add] self (") + name(x.dtype()) + ") and source (" + name(source.dtype()) +
-                    ") must have the same dtype");
+    throw TypeError(std::string("[index_add] self (") + name(x.dtype()) + ") and source (" +
+                    name(source.dtype()) + ") must have the same dtype");
   if (is_integral(x.dtype(), true) && (alpha.is_floating() || alpha.is_complex()))
     throw TypeError(std::string("[index_add] for integral input tensors (") + name(x.dtype()) +
                     "), alpha must not be a floating point number");
@@ -56,8 +58,9 @@ Tensor& index_add_(Tensor& x, int dim, const Tensor& index, const Tensor& source
   for (int d = 0; ok && d < x1.dim(); ++d)
     if (d != dim && x1.size(d) != s1.size(d)) ok = false;
   if (!ok)
-    throw ValueError("[index_add] source of shape " + source.shape_str() + " does not match self " + x.shape_str() +
-                     " with index of " + std::to_string(idx.numel()) + " elements along dim " + std::to_string(dim));
+    throw ValueError("[index_add] source of shape " + source.shape_str() + " does not match self " +
+                     x.shape_str() + " with index of " + std::to_string(idx.numel()) +
+                     " elements along dim " + std::to_string(dim));
   check_indices(idx, x1.size(dim), false, op, dim);
   if (idx.numel() == 0 || x.numel() == 0) return x;
   if (s1.storage() == x1.storage()) s1 = s1.clone();
@@ -68,8 +71,9 @@ Tensor& index_add_(Tensor& x, int dim, const Tensor& index, const Tensor& source
   cols.clear();
   drop_dim(s1, dim, &cols, &ss);
   const int64_t sz = int64_t(x.itemsize());
-  scatter_accumulate(restride(x1, cols, xs), restride(s1, cols, ss), restride(idx, cols, Shape(cols.size(), 0)),
-                     idx.numel(), x1.stride(dim) * sz, s1.stride(dim) * sz, idx.stride(0) * 8, alpha, op);
+  scatter_accumulate(restride(x1, cols, xs), restride(s1, cols, ss),
+                     restride(idx, cols, Shape(cols.size(), 0)), idx.numel(), x1.stride(dim) * sz,
+                     s1.stride(dim) * sz, idx.stride(0) * 8, alpha, op);
   return x;
 }
 

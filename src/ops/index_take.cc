@@ -44,8 +44,8 @@ Tensor take(const Tensor& x, const Tensor& index) {
 Tensor& put_(Tensor& x, const Tensor& index, const Tensor& source, bool accumulate) {
   const Tensor idx = index_to_int64(index, "put_");
   if (source.dtype() != x.dtype())
-    throw TypeError(std::string("[put_] self and source expected to have the same dtype, got ") + name(x.dtype()) +
-                    " and " + name(source.dtype()));
+    throw TypeError(std::string("[put_] self and source expected to have the same dtype, got ") +
+                    name(x.dtype()) + " and " + name(source.dtype()));
   if (source.numel() != idx.numel())
     throw ValueError("[put_] expected source " + source.shape_str() + " and index " + idx.shape_str() +
                      " to have the same number of elements");

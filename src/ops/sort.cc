@@ -2,12 +2,13 @@
 // Keys are widened to compute_t (narrow floats to float); NaN orders above
 // every number, as in torch; values are copied from x by the sorted indices,
 // so they keep their exact bits.
+#include "kiln/sort.h"
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "core/cast.h"
-#include "kiln/sort.h"
 #include "kiln/thread_pool.h"
 
 namespace kiln {
@@ -15,8 +16,10 @@ namespace {
 
 template <typename K>
 inline bool key_isnan(K v) {
-  if constexpr (std::is_floating_point_v<K>) return std::isnan(v);
-  else return false;
+  if constexpr (std::is_floating_point_v<K>)
+    return std::isnan(v);
+  else
+    return false;
 }
 // Strict "a before b" for ascending (NaN largest) and descending (NaN first).
 template <typename K>
@@ -53,7 +56,8 @@ struct RowOffsets {
 
 // Sorts (k < 0) or selects the top k of every row along dim. Outputs have x's
 // shape with size(dim) = k (or n), contiguous.
-SortResult sort_rows(const Tensor& x_in, int dim_in, bool descending, int64_t k, bool sorted, const char* op) {
+SortResult sort_rows(const Tensor& x_in, int dim_in, bool descending, int64_t k, bool sorted,
+                     const char* op) {
   if (is_complex(x_in.dtype()))
     throw TypeError(std::string("[") + op + "] complex tensors (" + name(x_in.dtype()) + ") are not ordered");
   const bool scalar = x_in.dim() == 0;
@@ -62,8 +66,9 @@ SortResult sort_rows(const Tensor& x_in, int dim_in, bool descending, int64_t k,
   const int64_t n = x.size(dim);
   const bool topk = k >= 0;
   if (topk && k > n)
-    throw ValueError(std::string("[") + op + "] k (" + std::to_string(k) + ") is out of range for dimension " +
-                     std::to_string(dim) + " of size " + std::to_string(n) + " in tensor of shape " + x_in.shape_str());
+    throw ValueError(std::string("[") + op + "] k (" + std::to_string(k) +
+                     ") is out of range for dimension " + std::to_string(dim) + " of size " +
+                     std::to_string(n) + " in tensor of shape " + x_in.shape_str());
   const int64_t m = topk ? k : n;
   Shape out_shape = x.sizes();
   out_shape[dim] = m;
@@ -89,7 +94,8 @@ SortResult sort_rows(const Tensor& x_in, int dim_in, bool descending, int64_t k,
             const T* src = xp + xo;
             for (int64_t i = 0; i < n; ++i) buf[size_t(i)] = {Key(cast<Key>(src[i * xs])), i};
             if (!topk) {
-              std::stable_sort(buf.begin(), buf.end(), [&](const Item& a, const Item& b) { return before(a.first, b.first); });
+              std::stable_sort(buf.begin(), buf.end(),
+                               [&](const Item& a, const Item& b) { return before(a.first, b.first); });
             } else {
               // Ties resolved by index: a strict total order, so the selection is deterministic.
               auto cmp = [&](const Item& a, const Item& b) {
@@ -109,8 +115,10 @@ SortResult sort_rows(const Tensor& x_in, int dim_in, bool descending, int64_t k,
           }
         });
       };
-      if (descending) run(Descending<Key>{});
-      else run(Ascending<Key>{});
+      if (descending)
+        run(Descending<Key>{});
+      else
+        run(Ascending<Key>{});
     });
   }
   if (scalar && m == 1) return {r.values.view({}), r.indices.view({})};

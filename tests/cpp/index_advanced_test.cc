@@ -80,7 +80,7 @@ TEST(Index, AdvancedAdjacentAndSeparated) {
   EXPECT_NE(out.storage(), x.storage());
   EXPECT_EQ(to_vec(out)[0], xat(1, 0, 0));
   // Non-contiguous source and index (int32).
-  Tensor xt = x.permute({2, 0, 1});  // [4, 2, 3]
+  Tensor xt = x.permute({2, 0, 1});                                       // [4, 2, 3]
   Tensor it = from_i64({3, 9, 0, 9}).slice(0, 0, 4, 2).to(DType::Int32);  // [3, 0]
   out = index(xt, {it, Slice{}, 2});
   ASSERT_EQ(out.sizes(), (Shape{2, 2}));

@@ -14,9 +14,11 @@
 namespace kiln::testing_index {
 
 inline Tensor from_vec(const std::vector<double>& v, const Shape& s, DType dt = DType::Float64) {
+  if (int64_t(v.size()) != shape_numel(s, "from_vec")) throw std::logic_error("test data does not match its shape");
   return from_buffer_copy(v.data(), s, DType::Float64).to(dt);
 }
 inline Tensor from_i64(const std::vector<int64_t>& v, const Shape& s) {
+  if (int64_t(v.size()) != shape_numel(s, "from_i64")) throw std::logic_error("test data does not match its shape");
   return from_buffer_copy(v.data(), s, DType::Int64);
 }
 inline Tensor from_i64(const std::vector<int64_t>& v) { return from_i64(v, {int64_t(v.size())}); }
@@ -58,11 +60,11 @@ inline std::vector<double> random_vec(size_t n, std::mt19937& rng, int lo = -50,
 }
 // Dtypes every data-movement op must handle (values are small integers, exact in all).
 inline const std::vector<DType>& movement_dtypes() {
-  static const std::vector<DType> d = {DType::Bool,    DType::UInt8,     DType::Int8,          DType::Int16,
-                                       DType::Int32,   DType::Int64,     DType::UInt16,        DType::UInt32,
-                                       DType::UInt64,  DType::Float16,   DType::BFloat16,      DType::Float32,
-                                       DType::Float64, DType::Float8_e4m3fn, DType::Float8_e5m2, DType::Complex64,
-                                       DType::Complex128};
+  static const std::vector<DType> d = {
+      DType::Bool,      DType::UInt8,     DType::Int8,    DType::Int16,         DType::Int32,
+      DType::Int64,     DType::UInt16,    DType::UInt32,  DType::UInt64,        DType::Float16,
+      DType::BFloat16,  DType::Float32,   DType::Float64, DType::Float8_e4m3fn, DType::Float8_e5m2,
+      DType::Complex64, DType::Complex128};
   return d;
 }
 // Values as stored in dtype dt (so references compare exactly after the round trip).

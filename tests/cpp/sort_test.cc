@@ -108,7 +108,8 @@ TEST(TopK, KZeroToNLargestSmallest) {
           std::vector<double> rv(xv.begin() + row * n, xv.begin() + (row + 1) * n);
           const auto p = ref_order(rv, largest);  // stable: ties keep the lower index first
           for (int64_t i = 0; i < k; ++i) {
-            EXPECT_EQ(idx[size_t(row * k + i)], p[size_t(i)]) << name(dt) << " k " << k << " largest " << largest;
+            EXPECT_EQ(idx[size_t(row * k + i)], p[size_t(i)])
+                << name(dt) << " k " << k << " largest " << largest;
             EXPECT_TRUE(same(vals[size_t(row * k + i)], rv[size_t(p[size_t(i)])]));
           }
         }
