@@ -177,7 +177,8 @@ Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype) {
     nb::object np = nb::module_::import_("numpy");
     nb::object dt = a.attr("dtype");
     if (!nb::cast<bool>(dt.attr("isnative"))) dt = dt.attr("newbyteorder")("=");
-    a = np.attr("ascontiguousarray")(a, "dtype"_a = dt);
+    // np.array, not ascontiguousarray: the latter turns a 0-d array into 1-d.
+    a = np.attr("array")(a, "dtype"_a = dt, "order"_a = "C");
     Tensor view = from_numpy(a);
     return dtype && *dtype != view.dtype() ? view.to(*dtype) : view.clone();
   }
