@@ -76,9 +76,9 @@ Tensor nonzero(const Tensor& x);
 
 // start:stop:step with Python's defaults for what is left out; step > 0.
 struct Slice {
-  std::optional<int64_t> start;
-  std::optional<int64_t> stop;
-  std::optional<int64_t> step;
+  std::optional<int64_t> start = std::nullopt;
+  std::optional<int64_t> stop = std::nullopt;
+  std::optional<int64_t> step = std::nullopt;
 };
 struct NoneIndex {};      // None / newaxis: inserts a dim of size 1
 struct EllipsisIndex {};  // ...: as many full slices as needed

@@ -5,6 +5,7 @@
 // scalar-broadcast fast paths from the inner strides.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
@@ -33,42 +34,46 @@ struct StridedLoop {
 inline constexpr int64_t kElementwiseGrain = 32768;
 
 // Calls fn(char* ptrs[kMaxOperands], const int64_t inner_strides[kMaxOperands],
-// int64_t n) over the loop, in parallel chunks of at least `grain` elements.
+// int64_t n) over the linear element range [begin, end) of the loop, serially:
+// one call per innermost run (or part of one).
 template <typename F>
-void for_each(const StridedLoop& loop, int64_t grain, F&& fn) {
-  if (loop.numel == 0) return;
+void for_each_range(const StridedLoop& loop, int64_t begin, int64_t end, F&& fn) {
   const int last = loop.ndim - 1;
   const int64_t inner = loop.shape[last];
   int64_t inner_strides[kMaxOperands];
   for (int k = 0; k < loop.nops; ++k) inner_strides[k] = loop.strides[k][last];
+  // Multi-index of `begin` (dims 0..last).
+  int64_t idx[kMaxDims];
+  int64_t rem = begin;
+  for (int d = last; d >= 0; --d) {
+    idx[d] = rem % loop.shape[d];
+    rem /= loop.shape[d];
+  }
+  char* ptrs[kMaxOperands];
+  int64_t pos = begin;
+  while (pos < end) {
+    for (int k = 0; k < loop.nops; ++k) {
+      int64_t off = 0;
+      for (int d = 0; d <= last; ++d) off += idx[d] * loop.strides[k][d];
+      ptrs[k] = loop.data[k] + off;
+    }
+    const int64_t n = std::min(inner - idx[last], end - pos);
+    fn(ptrs, inner_strides, n);
+    pos += n;
+    idx[last] += n;
+    for (int d = last; d > 0 && idx[d] == loop.shape[d]; --d) {
+      idx[d] = 0;
+      ++idx[d - 1];
+    }
+  }
+}
 
-  auto run_range = [&](int64_t begin, int64_t end) {
-    // Multi-index of `begin` (dims 0..last).
-    int64_t idx[kMaxDims];
-    int64_t rem = begin;
-    for (int d = last; d >= 0; --d) {
-      idx[d] = rem % loop.shape[d];
-      rem /= loop.shape[d];
-    }
-    char* ptrs[kMaxOperands];
-    int64_t pos = begin;
-    while (pos < end) {
-      for (int k = 0; k < loop.nops; ++k) {
-        int64_t off = 0;
-        for (int d = 0; d <= last; ++d) off += idx[d] * loop.strides[k][d];
-        ptrs[k] = loop.data[k] + off;
-      }
-      const int64_t n = std::min(inner - idx[last], end - pos);
-      fn(ptrs, inner_strides, n);
-      pos += n;
-      idx[last] += n;
-      for (int d = last; d > 0 && idx[d] == loop.shape[d]; --d) {
-        idx[d] = 0;
-        ++idx[d - 1];
-      }
-    }
-  };
-  parallel_for(0, loop.numel, grain, run_range);
+// for_each_range over the whole loop, in parallel chunks of at least `grain`
+// elements.
+template <typename F>
+void for_each(const StridedLoop& loop, int64_t grain, F&& fn) {
+  if (loop.numel == 0) return;
+  parallel_for(0, loop.numel, grain, [&](int64_t b, int64_t e) { for_each_range(loop, b, e, fn); });
 }
 
 }  // namespace kiln

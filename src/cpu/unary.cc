@@ -128,7 +128,7 @@ template <UOp K>
 void Run(const float* x, float* y, int64_t n) {
   const hn::ScalableTag<float> d;
   const int64_t N = int64_t(hn::Lanes(d));
-  alignas(64) float in[64];  // one vector's inputs (MaxLanes <= 64 for any target)
+  alignas(64) float in[64] = {};  // one vector's inputs (MaxLanes <= 64 for any target)
   alignas(64) float out[64];
   auto scalar_vector = [&](float* dst, int64_t m) {
     for (int64_t j = 0; j < m; ++j) dst[j] = uop_scalar<K, float>(in[j]);

@@ -223,39 +223,3 @@ inline void drop_dim(const Tensor& t, int d, Shape* shape, Shape* strides) {
 
 }  // namespace kiln::index_detail
 
-namespace kiln::index_detail {
-
-// Runs fn(ptrs, inner_strides, n) over the linear range [begin, end) of loop,
-// serially (the caller splits the work, e.g. to count then write per chunk).
-template <typename F>
-void loop_range(const StridedLoop& loop, int64_t begin, int64_t end, F&& fn) {
-  const int last = loop.ndim - 1;
-  const int64_t inner = loop.shape[last];
-  int64_t inner_strides[kMaxOperands];
-  for (int k = 0; k < loop.nops; ++k) inner_strides[k] = loop.strides[k][last];
-  int64_t idx[kMaxDims];
-  int64_t rem = begin;
-  for (int d = last; d >= 0; --d) {
-    idx[d] = rem % loop.shape[d];
-    rem /= loop.shape[d];
-  }
-  char* ptrs[kMaxOperands];
-  int64_t pos = begin;
-  while (pos < end) {
-    for (int k = 0; k < loop.nops; ++k) {
-      int64_t off = 0;
-      for (int d = 0; d <= last; ++d) off += idx[d] * loop.strides[k][d];
-      ptrs[k] = loop.data[k] + off;
-    }
-    const int64_t n = std::min(inner - idx[last], end - pos);
-    fn(ptrs, inner_strides, n);
-    pos += n;
-    idx[last] += n;
-    for (int d = last; d > 0 && idx[d] == loop.shape[d]; --d) {
-      idx[d] = 0;
-      ++idx[d - 1];
-    }
-  }
-}
-
-}  // namespace kiln::index_detail

@@ -101,7 +101,7 @@ Tensor masked_select(const Tensor& x, const Tensor& mask_in) {
     for (int64_t c = cb; c < ce; ++c) {
       auto [b, e] = bounds(c);
       int64_t cnt = 0;
-      loop_range(loop, b, e, [&](char** p, const int64_t* s, int64_t m) {
+      for_each_range(loop, b, e, [&](char** p, const int64_t* s, int64_t m) {
         for (int64_t i = 0; i < m; ++i) cnt += p[0][i * s[0]] != 0;
       });
       start[size_t(c)] = cnt;
@@ -116,7 +116,7 @@ Tensor masked_select(const Tensor& x, const Tensor& mask_in) {
       for (int64_t c = cb; c < ce; ++c) {
         auto [b, e] = bounds(c);
         char* w = o + start[size_t(c)] * int64_t(sizeof(U));
-        loop_range(loop, b, e, [&](char** p, const int64_t* s, int64_t m) {
+        for_each_range(loop, b, e, [&](char** p, const int64_t* s, int64_t m) {
           for (int64_t i = 0; i < m; ++i) {
             if (p[0][i * s[0]]) {
               std::memcpy(w, p[1] + i * s[1], sizeof(U));

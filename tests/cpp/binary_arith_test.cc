@@ -250,7 +250,9 @@ TEST(BinaryArith, LargeContiguousSimdPathsMatchScalar) {
     EXPECT_EQ(hv[i], stored(float(hin[i]) * 2.0f, DType::Float16)) << i;
   const auto hq = values(div(h, Scalar(3.0)));
   for (size_t i = 0; i < hin.size(); ++i)
-    if (!std::isnan(hin[i])) EXPECT_EQ(hq[i], stored(float(hin[i]) / 3.0f, DType::Float16)) << i;
+    if (!std::isnan(hin[i])) {
+      EXPECT_EQ(hq[i], stored(float(hin[i]) / 3.0f, DType::Float16)) << i;
+    }
 }
 
 TEST(BinaryArith, Fp8Raises) {

@@ -43,7 +43,9 @@ TEST(Frexp, SpecialsAndSubnormalSweep) {
       } else {
         EXPECT_EQ(m[i], rm) << dname(dt) << " x=" << in[i];
         EXPECT_EQ(std::signbit(m[i]), std::signbit(rm)) << dname(dt) << " x=" << in[i];
-        if (std::isfinite(in[i]) && in[i] != 0) EXPECT_EQ(std::ldexp(m[i], int(e[i])), in[i]);
+        if (std::isfinite(in[i]) && in[i] != 0) {
+          EXPECT_EQ(std::ldexp(m[i], int(e[i])), in[i]);
+        }
       }
       EXPECT_EQ(int(e[i]), re) << dname(dt) << " x=" << in[i];
     }
