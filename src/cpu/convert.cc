@@ -284,6 +284,9 @@ void ConvertRange(const void* src, DType from, void* dst, DType to, int64_t n) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include "kiln/thread_pool.h"
 namespace kiln::cpu {
 HWY_EXPORT(ConvertRange);
@@ -314,8 +317,30 @@ bool convert_contiguous(const void* src, DType from, void* dst, DType to, int64_
   return true;
 }
 
+namespace {
+// KILN_SIMD_TARGET=AVX2 (or SSE4, EMU128, AVX3, ...) caps run-time dispatch at
+// that target, so every code path can be exercised, and a suspected SIMD bug
+// bisected, on one machine. Unknown names are ignored with a warning.
+int64_t restrict_targets_from_env() {
+  const char* want = std::getenv("KILN_SIMD_TARGET");
+  if (want == nullptr || *want == 0) return 0;
+  const int64_t supported = hwy::SupportedTargets() & HWY_TARGETS;
+  for (int64_t rest = supported; rest != 0; rest &= rest - 1) {
+    const int64_t t = rest & -rest;  // best first: lower bits are better targets
+    if (std::strcmp(hwy::TargetName(t), want) == 0) {
+      // Keep t and every lesser target (higher bits).
+      hwy::SetSupportedTargetsForTest(supported & ~(t - 1));
+      return t;
+    }
+  }
+  std::fprintf(stderr, "kiln: KILN_SIMD_TARGET=%s is not a supported target here; ignored\n", want);
+  return 0;
+}
+const int64_t g_env_target = restrict_targets_from_env();
+}  // namespace
+
 const char* simd_target_name() {
-  // The best target that is both compiled in and supported by this CPU.
+  // The best target that is both compiled in and supported (and allowed).
   const int64_t targets = hwy::SupportedTargets() & HWY_TARGETS;
   return hwy::TargetName(targets & -targets);
 }
