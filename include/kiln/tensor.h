@@ -117,6 +117,10 @@ class Tensor {
 // Wraps a dimension index (negative counts from the end) into [0, ndim); throws
 // IndexError naming `op` when out of range.
 int wrap_dim(int dim, int ndim, const char* op);
+// Throws ValueError (naming `op`) when t maps two indices to one memory
+// location (a dim of size > 1 with stride 0, as after expand): an op writing
+// into such a tensor would give order-dependent results, so torch refuses too.
+void assert_no_internal_overlap(const Tensor& t, const char* op);
 // Row-major (C-contiguous) strides for shape.
 Shape contiguous_strides(std::span<const int64_t> shape);
 // Product of sizes; throws ValueError on a negative size or overflow.

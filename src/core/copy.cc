@@ -48,6 +48,7 @@ void cast_loop(const StridedLoop& loop) {
 
 Tensor& Tensor::copy_(const Tensor& src_in) {
   if (!defined() || !src_in.defined()) throw ValueError("[copy_] undefined tensor");
+  assert_no_internal_overlap(*this, "copy_");
   Tensor src = src_in;
   if (may_overlap(*this, src) && !(src.offset() == offset_ && src.stride_vec() == stride_vec() &&
                                    src.dtype() == dtype_ && src.sizes() == sizes()))
@@ -83,6 +84,7 @@ Tensor& Tensor::copy_(const Tensor& src_in) {
 
 Tensor& Tensor::fill_(const Scalar& value) {
   if (numel() == 0) return *this;
+  assert_no_internal_overlap(*this, "fill_");
   const Tensor* ops[1] = {this};
   const StridedLoop loop = StridedLoop::make(shape(), ops);
   dispatch<kAllSet>(dtype_, "fill_", [&]<typename T>() {

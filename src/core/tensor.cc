@@ -37,6 +37,15 @@ int wrap_dim(int dim, int ndim, const char* op) {
   return dim < 0 ? dim + n : dim;
 }
 
+void assert_no_internal_overlap(const Tensor& t, const char* op) {
+  for (int d = 0; d < t.dim(); ++d)
+    if (t.strides()[d] == 0 && t.shape()[d] > 1)
+      throw ValueError(std::string("[") + op + "] unsupported operation: more than one element of the "
+                       "written-to tensor (shape " + t.shape_str() + ", strides " +
+                       shape_to_string(t.strides()) + ") refers to a single memory location; "
+                       "clone() it first");
+}
+
 Shape contiguous_strides(std::span<const int64_t> shape) {
   Shape s(shape.size());
   int64_t acc = 1;

@@ -114,6 +114,7 @@ Tensor make_dest(const char* op, const Shape& shape, DType result, const Tensor*
     throw ValueError(std::string("[") + op + "] out has shape " + out->shape_str() + ", expected " +
                      shape_to_string(shape));
   }
+  assert_no_internal_overlap(*target, op);
   if (!can_cast(result, target->dtype()))
     throw TypeError(std::string("[") + op + "] result type " + name(result) +
                     " can't be cast to the desired output type " + name(target->dtype()));

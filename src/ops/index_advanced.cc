@@ -215,6 +215,7 @@ Tensor index(const Tensor& x, const std::vector<TensorIndex>& idx) {
 
 Tensor& index_put_(Tensor& x, const std::vector<TensorIndex>& idx, const Tensor& value_in, bool accumulate) {
   const char* op = "index_put_";
+  assert_no_internal_overlap(x, op);
   if (!value_in.defined()) throw ValueError("[index_put_] value is undefined");
   if (is_complex(value_in.dtype()) && !is_complex(x.dtype()))
     throw TypeError(std::string("[index_put_] cannot assign a complex value to a ") + name(x.dtype()) +

@@ -42,6 +42,7 @@ Shape with_zero_at(Shape strides, int dim) {
 // Shared front-end of scatter_ (src or value) and scatter_add_.
 Tensor& scatter_impl(Tensor& x, int dim, const Tensor& index, const Tensor* src_in, const Scalar* value,
                      bool add, const char* op) {
+  assert_no_internal_overlap(x, op);
   Tensor idx = index_to_int64(index, op);
   Tensor x1 = as_1d_if_scalar(x);
   Tensor i1 = as_1d_if_scalar(idx);

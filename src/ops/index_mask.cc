@@ -35,6 +35,7 @@ int64_t exclusive_scan(std::vector<int64_t>& v) {
 }  // namespace
 
 Tensor& masked_fill_(Tensor& x, const Tensor& mask_in, const Scalar& value) {
+  assert_no_internal_overlap(x, "masked_fill_");
   check_mask(mask_in, "masked_fill_");
   if (value.is_complex() && !is_complex(x.dtype()))
     throw TypeError(std::string("[masked_fill_] cannot fill ") + name(x.dtype()) + " with a complex value");

@@ -42,6 +42,7 @@ Tensor index_select(const Tensor& x, int dim, const Tensor& index) {
 
 Tensor& index_add_(Tensor& x, int dim, const Tensor& index, const Tensor& source, const Scalar& alpha) {
   const char* op = "index_add";
+  assert_no_internal_overlap(x, op);
   Tensor idx = vector_index(index, op);
   if (source.dtype() != x.dtype())
     throw TypeError(std::string("[index_add] self (") + name(x.dtype()) + ") and source (" +

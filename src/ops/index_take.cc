@@ -42,6 +42,7 @@ Tensor take(const Tensor& x, const Tensor& index) {
 }
 
 Tensor& put_(Tensor& x, const Tensor& index, const Tensor& source, bool accumulate) {
+  assert_no_internal_overlap(x, "put_");
   const Tensor idx = index_to_int64(index, "put_");
   if (source.dtype() != x.dtype())
     throw TypeError(std::string("[put_] self and source expected to have the same dtype, got ") +

@@ -20,10 +20,7 @@ inline void check_inplace(const char* op, DType result, const Tensor& x) {
   if (result != x.dtype())
     throw TypeError(std::string("[") + op + "] result type " + name(result) +
                     " can't be cast to the desired output type " + name(x.dtype()));
-  for (int d = 0; d < x.dim(); ++d)
-    if (x.stride(d) == 0 && x.size(d) > 1)
-      throw ValueError(std::string("[") + op + "] in-place write to a tensor of shape " + x.shape_str() +
-                       " whose elements share memory (an expanded view)");
+  assert_no_internal_overlap(x, op);
 }
 
 // A new tensor of `dtype` and x's shape holding f(x[i]) (In/Out storage types).

@@ -196,3 +196,15 @@ TEST(Tensor, Repr) {
   EXPECT_EQ(zeros({1}, DType::BFloat16).repr(), "tensor([0.], dtype=kiln.bfloat16)");
   EXPECT_EQ(zeros({0, 2}).repr(), "tensor([], size=[0, 2])");
 }
+
+TEST(Tensor, WritesIntoExpandedViewsAreRefused) {
+  Tensor e = zeros({3}).expand({2, 3});
+  EXPECT_THROW(e.fill_(Scalar(1.0)), ValueError);
+  EXPECT_THROW(e.copy_(ones({2, 3})), ValueError);
+  // Reading through the expanded view is fine, and so is writing a stride-0
+  // dim of size 1.
+  EXPECT_EQ(e.contiguous().numel(), 6);
+  Tensor one = zeros({3}).expand({1, 3});
+  one.fill_(Scalar(2.0));
+  EXPECT_EQ(one.select(0, 0).select(0, 2).item<double>(), 2.0);
+}

@@ -393,3 +393,14 @@ def test_numpy_operands_and_errors_map_to_python_types():
         kiln.zeros(2).size(3)
     with pytest.raises(ValueError):
         kiln.set_num_threads(0)
+
+
+def test_writes_into_expanded_views_raise():
+    base = kiln.zeros(3)
+    e = base.expand(2, 3)
+    for write in (lambda: e.add_(1), lambda: e.fill_(1), lambda: e.copy_(kiln.ones(2, 3)),
+                  lambda: e.exp_(), lambda: e.__setitem__((0, 0), 5.0),
+                  lambda: e.masked_fill_(kiln.ones(2, 3, dtype=kiln.bool), 1.0)):
+        with pytest.raises(ValueError, match="single memory location"):
+            write()
+    np.testing.assert_array_equal(base.numpy(), np.zeros(3, np.float32))  # nothing written
