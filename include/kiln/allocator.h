@@ -22,5 +22,9 @@ MemoryStats memory_stats();
 void reset_peak_memory_stats();
 // Returns every cached (unused) block to the system.
 void empty_cache();
+// The most freed memory the cache keeps (default: KILN_ALLOC_CACHE_MB, else a
+// quarter of physical memory); setting it returns what no longer fits.
+size_t cache_limit();
+void set_cache_limit(size_t bytes);
 
 }  // namespace kiln

@@ -1,5 +1,7 @@
 #include "kiln/allocator.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -23,15 +25,43 @@ size_t round_size(size_t n) {
   return (n + step - 1) / step * step;
 }
 
+// How much freed memory the cache may hold before it returns blocks to the
+// system: KILN_ALLOC_CACHE_MB, or a quarter of physical memory. Without a
+// bound, a process whose tensor sizes keep changing would hoard everything it
+// ever freed.
+size_t cache_limit_bytes() {
+  if (const char* env = std::getenv("KILN_ALLOC_CACHE_MB")) {
+    char* end = nullptr;
+    const unsigned long long mb = std::strtoull(env, &end, 10);
+    if (end != env) return size_t(mb) << 20;
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page > 0) return size_t(pages) * size_t(page) / 4;
+  return size_t(1) << 30;
+}
+
 struct Cache {
   std::mutex mu;
   std::multimap<size_t, void*> free_blocks;  // size class -> block
+  size_t cached_bytes = 0;
+  size_t limit = cache_limit_bytes();
   MemoryStats stats;
 };
 
 Cache& cache() {
   static Cache* c = new Cache();  // never destroyed: tensors may outlive statics
   return *c;
+}
+
+// Frees the largest cached blocks until at most `keep` bytes stay cached.
+void trim_locked(Cache& c, size_t keep) {
+  while (c.cached_bytes > keep && !c.free_blocks.empty()) {
+    auto largest = std::prev(c.free_blocks.end());
+    std::free(largest->second);
+    c.cached_bytes -= largest->first;
+    c.stats.reserved_bytes -= largest->first;
+    c.free_blocks.erase(largest);
+  }
 }
 
 }  // namespace
@@ -46,6 +76,7 @@ void* allocate(size_t nbytes) {
     if (it != c.free_blocks.end()) {
       void* p = it->second;
       c.free_blocks.erase(it);
+      c.cached_bytes -= size;
       ++c.stats.cache_hits;
       c.stats.current_bytes += size;
       if (c.stats.current_bytes > c.stats.peak_bytes) c.stats.peak_bytes = c.stats.current_bytes;
@@ -72,7 +103,29 @@ void deallocate(void* ptr, size_t nbytes) {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   c.stats.current_bytes -= size;
+  if (size > c.limit) {  // too big to ever keep
+    std::free(ptr);
+    c.stats.reserved_bytes -= size;
+    return;
+  }
+  // Make room by returning the largest cached blocks first; the block freed
+  // now is the likeliest to be asked for again, so it stays.
+  trim_locked(c, c.limit - size);
   c.free_blocks.emplace(size, ptr);
+  c.cached_bytes += size;
+}
+
+size_t cache_limit() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.limit;
+}
+
+void set_cache_limit(size_t bytes) {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.limit = bytes;
+  trim_locked(c, bytes);
 }
 
 MemoryStats memory_stats() {
@@ -95,6 +148,7 @@ void empty_cache() {
     c.stats.reserved_bytes -= size;
   }
   c.free_blocks.clear();
+  c.cached_bytes = 0;
 }
 
 }  // namespace kiln

@@ -105,3 +105,22 @@ TEST(Random, ReproducibleAndDistributed) {
   set_num_threads(std::max(2, int(std::thread::hardware_concurrency())));
   for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(a.data<float>()[i], d.data<float>()[i]);
 }
+
+TEST(Allocator, CacheStaysUnderItsLimit) {
+  const size_t old_limit = cache_limit();
+  empty_cache();
+  set_cache_limit(size_t(6) << 20);  // 6 MiB
+  const size_t base = memory_stats().reserved_bytes;
+  for (int i = 1; i <= 8; ++i) {
+    Tensor t = empty({int64_t(i) << 18}, DType::Float32);  // 1, 2, ... 8 MiB, each freed at once
+  }
+  const MemoryStats s = memory_stats();
+  EXPECT_LE(s.reserved_bytes - s.current_bytes, size_t(6) << 20);
+  EXPECT_LE(s.reserved_bytes, base + (size_t(6) << 20));
+  // A block larger than the limit is never cached.
+  { Tensor big = empty({int64_t(4) << 20}, DType::Float32); }  // 16 MiB
+  EXPECT_LE(memory_stats().reserved_bytes - memory_stats().current_bytes, size_t(6) << 20);
+  set_cache_limit(0);
+  EXPECT_EQ(memory_stats().reserved_bytes, memory_stats().current_bytes);
+  set_cache_limit(old_limit);
+}
