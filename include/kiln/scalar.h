@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "kiln/dtype.h"
+#include "kiln/float_to_int.h"
 
 namespace kiln {
 
@@ -18,7 +19,9 @@ class Scalar {
   Scalar() : Scalar(int64_t(0)) {}
   Scalar(bool v) : kind_(Kind::Bool), i_(v), d_(v) {}
   template <typename T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
-  Scalar(T v) : kind_(Kind::Int), i_(int64_t(v)), d_(double(v)), u_(uint64_t(v)) {}
+  Scalar(T v)
+      : kind_(Kind::Int), i_(int64_t(v)), d_(double(v)), u_(uint64_t(v)),
+        above_int64_(std::is_unsigned_v<T> && uint64_t(v) > uint64_t(INT64_MAX)) {}
   Scalar(double v) : kind_(Kind::Float), i_(int64_t(0)), d_(v) {}
   Scalar(float v) : Scalar(double(v)) {}
   Scalar(complex128 v) : kind_(Kind::Complex), i_(0), d_(v.real()), imag_(v.imag()) {}
@@ -29,8 +32,10 @@ class Scalar {
   bool is_integral() const { return kind_ == Kind::Int; }
   bool is_floating() const { return kind_ == Kind::Float; }
   bool is_complex() const { return kind_ == Kind::Complex; }
+  // An unsigned integer too large for int64 (it still converts exactly to uint64).
+  bool above_int64() const { return above_int64_; }
 
-  double to_double() const { return kind_ == Kind::Int ? double(i_) : d_; }
+  double to_double() const { return d_; }  // exact for uint64 values past INT64_MAX too
   int64_t to_int64() const { return kind_ == Kind::Int || kind_ == Kind::Bool ? i_ : int64_t(d_); }
   complex128 to_complex() const { return {to_double(), imag_}; }
 
@@ -44,7 +49,7 @@ class Scalar {
       return T(R(to_double()), R(imag_));
     } else if constexpr (std::is_integral_v<T>) {
       if (kind_ == Kind::Int || kind_ == Kind::Bool) return std::is_unsigned_v<T> ? T(u_ ? u_ : uint64_t(i_)) : T(i_);
-      return T(int64_t(d_));
+      return float_to_int<T>(d_);
     } else {
       return T(to_double());
     }
@@ -68,6 +73,7 @@ class Scalar {
   double d_ = 0;
   uint64_t u_ = 0;
   double imag_ = 0;
+  bool above_int64_ = false;
 };
 
 }  // namespace kiln

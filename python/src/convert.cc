@@ -186,6 +186,12 @@ Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype) {
   scan(data, 0, s);
   // An empty sequence is float32, as torch.tensor([]).
   const DType d = dtype ? *dtype : default_dtype_for_kind(s.kind < 0 ? 2 : s.kind);
+  if (!dtype && d == DType::Int64) {
+    for (nb::handle leaf : s.leaves)
+      if (leaf_scalar(leaf).above_int64())
+        throw ValueError("[tensor] " + nb::cast<std::string>(nb::str(leaf)) +
+                         " does not fit int64; pass dtype=kiln.uint64");
+  }
   Tensor out = empty(s.shape, d);
   dispatch<kAllSet>(d, "tensor", [&]<typename T>() {
     T* p = static_cast<T*>(out.data_ptr());

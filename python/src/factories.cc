@@ -100,6 +100,8 @@ void init_factories(nb::module_& m) {
      "device"_a = nb::none());
   m.def("eye", [](int64_t n, std::optional<int64_t> mcols, std::optional<DType> dtype, nb::handle device) {
     check_device(device, "eye");
+    if (mcols && *mcols < 0)
+      throw ValueError("[eye] m must be greater or equal to 0, got " + std::to_string(*mcols));
     return eye(n, mcols.value_or(-1), dtype.value_or(kDefaultFloat));
   }, "n"_a, "m"_a = nb::none(), nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
 

@@ -199,6 +199,8 @@ void init_tensor(nb::module_& m) {
         std::vector<int> w;
         for (int d : *dims) w.push_back(wrap_dim(d, t.dim(), "squeeze"));
         std::sort(w.rbegin(), w.rend());
+        if (std::adjacent_find(w.begin(), w.end()) != w.end())
+          throw ValueError("[squeeze] a dim appears multiple times in the list of dims");
         Tensor r = t;
         for (int d : w) r = r.squeeze(d);
         return r;

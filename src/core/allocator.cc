@@ -18,6 +18,7 @@ constexpr size_t kLargeBlock = size_t(1) << 20;
 // below 1 MiB, then to 1/8 of the next power of two.
 size_t round_size(size_t n) {
   if (n == 0) n = 1;
+  if (n > (size_t(1) << 62)) throw std::bad_alloc();  // no machine has it; avoids overflow below
   if (n < kLargeBlock) return (n + kAlign - 1) & ~(kAlign - 1);
   size_t p = 1;
   while (p < n) p <<= 1;

@@ -1,13 +1,14 @@
 // cast<To>(From): the element conversion behind to(dtype) and copy_, with
 // PyTorch's semantics: bool is "!= 0", complex -> real keeps the real part,
-// float -> integer truncates through int64 (so -1.0 -> uint8 gives 255, as
-// torch and NumPy do), narrow floats round to nearest even.
+// float -> integer as kiln/float_to_int.h (x86 NumPy/torch results, NaN and
+// out-of-range included), narrow floats round to nearest even.
 #pragma once
 
 #include <cmath>
 #include <type_traits>
 
 #include "kiln/dtype.h"
+#include "kiln/float_to_int.h"
 
 namespace kiln {
 
@@ -33,13 +34,7 @@ inline To cast(From v) {
     if constexpr (is_narrow_float_v<From>) return To(float(v));
     else return To(static_cast<float>(v));
   } else if constexpr (std::is_integral_v<To> && is_float_v<From>) {
-    const double d = double(compute_t<From>(v));
-    if (std::isnan(d)) return To(0);
-    if constexpr (std::is_same_v<To, uint64_t>) {
-      if (d >= 9223372036854775808.0) return d >= 18446744073709551616.0 ? To(0) : To(d);
-    }
-    if (d >= 9223372036854775808.0 || d < -9223372036854775808.0) return To(INT64_MIN);
-    return To(int64_t(d));
+    return float_to_int<To>(double(compute_t<From>(v)));
   } else if constexpr (is_narrow_float_v<From>) {
     return static_cast<To>(float(v));
   } else {

@@ -32,19 +32,25 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, DType 
     throw TypeError("[arange] complex bounds are not supported");
   if (dtype == DType::Bool) throw TypeError("[arange] not implemented for bool");
   const double s = start.to_double(), e = end.to_double(), st = step.to_double();
-  if (st == 0) throw ValueError("[arange] step must be nonzero");
+  if (st == 0 || std::isnan(st)) throw ValueError("[arange] step must be nonzero and not NaN");
   if (!std::isfinite(s) || !std::isfinite(e)) throw ValueError("[arange] unsupported range: " + start.str() + " -> " + end.str());
   if ((st > 0 && e < s) || (st < 0 && e > s))
     throw ValueError("[arange] upper bound and larger bound inconsistent with step sign");
   int64_t n;
   if (is_integral(dtype, false) && start.is_integral() && end.is_integral() && step.is_integral()) {
     const int64_t a = start.to_int64(), b = end.to_int64(), c = step.to_int64();
-    n = c > 0 ? (b - a + c - 1) / c : (a - b - c - 1) / (-c);
+    // 128-bit: the span of two int64 bounds can exceed int64.
+    const __int128 span = __int128(b) - a, st128 = c;
+    n = int64_t(st128 > 0 ? (span + st128 - 1) / st128 : (-span - st128 - 1) / (-st128));
     Tensor t = empty({n}, dtype);
-    fill_indexed(t, [&](int64_t i) { return a + i * c; }, "arange");
+    fill_indexed(t, [&](int64_t i) { return int64_t(uint64_t(a) + uint64_t(i) * uint64_t(c)); }, "arange");
     return t;
   }
-  n = int64_t(std::ceil((e - s) / st));
+  const double count = std::ceil((e - s) / st);
+  if (!(count >= 0 && count < 9.2e18))
+    throw ValueError("[arange] invalid range: start " + start.str() + ", end " + end.str() + ", step " +
+                     step.str() + " (the number of elements is not a representable size)");
+  n = int64_t(count);
   Tensor t = empty({n}, dtype);
   fill_indexed(t, [&](int64_t i) { return s + double(i) * st; }, "arange");
   return t;

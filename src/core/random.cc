@@ -83,12 +83,12 @@ Tensor generate(const Shape& shape, DType dtype, Generator* gen, DTypeSet allowe
 Tensor rand(const Shape& shape, DType dtype, Generator* gen) {
   return generate(shape, dtype, gen, kFloatSet, "rand", []<typename T>(const uint32_t* w) -> T {
     if constexpr (std::is_same_v<T, double>) return u01d(w[0], w[1]);
+    else if constexpr (std::is_same_v<T, float>) return u01f(w[0]);
     else if constexpr (is_float_v<T>) {
-      // Narrow floats: draw with the target's precision so rounding never gives 1.
-      const float u = u01f(w[0]);
-      T r = T(u);
-      if (float(r) >= 1.0f) r = T(0.99951171875f);  // largest bf16/f16 below 1 is <= this
-      return r;
+      // Narrow floats: k / 2^bits with as many bits as the format has (8 for
+      // bf16, 11 for f16), so every draw is exact and never rounds up to 1.
+      constexpr int kBits = std::is_same_v<T, bfloat16> ? 8 : 11;
+      return T(float(w[0] >> (32 - kBits)) * (1.0f / float(1u << kBits)));
     } else {
       return T(0);
     }

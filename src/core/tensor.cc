@@ -441,9 +441,21 @@ std::string Tensor::shape_str() const { return shape_to_string(shape()); }
 
 // ---- factories --------------------------------------------------------------
 
+namespace {
+// Bytes for n elements of dtype; ValueError when that does not fit in memory's
+// address range (a size_t multiply would wrap to a tiny buffer).
+size_t storage_bytes(int64_t n, DType dtype, const char* op) {
+  constexpr uint64_t kMaxBytes = uint64_t(1) << 62;
+  if (n < 0 || uint64_t(n) > kMaxBytes / itemsize(dtype))
+    throw ValueError(std::string("[") + op + "] " + std::to_string(n) + " elements of " + name(dtype) +
+                     " exceed the largest possible allocation");
+  return size_t(n) * itemsize(dtype);
+}
+}  // namespace
+
 Tensor empty(const Shape& shape, DType dtype) {
   const int64_t n = shape_numel(shape, "empty");
-  auto storage = std::make_shared<Storage>(size_t(n) * itemsize(dtype));
+  auto storage = std::make_shared<Storage>(storage_bytes(n, dtype, "empty"));
   return Tensor(std::move(storage), dtype, shape, contiguous_strides(shape), 0);
 }
 
@@ -457,9 +469,15 @@ Tensor empty_strided(const Shape& shape, const Shape& strides, DType dtype) {
     if (shape[i] == 0) extent = 0;
   }
   if (extent) {
-    for (size_t i = 0; i < shape.size(); ++i) extent += (shape[i] - 1) * strides[i];
+    shape_numel(shape, "empty_strided");
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (strides[i] != 0 && shape[i] - 1 > (INT64_MAX / 4 - extent) / strides[i])
+        throw ValueError("[empty_strided] size " + shape_to_string(shape) + " with strides " +
+                         shape_to_string(strides) + " exceeds the largest possible allocation");
+      extent += (shape[i] - 1) * strides[i];
+    }
   }
-  auto storage = std::make_shared<Storage>(size_t(extent) * itemsize(dtype));
+  auto storage = std::make_shared<Storage>(storage_bytes(extent, dtype, "empty_strided"));
   return Tensor(std::move(storage), dtype, shape, strides, 0);
 }
 
@@ -493,7 +511,11 @@ Tensor from_blob(void* data, const Shape& shape, const Shape& strides, DType dty
   if (empty_view) extent = 0;
   for (size_t i = 0; i < shape.size(); ++i)
     if (strides[i] < 0) throw ValueError("[from_blob] negative strides are not supported; copy the array first");
-  auto storage = std::make_shared<Storage>(data, size_t(extent) * itemsize(dtype), std::move(release));
+  // Kernels access elements as T*: a misaligned buffer must be copied first.
+  if (reinterpret_cast<uintptr_t>(data) % itemsize(dtype) != 0 && itemsize(dtype) <= 8)
+    throw ValueError(std::string("[from_blob] buffer address is not aligned to its ") + name(dtype) +
+                     " elements; copy it first");
+  auto storage = std::make_shared<Storage>(data, storage_bytes(extent, dtype, "from_blob"), std::move(release));
   return Tensor(std::move(storage), dtype, shape, strides, 0);
 }
 

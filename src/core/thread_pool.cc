@@ -1,5 +1,7 @@
 #include "kiln/thread_pool.h"
 
+#include "kiln/error.h"
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -36,6 +38,12 @@ class Pool {
   ~Pool() { stop(); }
 
   int size() const { return int(workers_.size()) + 1; }
+
+  // Waits for any running region (run_mu_) so workers never vanish mid-region.
+  void resize_if_needed(int n) {
+    std::lock_guard<std::mutex> run_lock(run_mu_);
+    if (n != size()) resize(n);
+  }
 
   void resize(int n) {
     stop();
@@ -153,8 +161,10 @@ Pool& pool() {
 int num_threads() { return pool().size(); }
 
 void set_num_threads(int n) {
+  if (in_parallel_region())
+    throw ValueError("[set_num_threads] cannot resize the thread pool from inside a parallel region");
   if (n < 1) n = 1;
-  if (n != pool().size()) pool().resize(n);
+  pool().resize_if_needed(n);
 }
 
 bool in_parallel_region() { return t_in_parallel; }

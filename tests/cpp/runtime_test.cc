@@ -96,6 +96,12 @@ TEST(Random, ReproducibleAndDistributed) {
   }
   EXPECT_EQ(seen.size(), 7u);
   EXPECT_THROW(randint(3, 3, {1}), ValueError);
+  // Narrow floats stay below 1 (bf16 has only 8 significant bits).
+  for (DType d : {DType::BFloat16, DType::Float16}) {
+    Generator gb(1);
+    Tensor u = rand({200000}, d, &gb).to(DType::Float32);
+    for (int64_t i = 0; i < u.numel(); ++i) ASSERT_LT(u.data<float>()[i], 1.0f) << name(d);
+  }
   EXPECT_THROW(rand({2}, DType::Int32), TypeError);
 
   // Same values whatever the thread count.

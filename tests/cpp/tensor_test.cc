@@ -208,3 +208,40 @@ TEST(Tensor, WritesIntoExpandedViewsAreRefused) {
   one.fill_(Scalar(2.0));
   EXPECT_EQ(one.select(0, 0).select(0, 2).item<double>(), 2.0);
 }
+
+TEST(Tensor, HugeSizesRaiseInsteadOfWrapping) {
+  EXPECT_THROW(empty({int64_t(1) << 62}, DType::Float64), ValueError);  // bytes overflow size_t
+  EXPECT_THROW(empty({int64_t(3) << 60}, DType::Float32), ValueError);
+  EXPECT_THROW(empty({int64_t(1) << 40, int64_t(1) << 40}), ValueError);  // numel overflows
+  EXPECT_THROW(empty_strided({2, 2}, {int64_t(1) << 62, 1}), ValueError);
+}
+
+TEST(Tensor, ArangeEdgeCases) {
+  // The span of the bounds exceeds int64: sized in 128 bits.
+  Tensor a = arange(Scalar(INT64_MIN), Scalar(INT64_MAX), Scalar(int64_t(1) << 62));
+  ASSERT_EQ(a.numel(), 4);
+  EXPECT_EQ(a.select(0, 3).item<int64_t>(), int64_t(1) << 62);
+  EXPECT_THROW(arange(Scalar(0.0), Scalar(1e30), Scalar(1.0)), ValueError);
+  EXPECT_THROW(arange(Scalar(0.0), Scalar(10.0), Scalar(std::nan(""))), ValueError);
+  EXPECT_EQ(arange(Scalar(0.0), Scalar(1.0), Scalar(0.1)).numel(), 10);
+}
+
+TEST(Tensor, FloatToIntMatchesNumpyOnX86) {
+  // NumPy/torch on x86: NaN and out-of-range give the "integer indefinite".
+  Tensor f = from_buffer_copy(std::vector<double>{std::nan(""), INFINITY, -INFINITY, 3e9, -1.5, 300.0}.data(),
+                              {6}, DType::Float64);
+  Tensor i64 = f.to(DType::Int64), i32 = f.to(DType::Int32), u8 = f.to(DType::UInt8);
+  const int64_t want64[] = {INT64_MIN, INT64_MIN, INT64_MIN, 3000000000, -1, 300};
+  const int64_t want32[] = {INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, -1, 300};
+  const int64_t want8[] = {0, 0, 0, 0, 255, 44};
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(i64.select(0, i).item<int64_t>(), want64[i]) << i;
+    EXPECT_EQ(i32.select(0, i).item<int64_t>(), want32[i]) << i;
+    EXPECT_EQ(u8.select(0, i).item<int64_t>(), want8[i]) << i;
+  }
+  // full() goes through Scalar::to and agrees with the tensor cast.
+  EXPECT_EQ(full({1}, Scalar(std::nan("")), DType::Int32).item<int64_t>(), INT32_MIN);
+  // Unsigned scalars above INT64_MAX stay exact in floating point.
+  EXPECT_EQ(Scalar(uint64_t(UINT64_MAX)).to_double(), 18446744073709551615.0);
+  EXPECT_EQ(full({1}, Scalar(uint64_t(UINT64_MAX)), DType::Float64).item<double>(), 18446744073709551615.0);
+}

@@ -404,3 +404,21 @@ def test_writes_into_expanded_views_raise():
         with pytest.raises(ValueError, match="single memory location"):
             write()
     np.testing.assert_array_equal(base.numpy(), np.zeros(3, np.float32))  # nothing written
+
+
+def test_reviewed_edge_cases():
+    with pytest.raises(ValueError):
+        kiln.zeros(1, 1, 3).squeeze((0, 0))
+    with pytest.raises(ValueError):
+        kiln.eye(3, -2)
+    with pytest.raises(ValueError, match="does not fit int64"):
+        kiln.tensor([2**63])
+    assert kiln.tensor([2**64 - 1], dtype=kiln.uint64).tolist() == [2**64 - 1]
+    assert kiln.tensor([2**64 - 1], dtype=kiln.float64).tolist() == [float(2**64 - 1)]
+    with pytest.raises((ValueError, MemoryError)):
+        kiln.empty(2**62, dtype=kiln.float64)
+    nan_inf = np.array([np.nan, np.inf, -np.inf, 3e9, -1.5], np.float64)
+    for dt, npdt in ((kiln.int64, np.int64), (kiln.int32, np.int32), (kiln.int16, np.int16)):
+        with np.errstate(invalid="ignore"):
+            want = nan_inf.astype(npdt)
+        np.testing.assert_array_equal(kiln.from_numpy(nan_inf).to(dt).numpy(), want)
