@@ -10,6 +10,7 @@ Namespaces (convention for the binding files in python/src/*.cc):
   ``kiln.special.erfinv``. The prefixed name stays available on ``kiln._C`` only;
   ``kiln.<ns>`` is a real module in ``sys.modules`` (``import kiln.special`` and
   ``from kiln.special import erfinv`` work). Add a namespace by adding its name here.
+  Dotted namespaces nest: ``_C.nn_functional_linear`` is ``kiln.nn.functional.linear``.
 """
 
 import sys as _sys
@@ -20,15 +21,18 @@ from ._C import *  # noqa: F401,F403
 
 __version__ = _C.__version__
 
-_NAMESPACES = ("special", "linalg", "fft")
+_NAMESPACES = ("special", "linalg", "fft", "nn", "nn.functional")
 
 
 def _make_namespace(ns):
-    mod = _types.ModuleType(f"{__name__}.{ns}", f"kiln.{ns}: functions bound as _C.{ns}_<name>.")
-    prefix = ns + "_"
+    flat = ns.replace(".", "_")
+    mod = _types.ModuleType(f"{__name__}.{ns}", f"kiln.{ns}: functions bound as _C.{flat}_<name>.")
+    prefix = flat + "_"
+    # Names that belong to a deeper namespace (nn_functional_* under nn) stay out.
+    deeper = tuple(d.replace(".", "_") + "_" for d in _NAMESPACES if d.startswith(ns + "."))
     names = []
     for attr in dir(_C):
-        if attr.startswith(prefix) and len(attr) > len(prefix):
+        if attr.startswith(prefix) and len(attr) > len(prefix) and not attr.startswith(deeper):
             short = attr[len(prefix):]
             setattr(mod, short, getattr(_C, attr))
             names.append(short)
@@ -39,10 +43,13 @@ def _make_namespace(ns):
 
 for _ns in _NAMESPACES:
     # A package attribute that _C already defines (e.g. a future _C.linalg submodule) wins.
-    if not hasattr(_C, _ns):
-        globals()[_ns] = _make_namespace(_ns)
-del _ns
+    if "." not in _ns and hasattr(_C, _ns):
+        continue
+    _mod = _make_namespace(_ns)
+    _parent, _, _leaf = _ns.rpartition(".")
+    setattr(_sys.modules[f"{__name__}.{_parent}"] if _parent else _sys.modules[__name__], _leaf, _mod)
+del _ns, _mod, _parent, _leaf
 
 # Public names (the dtype objects kiln.float, kiln.int, kiln.bool shadow the builtins
 # only inside this namespace, as in torch).
-__all__ = [n for n in dir(_C) if not n.startswith("_")] + list(_NAMESPACES)
+__all__ = [n for n in dir(_C) if not n.startswith("_")] + [n for n in _NAMESPACES if "." not in n]
