@@ -21,7 +21,7 @@ from ._C import *  # noqa: F401,F403
 
 __version__ = _C.__version__
 
-_NAMESPACES = ("special", "linalg", "fft", "nn", "nn.functional")
+_NAMESPACES = ("special", "linalg", "fft", "nn", "nn.functional", "io", "llm")
 
 
 def _make_namespace(ns):
