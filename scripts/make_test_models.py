@@ -16,8 +16,15 @@ FP8 variants of the MoE model are written in the two published formats:
               ``weight_scale`` [N, 1] (strategy "channel").
 Their reference logits come from the dequantized weights.
 
-Needs torch, transformers, safetensors, numpy (not a test dependency):
-    python scripts/make_test_models.py tests/data/models
+With --default-model GGUF it also writes ``default_model_reference.safetensors``:
+transformers' float32 logits for the default model (SmolLM2-135M-Instruct Q4_1 GGUF,
+dequantized by transformers + gguf) on a fixed prompt -- ``input_ids`` [1, T],
+``positions`` [P] and ``logits`` [P, vocab] at those positions -- and its greedy
+continuation ``greedy_ids`` [1, T + 12].
+
+Needs torch, transformers, safetensors, numpy (+ gguf, accelerate for the GGUF);
+not a test dependency:
+    python scripts/make_test_models.py tests/data/models [--default-model PATH.gguf]
 """
 import argparse
 import json
@@ -153,11 +160,35 @@ def write_fp8(src_dir, dst_dir, fmt):
     return deq
 
 
+DEFAULT_PROMPT = "The capital of France is Paris. The capital of Germany is"
+
+
+def write_default_model_reference(gguf_path, out_dir):
+    from transformers import AutoTokenizer
+    gguf_path = Path(gguf_path)
+    tok = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name,
+                                                 dtype=torch.float32).eval()
+    ids = tok(DEFAULT_PROMPT, return_tensors="pt").input_ids
+    with torch.no_grad():
+        logits = model(ids).logits[0].float()
+        greedy = model.generate(ids, max_new_tokens=12, do_sample=False)
+    positions = torch.tensor([0, ids.shape[1] // 2, ids.shape[1] - 1], dtype=torch.int64)
+    save_file({"input_ids": ids.contiguous(), "positions": positions,
+               "logits": logits[positions].contiguous(), "greedy_ids": greedy.contiguous()},
+              str(Path(out_dir) / "default_model_reference.safetensors"),
+              metadata={"prompt": DEFAULT_PROMPT, "model": gguf_path.name})
+    print("default model:", repr(tok.decode(greedy[0])))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", type=Path, help="directory to write the models into (e.g. tests/data/models)")
+    ap.add_argument("--default-model", type=Path, help="the default model's GGUF: also write its reference")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.default_model:
+        write_default_model_reference(args.default_model, args.out)
     for name, make_config in MODELS.items():
         torch.manual_seed(SEED)
         model = AutoModelForCausalLM.from_config(make_config(), dtype=torch.float32)
