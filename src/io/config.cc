@@ -3,6 +3,7 @@
 // tensors float8 per channel / per tensor / per block).
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -172,6 +173,9 @@ RopeScaling parse_rope_scaling(const json& r, const std::string& name) {
   return s;
 }
 
+// More layers than any model has; keeps per-layer loops bounded on hostile input.
+constexpr int64_t kMaxLayers = 1 << 16;
+
 bool is_dir(const std::string& p) {
   struct stat st {};
   return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -212,6 +216,8 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& name) {
   c.hidden_size = f.get_int("hidden_size", std::nullopt, 1);
   c.intermediate_size = f.get_int("intermediate_size", std::nullopt, 1);
   c.num_hidden_layers = f.get_int("num_hidden_layers", std::nullopt, 1);
+  KILN_CHECK(c.num_hidden_layers <= kMaxLayers, ValueError,
+             "[config] num_hidden_layers = " << c.num_hidden_layers << " in " << name << " is out of range");
   c.num_attention_heads = f.get_int("num_attention_heads", std::nullopt, 1);
   c.num_key_value_heads = f.get_int("num_key_value_heads", c.num_attention_heads, 1);
   KILN_CHECK(c.num_attention_heads % c.num_key_value_heads == 0, ValueError,
@@ -298,17 +304,20 @@ bool ModelConfig::layer_is_moe(int64_t i) const {
 }
 
 int64_t ModelConfig::parameter_count() const {
-  const int64_t h = hidden_size, q = num_attention_heads * head_dim, kv = num_key_value_heads * head_dim;
-  int64_t attn = h * q + 2 * h * kv + q * h;
+  // In double: a hostile config must not overflow int64 arithmetic (the count is a summary figure).
+  const double h = double(hidden_size), q = double(num_attention_heads) * double(head_dim),
+               kv = double(num_key_value_heads) * double(head_dim);
+  double attn = h * q + 2 * h * kv + q * h;
   if (attention_bias) attn += q + 2 * kv;
-  if (qk_norm) attn += architecture == "olmoe" ? q + kv : 2 * head_dim;
-  int64_t total = vocab_size * h * (tie_word_embeddings ? 1 : 2) + h;  // embeddings (+ head) + final norm
-  for (int64_t l = 0; l < num_hidden_layers; ++l) {
-    int64_t mlp = layer_is_moe(l) ? num_experts * 3 * h * moe_intermediate_size + num_experts * h
-                                  : 3 * h * intermediate_size;
+  if (qk_norm) attn += architecture == "olmoe" ? q + kv : 2 * double(head_dim);
+  double total = double(vocab_size) * h * (tie_word_embeddings ? 1 : 2) + h;  // embeddings (+ head) + final norm
+  const int64_t layers = std::min<int64_t>(num_hidden_layers, kMaxLayers);
+  for (int64_t l = 0; l < layers; ++l) {
+    const double mlp = layer_is_moe(l) ? double(num_experts) * (3 * h * double(moe_intermediate_size) + h)
+                                       : 3 * h * double(intermediate_size);
     total += attn + mlp + 2 * h;
   }
-  return total;
+  return total >= 9.2e18 ? std::numeric_limits<int64_t>::max() : int64_t(total);
 }
 
 std::string ModelConfig::summary() const {

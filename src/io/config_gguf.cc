@@ -25,6 +25,8 @@ ModelConfig config_from_gguf(const GGUFFile& g) {
   };
   c.hidden_size = need("embedding_length", 1);
   c.num_hidden_layers = need("block_count", 1);
+  KILN_CHECK(c.num_hidden_layers <= (1 << 16), ValueError,
+             "[config] " << ga << ".block_count = " << c.num_hidden_layers << " in " << name << " is out of range");
   c.num_attention_heads = need("attention.head_count", 1);
   c.num_key_value_heads = g.contains(ga + ".attention.head_count_kv") ? need("attention.head_count_kv", 1)
                                                                        : c.num_attention_heads;

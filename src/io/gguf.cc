@@ -170,6 +170,7 @@ Tensor GGUFFile::load_hf(std::string_view name, DType dtype) const {
 Tensor unpermute_qk_rows(const Tensor& w, int64_t n_head) {
   KILN_CHECK(w.dim() >= 1 && n_head > 0, ValueError, "[gguf.unpermute_qk] needs a tensor and n_head > 0");
   const int64_t rows = w.size(0);
+  KILN_CHECK(n_head <= rows, ValueError, "[gguf.unpermute_qk] " << rows << " rows cannot hold " << n_head << " heads");
   KILN_CHECK(rows % (2 * n_head) == 0, ValueError,
              "[gguf.unpermute_qk] " << rows << " rows do not split into " << n_head << " heads of rope pairs");
   const int64_t inner = w.numel() / std::max<int64_t>(rows, 1);

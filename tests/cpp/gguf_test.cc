@@ -138,3 +138,17 @@ TEST(Gguf, UnsupportedTypesNamed) {
     EXPECT_NE(std::string(e.what()).find("Q4_K"), std::string::npos);
   }
 }
+
+#include "kiln/io/gguf_names.h"
+
+TEST(Gguf, HfNames) {
+  EXPECT_EQ(gguf_to_hf_name("token_embd.weight", "llama"), "model.embed_tokens.weight");
+  EXPECT_EQ(gguf_to_hf_name("blk.12.attn_q.weight", "llama"), "model.layers.12.self_attn.q_proj.weight");
+  EXPECT_EQ(gguf_to_hf_name("blk.0.attn_k.bias", "qwen2"), "model.layers.0.self_attn.k_proj.bias");
+  EXPECT_EQ(gguf_to_hf_name("blk.3.ffn_up_exps.weight", "qwen3_moe"), "model.layers.3.mlp.experts.up_proj.weight");
+  EXPECT_EQ(gguf_to_hf_name("blk.3.ffn_gate_exps.weight", "mixtral"),
+            "model.layers.3.block_sparse_moe.experts.w1.weight");
+  EXPECT_EQ(gguf_to_hf_name("blk.x.attn_q.weight", "llama"), "");
+  EXPECT_EQ(gguf_to_hf_name("rope_freqs.weight", "llama"), "");
+  EXPECT_EQ(gguf_to_hf_name("blk.1.attn_q", "llama"), "");
+}
