@@ -34,6 +34,18 @@ json parse_json_strict(std::string_view text, const char* op, const std::string&
     std::string what = e.what();
     // "[json.exception.parse_error.101] parse error at line 1, column 5: ..." -> the part after "] ".
     if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
+    // The parser quotes the offending bytes; keep the message printable ASCII.
+    std::string clean;
+    for (unsigned char ch : what) {
+      if (ch >= 0x20 && ch < 0x7f) {
+        clean.push_back(char(ch));
+      } else {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\x%02X", ch);
+        clean += buf;
+      }
+    }
+    what = clean;
     KILN_CHECK(false, ValueError, "[" << op << "] invalid JSON in " << name << ": " << what);
   }
   KILN_CHECK(dup.empty(), ValueError, "[" << op << "] duplicate key '" << dup << "' in " << name);

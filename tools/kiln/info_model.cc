@@ -227,7 +227,40 @@ void print_text(const std::string& path, const json& j) {
 
 }  // namespace
 
+namespace {
+// Control characters from a file (a tensor name holding a newline) must not
+// break the one-line error.
+std::string one_line(const char* msg) {
+  std::string out;
+  for (const char* p = msg; *p; ++p) {
+    const unsigned char ch = static_cast<unsigned char>(*p);
+    if (ch < 0x20 || ch == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", ch);
+      out += buf;
+    } else {
+      out.push_back(char(ch));
+    }
+  }
+  return out;
+}
+int summarize(const std::string& path, bool as_json);
+}  // namespace
+
 int run_model_info(const std::string& path, bool as_json) {
+  try {
+    return summarize(path, as_json);
+  } catch (const TypeError& e) {
+    throw TypeError(one_line(e.what()));
+  } catch (const NotImplementedError& e) {
+    throw NotImplementedError(one_line(e.what()));
+  } catch (const Error& e) {
+    throw ValueError(one_line(e.what()));
+  }
+}
+
+namespace {
+int summarize(const std::string& path, bool as_json) {
   if (!exists(path)) throw ValueError("[info] " + path + " does not exist");
   json j;
   if (!is_dir(path) && (has_magic(path, "GGUF") || (path.size() > 5 && path.ends_with(".gguf")))) {
@@ -253,9 +286,10 @@ int run_model_info(const std::string& path, bool as_json) {
     }
     j["tokenizer"] = hf_tokenizer_json(dir);
   }
-  if (as_json) std::printf("%s\n", j.dump(2).c_str());
+  if (as_json) std::printf("%s\n", j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
   else print_text(path, j);
   return 0;
 }
+}  // namespace
 
 }  // namespace kiln::cli
