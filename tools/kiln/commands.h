@@ -15,5 +15,6 @@ struct Command {
 
 Command add_info(CLI::App& parent);       // info.cc
 Command add_bench_ops(CLI::App& bench);   // bench_ops.cc
+Command add_bench_load(CLI::App& bench);  // bench_load.cc
 
 }  // namespace kiln::cli

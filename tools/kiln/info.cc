@@ -12,9 +12,13 @@
 #include "kiln/version.h"
 
 namespace kiln::cli {
+
+int run_model_info(const std::string& path, bool as_json);  // info_model.cc
+
 namespace {
 
 struct InfoOptions {
+  std::string path;      // a model file or directory: summarize it instead of the machine
   bool json = false;
   bool no_bandwidth = false;
   int threads = 0;       // 0: kiln's default
@@ -24,6 +28,7 @@ struct InfoOptions {
 std::string cache_text(int64_t bytes) { return bytes > 0 ? sys::format_bytes(bytes) : "unknown"; }
 
 int run_info(const InfoOptions& opt) {
+  if (!opt.path.empty()) return run_model_info(opt.path, opt.json);
   if (opt.threads > 0) kiln::set_num_threads(opt.threads);
   sys::RoofStats roof;
   if (!opt.no_bandwidth) {
@@ -67,7 +72,10 @@ int run_info(const InfoOptions& opt) {
 Command add_info(CLI::App& parent) {
   auto opt = std::make_shared<InfoOptions>();
   CLI::App* app = parent.add_subcommand(
-      "info", "Show the version, CPU, caches, SIMD target, threads and measured memory read bandwidth.");
+      "info",
+      "Show the version, CPU, caches, SIMD target, threads and measured memory read bandwidth; with PATH, "
+      "summarize a model file or directory (safetensors, GGUF, config.json, tokenizer).");
+  app->add_option("path", opt->path, "A .safetensors/.gguf file, an index.json or a model directory");
   app->add_flag("--json", opt->json, "Print one JSON object instead of the text block");
   app->add_option("--threads", opt->threads, "Threads to use (default: KILN_NUM_THREADS or all cores)")
       ->check(CLI::Range(1, 4096));

@@ -1,0 +1,66 @@
+// GGUF -> Hugging Face tensor names (llama.cpp's gguf-py tensor_mapping, restated
+// for the supported architectures).
+#include "kiln/io/gguf_names.h"
+
+#include <cstdlib>
+
+namespace kiln::io {
+namespace {
+
+struct Pair {
+  const char* gguf;
+  const char* hf;
+};
+
+// Per-layer names, after "blk.N." -> "model.layers.N.".
+constexpr Pair kLayer[] = {
+    {"attn_norm", "input_layernorm"},
+    {"ffn_norm", "post_attention_layernorm"},
+    {"attn_q", "self_attn.q_proj"},
+    {"attn_k", "self_attn.k_proj"},
+    {"attn_v", "self_attn.v_proj"},
+    {"attn_output", "self_attn.o_proj"},
+    {"attn_q_norm", "self_attn.q_norm"},
+    {"attn_k_norm", "self_attn.k_norm"},
+    {"ffn_gate", "mlp.gate_proj"},
+    {"ffn_up", "mlp.up_proj"},
+    {"ffn_down", "mlp.down_proj"},
+    {"ffn_gate_inp", "mlp.gate"},
+    {"ffn_gate_exps", "mlp.experts.gate_proj"},
+    {"ffn_up_exps", "mlp.experts.up_proj"},
+    {"ffn_down_exps", "mlp.experts.down_proj"},
+};
+constexpr Pair kMixtral[] = {
+    {"ffn_gate_inp", "block_sparse_moe.gate"},
+    {"ffn_gate_exps", "block_sparse_moe.experts.w1"},
+    {"ffn_up_exps", "block_sparse_moe.experts.w3"},
+    {"ffn_down_exps", "block_sparse_moe.experts.w2"},
+};
+
+}  // namespace
+
+std::string gguf_to_hf_name(std::string_view n, std::string_view arch) {
+  if (n == "token_embd.weight") return "model.embed_tokens.weight";
+  if (n == "output_norm.weight") return "model.norm.weight";
+  if (n == "output.weight") return "lm_head.weight";
+  if (n.substr(0, 4) != "blk.") return "";
+  std::string_view rest = n.substr(4);
+  const size_t dot = rest.find('.');
+  if (dot == std::string_view::npos || dot == 0 || dot > 6) return "";
+  for (char c : rest.substr(0, dot))
+    if (c < '0' || c > '9') return "";
+  const std::string layer(rest.substr(0, dot));
+  rest = rest.substr(dot + 1);
+  const size_t dot2 = rest.rfind('.');
+  if (dot2 == std::string_view::npos) return "";
+  const std::string_view base = rest.substr(0, dot2), suffix = rest.substr(dot2);  // ".weight" / ".bias"
+  if (suffix != ".weight" && suffix != ".bias") return "";
+  if (arch == "mixtral")
+    for (const auto& p : kMixtral)
+      if (base == p.gguf) return "model.layers." + layer + "." + p.hf + std::string(suffix);
+  for (const auto& p : kLayer)
+    if (base == p.gguf) return "model.layers." + layer + "." + p.hf + std::string(suffix);
+  return "";
+}
+
+}  // namespace kiln::io
