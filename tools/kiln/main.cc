@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   CLI::App* bench = app.add_subcommand("bench", "Measure kiln's speed against the machine's memory roof.");
   bench->require_subcommand(0, 1);
   commands.push_back(kiln::cli::add_bench_ops(*bench));
+  for (auto& c : kiln::cli::add_bench_matmul(*bench)) commands.push_back(c);
 
   try {
     app.parse(argc, argv);
