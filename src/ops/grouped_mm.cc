@@ -38,10 +38,12 @@ void grouped_linear(const GroupedLinear& p) {
     if (p.bias) a.bias = p.bias + g * p.N;
     return a;
   };
-  // Work items (group, chunk of N) for the few-row groups: chunks of >= 64 KiB
-  // of weights, so that even top-2 routing over one token keeps every thread busy.
+  // Work items (group, chunk of N) for the few-row groups: chunks of ~256 KiB
+  // of weights, small enough that even top-2 routing over one token keeps
+  // every thread busy, large enough to repay each item's set-up (the kernel
+  // reorders the activations once per call).
   const int64_t chunk = std::min<int64_t>(
-      p.N, std::max<int64_t>(8, ((int64_t(64) << 10) / std::max<int64_t>(1, p.K * isz)) / 8 * 8));
+      p.N, std::max<int64_t>(8, ((int64_t(256) << 10) / std::max<int64_t>(1, p.K * isz)) / 8 * 8));
   const int64_t nchunks = (p.N + chunk - 1) / chunk;
   thread_local std::vector<std::pair<int32_t, int32_t>> items;
   items.clear();
