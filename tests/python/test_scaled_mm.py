@@ -17,7 +17,7 @@ def ref(a, b, sa, sb):
     m, k = a.shape
     n = b.shape[1]
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    if sa.size == 1:
+    if sa.size == 1 and sb.size == 1:
         a64 *= float(sa.reshape(()))
         b64 *= float(sb.reshape(()))
     elif sa.shape == (m, 1):
