@@ -53,3 +53,7 @@ del _ns, _mod, _parent, _leaf
 # Public names (the dtype objects kiln.float, kiln.int, kiln.bool shadow the builtins
 # only inside this namespace, as in torch).
 __all__ = [n for n in dir(_C) if not n.startswith("_")] + [n for n in _NAMESPACES if "." not in n]
+
+# torch's private spellings of the FP8 / grouped matmuls.
+_scaled_mm = _C._scaled_mm
+_grouped_mm = _C._grouped_mm

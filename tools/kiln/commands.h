@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -16,5 +17,6 @@ struct Command {
 Command add_info(CLI::App& parent);       // info.cc
 Command add_bench_ops(CLI::App& bench);   // bench_ops.cc
 Command add_bench_load(CLI::App& bench);  // bench_load.cc
+std::vector<Command> add_bench_matmul(CLI::App& bench);  // bench_matmul.cc: linear, scaled_mm, moe
 
 }  // namespace kiln::cli

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   bench->require_subcommand(0, 1);
   commands.push_back(kiln::cli::add_bench_ops(*bench));
   commands.push_back(kiln::cli::add_bench_load(*bench));
+  for (auto& c : kiln::cli::add_bench_matmul(*bench)) commands.push_back(c);
 
   try {
     app.parse(argc, argv);

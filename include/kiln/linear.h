@@ -1,0 +1,30 @@
+// Linear layers: y = x @ (W * scale)^T + bias, with weights in float32,
+// bfloat16, float16 or FP8 (float8_e4m3fn / float8_e5m2) and a weight scale per
+// tensor, per output row or per 128x128 block (Hugging Face FP8 checkpoints).
+//
+// One-token inputs (up to 16 rows in all) run a matrix-vector kernel that
+// reads each weight once with the bias fused; more rows run a blocked GEMM
+// (weights widened to float32 in cache-sized panels, OpenBLAS sgemm inside).
+#pragma once
+
+#include "kiln/tensor.h"
+
+namespace kiln {
+
+// torch.nn.functional.linear. x: [..., K] (float32, bfloat16 or float16);
+// weight: [N, K]; bias: [N] or undefined; weight_scale: undefined, one element
+// (per tensor), [N] or [N, 1] (per row), or [ceil(N/128), ceil(K/128)] (per
+// 128x128 block), float32. Returns [..., N] in x's dtype.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+              const Tensor& weight_scale = Tensor());
+
+// The same into `out` ([..., N], x's dtype or float32, contiguous). With
+// float32 x, contiguous inputs and a float32 bias it allocates nothing for
+// up to 16 rows: the call a decode loop makes once per layer per token.
+void linear_out(const Tensor& x, const Tensor& weight, const Tensor& weight_scale,
+                const Tensor& bias, Tensor& out);
+
+// The number of activation rows up to which linear takes the matrix-vector path.
+inline constexpr int64_t kLinearGemvMaxRows = 16;
+
+}  // namespace kiln

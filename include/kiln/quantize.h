@@ -1,0 +1,31 @@
+// FP8 weight quantization: w ~ w_fp8 * scale, with the scale per tensor, per
+// row (output feature) or per 128x128 block, saturating at the format's max.
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "kiln/tensor.h"
+
+namespace kiln {
+
+enum class QuantGranularity { Tensor, Row, Block };
+// "tensor" | "row" | "block"; ValueError otherwise.
+QuantGranularity granularity_from_name(const std::string& name);
+
+// w: [..., N, K] floating. Returns (w_fp8 of `dtype`, float32 scale) with
+// scale = amax / fp8_max over each group (1 for an all-zero group) and
+// w_fp8 = saturate(w / scale). Scale shapes: tensor: [] ; row: [..., N, 1];
+// block: [..., ceil(N/128), ceil(K/128)]. NaN or inf in w raise ValueError
+// (an FP8 weight must hold no NaN; the decode kernels rely on it).
+std::pair<Tensor, Tensor> quantize_fp8(const Tensor& w, QuantGranularity granularity,
+                                       DType dtype = DType::Float8_e4m3fn);
+
+// q * scale as `out_dtype`, the scale's layout read from its shape as above
+// (a row scale may also be [..., N]).
+Tensor dequantize(const Tensor& q, const Tensor& scale, DType out_dtype = DType::Float32);
+
+// The largest finite value of an FP8 dtype (448 or 57344).
+float fp8_max(DType dtype);
+
+}  // namespace kiln

@@ -1,0 +1,299 @@
+// The SIMD body of the matrix-vector kernels (see gemv.h), compiled once per
+// Highway target by each gemv_<type>.cc. A tile is R weight rows x MT
+// activation rows: every widened weight vector is used MT times and every
+// activation vector R times, with R * MT independent FMA chains.
+//
+// Widening (the bottleneck on few cores, not the FMA):
+//   bf16  -> f32: a u32 lane holds two weights: shift left 16 / mask the low half;
+//   f16   -> f32: vcvtph2ps (F16C);
+//   e5m2  -> f16 bits: the byte in the top of a u16 (exact, inf/NaN included),
+//            then vcvtph2ps;
+//   e4m3fn-> f16 bits: the byte moved so its 4-bit exponent and 3-bit mantissa
+//            sit in f16's fields; that f16 is the value times 2^-8 exactly,
+//            subnormals included, and the 2^8 is folded into the row scale.
+//            S.1111.111 (NaN) reads as 480; FP8 weights must hold no NaN.
+// The bf16 and FP8 loaders widen two / four vectors at once with no lane
+// shuffles; the activations are permuted once per call to match.
+
+// Per-target include guard (Highway's idiom).
+#if defined(KILN_CPU_GEMV_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef KILN_CPU_GEMV_INL_H_
+#undef KILN_CPU_GEMV_INL_H_
+#else
+#define KILN_CPU_GEMV_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include <vector>
+
+#include "cpu/gemv.h"
+#include "kiln/float_types.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kiln::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+namespace gemv {
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// ---- widening loaders --------------------------------------------------------
+//
+// Each loader widens kChunk * Lanes(DF) consecutive weights into kChunk f32
+// vectors. For kChunk > 1 the lanes come out in a fixed order: within a chunk
+// first the even-indexed weights, then the odd ones (what a u16 -> u32 or
+// u8 -> u16 split gives without any shuffle); the activations are permuted the
+// same way once per call (PermuteX), so the dot product is unchanged.
+
+struct WidenF32 {
+  using T = float;
+  static constexpr int kChunk = 1;
+  static constexpr float kMult = 1.0f;
+  static HWY_INLINE void Load(const T* HWY_RESTRICT p, VF* out) { out[0] = hn::LoadU(DF(), p); }
+  static float One(T v) { return v; }
+};
+struct WidenF16 {
+  using T = half;
+  static constexpr int kChunk = 1;
+  static constexpr float kMult = 1.0f;
+  static HWY_INLINE void Load(const T* HWY_RESTRICT p, VF* out) {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    out[0] = hn::PromoteTo(DF(), hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+  }
+  static float One(T v) { return float(v); }
+};
+#if HWY_TARGET == HWY_SCALAR
+// One lane: plain scalar decodes.
+template <typename TT, int kM>
+struct WidenScalar {
+  using T = TT;
+  static constexpr int kChunk = 1;
+  static constexpr float kMult = float(kM);
+  static HWY_INLINE void Load(const T* HWY_RESTRICT p, VF* out) { out[0] = hn::Set(DF(), One(*p)); }
+  static float One(T v) { return float(v) / kMult; }
+};
+using WidenBF16 = WidenScalar<bfloat16, 1>;
+using WidenE5M2 = WidenScalar<float8_e5m2, 1>;
+using WidenE4M3 = WidenScalar<float8_e4m3fn, 256>;
+#else
+// bf16: one full vector of u32 holds 2L weights; the even weight is the low
+// half of each u32 (shift it up), the odd one the high half (mask the low off).
+struct WidenBF16 {
+  using T = bfloat16;
+  static constexpr int kChunk = 2;
+  static constexpr float kMult = 1.0f;
+  static HWY_INLINE void Load(const T* HWY_RESTRICT p, VF* out) {
+    const hn::RebindToUnsigned<DF> du;
+    const auto v = hn::LoadU(du, reinterpret_cast<const uint32_t*>(p));
+    out[0] = hn::BitCast(DF(), hn::ShiftLeft<16>(v));
+    out[1] = hn::BitCast(DF(), hn::And(v, hn::Set(du, 0xFFFF0000u)));
+  }
+  static float One(T v) { return float(v); }
+};
+// FP8: one full vector of u16 holds 4L weights (even byte low, odd byte high).
+// Both bytes become f16 bit patterns in u16 lanes, and each half of those
+// vectors widens to f32 with vcvtph2ps.
+template <class Derived>
+struct WidenFP8Base {
+  static constexpr int kChunk = 4;
+  static HWY_INLINE void Load(const void* HWY_RESTRICT p, VF* out) {
+    const DF df;
+    const hn::Repartition<int16_t, DF> d16;
+    const hn::Half<hn::Repartition<hwy::float16_t, DF>> dh;
+    const auto v = hn::LoadU(d16, static_cast<const int16_t*>(p));
+    const auto even = Derived::Even(v), odd = Derived::Odd(v);
+    out[0] = hn::PromoteTo(df, hn::BitCast(dh, hn::LowerHalf(even)));
+    out[1] = hn::PromoteTo(df, hn::BitCast(dh, hn::UpperHalf(hn::Half<decltype(d16)>(), even)));
+    out[2] = hn::PromoteTo(df, hn::BitCast(dh, hn::LowerHalf(odd)));
+    out[3] = hn::PromoteTo(df, hn::BitCast(dh, hn::UpperHalf(hn::Half<decltype(d16)>(), odd)));
+  }
+};
+// e5m2 is the top byte of an f16: exact, inf/NaN included.
+struct WidenE5M2 : WidenFP8Base<WidenE5M2> {
+  using T = float8_e5m2;
+  static constexpr float kMult = 1.0f;
+  template <class V> static HWY_INLINE V Even(V v) { return hn::ShiftLeft<8>(v); }
+  template <class V> static HWY_INLINE V Odd(V v) { return hn::And(v, hn::Set(hn::DFromV<V>(), int16_t(-256))); }
+  static HWY_INLINE void Load(const T* HWY_RESTRICT p, VF* out) { WidenFP8Base::Load(p, out); }
+  static float One(T v) { return float(v); }
+};
+// e4m3fn S.EEEE.MMM in the top byte -> S.0EEEE.MMM0000000 (f16, value / 2^8):
+// an arithmetic shift right by 1 copies S into bit 14 and the mask clears it.
+struct WidenE4M3 : WidenFP8Base<WidenE4M3> {
+  using T = float8_e4m3fn;
+  static constexpr float kMult = 256.0f;
+  template <class V> static HWY_INLINE V Fix(V top) {
+    return hn::And(hn::ShiftRight<1>(top), hn::Set(hn::DFromV<V>(), int16_t(0xBF80)));
+  }
+  template <class V> static HWY_INLINE V Even(V v) { return Fix(hn::ShiftLeft<8>(v)); }
+  template <class V> static HWY_INLINE V Odd(V v) { return Fix(v); }
+  static HWY_INLINE void Load(const T* HWY_RESTRICT p, VF* out) { WidenFP8Base::Load(p, out); }
+  static float One(T v) { return float(v) / kMult; }
+};
+#endif  // HWY_TARGET == HWY_SCALAR
+
+HWY_INLINE float row_scale(const GemvArgs& a, int64_t n) {
+  switch (a.scale_kind) {
+    case ScaleKind::Tensor: return a.scale[0];
+    case ScaleKind::Row: return a.scale[n];
+    default: return 1.0f;
+  }
+}
+
+HWY_INLINE void store_out(const GemvArgs& a, int64_t m, int64_t n, float v) {
+  char* row = static_cast<char*>(a.y) + m * a.ldy * int64_t(itemsize(a.y_dtype));
+  switch (a.y_dtype) {
+    case DType::BFloat16: reinterpret_cast<uint16_t*>(row)[n] = float_to_bf16_bits(v); break;
+    case DType::Float16: reinterpret_cast<uint16_t*>(row)[n] = float_to_f16_bits(v); break;
+    default: {
+      float* o = reinterpret_cast<float*>(row) + n;
+      *o = a.accumulate ? *o + v : v;
+    }
+  }
+}
+
+// y[m0 .. m0+MT, n0 .. n0+R] for one tile. xp: activations in the loaders'
+// chunk order (rows ldxp apart), used for the vector part; a.x for the tail.
+template <class W, int R, int MT, bool kBlock>
+HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t ldxp, int64_t n0, int64_t m0) {
+  using T = typename W::T;
+  constexpr int C = W::kChunk;
+  const DF df;
+  const int64_t L = int64_t(hn::Lanes(df));
+  const int64_t CL = C * L;
+  const int64_t K = a.K;
+  const T* HWY_RESTRICT w[R];
+  for (int r = 0; r < R; ++r) w[r] = static_cast<const T*>(a.w) + (n0 + r) * a.ldw;
+  const float* HWY_RESTRICT x[MT];
+  const float* HWY_RESTRICT xq[MT];
+  for (int m = 0; m < MT; ++m) {
+    x[m] = a.x + (m0 + m) * a.ldx;
+    xq[m] = xp + (m0 + m) * ldxp;
+  }
+
+  VF tot[R * MT];      // block kind: scaled sums of finished blocks
+  float stot[R * MT];  // scalar tails (scaled like tot)
+  for (int i = 0; i < R * MT; ++i) {
+    tot[i] = hn::Zero(df);
+    stot[i] = 0.0f;
+  }
+  const int64_t block = kBlock ? kScaleBlock : K;
+  for (int64_t kb = 0; kb < K; kb += block) {
+    const int64_t ke = kb + block < K ? kb + block : K;
+    VF acc[R * MT];
+    for (int i = 0; i < R * MT; ++i) acc[i] = hn::Zero(df);
+    int64_t k = kb;
+    for (; k + CL <= ke; k += CL) {
+      VF xv[MT * C];
+      for (int m = 0; m < MT; ++m)
+        for (int c = 0; c < C; ++c) xv[m * C + c] = hn::LoadU(df, xq[m] + k + c * L);
+      for (int r = 0; r < R; ++r) {
+        VF wv[C];
+        W::Load(w[r] + k, wv);
+        for (int c = 0; c < C; ++c)
+          for (int m = 0; m < MT; ++m) acc[r * MT + m] = hn::MulAdd(wv[c], xv[m * C + c], acc[r * MT + m]);
+      }
+    }
+    float tail[R * MT];
+    for (int i = 0; i < R * MT; ++i) tail[i] = 0.0f;
+    for (; k < ke; ++k)
+      for (int r = 0; r < R; ++r) {
+        const float wv = W::One(w[r][k]);
+        for (int m = 0; m < MT; ++m) tail[r * MT + m] += wv * x[m][k];
+      }
+    if constexpr (kBlock) {
+      const float* srow = a.scale + (n0 / kScaleBlock) * a.scale_ld + kb / kScaleBlock;
+      for (int r = 0; r < R; ++r) {
+        // Rows of a tile may straddle a 128-row block boundary.
+        const float s = (n0 + r) / kScaleBlock == n0 / kScaleBlock ? srow[0] : srow[a.scale_ld];
+        for (int m = 0; m < MT; ++m) {
+          tot[r * MT + m] = hn::MulAdd(acc[r * MT + m], hn::Set(df, s), tot[r * MT + m]);
+          stot[r * MT + m] += tail[r * MT + m] * s;
+        }
+      }
+    } else {
+      for (int i = 0; i < R * MT; ++i) {
+        tot[i] = acc[i];
+        stot[i] = tail[i];
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    const float mult = W::kMult * (kBlock ? 1.0f : row_scale(a, n0 + r));
+    const float b = a.bias ? a.bias[n0 + r] : 0.0f;
+    for (int m = 0; m < MT; ++m) {
+      const float sum = hn::GetLane(hn::SumOfLanes(df, tot[r * MT + m])) + stot[r * MT + m];
+      store_out(a, m0 + m, n0 + r, sum * mult + b);
+    }
+  }
+}
+
+// All M rows for weight rows [n0, n0 + R): activation rows in tiles of MT.
+template <class W, int R, int MT, bool kBlock>
+HWY_INLINE void RowGroup(const GemvArgs& a, const float* xp, int64_t ldxp, int64_t n0) {
+  int64_t m = 0;
+  for (; m + MT <= a.M; m += MT) Tile<W, R, MT, kBlock>(a, xp, ldxp, n0, m);
+  if constexpr (MT > 1) {
+    for (; m < a.M; ++m) Tile<W, R, 1, kBlock>(a, xp, ldxp, n0, m);
+  }
+}
+
+template <class W, int R, int MT, bool kBlock>
+HWY_INLINE void RowsFixed(const GemvArgs& a, const float* xp, int64_t ldxp, int64_t n0, int64_t n1) {
+  int64_t n = n0;
+  for (; n + R <= n1; n += R) RowGroup<W, R, MT, kBlock>(a, xp, ldxp, n);
+  for (; n < n1; ++n) RowGroup<W, 1, MT, kBlock>(a, xp, ldxp, n);
+}
+
+// x rows in the loader's chunk order (evens, then odds, per chunk of
+// kChunk * L); only whole chunks are used, the tail reads x itself.
+template <class W>
+const float* PermuteX(const GemvArgs& a, int64_t& ldxp) {
+  if constexpr (W::kChunk == 1) {
+    ldxp = a.ldx;
+    return a.x;
+  } else {
+    const int64_t CL = W::kChunk * int64_t(hn::Lanes(DF()));
+    const int64_t kv = a.K / CL * CL;
+    thread_local std::vector<float> buf;
+    if (buf.size() < size_t(a.M * kv)) buf.resize(size_t(a.M * kv));
+    ldxp = kv;
+    for (int64_t m = 0; m < a.M; ++m) {
+      const float* src = a.x + m * a.ldx;
+      float* dst = buf.data() + m * kv;
+      for (int64_t c = 0; c < kv; c += CL)
+        for (int64_t j = 0; j < CL / 2; ++j) {
+          dst[c + j] = src[c + 2 * j];
+          dst[c + CL / 2 + j] = src[c + 2 * j + 1];
+        }
+    }
+    return buf.data();
+  }
+}
+
+// R * MT accumulators (and as many running totals for block scales) must fit
+// the 16 vector registers of AVX2 beside the loaded vectors.
+template <class W>
+void Rows(const GemvArgs& a, int64_t n0, int64_t n1) {
+  int64_t ldxp = 0;
+  const float* xp = PermuteX<W>(a, ldxp);
+  if (a.scale_kind == ScaleKind::Block) {
+    if (a.M == 1) return RowsFixed<W, 4, 1, true>(a, xp, ldxp, n0, n1);
+    if (a.M == 2) return RowsFixed<W, 2, 2, true>(a, xp, ldxp, n0, n1);
+    return RowsFixed<W, 1, 4, true>(a, xp, ldxp, n0, n1);
+  }
+  if (a.M == 1) return RowsFixed<W, 8, 1, false>(a, xp, ldxp, n0, n1);
+  if (a.M == 2) return RowsFixed<W, 4, 2, false>(a, xp, ldxp, n0, n1);
+  if (a.M == 3) return RowsFixed<W, 2, 3, false>(a, xp, ldxp, n0, n1);
+  return RowsFixed<W, 2, 4, false>(a, xp, ldxp, n0, n1);
+}
+
+}  // namespace gemv
+}  // namespace HWY_NAMESPACE
+}  // namespace kiln::cpu
+HWY_AFTER_NAMESPACE();
+
+#endif  // KILN_CPU_GEMV_INL_H_

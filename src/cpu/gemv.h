@@ -1,0 +1,61 @@
+// Matrix-vector kernels for decode-time linear layers: y[m, n] = sum_k x[m, k] *
+// W[n, k] * scale + bias[n] for a handful of activation rows m (1..16) against a
+// weight matrix W [N, K] in float32, bfloat16, float16 or FP8. Weights are
+// widened to float32 in registers; the scale is applied once per row (or once
+// per 128x128 block); the bias is added in the epilogue, and each output is
+// narrowed to its dtype on store. One translation unit per weight type
+// (gemv_<type>.cc) bounds compile time; gemv.cc threads over N.
+#pragma once
+
+#include <cstdint>
+
+#include "kiln/dtype.h"
+
+namespace kiln::cpu {
+
+// How W's scale is laid out.
+enum class ScaleKind : uint8_t {
+  None,    // no scale
+  Tensor,  // one float: scale[0]
+  Row,     // one float per output row: scale[n]
+  Block,   // one float per 128x128 block: scale[(n / 128) * scale_ld + k / 128]
+};
+inline constexpr int64_t kScaleBlock = 128;
+
+struct GemvArgs {
+  const void* w = nullptr;  // W [N, K], rows ldw elements apart, k contiguous
+  int64_t ldw = 0;
+  int64_t N = 0, K = 0;
+  const float* x = nullptr;  // x [M, K] float32, rows ldx apart, k contiguous
+  int64_t ldx = 0;
+  int64_t M = 0;
+  void* y = nullptr;  // y [M, N] of y_dtype (f32, bf16 or f16), rows ldy apart, n contiguous
+  int64_t ldy = 0;
+  DType y_dtype = DType::Float32;
+  ScaleKind scale_kind = ScaleKind::None;
+  const float* scale = nullptr;
+  int64_t scale_ld = 0;          // Block: blocks per scale row (ceil(K / 128))
+  const float* bias = nullptr;   // [N] float32 or null
+  bool accumulate = false;       // y += result (y must be float32)
+};
+
+// Rows [n0, n1) of y, all M activation rows, on the calling thread. w_dtype is
+// W's dtype. FP8 weights must hold no NaN (quantize_fp8 never makes one): the
+// fast widening of float8_e4m3fn reads S.1111.111 as 480.
+void gemv_rows(DType w_dtype, const GemvArgs& a, int64_t n0, int64_t n1);
+
+// All of y, split over N across kiln's thread pool.
+void gemv(DType w_dtype, const GemvArgs& a);
+
+// The same arithmetic in double precision, one element at a time: the oracle
+// the tests compare the SIMD kernels against (and the reference for FP8 NaN).
+void gemv_reference(DType w_dtype, const GemvArgs& a);
+
+// Per weight type (gemv_<type>.cc): rows [n0, n1) at the best SIMD target.
+void gemv_rows_f32(const GemvArgs& a, int64_t n0, int64_t n1);
+void gemv_rows_bf16(const GemvArgs& a, int64_t n0, int64_t n1);
+void gemv_rows_f16(const GemvArgs& a, int64_t n0, int64_t n1);
+void gemv_rows_e4m3(const GemvArgs& a, int64_t n0, int64_t n1);
+void gemv_rows_e5m2(const GemvArgs& a, int64_t n0, int64_t n1);
+
+}  // namespace kiln::cpu

@@ -1,0 +1,216 @@
+// MoE routing, permutation, weighted un-permute and the fused SwiGLU expert
+// FFN built on the grouped linear work loop (see grouped_mm.h).
+#include "kiln/moe.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "kiln/error.h"
+#include "kiln/grouped_mm.h"
+#include "kiln/linear.h"
+#include "kiln/thread_pool.h"
+#include "ops/linear_common.h"
+
+namespace kiln {
+
+std::tuple<Tensor, Tensor> moe_route(const Tensor& logits, int64_t top_k, bool norm_topk_prob) {
+  KILN_CHECK(logits.defined() && logits.dim() == 2, ValueError,
+             "[moe_route] router logits must be 2-D [tokens, experts], got "
+                 << (logits.defined() ? logits.shape_str() : "undefined"));
+  KILN_CHECK(detail::is_activation_dtype(logits.dtype()) || logits.dtype() == DType::Float64, TypeError,
+             "[moe_route] router logits must be floating, got " << name(logits.dtype()));
+  const int64_t T = logits.size(0), E = logits.size(1);
+  KILN_CHECK(top_k >= 1 && top_k <= E, ValueError,
+             "[moe_route] top_k must be in [1, " << E << "] for " << E << " experts, got " << top_k);
+  const Tensor lf = detail::f32_contiguous(logits);
+  Tensor weights = empty({T, top_k}, DType::Float32);
+  Tensor ids = empty({T, top_k}, DType::Int32);
+  const float* l = lf.data<float>();
+  float* w = weights.data<float>();
+  int32_t* id = ids.data<int32_t>();
+  parallel_for(0, T, std::max<int64_t>(1, 4096 / E), [&](int64_t t0, int64_t t1) {
+    std::vector<float> p(static_cast<size_t>(E));
+    std::vector<int32_t> order(static_cast<size_t>(E));
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* row = l + t * E;
+      float mx = -INFINITY;
+      for (int64_t e = 0; e < E; ++e) mx = std::max(mx, row[e]);
+      float sum = 0;
+      for (int64_t e = 0; e < E; ++e) sum += (p[e] = std::exp(row[e] - mx));
+      for (int64_t e = 0; e < E; ++e) p[e] /= sum;
+      std::iota(order.begin(), order.end(), 0);
+      std::partial_sort(order.begin(), order.begin() + top_k, order.end(), [&](int32_t a, int32_t b) {
+        return p[a] > p[b] || (p[a] == p[b] && a < b);
+      });
+      float ksum = 0;
+      for (int64_t j = 0; j < top_k; ++j) ksum += p[order[j]];
+      for (int64_t j = 0; j < top_k; ++j) {
+        id[t * top_k + j] = order[j];
+        w[t * top_k + j] = norm_topk_prob && ksum > 0 ? p[order[j]] / ksum : p[order[j]];
+      }
+    }
+  });
+  return {weights, ids};
+}
+
+std::tuple<Tensor, Tensor> moe_permute(const Tensor& ids, int64_t num_experts) {
+  KILN_CHECK(ids.defined() && ids.dim() == 2 && ids.dtype() == DType::Int32, ValueError,
+             "[moe_permute] ids must be a 2-D int32 tensor [tokens, top_k], got "
+                 << (ids.defined() ? ids.shape_str() + " " + name(ids.dtype()) : std::string("undefined")));
+  KILN_CHECK(num_experts >= 1 && num_experts < (int64_t(1) << 31), ValueError,
+             "[moe_permute] num_experts must be positive, got " << num_experts);
+  const Tensor ic = ids.contiguous();
+  const int32_t* id = ic.data<int32_t>();
+  const int64_t R = ic.numel();
+  Tensor offs = zeros({num_experts}, DType::Int32);
+  Tensor perm = empty({R}, DType::Int32);
+  int32_t* o = offs.data<int32_t>();
+  int32_t* pp = perm.data<int32_t>();
+  std::vector<int64_t> count(size_t(num_experts) + 1, 0);
+  for (int64_t r = 0; r < R; ++r) {
+    KILN_CHECK(id[r] >= 0 && id[r] < num_experts, IndexError,
+               "[moe_permute] expert id " << id[r] << " at flat slot " << r << " is out of range for "
+                                          << num_experts << " experts");
+    ++count[size_t(id[r]) + 1];
+  }
+  for (int64_t e = 0; e < num_experts; ++e) {
+    count[size_t(e) + 1] += count[size_t(e)];
+    o[e] = int32_t(count[size_t(e) + 1]);
+  }
+  for (int64_t r = 0; r < R; ++r) pp[count[size_t(id[r])]++] = int32_t(r);
+  return {perm, offs};
+}
+
+Tensor moe_unpermute(const Tensor& y_perm, const Tensor& perm, const Tensor& weights) {
+  KILN_CHECK(y_perm.defined() && y_perm.dim() == 2, ValueError, "[moe_unpermute] y_perm must be 2-D [T*k, H]");
+  KILN_CHECK(weights.defined() && weights.dim() == 2, ValueError, "[moe_unpermute] weights must be 2-D [T, k]");
+  KILN_CHECK(perm.defined() && perm.dim() == 1 && perm.dtype() == DType::Int32, ValueError,
+             "[moe_unpermute] perm must be a 1-D int32 tensor");
+  const int64_t T = weights.size(0), k = weights.size(1), R = y_perm.size(0), H = y_perm.size(1);
+  KILN_CHECK(R == T * k && perm.size(0) == R, ValueError,
+             "[moe_unpermute] y_perm " << y_perm.shape_str() << ", perm " << perm.shape_str() << " and weights "
+                                       << weights.shape_str() << " disagree on T*k");
+  const Tensor pc = perm.contiguous();
+  const int32_t* pp = pc.data<int32_t>();
+  std::vector<int64_t> pos(size_t(R), -1);
+  for (int64_t r = 0; r < R; ++r) {
+    KILN_CHECK(pp[r] >= 0 && pp[r] < R && pos[size_t(pp[r])] < 0, ValueError,
+               "[moe_unpermute] perm is not a permutation of [0, " << R << ") (entry " << r << " = " << pp[r] << ")");
+    pos[size_t(pp[r])] = r;
+  }
+  const Tensor yf = detail::f32_contiguous(y_perm), wf = detail::f32_contiguous(weights);
+  Tensor out = empty({T, H}, DType::Float32);
+  const float* y = yf.data<float>();
+  const float* w = wf.data<float>();
+  float* o = out.data<float>();
+  parallel_for(0, T, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, H * k)), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      float* ot = o + t * H;
+      std::fill(ot, ot + H, 0.0f);
+      for (int64_t j = 0; j < k; ++j) {
+        const float wj = w[t * k + j];
+        const float* yr = y + pos[size_t(t * k + j)] * H;
+        for (int64_t h = 0; h < H; ++h) ot[h] += wj * yr[h];
+      }
+    }
+  });
+  return out.to(y_perm.dtype() == DType::Float64 || detail::is_activation_dtype(y_perm.dtype()) ? y_perm.dtype()
+                                                                                                  : DType::Float32);
+}
+
+namespace {
+
+// A per-row expert scale [E, N] or [E, N, 1] as float32 contiguous, or undefined.
+Tensor expert_scale(const Tensor& s, int64_t E, int64_t N, const char* what) {
+  if (!s.defined()) return s;
+  KILN_CHECK(s.numel() == E * N && s.size(0) == E &&
+                 ((s.dim() == 2 && s.size(1) == N) || (s.dim() == 3 && s.size(1) == N && s.size(2) == 1)),
+             ValueError, "[moe_ffn] " << what << " must be [" << E << ", " << N << "] or [" << E << ", " << N
+                                      << ", 1], got " << s.shape_str());
+  return detail::f32_contiguous(s);
+}
+
+// W [E, N, K] with k contiguous, as the grouped loop takes it.
+Tensor expert_weights(const Tensor& w, const char* what) {
+  KILN_CHECK(detail::is_weight_dtype(w.dtype()), TypeError,
+             "[moe_ffn] " << what << " dtype must be float32, bfloat16, float16 or FP8, got " << name(w.dtype()));
+  if (w.stride(2) == 1 && (w.size(1) <= 1 || w.stride(1) >= w.size(2)) &&
+      (w.size(0) <= 1 || w.stride(0) >= w.size(1) * w.size(2)))
+    return w;
+  return w.contiguous();
+}
+
+}  // namespace
+
+Tensor moe_ffn(const Tensor& x, const Tensor& router_w, const Tensor& gate_up_w, const Tensor& down_w,
+               int64_t top_k, bool norm_topk_prob, const Tensor& gate_up_scale, const Tensor& down_scale) {
+  KILN_CHECK(x.defined() && x.dim() == 2, ValueError, "[moe_ffn] x must be 2-D [tokens, hidden]");
+  KILN_CHECK(detail::is_activation_dtype(x.dtype()), TypeError,
+             "[moe_ffn] x must be float32, bfloat16 or float16, got " << name(x.dtype()));
+  KILN_CHECK(router_w.defined() && router_w.dim() == 2 && gate_up_w.defined() && gate_up_w.dim() == 3 &&
+                 down_w.defined() && down_w.dim() == 3,
+             ValueError, "[moe_ffn] router_w must be [E, H], gate_up_w [E, 2I, H], down_w [E, H, I]");
+  const int64_t T = x.size(0), H = x.size(1), E = router_w.size(0);
+  const int64_t I2 = gate_up_w.size(1), I = I2 / 2;
+  KILN_CHECK(router_w.size(1) == H && gate_up_w.size(0) == E && gate_up_w.size(2) == H && I2 % 2 == 0 &&
+                 down_w.size(0) == E && down_w.size(1) == H && down_w.size(2) == I,
+             ValueError, "[moe_ffn] shapes disagree: x " << x.shape_str() << ", router_w " << router_w.shape_str()
+                                                         << ", gate_up_w " << gate_up_w.shape_str() << ", down_w "
+                                                         << down_w.shape_str()
+                                                         << " (want [T, H], [E, H], [E, 2I, H], [E, H, I])");
+  KILN_CHECK(top_k >= 1 && top_k <= E, ValueError, "[moe_ffn] top_k must be in [1, " << E << "], got " << top_k);
+  const Tensor s1 = expert_scale(gate_up_scale, E, I2, "gate_up_scale");
+  const Tensor s2 = expert_scale(down_scale, E, H, "down_scale");
+  const Tensor w1 = expert_weights(gate_up_w, "gate_up_w"), w2 = expert_weights(down_w, "down_w");
+
+  const Tensor xf = detail::f32_contiguous(x);
+  const Tensor logits = linear(xf, router_w);  // [T, E]
+  auto [weights, ids] = moe_route(logits, top_k, norm_topk_prob);
+  auto [perm, offs] = moe_permute(ids, E);
+  const int64_t R = T * top_k;
+  const int32_t* pp = perm.data<int32_t>();
+
+  // Token rows in expert order: xp [R, H].
+  Tensor xp = empty({R, H}, DType::Float32);
+  const float* xs = xf.data<float>();
+  float* xd = xp.data<float>();
+  for (int64_t r = 0; r < R; ++r) std::copy(xs + (pp[r] / top_k) * H, xs + (pp[r] / top_k + 1) * H, xd + r * H);
+
+  auto run = [&](const Tensor& in, int64_t K, const Tensor& w, const Tensor& sc, int64_t N, Tensor& out) {
+    detail::GroupedLinear p;
+    p.x = in.data<float>();
+    p.ldx = K;
+    p.w = w.data_ptr();
+    p.w_dtype = w.dtype();
+    p.ldw = N > 1 ? w.stride(1) : K;
+    p.w_stride = E > 1 ? w.stride(0) : N * K;
+    p.G = E;
+    p.N = N;
+    p.K = K;
+    p.scale = sc.defined() ? sc.data<float>() : nullptr;
+    p.ends = offs.data<int32_t>();
+    p.y = out.data<float>();
+    p.ldy = N;
+    detail::grouped_linear(p);
+  };
+  Tensor h = empty({R, I2}, DType::Float32);
+  run(xp, H, w1, s1, I2, h);
+  // SwiGLU: act = silu(gate) * up, [R, I].
+  Tensor act = empty({R, I}, DType::Float32);
+  const float* hp = h.data<float>();
+  float* ap = act.data<float>();
+  parallel_for(0, R, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, I)), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t i = 0; i < I; ++i) {
+        const float g = hp[r * I2 + i], u = hp[r * I2 + I + i];
+        ap[r * I + i] = g / (1.0f + std::exp(-g)) * u;
+      }
+  });
+  Tensor yp = empty({R, H}, DType::Float32);
+  run(act, I, w2, s2, H, yp);
+  return moe_unpermute(yp, perm, weights).to(x.dtype());
+}
+
+}  // namespace kiln

@@ -1,0 +1,211 @@
+// grouped_mm front-end (PyTorch's four rank combinations) and the grouped
+// linear work loop shared with the MoE FFN.
+#include "kiln/grouped_mm.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "cpu/gemm.h"
+#include "cpu/gemv.h"
+#include "kiln/error.h"
+#include "kiln/matmul.h"
+#include "kiln/thread_pool.h"
+#include "ops/linear_common.h"
+
+namespace kiln {
+namespace detail {
+
+void grouped_linear(const GroupedLinear& p) {
+  if (p.G == 0 || p.N == 0) return;
+  const int64_t isz = int64_t(itemsize(p.w_dtype));
+  auto args_for = [&](int64_t g) {
+    const int64_t s = g == 0 ? 0 : p.ends[g - 1], e = p.ends[g];
+    cpu::GemvArgs a;
+    a.w = static_cast<const char*>(p.w) + g * p.w_stride * isz;
+    a.ldw = p.ldw;
+    a.N = p.N;
+    a.K = p.K;
+    a.x = p.x + s * p.ldx;
+    a.ldx = p.ldx;
+    a.M = e - s;
+    a.y = p.y + s * p.ldy;
+    a.ldy = p.ldy;
+    a.y_dtype = DType::Float32;
+    if (p.scale) {
+      a.scale_kind = cpu::ScaleKind::Row;
+      a.scale = p.scale + g * p.N;
+    }
+    if (p.bias) a.bias = p.bias + g * p.N;
+    return a;
+  };
+  // Work items (group, chunk of N) for the few-row groups: chunks of ~256 KiB
+  // of weights, small enough that even top-2 routing over one token keeps
+  // every thread busy, large enough to repay each item's set-up (the kernel
+  // reorders the activations once per call).
+  const int64_t chunk = std::min<int64_t>(
+      p.N, std::max<int64_t>(8, ((int64_t(256) << 10) / std::max<int64_t>(1, p.K * isz)) / 8 * 8));
+  const int64_t nchunks = (p.N + chunk - 1) / chunk;
+  thread_local std::vector<std::pair<int32_t, int32_t>> items;
+  items.clear();
+  for (int64_t g = 0; g < p.G; ++g) {
+    const int64_t rows = p.ends[g] - (g == 0 ? 0 : p.ends[g - 1]);
+    if (rows == 0) continue;  // empty groups cost nothing
+    if (rows <= 16) {
+      for (int64_t c = 0; c < nchunks; ++c) items.emplace_back(int32_t(g), int32_t(c));
+    } else {
+      cpu::gemm(p.w_dtype, args_for(g));  // K = 0 gives the bias (or zeros)
+    }
+  }
+  if (items.empty()) return;
+  const auto* it = items.data();
+  parallel_for(0, int64_t(items.size()), 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const cpu::GemvArgs a = args_for(it[i].first);
+      const int64_t c0 = int64_t(it[i].second) * chunk;
+      if (p.K == 0) {
+        float* y = static_cast<float*>(a.y);
+        for (int64_t m = 0; m < a.M; ++m)
+          for (int64_t n = c0; n < std::min(p.N, c0 + chunk); ++n) y[m * p.ldy + n] = a.bias ? a.bias[n] : 0.0f;
+      } else {
+        cpu::gemv_rows(p.w_dtype, a, c0, std::min(p.N, c0 + chunk));
+      }
+    }
+  });
+}
+
+}  // namespace detail
+
+namespace {
+
+// Validates offs against the grouped extent `total` and returns it as int32.
+Tensor check_offs(const Tensor& offs, int64_t groups, int64_t total, const char* what) {
+  KILN_CHECK(offs.defined(), ValueError,
+             "[grouped_mm] offs is required when an operand is 2-D (groups along " << what << ")");
+  KILN_CHECK(offs.dtype() == DType::Int32, TypeError,
+             "[grouped_mm] offs must be int32, got " << name(offs.dtype()));
+  KILN_CHECK(offs.dim() == 1, ValueError, "[grouped_mm] offs must be 1-D, got shape " << offs.shape_str());
+  if (groups >= 0)
+    KILN_CHECK(offs.size(0) == groups, ValueError,
+               "[grouped_mm] offs has " << offs.size(0) << " entries but the 3-D operand has " << groups
+                                        << " groups");
+  const Tensor o = offs.contiguous();
+  const int32_t* p = o.data<int32_t>();
+  int64_t prev = 0;
+  for (int64_t g = 0; g < o.numel(); ++g) {
+    KILN_CHECK(p[g] >= prev, ValueError,
+               "[grouped_mm] offs must be non-decreasing and non-negative; offs[" << g << "] = " << p[g]
+                                                                                 << " after " << prev);
+    KILN_CHECK(p[g] <= total, ValueError,
+               "[grouped_mm] offs[" << g << "] = " << p[g] << " exceeds the " << what << " extent " << total);
+    prev = p[g];
+  }
+  return o;
+}
+
+}  // namespace
+
+Tensor grouped_mm(const Tensor& a, const Tensor& b, const Tensor& offs, const Tensor& bias,
+                  std::optional<DType> out_dtype, const Tensor& b_scale) {
+  KILN_CHECK(a.defined() && b.defined(), ValueError, "[grouped_mm] mat_a and mat_b must be defined");
+  KILN_CHECK(a.dim() == 2 || a.dim() == 3, ValueError, "[grouped_mm] mat_a must be 2-D or 3-D, got shape " << a.shape_str());
+  KILN_CHECK(b.dim() == 2 || b.dim() == 3, ValueError, "[grouped_mm] mat_b must be 2-D or 3-D, got shape " << b.shape_str());
+  KILN_CHECK(detail::is_activation_dtype(a.dtype()), TypeError,
+             "[grouped_mm] mat_a must be float32, bfloat16 or float16, got " << name(a.dtype()));
+  const bool fp8_b = is_fp8(b.dtype());
+  if (fp8_b) {
+    KILN_CHECK(a.dim() == 2 && b.dim() == 3, ValueError,
+               "[grouped_mm] FP8 mat_b is supported in the 2-D x 3-D form only, got " << a.shape_str() << " x "
+                                                                                     << b.shape_str());
+  } else {
+    KILN_CHECK(a.dtype() == b.dtype(), TypeError,
+               "[grouped_mm] mat_a and mat_b must have the same dtype, got " << name(a.dtype()) << " and "
+                                                                              << name(b.dtype()));
+    KILN_CHECK(!b_scale.defined(), ValueError, "[grouped_mm] b_scale is for FP8 mat_b only");
+  }
+  const DType od = out_dtype.value_or(a.dtype());
+  KILN_CHECK(od == a.dtype() || od == DType::Float32, TypeError,
+             "[grouped_mm] out_dtype must be " << name(a.dtype()) << " or float32, got " << name(od));
+  KILN_CHECK(a.size(-1) == b.size(-2), ValueError,
+             "[grouped_mm] contraction dims of mat_a " << a.shape_str() << " and mat_b " << b.shape_str()
+                                                       << " must match");
+  KILN_CHECK(!bias.defined() || (a.dim() == 2 && b.dim() == 3), ValueError,
+             "[grouped_mm] bias is supported in the 2-D x 3-D form only");
+
+  if (a.dim() == 3 && b.dim() == 3) {
+    KILN_CHECK(!offs.defined(), ValueError, "[grouped_mm] offs must be None when both operands are 3-D");
+    KILN_CHECK(a.size(0) == b.size(0), ValueError,
+               "[grouped_mm] group counts differ: " << a.shape_str() << " and " << b.shape_str());
+    return matmul(a.to(DType::Float32), b.to(DType::Float32)).to(od);
+  }
+
+  if (a.dim() == 2 && b.dim() == 3) {
+    // out[s:e] = a[s:e] @ b[g]; b[g] = W[g]^T with W [G, N, K] in the linear layout.
+    const int64_t T = a.size(0), K = a.size(1), G = b.size(0), N = b.size(2);
+    const Tensor o = check_offs(offs, G, T, "rows of mat_a");
+    Tensor bw = b.transpose(1, 2);  // [G, N, K]
+    if (bw.stride(2) != 1 || (N > 1 && bw.stride(1) < K) || (G > 1 && bw.stride(0) < N * K)) bw = bw.contiguous();
+    Tensor sc, bi;
+    if (fp8_b && b_scale.defined()) {
+      KILN_CHECK(b_scale.numel() == G * N &&
+                     ((b_scale.dim() == 2 && b_scale.size(0) == G) || (b_scale.dim() == 3 && b_scale.size(2) == 1 && b_scale.size(0) == G)),
+                 ValueError, "[grouped_mm] b_scale must be [" << G << ", " << N << "] or [" << G << ", " << N
+                                                              << ", 1], got " << b_scale.shape_str());
+      sc = detail::f32_contiguous(b_scale);
+    }
+    if (bias.defined()) {
+      KILN_CHECK(bias.dim() == 2 && bias.size(0) == G && bias.size(1) == N, ValueError,
+                 "[grouped_mm] bias must be [" << G << ", " << N << "], got " << bias.shape_str());
+      bi = detail::f32_contiguous(bias);
+    }
+    const Tensor xf = detail::f32_contiguous(a);
+    Tensor y = zeros({T, N}, DType::Float32);
+    detail::GroupedLinear p;
+    p.x = xf.data<float>();
+    p.ldx = K;
+    p.w = bw.data_ptr();
+    p.w_dtype = bw.dtype();
+    p.ldw = N > 1 ? bw.stride(1) : K;
+    p.w_stride = G > 1 ? bw.stride(0) : N * K;
+    p.G = G;
+    p.N = N;
+    p.K = K;
+    p.scale = sc.defined() ? sc.data<float>() : nullptr;
+    p.bias = bi.defined() ? bi.data<float>() : nullptr;
+    p.ends = o.data<int32_t>();
+    p.y = y.data<float>();
+    p.ldy = N;
+    detail::grouped_linear(p);
+    return y.to(od);
+  }
+
+  const Tensor af = detail::f32_contiguous(a), bf = detail::f32_contiguous(b);
+  if (a.dim() == 3) {
+    // 3-D x 2-D: out[:, s:e] = a[g] @ b[:, s:e]; a [G, M, K], b [K, T].
+    const int64_t G = a.size(0), M = a.size(1), K = a.size(2), T = b.size(1);
+    const Tensor o = check_offs(offs, G, T, "columns of mat_b");
+    const int32_t* ends = o.data<int32_t>();
+    Tensor y = zeros({M, T}, DType::Float32);
+    for (int64_t g = 0; g < G; ++g) {
+      const int64_t s = g == 0 ? 0 : ends[g - 1], e = ends[g];
+      if (e > s && K > 0)
+        cpu::sgemm(false, M, e - s, K, 1.0f, af.data<float>() + g * M * K, K, bf.data<float>() + s, T, 0.0f,
+                   y.data<float>() + s, T);
+    }
+    return y.to(od);
+  }
+  // 2-D x 2-D: out[g] = a[:, s:e] @ b[s:e]; a [M, T], b [T, N], groups along T.
+  const int64_t M = a.size(0), T = a.size(1), N = b.size(1);
+  const int64_t G = offs.defined() && offs.dim() == 1 ? offs.size(0) : -1;
+  const Tensor o = check_offs(offs, G, T, "the contraction dim");
+  const int32_t* ends = o.data<int32_t>();
+  Tensor y = zeros({G, M, N}, DType::Float32);
+  for (int64_t g = 0; g < G; ++g) {
+    const int64_t s = g == 0 ? 0 : ends[g - 1], e = ends[g];
+    if (e > s)
+      cpu::sgemm(false, M, N, e - s, 1.0f, af.data<float>() + s, T, bf.data<float>() + s * N, N, 0.0f,
+                 y.data<float>() + g * M * N, N);
+  }
+  return y.to(od);
+}
+
+}  // namespace kiln

@@ -1,0 +1,34 @@
+// Helpers shared by the matmul-family front-ends (linear, scaled_mm,
+// grouped_mm, MoE): reading a weight scale's layout from its shape, and
+// float32 views of small operands.
+#pragma once
+
+#include <string>
+
+#include "cpu/gemv.h"
+#include "kiln/tensor.h"
+
+namespace kiln::detail {
+
+// A weight scale for W [N, K] as the kernels take it. `holder` keeps a float32
+// contiguous copy alive when the given scale was not one already.
+struct WeightScale {
+  cpu::ScaleKind kind = cpu::ScaleKind::None;
+  const float* data = nullptr;
+  int64_t ld = 0;  // Block: blocks per scale row
+  Tensor holder;
+};
+
+// undefined -> None; one element -> Tensor; [N] or [N, 1] -> Row;
+// [ceil(N/128), ceil(K/128)] -> Block; anything else raises ValueError naming op.
+WeightScale classify_weight_scale(const Tensor& scale, int64_t N, int64_t K, const char* op);
+
+// t as a float32 contiguous tensor (t itself when it already is one).
+Tensor f32_contiguous(const Tensor& t);
+
+// True for the weight dtypes the kernels take.
+bool is_weight_dtype(DType d);
+// True for the activation dtypes (float32, bfloat16, float16).
+bool is_activation_dtype(DType d);
+
+}  // namespace kiln::detail

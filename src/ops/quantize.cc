@@ -1,0 +1,167 @@
+// quantize_fp8 / dequantize: amax-based FP8 scales per tensor, row or
+// 128x128 block; saturating casts; the inverse.
+#include "kiln/quantize.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "cpu/gemv.h"
+#include "kiln/error.h"
+#include "kiln/thread_pool.h"
+#include "ops/linear_common.h"
+
+namespace kiln {
+
+QuantGranularity granularity_from_name(const std::string& n) {
+  if (n == "tensor") return QuantGranularity::Tensor;
+  if (n == "row") return QuantGranularity::Row;
+  if (n == "block") return QuantGranularity::Block;
+  throw ValueError("[quantize_fp8] granularity must be \"tensor\", \"row\" or \"block\", got \"" + n + "\"");
+}
+
+float fp8_max(DType d) {
+  KILN_CHECK(is_fp8(d), TypeError, "[fp8_max] not an FP8 dtype: " << name(d));
+  return d == DType::Float8_e4m3fn ? 448.0f : 57344.0f;
+}
+
+namespace {
+
+constexpr int64_t kB = cpu::kScaleBlock;
+
+// The layout of w [E..., N, K] for a granularity: E batch matrices of N x K
+// (a 1-D w is one row; a 0-d w one element).
+struct Mat {
+  int64_t E, N, K;
+};
+Mat mat_of(std::span<const int64_t> s) {
+  if (s.empty()) return {1, 1, 1};
+  if (s.size() == 1) return {1, 1, s[0]};
+  int64_t e = 1;
+  for (size_t i = 0; i + 2 < s.size(); ++i) e *= s[i];
+  return {e, s[s.size() - 2], s[s.size() - 1]};
+}
+
+uint8_t encode_sat(float v, DType d, float mx) {
+  v = std::min(std::max(v, -mx), mx);
+  return d == DType::Float8_e4m3fn ? float_to_e4m3fn_bits(v) : float_to_e5m2_bits(v);
+}
+
+}  // namespace
+
+std::pair<Tensor, Tensor> quantize_fp8(const Tensor& w, QuantGranularity g, DType dtype) {
+  KILN_CHECK(w.defined(), ValueError, "[quantize_fp8] input must be defined");
+  KILN_CHECK(is_fp8(dtype), TypeError,
+             "[quantize_fp8] dtype must be float8_e4m3fn or float8_e5m2, got " << name(dtype));
+  KILN_CHECK(is_floating(w.dtype()) && !is_fp8(w.dtype()), TypeError,
+             "[quantize_fp8] input must be float32, float64, bfloat16 or float16, got " << name(w.dtype()));
+  KILN_CHECK(g != QuantGranularity::Row || w.dim() >= 1, ValueError,
+             "[quantize_fp8] row granularity needs at least 1 dim, got a 0-d tensor");
+  KILN_CHECK(g != QuantGranularity::Block || w.dim() >= 2, ValueError,
+             "[quantize_fp8] block granularity needs at least 2 dims, got shape " << w.shape_str());
+  const Tensor wf = detail::f32_contiguous(w);
+  const float* src = wf.data<float>();
+  const int64_t total = wf.numel();
+  for (int64_t i = 0; i < total; ++i)
+    KILN_CHECK(std::isfinite(src[i]), ValueError,
+               "[quantize_fp8] input of shape " << w.shape_str() << " holds NaN or inf at flat index " << i);
+  const float mx = fp8_max(dtype);
+  const Mat m = mat_of(w.shape());
+  Tensor q = empty(w.sizes(), dtype);
+  uint8_t* dst = static_cast<uint8_t*>(q.data_ptr());
+  auto scale_of = [mx](float amax) { return amax > 0.0f ? amax / mx : 1.0f; };
+
+  Tensor scale;
+  if (g == QuantGranularity::Tensor) {
+    float amax = 0.0f;
+    for (int64_t i = 0; i < total; ++i) amax = std::max(amax, std::fabs(src[i]));
+    const float s = scale_of(amax);
+    scale = full({}, Scalar(double(s)), DType::Float32);
+    parallel_for(0, total, 1 << 16, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) dst[i] = encode_sat(src[i] / s, dtype, mx);
+    });
+  } else if (g == QuantGranularity::Row) {
+    const int64_t rows = m.E * m.N, K = m.K;
+    Shape ss = w.sizes();
+    ss.back() = 1;
+    scale = empty(ss, DType::Float32);
+    float* sp = scale.data<float>();
+    parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(K, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        float amax = 0.0f;
+        for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::fabs(src[r * K + k]));
+        const float s = scale_of(amax);
+        sp[r] = s;
+        for (int64_t k = 0; k < K; ++k) dst[r * K + k] = encode_sat(src[r * K + k] / s, dtype, mx);
+      }
+    });
+  } else {
+    const int64_t nb = (m.N + kB - 1) / kB, kb = (m.K + kB - 1) / kB;
+    Shape ss = w.sizes();
+    ss[ss.size() - 2] = nb;
+    ss[ss.size() - 1] = kb;
+    scale = empty(ss, DType::Float32);
+    float* sp = scale.data<float>();
+    parallel_for(0, m.E * nb * kb, 1, [&](int64_t b, int64_t e) {
+      for (int64_t blk = b; blk < e; ++blk) {
+        const int64_t ei = blk / (nb * kb), bi = (blk / kb) % nb, bj = blk % kb;
+        const int64_t n0 = bi * kB, n1 = std::min(m.N, n0 + kB), k0 = bj * kB, k1 = std::min(m.K, k0 + kB);
+        const float* base = src + ei * m.N * m.K;
+        float amax = 0.0f;
+        for (int64_t n = n0; n < n1; ++n)
+          for (int64_t k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(base[n * m.K + k]));
+        const float s = scale_of(amax);
+        sp[blk] = s;
+        uint8_t* out = dst + ei * m.N * m.K;
+        for (int64_t n = n0; n < n1; ++n)
+          for (int64_t k = k0; k < k1; ++k) out[n * m.K + k] = encode_sat(base[n * m.K + k] / s, dtype, mx);
+      }
+    });
+  }
+  return {q, scale};
+}
+
+Tensor dequantize(const Tensor& q, const Tensor& scale, DType out_dtype) {
+  KILN_CHECK(q.defined() && scale.defined(), ValueError, "[dequantize] input and scale must be defined");
+  KILN_CHECK(is_floating(q.dtype()), TypeError, "[dequantize] input must be a float type, got " << name(q.dtype()));
+  KILN_CHECK(is_floating(out_dtype) && !is_fp8(out_dtype), TypeError,
+             "[dequantize] out dtype must be float32, float64, bfloat16 or float16, got " << name(out_dtype));
+  const Tensor qf = detail::f32_contiguous(q);
+  const Tensor sf = detail::f32_contiguous(scale);
+  const Mat m = mat_of(q.shape());
+  const auto qs = q.shape();
+  const auto ss = scale.shape();
+  const float* s = sf.data<float>();
+  const float* x = qf.data<float>();
+  Tensor out = empty(q.sizes(), DType::Float32);
+  float* o = out.data<float>();
+  const int64_t total = q.numel();
+  if (scale.numel() == 1) {
+    for (int64_t i = 0; i < total; ++i) o[i] = x[i] * s[0];
+    return out.to(out_dtype);
+  }
+  const bool lead_match = ss.size() + 1 >= qs.size() && qs.size() >= 1 &&
+                          std::equal(qs.begin(), qs.end() - 1, ss.begin());
+  const bool row = qs.size() >= 1 && lead_match &&
+                   (ss.size() == qs.size() - 1 || (ss.size() == qs.size() && ss.back() == 1));
+  if (row) {
+    for (int64_t i = 0; i < total; ++i) o[i] = x[i] * s[i / m.K];
+    return out.to(out_dtype);
+  }
+  const int64_t nb = (m.N + kB - 1) / kB, kb = (m.K + kB - 1) / kB;
+  const bool block = qs.size() >= 2 && ss.size() == qs.size() &&
+                     std::equal(qs.begin(), qs.end() - 2, ss.begin()) && ss[ss.size() - 2] == nb &&
+                     ss.back() == kb;
+  KILN_CHECK(block, ValueError,
+             "[dequantize] scale of shape " << scale.shape_str() << " fits no layout for input "
+                                            << q.shape_str() << " (one element, per row [..., N, 1], or per "
+                                            << "128x128 block [..., " << nb << ", " << kb << "])");
+  for (int64_t e = 0; e < m.E; ++e)
+    for (int64_t n = 0; n < m.N; ++n)
+      for (int64_t k = 0; k < m.K; ++k) {
+        const int64_t i = (e * m.N + n) * m.K + k;
+        o[i] = x[i] * s[(e * nb + n / kB) * kb + k / kB];
+      }
+  return out.to(out_dtype);
+}
+
+}  // namespace kiln

@@ -1,0 +1,157 @@
+// scaled_mm front-end: PyTorch's checks, then every scaling scheme reduced to
+// one form the linear kernels take: x = A * scale_a widened to float32 (the
+// A-side scale folded in per row or per 1x128 block), W = B^T [N, K] in FP8
+// with the B-side scale per tensor, per row of W or per 128x128 block.
+#include "kiln/scaled_mm.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "cpu/convert.h"
+#include "cpu/gemm.h"
+#include "cpu/gemv.h"
+#include "kiln/error.h"
+#include "kiln/linear.h"
+#include "kiln/thread_pool.h"
+#include "ops/linear_common.h"
+
+namespace kiln {
+namespace {
+
+enum class Scheme { Tensor, Row, Block };
+
+std::string shape_of(const Tensor& t) { return t.shape_str(); }
+
+Scheme check_scales(const Tensor& sa, const Tensor& sb, int64_t M, int64_t K, int64_t N) {
+  KILN_CHECK(sa.defined() && sb.defined(), ValueError, "[scaled_mm] scale_a and scale_b are required");
+  KILN_CHECK(sa.dtype() == DType::Float32 && sb.dtype() == DType::Float32, TypeError,
+             "[scaled_mm] both scale_a and scale_b must be float32 tensors, got " << name(sa.dtype()) << " and "
+                                                                                  << name(sb.dtype()));
+  const int64_t kb = (K + 127) / 128, nb = (N + 127) / 128;
+  if (sa.numel() == 1 && sb.numel() == 1) return Scheme::Tensor;
+  const auto a = sa.shape(), b = sb.shape();
+  if (a.size() == 2 && b.size() == 2 && a[0] == M && a[1] == 1 && b[0] == 1 && b[1] == N) {
+    return Scheme::Row;
+  }
+  if (a.size() == 2 && b.size() == 2 && a[0] == M && a[1] == kb && b[0] == kb && b[1] == nb) return Scheme::Block;
+  KILN_CHECK(false, ValueError,
+             "[scaled_mm] invalid scaling configuration: scale_a " << shape_of(sa) << ", scale_b " << shape_of(sb)
+                 << " for A [" << M << ", " << K << "] @ B [" << K << ", " << N
+                 << "]; expected tensor-wise (one element each), row-wise (scale_a [" << M << ", 1], scale_b [1, "
+                 << N << "]) or block-wise (scale_a [" << M << ", " << kb << "] for 1x128 blocks, scale_b [" << kb
+                 << ", " << nb << "] for 128x128 blocks)");
+  return Scheme::Tensor;
+}
+
+}  // namespace
+
+Tensor scaled_mm(const Tensor& a, const Tensor& b, const Tensor& scale_a, const Tensor& scale_b,
+                 const Tensor& bias, const Tensor& scale_result, std::optional<DType> out_dtype,
+                 bool use_fast_accum) {
+  (void)use_fast_accum;  // accumulation is always float32 here
+  KILN_CHECK(a.defined() && b.defined(), ValueError, "[scaled_mm] mat1 and mat2 must be defined");
+  KILN_CHECK(a.dim() == 2, ValueError, "[scaled_mm] mat1 must be a matrix, got shape " << a.shape_str());
+  KILN_CHECK(b.dim() == 2, ValueError, "[scaled_mm] mat2 must be a matrix, got shape " << b.shape_str());
+  KILN_CHECK(a.size(1) == b.size(0), ValueError,
+             "[scaled_mm] mat1 and mat2 shapes cannot be multiplied (" << a.size(0) << "x" << a.size(1) << " and "
+                                                                       << b.size(0) << "x" << b.size(1) << ")");
+  KILN_CHECK(is_fp8(a.dtype()) && is_fp8(b.dtype()), TypeError,
+             "[scaled_mm] expected mat1 and mat2 to be float8_e4m3fn or float8_e5m2, got " << name(a.dtype())
+                 << " and " << name(b.dtype()));
+  KILN_CHECK(!(a.dtype() == DType::Float8_e5m2 && b.dtype() == DType::Float8_e5m2), TypeError,
+             "[scaled_mm] multiplication of two float8_e5m2 matrices is not supported");
+  const DType od = out_dtype.value_or(a.dtype());
+  KILN_CHECK(od == DType::Float32 || od == DType::BFloat16 || od == DType::Float16 || od == DType::Float8_e4m3fn,
+             TypeError, "[scaled_mm] out_dtype must be float32, bfloat16, float16 or float8_e4m3fn, got " << name(od));
+  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+  const Scheme scheme = check_scales(scale_a, scale_b, M, K, N);
+  if (bias.defined()) {
+    KILN_CHECK(od != DType::Float32, ValueError, "[scaled_mm] bias is not supported when out_dtype is float32");
+    KILN_CHECK(bias.numel() == N, ValueError, "[scaled_mm] bias must be size " << N << " but got " << bias.numel());
+    KILN_CHECK(bias.dtype() == DType::BFloat16 || bias.dtype() == DType::Float16, TypeError,
+               "[scaled_mm] bias must be either float16 or bfloat16, but got " << name(bias.dtype()));
+    KILN_CHECK(is_fp8(od) || bias.dtype() == od, TypeError,
+               "[scaled_mm] bias dtype " << name(bias.dtype()) << " must match out_dtype " << name(od));
+  }
+  if (scale_result.defined()) {
+    KILN_CHECK(scale_result.numel() == 1 && scale_result.dtype() == DType::Float32, ValueError,
+               "[scaled_mm] scale_result must be one float32 element, got " << scale_result.shape_str() << " "
+                                                                            << name(scale_result.dtype()));
+  }
+
+  Tensor out = empty({M, N}, od);
+  if (M == 0 || N == 0) return out;
+
+  // x = A * scale_a in float32, [M, K].
+  const Tensor sa = detail::f32_contiguous(scale_a), sb = detail::f32_contiguous(scale_b);
+  Tensor x = a.to(DType::Float32).contiguous();
+  float* xp = x.data<float>();
+  const float* sap = sa.data<float>();
+  const int64_t kb = (K + 127) / 128;
+  parallel_for(0, M, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, K)), [&](int64_t m0, int64_t m1) {
+    for (int64_t m = m0; m < m1; ++m) {
+      float* row = xp + m * K;
+      for (int64_t k = 0; k < K; ++k) {
+        const float s = scheme == Scheme::Tensor ? sap[0] : scheme == Scheme::Row ? sap[m] : sap[m * kb + k / 128];
+        row[k] *= s;
+      }
+    }
+  });
+
+  // W = B^T [N, K]: B column-major is W row-major already (B = W.t()).
+  Tensor w = b.t();
+  if (!(w.stride(1) == 1 && (N <= 1 || w.stride(0) >= K))) w = w.contiguous();
+  Tensor wscale;  // the B-side scale in the kernel's layout for W
+  cpu::GemvArgs args;
+  if (scheme == Scheme::Tensor) {
+    args.scale_kind = cpu::ScaleKind::Tensor;
+    wscale = sb;
+  } else if (scheme == Scheme::Row) {
+    args.scale_kind = cpu::ScaleKind::Row;
+    wscale = sb;
+  } else {
+    args.scale_kind = cpu::ScaleKind::Block;
+    wscale = sb.t().contiguous();  // [nb, kb]
+    args.scale_ld = kb;
+  }
+  args.scale = wscale.data<float>();
+  args.w = w.data_ptr();
+  args.ldw = N > 1 ? w.stride(0) : K;
+  args.N = N;
+  args.K = K;
+  args.x = xp;
+  args.ldx = K;
+  args.M = M;
+  Tensor bf;
+  if (bias.defined()) {
+    bf = detail::f32_contiguous(bias.reshape({N}));
+    args.bias = bf.data<float>();
+  }
+  const bool direct = od == DType::Float32 || (M <= kLinearGemvMaxRows && od != DType::Float8_e4m3fn);
+  Tensor yf = direct ? out : empty({M, N}, DType::Float32);
+  args.y = yf.data_ptr();
+  args.ldy = N;
+  args.y_dtype = yf.dtype();
+  if (K == 0) {
+    yf.fill_(Scalar(0.0));
+    if (bias.defined()) yf.copy_(bias.reshape({1, N}).expand({M, N}));
+  } else if (M <= kLinearGemvMaxRows) {
+    cpu::gemv(w.dtype(), args);  // the M = 1..16 fast path
+  } else {
+    cpu::gemm(w.dtype(), args);
+  }
+  if (direct) return out;
+  if (od == DType::Float8_e4m3fn) {
+    // Saturating store, after the output scale (cuBLASLt's D scale: a multiplier).
+    const float inv = scale_result.defined() ? scale_result.item<float>() : 1.0f;
+    float* p = yf.data<float>();
+    for (int64_t i = 0; i < M * N; ++i) {
+      const float v = p[i] * inv;
+      p[i] = std::isnan(v) ? v : std::min(std::max(v, -448.0f), 448.0f);
+    }
+  }
+  out.copy_(yf);
+  return out;
+}
+
+}  // namespace kiln

@@ -1,0 +1,226 @@
+// linear / linear_out and the matrix-vector kernels against a double-precision
+// reference: every weight dtype and scale layout, 1..16 rows, prefill rows,
+// odd shapes, narrow activations, bias, non-contiguous inputs and bad inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "kiln/kiln.h"
+#include "matmul_test_util.h"
+
+namespace kiln {
+namespace {
+
+using test::dvals;
+using test::randn_as;
+
+const DType kWeightTypes[] = {DType::Float32, DType::BFloat16, DType::Float16, DType::Float8_e4m3fn,
+                              DType::Float8_e5m2};
+
+// y = x @ (w * scale)^T + bias in double, plus sum |terms| for tolerances.
+void reference(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& scale, std::vector<double>& y,
+               std::vector<double>& mag) {
+  const int64_t K = w.size(1), N = w.size(0);
+  const int64_t M = K == 0 ? 1 : x.numel() / K;
+  const auto xv = dvals(x), wv = dvals(w);
+  const std::vector<double> bv = bias.defined() ? dvals(bias) : std::vector<double>();
+  const std::vector<double> sv = scale.defined() ? dvals(scale) : std::vector<double>();
+  const int64_t kb = (K + 127) / 128;
+  const bool row = int64_t(sv.size()) == N && scale.defined() && scale.size(0) == N && sv.size() != 1;
+  y.assign(size_t(M * N), 0);
+  mag.assign(size_t(M * N), 0);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double s = 0, a = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        double sc = 1;
+        if (sv.size() == 1) sc = sv[0];
+        else if (row) sc = sv[size_t(n)];
+        else if (!sv.empty()) sc = sv[size_t((n / 128) * kb + k / 128)];
+        const double t = wv[size_t(n * K + k)] * sc * xv[size_t(m * K + k)];
+        s += t;
+        a += std::fabs(t);
+      }
+      if (!bv.empty()) {
+        s += bv[size_t(n)];
+        a += std::fabs(bv[size_t(n)]);
+      }
+      y[size_t(m * N + n)] = s;
+      mag[size_t(m * N + n)] = a;
+    }
+}
+
+// The scale tensor of a layout for W [N, K]: 0 none, 1 tensor, 2 row, 3 block.
+Tensor make_scale(int kind, int64_t N, int64_t K) {
+  manual_seed(77);
+  switch (kind) {
+    case 1: return full({}, Scalar(0.37), DType::Float32);
+    case 2: return add(rand({N, 1}, DType::Float32), Scalar(0.5));
+    case 3: return add(rand({(N + 127) / 128, (K + 127) / 128}, DType::Float32), Scalar(0.5));
+    default: return Tensor();
+  }
+}
+
+double out_rtol(DType d) { return d == DType::Float32 ? 0 : d == DType::BFloat16 ? 1.0 / 128 : 1.0 / 1024; }
+
+void check_linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& scale) {
+  std::vector<double> want, mag;
+  reference(x, w, bias, scale, want, mag);
+  const Tensor y = linear(x, w, bias, scale);
+  Shape s = x.sizes();
+  s.back() = w.size(0);
+  ASSERT_EQ(y.sizes(), s);
+  ASSERT_EQ(y.dtype(), x.dtype());
+  test::expect_close(y, want, out_rtol(x.dtype()), 1e-30, &mag, 1e-5);
+}
+
+std::string trace(DType wd, int sk, int64_t M, int64_t N, int64_t K) {
+  return std::string(name(wd)) + " scale " + std::to_string(sk) + " M " + std::to_string(M) + " N " +
+         std::to_string(N) + " K " + std::to_string(K);
+}
+
+TEST(Linear, FewRowsEveryWeightTypeAndScaleLayout) {
+  for (DType wd : kWeightTypes)
+    for (int sk = 0; sk < 4; ++sk)
+      for (int64_t M : {1, 2, 3, 4, 5, 16})
+        for (auto [N, K] : {std::pair<int64_t, int64_t>{37, 300}, {259, 130}, {8, 16}, {1, 1}}) {
+          SCOPED_TRACE(trace(wd, sk, M, N, K));
+          check_linear(randn_as({M, K}, DType::Float32, 1), randn_as({N, K}, wd, 2),
+                       randn_as({N}, DType::Float32, 3), make_scale(sk, N, K));
+        }
+}
+
+TEST(Linear, PrefillRowsEveryWeightTypeAndScaleLayout) {
+  for (DType wd : kWeightTypes)
+    for (int sk = 0; sk < 4; ++sk)
+      for (int64_t M : {17, 40}) {
+        const int64_t N = 200, K = 260;
+        SCOPED_TRACE(trace(wd, sk, M, N, K));
+        check_linear(randn_as({M, K}, DType::Float32, 4), randn_as({N, K}, wd, 5), Tensor(), make_scale(sk, N, K));
+        check_linear(randn_as({M, K}, DType::Float32, 4), randn_as({N, K}, wd, 5),
+                     randn_as({N}, DType::BFloat16, 6), make_scale(sk, N, K));
+      }
+}
+
+TEST(Linear, NarrowActivationsAndBatchShapes) {
+  for (DType xd : {DType::BFloat16, DType::Float16})
+    for (DType wd : {DType::BFloat16, DType::Float8_e4m3fn}) {
+      SCOPED_TRACE(std::string(name(xd)) + " x " + name(wd));
+      check_linear(randn_as({3, 1, 64}, xd, 7), randn_as({33, 64}, wd, 8), randn_as({33}, xd, 9), Tensor());
+      check_linear(randn_as({64}, xd, 7), randn_as({33, 64}, wd, 8), Tensor(), make_scale(2, 33, 64));
+      check_linear(randn_as({2, 20, 64}, xd, 7), randn_as({33, 64}, wd, 8), Tensor(), make_scale(1, 33, 64));
+    }
+}
+
+TEST(Linear, NonContiguousInputsAndWeights) {
+  const Tensor xt = randn_as({48, 5}, DType::Float32, 10).t();  // [5, 48] strided
+  const Tensor wbig = randn_as({20, 96}, DType::BFloat16, 11);
+  const Tensor w = wbig.slice(1, 0, 48);                        // rows 96 apart
+  check_linear(xt, w, Tensor(), Tensor());
+  check_linear(xt, randn_as({48, 20}, DType::Float32, 12).t(), Tensor(), Tensor());  // column-major weight
+  check_linear(randn_as({30, 48}, DType::Float32, 13).slice(0, 0, 30, 2), w, Tensor(), Tensor());
+}
+
+TEST(Linear, EmptyAndDegenerate) {
+  // K = 0: the bias (or zeros).
+  Tensor y = linear(zeros({3, 0}), zeros({4, 0}), ones({4}));
+  test::expect_close(y, std::vector<double>(12, 1.0), 0, 0);
+  y = linear(zeros({0, 5}), zeros({4, 5}));
+  EXPECT_EQ(y.sizes(), (Shape{0, 4}));
+  y = linear(zeros({2, 5}), zeros({0, 5}));
+  EXPECT_EQ(y.sizes(), (Shape{2, 0}));
+}
+
+TEST(Linear, OutVariantWritesInPlace) {
+  const Tensor x = randn_as({1, 70}, DType::Float32, 14);
+  const Tensor w = randn_as({50, 70}, DType::Float8_e4m3fn, 15);
+  const Tensor sc = make_scale(2, 50, 70), b = randn_as({50}, DType::Float32, 16);
+  Tensor out = empty({1, 50});
+  linear_out(x, w, sc, b, out);
+  std::vector<double> want, mag;
+  reference(x, w, b, sc, want, mag);
+  test::expect_close(out, want, 0, 1e-30, &mag, 1e-5);
+  Tensor bad = empty({1, 49});
+  EXPECT_THROW(linear_out(x, w, sc, b, bad), ValueError);
+}
+
+TEST(Linear, FP8ExtremesAreExact) {
+  // Subnormal and largest codes of both formats decode exactly in the fast path.
+  for (DType wd : {DType::Float8_e4m3fn, DType::Float8_e5m2}) {
+    std::vector<uint8_t> codes;
+    for (int c = 0; c < 256; ++c) {
+      const bool nan = wd == DType::Float8_e4m3fn ? (c & 0x7F) == 0x7F : (c & 0x7F) > 0x7C;
+      const bool inf = wd == DType::Float8_e5m2 && (c & 0x7F) == 0x7C;
+      if (!nan && !inf) codes.push_back(uint8_t(c));
+    }
+    const int64_t K = int64_t(codes.size());
+    const Tensor w = from_buffer_copy(codes.data(), {1, K}, wd);
+    // One-hot activations pick each code out exactly.
+    for (int64_t k = 0; k < K; k += 7) {
+      Tensor x = zeros({1, K});
+      x.data<float>()[k] = 1.0f;
+      const double want = dvals(w)[size_t(k)];
+      EXPECT_EQ(dvals(linear(x, w))[0], want) << name(wd) << " code " << int(codes[size_t(k)]);
+    }
+  }
+}
+
+TEST(Linear, BadInputsRaise) {
+  const Tensor x = zeros({2, 8}), w = zeros({4, 8});
+  EXPECT_THROW(linear(x, zeros({4, 7})), ValueError);
+  EXPECT_THROW(linear(x, zeros({4, 8, 1})), ValueError);
+  EXPECT_THROW(linear(zeros({}), w), ValueError);
+  EXPECT_THROW(linear(zeros({2, 8}, DType::Int32), w), TypeError);
+  EXPECT_THROW(linear(x, zeros({4, 8}, DType::Float64)), TypeError);
+  EXPECT_THROW(linear(x, w, zeros({5})), ValueError);
+  EXPECT_THROW(linear(x, w, Tensor(), zeros({3})), ValueError);
+  EXPECT_THROW(linear(x, w, Tensor(), zeros({4}, DType::Int32)), TypeError);
+}
+
+// ---- matmul ----
+
+std::vector<double> naive_mm(const std::vector<double>& a, const std::vector<double>& b, int64_t M, int64_t K,
+                             int64_t N) {
+  std::vector<double> c(size_t(M * N), 0);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k) c[size_t(m * N + n)] += a[size_t(m * K + k)] * b[size_t(k * N + n)];
+  return c;
+}
+
+TEST(Matmul, RanksAndBroadcast) {
+  const Tensor a = randn_as({2, 1, 3, 5}, DType::Float32, 20), b = randn_as({4, 5, 6}, DType::Float32, 21);
+  const Tensor c = matmul(a, b);
+  ASSERT_EQ(c.sizes(), (Shape{2, 4, 3, 6}));
+  const auto av = dvals(a), bv = dvals(b), cv = dvals(c);
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 4; ++j) {
+      const std::vector<double> ai(av.begin() + i * 15, av.begin() + (i + 1) * 15);
+      const std::vector<double> bj(bv.begin() + j * 30, bv.begin() + (j + 1) * 30);
+      const auto want = naive_mm(ai, bj, 3, 5, 6);
+      for (size_t q = 0; q < want.size(); ++q) EXPECT_NEAR(cv[size_t((i * 4 + j) * 18) + q], want[q], 1e-5);
+    }
+  EXPECT_EQ(matmul(randn_as({5}, DType::Float32, 1), randn_as({5}, DType::Float32, 2)).dim(), 0);
+  EXPECT_EQ(matmul(randn_as({5}, DType::Float32, 1), b).sizes(), (Shape{4, 6}));
+  EXPECT_EQ(matmul(a, randn_as({5}, DType::Float32, 2)).sizes(), (Shape{2, 1, 3}));
+  EXPECT_EQ(matmul(randn_as({7, 5}, DType::Float32, 1), randn_as({5, 2}, DType::Float32, 2)).sizes(), (Shape{7, 2}));
+}
+
+TEST(Matmul, DtypesTransposedAndErrors) {
+  const Tensor a = randn_as({6, 9}, DType::Float64, 30), b = randn_as({4, 9}, DType::Float64, 31).t();
+  const auto want = naive_mm(dvals(a), dvals(b), 6, 9, 4);
+  test::expect_close(matmul(a, b), want, 1e-12, 1e-12);
+  test::expect_close(matmul(a.to(DType::Float32), b.to(DType::Float32)), want, 1e-5, 1e-5);
+  test::expect_close(matmul(a.to(DType::BFloat16), b.to(DType::BFloat16)), naive_mm(dvals(a.to(DType::BFloat16)), dvals(b.to(DType::BFloat16)), 6, 9, 4), 1.0 / 64, 1e-2);
+  const Tensor ia = arange(Scalar(int64_t(0)), Scalar(int64_t(6))).view({2, 3});
+  test::expect_close(matmul(ia, ia.t()), {5, 14, 14, 50}, 0, 0);
+  EXPECT_THROW(matmul(zeros({2, 3}), zeros({4, 2})), ValueError);
+  EXPECT_THROW(matmul(zeros({2, 3}), zeros({3, 2}, DType::Float64)), TypeError);
+  EXPECT_THROW(mm(zeros({2, 3, 1}), zeros({3, 2})), ValueError);
+  EXPECT_EQ(matmul(zeros({2, 0}), zeros({0, 3})).sizes(), (Shape{2, 3}));
+  test::expect_close(matmul(ones({2, 0}), ones({0, 3})), std::vector<double>(6, 0.0), 0, 0);
+}
+
+}  // namespace
+}  // namespace kiln

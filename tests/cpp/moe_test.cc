@@ -1,0 +1,107 @@
+// MoE routing, permutation, un-permute and the SwiGLU FFN against a direct
+// double-precision per-token evaluation.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "kiln/kiln.h"
+#include "matmul_test_util.h"
+
+namespace kiln {
+namespace {
+
+using test::dvals;
+using test::randn_as;
+
+TEST(MoE, RoutePermuteUnpermute) {
+  const Tensor logits = randn_as({5, 8}, DType::Float32, 80);
+  auto [w, ids] = moe_route(logits, 3, true);
+  const auto lv = dvals(logits), wv = dvals(w), iv = dvals(ids);
+  for (int64_t t = 0; t < 5; ++t) {
+    std::vector<int> order(8);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return lv[size_t(t * 8 + a)] > lv[size_t(t * 8 + b)]; });
+    double den = 0;
+    for (int j = 0; j < 3; ++j) den += std::exp(lv[size_t(t * 8 + order[size_t(j)])]);
+    for (int j = 0; j < 3; ++j) {
+      EXPECT_EQ(iv[size_t(t * 3 + j)], order[size_t(j)]);
+      EXPECT_NEAR(wv[size_t(t * 3 + j)], std::exp(lv[size_t(t * 8 + order[size_t(j)])]) / den, 1e-6);
+    }
+  }
+  auto [perm, offs] = moe_permute(ids, 8);
+  const auto pv = dvals(perm), ov = dvals(offs);
+  EXPECT_EQ(ov.back(), 15);
+  for (int64_t e = 0, r = 0; e < 8; ++e)
+    for (; r < ov[size_t(e)]; ++r) EXPECT_EQ(iv[size_t(pv[size_t(r)])], e);
+  // Un-permute of rows that carry their slot index returns weighted sums.
+  Tensor y = empty({15, 2});
+  for (int64_t r = 0; r < 15; ++r) y.data<float>()[r * 2] = float(pv[size_t(r)]), y.data<float>()[r * 2 + 1] = 1;
+  const auto uv = dvals(moe_unpermute(y, perm, w));
+  for (int64_t t = 0; t < 5; ++t) {
+    double s0 = 0, s1 = 0;
+    for (int j = 0; j < 3; ++j) s0 += wv[size_t(t * 3 + j)] * double(t * 3 + j), s1 += wv[size_t(t * 3 + j)];
+    EXPECT_NEAR(uv[size_t(t * 2)], s0, 1e-5);
+    EXPECT_NEAR(uv[size_t(t * 2 + 1)], s1, 1e-6);
+  }
+  EXPECT_THROW(moe_route(logits, 9, true), ValueError);
+  EXPECT_THROW(moe_permute(ids, 4), IndexError);
+}
+
+// The FFN per token, in double, from dequantized weights.
+std::vector<double> ref_ffn(const Tensor& x, const Tensor& rw, const Tensor& w1, const Tensor& w2, int64_t k) {
+  const int64_t T = x.size(0), H = x.size(1), E = rw.size(0), I = w2.size(2);
+  const auto xv = dvals(x), rv = dvals(rw), v1 = dvals(w1), v2 = dvals(w2);
+  std::vector<double> out(size_t(T * H), 0);
+  for (int64_t t = 0; t < T; ++t) {
+    std::vector<double> l(static_cast<size_t>(E));
+    for (int64_t e = 0; e < E; ++e)
+      for (int64_t h = 0; h < H; ++h) l[size_t(e)] += rv[size_t(e * H + h)] * xv[size_t(t * H + h)];
+    std::vector<int> order(static_cast<size_t>(E));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return l[size_t(a)] > l[size_t(b)]; });
+    double den = 0;
+    for (int64_t j = 0; j < k; ++j) den += std::exp(l[size_t(order[size_t(j)])]);
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t e = order[size_t(j)];
+      const double wt = std::exp(l[size_t(e)]) / den;
+      std::vector<double> act(static_cast<size_t>(I));
+      for (int64_t i = 0; i < I; ++i) {
+        double g = 0, u = 0;
+        for (int64_t h = 0; h < H; ++h) {
+          g += v1[size_t((e * 2 * I + i) * H + h)] * xv[size_t(t * H + h)];
+          u += v1[size_t((e * 2 * I + I + i) * H + h)] * xv[size_t(t * H + h)];
+        }
+        act[size_t(i)] = g / (1 + std::exp(-g)) * u;
+      }
+      for (int64_t h = 0; h < H; ++h) {
+        double s = 0;
+        for (int64_t i = 0; i < I; ++i) s += v2[size_t((e * H + h) * I + i)] * act[size_t(i)];
+        out[size_t(t * H + h)] += wt * s;
+      }
+    }
+  }
+  return out;
+}
+
+TEST(MoE, FfnMatchesPerTokenReference) {
+  const int64_t E = 6, H = 40, I = 24, k = 2;
+  for (int64_t T : {1, 3, 20}) {
+    const Tensor x = randn_as({T, H}, DType::Float32, 81);
+    const Tensor rw = randn_as({E, H}, DType::Float32, 82);
+    const Tensor w1 = mul(randn_as({E, 2 * I, H}, DType::Float32, 83), Scalar(0.2));
+    const Tensor w2 = mul(randn_as({E, H, I}, DType::Float32, 84), Scalar(0.2));
+    const auto want = ref_ffn(x, rw, w1, w2, k);
+    test::expect_close(moe_ffn(x, rw, w1, w2, k), want, 1e-4, 1e-4);
+    const Tensor b1 = w1.to(DType::BFloat16), b2 = w2.to(DType::BFloat16);
+    test::expect_close(moe_ffn(x, rw, b1, b2, k), ref_ffn(x, rw, b1, b2, k), 1e-4, 1e-4);
+    auto [q1, s1] = quantize_fp8(w1, QuantGranularity::Row);
+    auto [q2, s2] = quantize_fp8(w2, QuantGranularity::Row);
+    test::expect_close(moe_ffn(x, rw, q1, q2, k, true, s1, s2),
+                       ref_ffn(x, rw, dequantize(q1, s1), dequantize(q2, s2), k), 1e-4, 1e-4);
+  }
+}
+
+}  // namespace
+}  // namespace kiln

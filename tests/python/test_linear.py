@@ -1,0 +1,133 @@
+# kiln.nn.functional.linear, kiln.matmul and FP8 quantization against float64
+# NumPy references (ml_dtypes for the narrow types).
+import ml_dtypes
+import numpy as np
+import pytest
+
+import kiln
+
+F = kiln.nn.functional
+NP = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16, "float16": np.float16,
+      "float8_e4m3fn": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2}
+
+
+def kt(a):
+    return kiln.from_numpy(np.ascontiguousarray(a))
+
+
+def ref_linear(x, w, b=None, scale=None):
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    n, k = w.shape
+    if scale is not None:
+        s = np.asarray(scale, np.float64)
+        if s.size == 1:
+            w64 = w64 * s.reshape(())
+        elif s.shape in ((n,), (n, 1)):
+            w64 = w64 * s.reshape(n, 1)
+        else:
+            w64 = w64 * np.repeat(np.repeat(s, 128, 0), 128, 1)[:n, :k]
+    y = x64 @ w64.T
+    if b is not None:
+        y = y + b.astype(np.float64)
+    mag = np.abs(x64) @ np.abs(w64).T + (0 if b is None else np.abs(b.astype(np.float64)))
+    return y, mag
+
+
+def scale_for(kind, n, k, rng):
+    if kind == "none":
+        return None
+    if kind == "tensor":
+        return np.array(0.37, np.float32)
+    if kind == "row":
+        return (rng.random((n, 1)) + 0.5).astype(np.float32)
+    return (rng.random(((n + 127) // 128, (k + 127) // 128)) + 0.5).astype(np.float32)
+
+
+@pytest.mark.parametrize("wdt", list(NP))
+@pytest.mark.parametrize("kind", ["none", "tensor", "row", "block"])
+@pytest.mark.parametrize("m", [1, 2, 5, 16, 33])
+def test_linear_weight_types_and_scales(wdt, kind, m, rng):
+    n, k = 150, 260
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32).astype(NP[wdt])
+    b = rng.standard_normal(n).astype(np.float32)
+    s = scale_for(kind, n, k, rng)
+    y = F.linear(kt(x), kt(w), kt(b), weight_scale=None if s is None else kt(s)).numpy()
+    want, mag = ref_linear(x, w, b, s)
+    assert y.shape == (m, n) and y.dtype == np.float32
+    assert np.all(np.abs(y - want) <= 1e-5 * mag + 1e-30)
+
+
+@pytest.mark.parametrize("xdt", ["bfloat16", "float16"])
+def test_linear_narrow_activations_keep_dtype(xdt, rng):
+    x = rng.standard_normal((2, 1, 64)).astype(NP[xdt])
+    w = rng.standard_normal((24, 64)).astype(ml_dtypes.bfloat16)
+    y = F.linear(kt(x), kt(w))
+    assert y.dtype == getattr(kiln, xdt) and tuple(y.shape) == (2, 1, 24)
+    want, _ = ref_linear(x.reshape(2, 64), w)
+    np.testing.assert_allclose(y.numpy().astype(np.float64).reshape(2, 24), want, rtol=1 / 64, atol=1e-2)
+
+
+def test_linear_non_contiguous_and_empty(rng):
+    x = rng.standard_normal((48, 5)).astype(np.float32)
+    w = rng.standard_normal((20, 96)).astype(np.float32)
+    y = F.linear(kt(x).t(), kt(w)[:, :48]).numpy()
+    np.testing.assert_allclose(y, x.T.astype(np.float64) @ w[:, :48].T, rtol=1e-5, atol=1e-5)
+    z = F.linear(kiln.zeros(3, 0), kiln.zeros(4, 0), kiln.ones(4)).numpy()
+    np.testing.assert_array_equal(z, np.ones((3, 4), np.float32))
+    assert tuple(F.linear(kiln.zeros(0, 5), kiln.zeros(4, 5)).shape) == (0, 4)
+
+
+def test_linear_errors():
+    x, w = kiln.zeros(2, 8), kiln.zeros(4, 8)
+    with pytest.raises(ValueError, match=r"\[linear\]"):
+        F.linear(x, kiln.zeros(4, 7))
+    with pytest.raises(ValueError):
+        F.linear(x, w, kiln.zeros(5))
+    with pytest.raises(ValueError, match="weight_scale"):
+        F.linear(x, w, weight_scale=kiln.zeros(3))
+    with pytest.raises(TypeError):
+        F.linear(kiln.zeros(2, 8, dtype=kiln.int32), w)
+
+
+@pytest.mark.parametrize("gran", ["tensor", "row", "block"])
+@pytest.mark.parametrize("dt", ["float8_e4m3fn", "float8_e5m2"])
+def test_quantize_fp8_matches_numpy(gran, dt, rng):
+    w = (rng.standard_normal((300, 260)) * 3).astype(np.float32)
+    q, s = kiln.quantize_fp8(kt(w), granularity=gran, dtype=getattr(kiln, dt))
+    qn, sn = q.numpy(), s.numpy()
+    fmax = float(ml_dtypes.finfo(NP[dt]).max)
+    if gran == "tensor":
+        assert sn.shape == ()
+        sfull = np.full(w.shape, sn, np.float32)
+        np.testing.assert_allclose(sn, np.abs(w).max() / fmax, rtol=1e-6)
+    elif gran == "row":
+        assert sn.shape == (300, 1)
+        sfull = np.broadcast_to(sn, w.shape)
+        np.testing.assert_allclose(sn[:, 0], np.abs(w).max(1) / fmax, rtol=1e-6)
+    else:
+        assert sn.shape == (3, 3)
+        sfull = np.repeat(np.repeat(sn, 128, 0), 128, 1)[:300, :260]
+    want = np.clip(w / sfull, -fmax, fmax).astype(NP[dt])
+    np.testing.assert_array_equal(qn.view(np.uint8), want.view(np.uint8))
+    d = kiln.dequantize(q, s).numpy()
+    np.testing.assert_allclose(d, qn.astype(np.float32) * sfull, rtol=1e-6)
+
+
+def test_quantize_errors():
+    with pytest.raises(ValueError):
+        kiln.quantize_fp8(kiln.zeros(4, 4), granularity="col")
+    with pytest.raises(ValueError):
+        kiln.quantize_fp8(kiln.tensor([1.0, float("nan")]))
+
+
+def test_matmul_matches_numpy(rng):
+    a = rng.standard_normal((2, 1, 3, 5)).astype(np.float32)
+    b = rng.standard_normal((4, 5, 6)).astype(np.float32)
+    np.testing.assert_allclose(kiln.matmul(kt(a), kt(b)).numpy(), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose((kt(a) @ kt(b)).numpy(), a @ b, rtol=1e-5, atol=1e-5)
+    v = rng.standard_normal(5).astype(np.float32)
+    np.testing.assert_allclose(kiln.matmul(kt(v), kt(b)).numpy(), v @ b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(kiln.matmul(kt(v), kt(v)).numpy(), v @ v, rtol=1e-5)
+    with pytest.raises(ValueError):
+        kiln.matmul(kt(a), kt(a))

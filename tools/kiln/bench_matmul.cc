@@ -1,0 +1,437 @@
+// `kiln bench linear|scaled_mm|moe`: decode-time linear layers (one token
+// against weights rotated over >= 4x the LLC) as GB/s and fraction of the read
+// roof measured beside them, prefill (M = 512) against OpenBLAS sgemm, FP8
+// scaled_mm, and one MoE layer per config. An optional PyTorch peer runs the
+// same cases through a Python interpreter given with --peer-python.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <tuple>
+#include <unistd.h>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/bandwidth.h"
+#include "core/sysinfo.h"
+#include "cpu/gemm.h"
+#include "kiln/allocator.h"
+#include "kiln/bench/harness.h"
+#include "kiln/commands.h"
+#include "kiln/kiln.h"
+#include "kiln/version.h"
+
+namespace kiln::cli {
+namespace {
+
+using bench::json;
+
+struct MatOptions {
+  std::string what;  // linear | scaled_mm | moe
+  bool json = false;
+  std::string out, cases, peer_python, dtypes = "f32,bf16,fp8";
+  int repeat = 0, warmup = 2, threads = 0, limit = 0;
+  bool quick = false, no_prefill = false;
+  std::string plot;
+};
+
+json read_json(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error("[bench] cannot read case file " + path + " (pass --cases FILE)");
+  return json::parse(f);
+}
+
+// Memory a case may take: a third of what is free now.
+double mem_budget() {
+  const int64_t avail = sys::system_info().mem_available_bytes;
+  return avail > 0 ? double(avail) / 3 : 4e9;
+}
+
+struct WeightKind {
+  std::string label;  // f32 | bf16 | f16 | fp8 (e4m3, row scales) | fp8-block | fp8-tensor
+  DType dtype;
+  int scale;  // 0 none, 1 tensor, 2 row, 3 block
+};
+WeightKind weight_kind(const std::string& s) {
+  if (s == "f32") return {s, DType::Float32, 0};
+  if (s == "bf16") return {s, DType::BFloat16, 0};
+  if (s == "f16") return {s, DType::Float16, 0};
+  if (s == "fp8") return {s, DType::Float8_e4m3fn, 2};
+  if (s == "fp8-tensor") return {s, DType::Float8_e4m3fn, 1};
+  if (s == "fp8-block") return {s, DType::Float8_e4m3fn, 3};
+  if (s == "fp8-e5m2") return {s, DType::Float8_e5m2, 2};
+  throw std::runtime_error("[bench] unknown weight kind " + s + " (f32, bf16, f16, fp8, fp8-tensor, fp8-block, fp8-e5m2)");
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> v;
+  size_t a = 0;
+  while (a <= s.size()) {
+    const size_t b = std::min(s.find(',', a), s.size());
+    if (b > a) v.push_back(s.substr(a, b - a));
+    a = b + 1;
+  }
+  return v;
+}
+
+// A weight [N, K] of kind wk and its scale.
+std::pair<Tensor, Tensor> make_weight(const WeightKind& wk, int64_t N, int64_t K) {
+  manual_seed(uint64_t(N * 131 + K));
+  const Tensor w = mul(randn({N, K}), Scalar(0.05));
+  if (!is_fp8(wk.dtype)) return {w.to(wk.dtype), Tensor()};
+  const QuantGranularity g = wk.scale == 1 ? QuantGranularity::Tensor
+                             : wk.scale == 3 ? QuantGranularity::Block
+                                             : QuantGranularity::Row;
+  return quantize_fp8(w, g, wk.dtype);
+}
+
+double geomean(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  double s = 0;
+  for (double x : v) s += std::log(x);
+  return std::exp(s / double(v.size()));
+}
+
+// ---- the PyTorch peer -------------------------------------------------------
+
+const char* kTorchPeer = R"PY(
+import json, sys, time, statistics
+import torch
+import torch.nn.functional as F
+req = json.loads(sys.stdin.read())
+torch.set_num_threads(req["threads"])
+out = {"torch_version": torch.__version__, "results": []}
+def timeit(fn, copies, repeat, warmup):
+    for i in range(warmup): fn(i % copies)
+    ts = []
+    for r in range(repeat):
+        t0 = time.perf_counter(); fn((warmup + r) % copies); ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+for c in req["cases"]:
+    N, K, kind, copies = c["N"], c["K"], c["kind"], c["copies"]
+    try:
+        if kind in ("f32", "bf16"):
+            dt = torch.float32 if kind == "f32" else torch.bfloat16
+            ws = [torch.randn(N, K).to(dt)]
+            ws += [ws[0].clone() for _ in range(copies - 1)]
+            x = torch.randn(1, K).to(dt)
+            with torch.inference_mode():
+                t = timeit(lambda i: F.linear(x, ws[i]), copies, req["repeat"], req["warmup"])
+        elif kind == "fp8":
+            w8 = torch.randn(N, K).to(torch.float8_e4m3fn)
+            ws = [w8] + [w8.clone() for _ in range(copies - 1)]
+            a = torch.randn(1, K).to(torch.float8_e4m3fn)
+            one = torch.ones((), dtype=torch.float32)
+            with torch.inference_mode():
+                t = timeit(lambda i: torch._scaled_mm(a, ws[i].t(), one, one, out_dtype=torch.bfloat16),
+                           copies, req["repeat"], req["warmup"])
+        else:
+            continue
+        out["results"].append({"name": c["name"], "median_s": t})
+    except Exception as e:
+        out.setdefault("missing", []).append({"name": c["name"], "why": type(e).__name__ + ": " + str(e)[:200]})
+    del ws
+print(json.dumps(out))
+)PY";
+
+// Runs the peer script with the cases on stdin; returns name -> median_s.
+std::map<std::string, double> run_torch_peer(const std::string& python, const json& req, json& info) {
+  std::map<std::string, double> r;
+  const std::string script = "/tmp/kiln_bench_torch_peer_" + std::to_string(::getpid()) + ".py";
+  const std::string input = script + ".json";
+  {
+    std::ofstream(script) << kTorchPeer;
+    std::ofstream(input) << req.dump();
+  }
+  const std::string cmd = "'" + python + "' " + script + " < " + input + " 2>/dev/null";
+  std::string outs;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) outs.append(buf, n);
+    pclose(p);
+  }
+  std::remove(script.c_str());
+  std::remove(input.c_str());
+  try {
+    const json doc = json::parse(outs);
+    info = {{"executable", python}, {"torch_version", doc.value("torch_version", "")}};
+    if (doc.contains("missing")) info["missing"] = doc["missing"];
+    for (const json& x : doc["results"]) r[x["name"].get<std::string>()] = x["median_s"].get<double>();
+  } catch (const std::exception& e) {
+    info = {{"executable", python}, {"error", "peer produced no JSON (is torch installed there?)"}};
+  }
+  return r;
+}
+
+// ---- cases ------------------------------------------------------------------
+
+struct Ctx {
+  const MatOptions& opt;
+  bench::Runner& runner;
+  json& results;
+  json& summary;
+};
+
+void record(Ctx& c, bench::Result r) {
+  c.results.push_back(r.to_json());
+  kiln::empty_cache();
+  if (!c.opt.json) std::fprintf(stderr, "  %s: %.3f ms, %.1f GB/s, roof %.2f\n", r.name.c_str(), r.median_s * 1e3, r.gbps, r.roof_fraction);
+}
+
+// One-token linear (or scaled_mm) over the decode shapes.
+void decode_cases(Ctx& c, bool scaled) {
+  const json doc = read_json(c.opt.cases);
+  std::vector<json> shapes(doc["shapes"].begin(), doc["shapes"].end());
+  if (c.opt.quick) shapes = {json{{"model", "quick"}, {"layer", "tiny"}, {"N", 256}, {"K", 512}}};
+  if (c.opt.limit > 0 && int(shapes.size()) > c.opt.limit) shapes.resize(size_t(c.opt.limit));
+  const std::vector<std::string> kinds = scaled ? std::vector<std::string>{"fp8-tensor", "fp8"} : split(c.opt.dtypes);
+  std::map<std::string, std::vector<double>> fractions, times;
+  json peer_cases = json::array();
+  for (const std::string& kn : kinds) {
+    const WeightKind wk = weight_kind(kn);
+    for (const json& s : shapes) {
+      const int64_t N = s["N"], K = s["K"];
+      const double wbytes = double(N * K) * double(itemsize(wk.dtype));
+      const double sbytes = wk.scale == 2 ? 4.0 * N : wk.scale == 3 ? 4.0 * ((N + 127) / 128) * ((K + 127) / 128) : 0;
+      const double per_copy = wbytes + sbytes;
+      const int maxc = c.opt.quick ? 1 : std::max(1, std::min(512, int(mem_budget() / per_copy)));
+      const bench::Rotation rot = bench::plan_rotation(per_copy, 0, maxc);
+      auto [w0, s0] = make_weight(wk, N, K);
+      std::vector<Tensor> ws{w0}, ss{s0};
+      for (int i = 1; i < rot.copies; ++i) ws.push_back(w0.clone()), ss.push_back(s0.defined() ? s0.clone() : s0);
+      const std::string name = std::string(scaled ? "scaled_mm " : "linear ") + kn + " " + s.value("model", "") + " " +
+                               s.value("layer", "") + " " + std::to_string(N) + "x" + std::to_string(K);
+      bench::Result r;
+      if (!scaled) {
+        const Tensor x = randn({1, K});
+        Tensor out = empty({1, N});
+        r = c.runner.memory_case(name, per_copy + 4.0 * K + 4.0 * N, rot, [&](int i) {
+          linear_out(x, ws[size_t(i % rot.copies)], ss[size_t(i % rot.copies)], Tensor(), out);
+        });
+      } else {
+        const Tensor a = randn({1, K}).to(DType::Float8_e4m3fn);
+        const Tensor sa = wk.scale == 1 ? ones({}) : ones({1, 1});
+        std::vector<Tensor> sbs;
+        for (const Tensor& sc : ss) sbs.push_back(wk.scale == 1 ? sc : sc.view({1, N}));
+        r = c.runner.memory_case(name, per_copy + 1.0 * K + 2.0 * N, rot, [&](int i) {
+          Tensor y = scaled_mm(a, ws[size_t(i % rot.copies)].t(), sa, sbs[size_t(i % rot.copies)], Tensor(), Tensor(),
+                               DType::BFloat16);
+        });
+      }
+      r.extra["kind"] = kn;
+      r.extra["N"] = N;
+      r.extra["K"] = K;
+      fractions[kn].push_back(r.roof_fraction);
+      times[kn].push_back(r.median_s);
+      peer_cases.push_back({{"name", name}, {"N", N}, {"K", K}, {"kind", scaled ? "fp8" : kn},
+                            {"copies", std::max(1, std::min(rot.copies, int(mem_budget() / (4.0 * N * K))))}});
+      record(c, r);
+    }
+  }
+  for (auto& [kn, f] : fractions) c.summary["geomean_roof_fraction"][kn] = geomean(f);
+  if (times.count("fp8") && times.count("bf16") && times["fp8"].size() == times["bf16"].size()) {
+    std::vector<double> ratio;
+    for (size_t i = 0; i < times["fp8"].size(); ++i) ratio.push_back(times["fp8"][i] / times["bf16"][i]);
+    c.summary["geomean_time_ratio_fp8_over_bf16"] = geomean(ratio);
+  }
+  if (!c.opt.peer_python.empty()) {
+    json info;
+    const json req = {{"threads", kiln::num_threads()}, {"repeat", c.opt.repeat}, {"warmup", c.opt.warmup}, {"cases", peer_cases}};
+    const auto peer = run_torch_peer(c.opt.peer_python, req, info);
+    c.summary["peer"] = info;
+    std::map<std::string, std::vector<double>> speedups;
+    for (json& r : c.results) {
+      auto it = peer.find(r["name"].get<std::string>());
+      if (it == peer.end()) continue;
+      r["peer_median_s"] = {{"torch", it->second}};
+      r["speedup_vs_torch"] = it->second / r["median_s"].get<double>();
+      speedups[r.value("kind", "")].push_back(r["speedup_vs_torch"].get<double>());
+    }
+    for (auto& [kn, v] : speedups) c.summary["geomean_speedup_vs_torch"][kn] = geomean(v);
+  }
+}
+
+// Prefill: M rows through linear for f32/bf16/fp8 weights and OpenBLAS sgemm.
+void prefill_cases(Ctx& c, bool scaled) {
+  const int64_t M = c.opt.quick ? 32 : 512, N = c.opt.quick ? 256 : 4096, K = c.opt.quick ? 256 : 4096;
+  const double flops = 2.0 * double(M) * double(N) * double(K);
+  const Tensor x = randn({M, K});
+  std::map<std::string, double> t;
+  auto add = [&](const std::string& label, const std::function<void()>& fn) {
+    bench::Result r = c.runner.latency_case("prefill " + label + " M=" + std::to_string(M) + " " + std::to_string(N) + "x" + std::to_string(K), 1, fn);
+    r.extra["gflops"] = flops / r.median_s / 1e9;
+    t[label] = r.median_s;
+    record(c, r);
+  };
+  if (!scaled) {
+    const Tensor w32 = make_weight(weight_kind("f32"), N, K).first;
+    Tensor y = empty({M, N});
+    add("openblas sgemm f32", [&] {
+      cpu::sgemm(true, M, N, K, 1.0f, x.data<float>(), K, w32.data<float>(), K, 0.0f, y.data<float>(), N);
+    });
+    add("linear f32", [&] { linear_out(x, w32, Tensor(), Tensor(), y); });
+    for (const char* kn : {"bf16", "fp8"}) {
+      auto [w, s] = make_weight(weight_kind(kn), N, K);
+      add(std::string("linear ") + kn, [&] { linear_out(x, w, s, Tensor(), y); });
+    }
+    c.summary["prefill_ratio_f32_over_openblas"] = t["linear f32"] / t["openblas sgemm f32"];
+    c.summary["prefill_ratio_bf16_over_f32"] = t["linear bf16"] / t["linear f32"];
+    c.summary["prefill_ratio_fp8_over_f32"] = t["linear fp8"] / t["linear f32"];
+  } else {
+    auto [w, s] = make_weight(weight_kind("fp8"), N, K);
+    const Tensor a = x.to(DType::Float8_e4m3fn), sa = ones({M, 1}), sb = s.view({1, N});
+    add("scaled_mm fp8 row-wise", [&] { Tensor y = scaled_mm(a, w.t(), sa, sb, Tensor(), Tensor(), DType::BFloat16); });
+  }
+}
+
+// One MoE layer per config: 1 token (decode, roof fraction over the bytes
+// the chosen experts and the router hold) and 16/64/512 tokens.
+void moe_cases(Ctx& c) {
+  const json doc = read_json(c.opt.cases);
+  std::vector<json> cfgs(doc["configs"].begin(), doc["configs"].end());
+  if (c.opt.quick) cfgs = {json{{"model", "quick"}, {"E", 8}, {"top_k", 2}, {"H", 64}, {"I", 32}}};
+  for (const json& cf : cfgs) {
+    const int64_t E = cf["E"], k = cf["top_k"], H = cf["H"], I = cf["I"];
+    for (const char* kn : {"bf16", "fp8"}) {
+      const WeightKind wk = weight_kind(kn);
+      manual_seed(uint64_t(E + H));
+      const Tensor router = randn({E, H}).to(DType::BFloat16);
+      Tensor w1f = mul(randn({E, 2 * I, H}), Scalar(0.05)), w2f = mul(randn({E, H, I}), Scalar(0.05));
+      Tensor w1, w2, s1, s2;
+      if (is_fp8(wk.dtype)) {
+        std::tie(w1, s1) = quantize_fp8(w1f, QuantGranularity::Row);
+        std::tie(w2, s2) = quantize_fp8(w2f, QuantGranularity::Row);
+        s1 = s1.view({E, 2 * I});
+        s2 = s2.view({E, H});
+      } else {
+        w1 = w1f.to(wk.dtype);
+        w2 = w2f.to(wk.dtype);
+      }
+      w1f = Tensor();
+      w2f = Tensor();
+      kiln::empty_cache();
+      const double per_expert = double(3 * I * H) * double(itemsize(wk.dtype)) + (s1.defined() ? 4.0 * (2 * I + H) : 0);
+      const double all_experts = per_expert * double(E);
+      for (int64_t T : c.opt.quick ? std::vector<int64_t>{1, 16} : std::vector<int64_t>{1, 16, 64, 512}) {
+        // Fresh tokens per call: routing changes, so the experts read rotate
+        // over all E (the expert set, >= 4x LLC for the real configs).
+        const int copies = 16;
+        std::vector<Tensor> xs;
+        for (int i = 0; i < copies; ++i) xs.push_back(randn({T, H}));
+        // Bytes actually read: distinct experts chosen (mean over the copies) + router.
+        double experts_read = 0;
+        for (const Tensor& x : xs) {
+          auto [wts, ids] = moe_route(linear(x, router), k, true);
+          std::vector<bool> used(size_t(E), false);
+          const int32_t* p = ids.data<int32_t>();
+          for (int64_t i = 0; i < ids.numel(); ++i) used[size_t(p[i])] = true;
+          experts_read += double(std::count(used.begin(), used.end(), true));
+        }
+        experts_read /= copies;
+        const double bytes = experts_read * per_expert + 2.0 * E * H;
+        bench::Rotation rot;
+        rot.copies = copies;
+        rot.working_set_bytes = all_experts;
+        rot.llc_bytes = sys::system_info().llc_bytes();
+        const std::string name = "moe " + std::string(kn) + " " + cf.value("model", "") + " E=" + std::to_string(E) +
+                                 " k=" + std::to_string(k) + " T=" + std::to_string(T);
+        bench::Result r = c.runner.memory_case(name, bytes, rot, [&](int i) {
+          Tensor y = moe_ffn(xs[size_t(i % copies)], router, w1, w2, k, true, s1, s2);
+        });
+        r.extra["kind"] = kn;
+        r.extra["tokens"] = T;
+        r.extra["experts_read_mean"] = experts_read;
+        r.extra["tokens_per_s"] = double(T) / r.median_s;
+        if (T == 1) c.summary["moe_decode_roof_fraction"][name] = r.roof_fraction;
+        record(c, r);
+      }
+    }
+  }
+}
+
+int run_matmul(MatOptions opt) {
+  if (opt.threads > 0) kiln::set_num_threads(opt.threads);
+  if (opt.repeat <= 0) opt.repeat = opt.quick ? 3 : 10;
+  if (opt.cases.empty())
+    opt.cases = opt.what == "moe" ? "bench/cases/moe_configs.json" : "bench/cases/decode_linear_shapes.json";
+  const size_t roof_bytes = opt.quick ? size_t(8) << 20 : sys::default_roof_bytes();
+  sys::ReadRoof roof(roof_bytes);
+  const sys::RoofStats first = roof.measure(opt.quick ? 0.0 : 0.5, 3, 20);
+  bench::Runner runner(roof, bench::Options{opt.repeat, opt.warmup, opt.quick});
+  if (!opt.json)
+    std::fprintf(stderr, "kiln bench %s: %d threads, roof %.1f GB/s at start ...\n", opt.what.c_str(), kiln::num_threads(),
+                 first.median_gbps);
+  json results = json::array(), summary = json::object();
+  Ctx c{opt, runner, results, summary};
+  if (opt.what == "linear" || opt.what == "scaled_mm") {
+    decode_cases(c, opt.what == "scaled_mm");
+    if (!opt.no_prefill) prefill_cases(c, opt.what == "scaled_mm");
+  } else {
+    moe_cases(c);
+  }
+  const sys::RoofStats all = runner.roof_stats();
+  json doc = {{"command", "bench " + opt.what},
+              {"kiln_version", kiln::kVersion},
+              {"machine", bench::machine_json(all.passes > 0 ? all : first)},
+              {"quick", opt.quick},
+              {"cases_file", opt.cases},
+              {"repeat", opt.repeat},
+              {"warmup", opt.warmup},
+              {"rotation_rule", "weights cycle through copies so the working set is >= 4x the LLC where memory "
+                                "allows (see each result's rotation); moe rotates tokens, so routing spreads "
+                                "reads over every expert; not in --quick"},
+              {"roof_rule", "one roof pass right before every timed repetition; roof_fraction uses the median "
+                            "of the passes beside that case"},
+              {"summary", summary},
+              {"results", results}};
+  if (!opt.out.empty()) std::ofstream(opt.out) << doc.dump(2) << "\n";
+  if (!opt.plot.empty()) std::fprintf(stderr, "kiln bench %s: --plot is not implemented; use the JSON\n", opt.what.c_str());
+  if (opt.json) {
+    std::printf("%s\n", doc.dump(2).c_str());
+    return 0;
+  }
+  std::printf("kiln %s bench %s: %s, %d threads, %s; roof %.1f GB/s\n\n", kiln::kVersion, opt.what.c_str(),
+              sys::system_info().cpu_model.c_str(), kiln::num_threads(),
+              doc["machine"]["simd_target"].get<std::string>().c_str(), doc["machine"]["roof"]["median_gbps"].get<double>());
+  std::fputs(bench::format_table(doc["results"]).c_str(), stdout);
+  std::printf("\nsummary: %s\n", summary.dump(2).c_str());
+  return 0;
+}
+
+Command add_one(CLI::App& bench, const std::string& what, const std::string& help) {
+  auto opt = std::make_shared<MatOptions>();
+  opt->what = what;
+  CLI::App* app = bench.add_subcommand(what, help);
+  app->add_flag("--json", opt->json, "Print one JSON object instead of the table");
+  app->add_option("--out", opt->out, "Also write the JSON object to FILE");
+  app->add_option("--cases", opt->cases,
+                  what == "moe" ? "Case file (default bench/cases/moe_configs.json)"
+                                : "Case file (default bench/cases/decode_linear_shapes.json)");
+  app->add_option("--repeat", opt->repeat, "Timed repetitions per case (default 10, 3 with --quick)")->check(CLI::Range(1, 100000));
+  app->add_option("--warmup", opt->warmup, "Untimed calls before timing (default 2)")->check(CLI::Range(0, 100000));
+  app->add_option("--threads", opt->threads, "Threads (default: KILN_NUM_THREADS or all cores)")->check(CLI::Range(1, 4096));
+  app->add_flag("--quick", opt->quick, "Tiny sizes and few repeats: a smoke run, not a measurement");
+  app->add_option("--plot", opt->plot, "(not implemented: use --json)");
+  if (what != "moe") {
+    app->add_option("--limit", opt->limit, "Only the first N shapes of the case file");
+    app->add_flag("--no-prefill", opt->no_prefill, "Skip the M = 512 prefill cases");
+    app->add_option("--peer-python", opt->peer_python, "A python with torch, to run PyTorch's CPU backend side by side");
+  }
+  if (what == "linear")
+    app->add_option("--dtypes", opt->dtypes, "Weight kinds: f32,bf16,f16,fp8 (e4m3 row scales),fp8-tensor,fp8-block,fp8-e5m2");
+  return {app, [opt] { return run_matmul(*opt); }};
+}
+
+}  // namespace
+
+std::vector<Command> add_bench_matmul(CLI::App& bench) {
+  return {add_one(bench, "linear", "Decode linear layers (GEMV) vs the read roof, and M=512 prefill vs OpenBLAS."),
+          add_one(bench, "scaled_mm", "FP8 scaled_mm: decode shapes vs the read roof, and M=512 prefill."),
+          add_one(bench, "moe", "One MoE layer (router + top-k SwiGLU experts) per config, 1..512 tokens.")};
+}
+
+}  // namespace kiln::cli
