@@ -261,7 +261,8 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& name) {
   if (use_sw && f.has("sliding_window")) c.sliding_window = f.get_int("sliding_window", std::nullopt, 1);
 
   if (a == "qwen3_moe" || a == "olmoe") {
-    c.num_experts = f.get_int("num_experts", std::nullopt, 1);
+    // transformers >= 5 writes num_local_experts for these too; published checkpoints say num_experts.
+    c.num_experts = f.get_int(f.has("num_experts") ? "num_experts" : "num_local_experts", std::nullopt, 1);
     c.num_experts_per_tok = f.get_int("num_experts_per_tok", std::nullopt, 1);
     c.moe_intermediate_size = a == "qwen3_moe" ? f.get_int("moe_intermediate_size", std::nullopt, 1)
                                                : c.intermediate_size;
