@@ -15,5 +15,8 @@ struct Command {
 
 Command add_info(CLI::App& parent);       // info.cc
 Command add_bench_ops(CLI::App& bench);   // bench_ops.cc
+Command add_bench_softmax(CLI::App& bench);    // bench_softmax.cc
+Command add_bench_attention(CLI::App& bench);  // bench_attention.cc
+Command add_bench_sample(CLI::App& bench);     // bench_sample.cc
 
 }  // namespace kiln::cli

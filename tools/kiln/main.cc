@@ -19,6 +19,9 @@ int main(int argc, char** argv) {
   CLI::App* bench = app.add_subcommand("bench", "Measure kiln's speed against the machine's memory roof.");
   bench->require_subcommand(0, 1);
   commands.push_back(kiln::cli::add_bench_ops(*bench));
+  commands.push_back(kiln::cli::add_bench_softmax(*bench));
+  commands.push_back(kiln::cli::add_bench_attention(*bench));
+  commands.push_back(kiln::cli::add_bench_sample(*bench));
 
   try {
     app.parse(argc, argv);
