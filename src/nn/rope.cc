@@ -19,8 +19,10 @@ Tensor rope_inv_freq(int64_t rotary_dim, double theta, const RopeScaling& sc) {
   Tensor out = empty({half}, DType::Float32);
   float* p = out.data<float>();
   for (int64_t i = 0; i < half; ++i) {
-    // As HF: 1 / theta^(arange(0, dim, 2) / dim), in float32.
-    const float f = float(1.0 / std::pow(theta, double(2 * i) / double(rotary_dim)));
+    // As HF, in float32: 1 / theta^(arange(0, dim, 2) / dim), so tables match
+    // the checkpoints' reference implementation bit for bit.
+    const float e = float(2 * i) / float(rotary_dim);
+    const float f = 1.0f / std::pow(float(theta), e);
     double v = f;
     if (sc.kind == RopeScaling::Kind::Linear) {
       v = f / sc.factor;
