@@ -2,6 +2,7 @@
 #pragma once
 
 #include "kiln/allocator.h"
+#include "kiln/attention.h"
 #include "kiln/binary.h"
 #include "kiln/dtype.h"
 #include "kiln/grouped_mm.h"
@@ -13,7 +14,11 @@
 #include "kiln/random.h"
 #include "kiln/reduce.h"
 #include "kiln/scaled_mm.h"
+#include "kiln/kv_cache.h"
+#include "kiln/nn.h"
+#include "kiln/sampling.h"
 #include "kiln/scalar.h"
+#include "kiln/softmax.h"
 #include "kiln/sort.h"
 #include "kiln/tensor.h"
 #include "kiln/thread_pool.h"

@@ -18,5 +18,8 @@ Command add_info(CLI::App& parent);       // info.cc
 Command add_bench_ops(CLI::App& bench);   // bench_ops.cc
 Command add_bench_load(CLI::App& bench);  // bench_load.cc
 std::vector<Command> add_bench_matmul(CLI::App& bench);  // bench_matmul.cc: linear, scaled_mm, moe
+Command add_bench_softmax(CLI::App& bench);    // bench_softmax.cc
+Command add_bench_attention(CLI::App& bench);  // bench_attention.cc
+Command add_bench_sample(CLI::App& bench);     // bench_sample.cc
 
 }  // namespace kiln::cli

@@ -21,6 +21,9 @@ int main(int argc, char** argv) {
   commands.push_back(kiln::cli::add_bench_ops(*bench));
   commands.push_back(kiln::cli::add_bench_load(*bench));
   for (auto& c : kiln::cli::add_bench_matmul(*bench)) commands.push_back(c);
+  commands.push_back(kiln::cli::add_bench_softmax(*bench));
+  commands.push_back(kiln::cli::add_bench_attention(*bench));
+  commands.push_back(kiln::cli::add_bench_sample(*bench));
 
   try {
     app.parse(argc, argv);

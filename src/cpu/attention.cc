@@ -1,0 +1,257 @@
+// Tiled attention with an online softmax (Highway, dynamic dispatch).
+//
+// Per tile of kAttnKeyBlock keys: K rows are widened to float32 (bf16/f16; f32
+// rows with a padded length are used in place), scores = q . k for up to 4
+// query rows per pass (one K load feeds 4 FMAs), masked, then each row's max,
+// correction exp(m_old - m_new), probabilities and sum are updated; finally
+// acc += p @ V with the accumulators of 4 rows held in registers while V
+// streams through once. K and V are each read once per call, whatever the
+// number of rows (the GQA heads sharing a KV head are rows of one call).
+#include "cpu/attention.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "cpu/attention.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+// clang-format off: math-inl.h must follow highway.h
+#include <hwy/contrib/math/math-inl.h>
+// clang-format on
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "kiln/float_types.h"
+#include "kiln/random.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kiln::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+constexpr int64_t kBk = kAttnKeyBlock;
+
+// n elements of kv type at src -> float32 dst[0..n), zeros to dst[n..np).
+void Widen(const void* src, KVType t, float* HWY_RESTRICT dst, int64_t n, int64_t np) {
+  const DF d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  int64_t i = 0;
+  if (t == KVType::F32) {
+    std::memcpy(dst, src, size_t(n) * 4);
+    i = n;
+  } else if (t == KVType::BF16) {
+    const uint16_t* s = static_cast<const uint16_t*>(src);
+    const hn::Rebind<uint16_t, DF> du16;
+    const hn::RebindToUnsigned<DF> du32;
+    for (; i + N <= n; i += N)
+      hn::StoreU(hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, s + i)))), d, dst + i);
+    for (; i < n; ++i) dst[i] = bf16_bits_to_float(s[i]);
+  } else {
+    const hwy::float16_t* s = static_cast<const hwy::float16_t*>(src);
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    for (; i + N <= n; i += N) hn::StoreU(hn::PromoteTo(d, hn::LoadU(dh, s + i)), d, dst + i);
+    const uint16_t* sb = static_cast<const uint16_t*>(src);
+    for (; i < n; ++i) dst[i] = f16_bits_to_float(sb[i]);
+  }
+  for (; i < np; ++i) dst[i] = 0.0f;
+}
+
+// sc[r][j] = q_r . k_j for R (1..4) rows starting at q, keys kt[j * ldk], len Ep.
+template <int R>
+HWY_INLINE void Dots(const float* HWY_RESTRICT q, int64_t ldq, const float* HWY_RESTRICT kt, int64_t ldk,
+                     int64_t nb, int64_t Ep, float (*sc)[kBk]) {
+  const DF d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  for (int64_t j = 0; j < nb; ++j) {
+    const float* kr = kt + j * ldk;
+    VF a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+    for (int64_t c = 0; c < Ep; c += N) {
+      const VF kv = hn::LoadU(d, kr + c);
+      a0 = hn::MulAdd(hn::LoadU(d, q + c), kv, a0);
+      if constexpr (R > 1) a1 = hn::MulAdd(hn::LoadU(d, q + ldq + c), kv, a1);
+      if constexpr (R > 2) a2 = hn::MulAdd(hn::LoadU(d, q + 2 * ldq + c), kv, a2);
+      if constexpr (R > 3) a3 = hn::MulAdd(hn::LoadU(d, q + 3 * ldq + c), kv, a3);
+    }
+    sc[0][j] = hn::GetLane(hn::SumOfLanes(d, a0));
+    if constexpr (R > 1) sc[1][j] = hn::GetLane(hn::SumOfLanes(d, a1));
+    if constexpr (R > 2) sc[2][j] = hn::GetLane(hn::SumOfLanes(d, a2));
+    if constexpr (R > 3) sc[3][j] = hn::GetLane(hn::SumOfLanes(d, a3));
+  }
+}
+
+// acc_r[0..Evp) += sum_j p[r][j] * v_j for R (1..4) rows.
+template <int R>
+HWY_INLINE void AccumulatePV(const float (*p)[kBk], const float* HWY_RESTRICT vt, int64_t ldv, int64_t nb,
+                             int64_t Evp, float* HWY_RESTRICT acc, int64_t lda) {
+  const DF d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  for (int64_t c = 0; c < Evp; c += N) {
+    VF a0 = hn::LoadU(d, acc + c), a1 = a0, a2 = a0, a3 = a0;
+    if constexpr (R > 1) a1 = hn::LoadU(d, acc + lda + c);
+    if constexpr (R > 2) a2 = hn::LoadU(d, acc + 2 * lda + c);
+    if constexpr (R > 3) a3 = hn::LoadU(d, acc + 3 * lda + c);
+    for (int64_t j = 0; j < nb; ++j) {
+      const VF vv = hn::LoadU(d, vt + j * ldv + c);
+      a0 = hn::MulAdd(hn::Set(d, p[0][j]), vv, a0);
+      if constexpr (R > 1) a1 = hn::MulAdd(hn::Set(d, p[1][j]), vv, a1);
+      if constexpr (R > 2) a2 = hn::MulAdd(hn::Set(d, p[2][j]), vv, a2);
+      if constexpr (R > 3) a3 = hn::MulAdd(hn::Set(d, p[3][j]), vv, a3);
+    }
+    hn::StoreU(a0, d, acc + c);
+    if constexpr (R > 1) hn::StoreU(a1, d, acc + lda + c);
+    if constexpr (R > 2) hn::StoreU(a2, d, acc + 2 * lda + c);
+    if constexpr (R > 3) hn::StoreU(a3, d, acc + 3 * lda + c);
+  }
+}
+
+// Keep / drop of element (row, key) from Philox.
+HWY_INLINE bool Keep(const AttnDropout& dr, int64_t row, int64_t key) {
+  const uint64_t idx = uint64_t(row) * uint64_t(dr.S) + uint64_t(key);
+  uint32_t w[4];
+  philox(dr.offset + idx / 4, dr.seed, w);
+  const float u = float(w[idx % 4] >> 8) * (1.0f / 16777216.0f);
+  return u >= dr.p;
+}
+
+void AttendBlock(const AttnBlock& b, int64_t s0, int64_t s1, float* m, float* l, float* acc, int64_t lda) {
+  const DF d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  const int64_t R = b.rows, Ep = b.ldq, Evp = lda;
+  const float ninf = -std::numeric_limits<float>::infinity();
+  if (b.limit != nullptr) {
+    int64_t lim = -1;
+    for (int64_t r = 0; r < R; ++r) lim = std::max(lim, b.limit[r]);
+    s1 = std::min(s1, lim + 1);
+  }
+  const bool k_direct = b.kv == KVType::F32 && Ep == b.E && b.E % N == 0;
+  const bool v_direct = b.kv == KVType::F32 && Evp == b.Ev && b.Ev % N == 0;
+  thread_local std::vector<float> kbuf, vbuf;
+  if (!k_direct) kbuf.resize(size_t(kBk * Ep));
+  if (!v_direct) vbuf.resize(size_t(kBk * Evp));
+  const size_t esz = b.kv == KVType::F32 ? 4 : 2;
+  HWY_ALIGN float sc[kAttnMaxRows][kBk];
+  for (int64_t j0 = s0; j0 < s1; j0 += kBk) {
+    const int64_t nb = std::min(kBk, s1 - j0);
+    const float* kt;
+    int64_t ldk;
+    if (k_direct) {
+      kt = static_cast<const float*>(b.k) + j0 * b.ks;
+      ldk = b.ks;
+    } else {
+      for (int64_t j = 0; j < nb; ++j)
+        Widen(static_cast<const char*>(b.k) + size_t(j0 + j) * size_t(b.ks) * esz, b.kv, kbuf.data() + j * Ep,
+              b.E, Ep);
+      kt = kbuf.data();
+      ldk = Ep;
+    }
+    // Scores for all rows, 4 at a time.
+    int64_t r = 0;
+    for (; r + 4 <= R; r += 4) Dots<4>(b.q + r * b.ldq, b.ldq, kt, ldk, nb, Ep, sc + r);
+    switch (R - r) {
+      case 3:
+        Dots<3>(b.q + r * b.ldq, b.ldq, kt, ldk, nb, Ep, sc + r);
+        break;
+      case 2:
+        Dots<2>(b.q + r * b.ldq, b.ldq, kt, ldk, nb, Ep, sc + r);
+        break;
+      case 1:
+        Dots<1>(b.q + r * b.ldq, b.ldq, kt, ldk, nb, Ep, sc + r);
+        break;
+      default:
+        break;
+    }
+    // Mask, online softmax update, probabilities in place of the scores.
+    for (r = 0; r < R; ++r) {
+      float* s = sc[r];
+      for (int64_t j = 0; j < nb; ++j) {
+        if (b.limit != nullptr && j0 + j > b.limit[r])
+          s[j] = ninf;
+        else if (b.mask != nullptr)
+          s[j] += b.mask[r][j0 + j];
+      }
+      for (int64_t j = nb; j < kBk; ++j) s[j] = ninf;
+      float bm = ninf;
+      bool nan = false;
+      for (int64_t j = 0; j < nb; ++j) {
+        bm = s[j] > bm ? s[j] : bm;
+        nan |= std::isnan(s[j]);
+      }
+      if (nan) {  // NaN scores make the row NaN, as torch's softmax
+        m[r] = std::numeric_limits<float>::quiet_NaN();
+        l[r] = std::numeric_limits<float>::quiet_NaN();
+      }
+      if (bm == ninf || std::isnan(m[r])) {
+        for (int64_t j = 0; j < kBk; ++j) s[j] = 0.0f;
+        continue;
+      }
+      const float mn = std::max(m[r], bm);
+      const float corr = std::exp(m[r] - mn);  // 0 when m was -inf
+      const VF vmn = hn::Set(d, mn);
+      VF sum = hn::Zero(d);
+      for (int64_t j = 0; j < kBk; j += N) {
+        const VF e = hn::Exp(d, hn::Sub(hn::LoadU(d, s + j), vmn));
+        hn::StoreU(e, d, s + j);
+        sum = hn::Add(sum, e);
+      }
+      l[r] = l[r] * corr + hn::GetLane(hn::SumOfLanes(d, sum));
+      m[r] = mn;
+      if (corr != 1.0f) {
+        float* a = acc + r * lda;
+        const VF vc = hn::Set(d, corr);
+        for (int64_t c = 0; c < Evp; c += N) hn::StoreU(hn::Mul(hn::LoadU(d, a + c), vc), d, a + c);
+      }
+      if (b.dropout.p > 0.0f) {
+        const float keep_scale = 1.0f / (1.0f - b.dropout.p);
+        for (int64_t j = 0; j < nb; ++j)
+          s[j] = Keep(b.dropout, b.dropout.row_id[r], j0 + j) ? s[j] * keep_scale : 0.0f;
+      }
+    }
+    const float* vt;
+    int64_t ldv;
+    if (v_direct) {
+      vt = static_cast<const float*>(b.v) + j0 * b.vs;
+      ldv = b.vs;
+    } else {
+      for (int64_t j = 0; j < nb; ++j)
+        Widen(static_cast<const char*>(b.v) + size_t(j0 + j) * size_t(b.vs) * esz, b.kv,
+              vbuf.data() + j * Evp, b.Ev, Evp);
+      vt = vbuf.data();
+      ldv = Evp;
+    }
+    for (r = 0; r + 4 <= R; r += 4) AccumulatePV<4>(sc + r, vt, ldv, nb, Evp, acc + r * lda, lda);
+    switch (R - r) {
+      case 3:
+        AccumulatePV<3>(sc + r, vt, ldv, nb, Evp, acc + r * lda, lda);
+        break;
+      case 2:
+        AccumulatePV<2>(sc + r, vt, ldv, nb, Evp, acc + r * lda, lda);
+        break;
+      case 1:
+        AccumulatePV<1>(sc + r, vt, ldv, nb, Evp, acc + r * lda, lda);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kiln::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace kiln::cpu {
+HWY_EXPORT(AttendBlock);
+
+void attend_block(const AttnBlock& b, int64_t s0, int64_t s1, float* m, float* l, float* acc, int64_t ldacc) {
+  HWY_DYNAMIC_DISPATCH(AttendBlock)(b, s0, s1, m, l, acc, ldacc);
+}
+
+int64_t attn_padded(int64_t n) { return (n + 15) / 16 * 16; }
+
+}  // namespace kiln::cpu
+#endif

@@ -1,0 +1,155 @@
+// `kiln bench attention`: decode attention (one query token, 32 query heads
+// sharing 8 KV heads, head_dim 128) against a KV cache of L positions, f32 and
+// bf16 KV, through the runtime entry scaled_dot_product_attention_out. Reported
+// as GB/s over the K and V bytes read and as a fraction of the read roof, side by
+// side with torch's SDPA (same dtype for q, k, v there) with --peer-python.
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/bandwidth.h"
+#include "core/sysinfo.h"
+#include "kiln/allocator.h"
+#include "kiln/attention.h"
+#include "kiln/bench/harness.h"
+#include "kiln/bench_torch_peer.h"
+#include "kiln/commands.h"
+#include "kiln/random.h"
+#include "kiln/thread_pool.h"
+#include "kiln/version.h"
+
+namespace kiln::cli {
+namespace {
+
+using bench::json;
+
+struct AttnOptions {
+  bool json = false;
+  std::string out, peer_python, filter;
+  int repeat = 0, warmup = 2, threads = 0;
+  bool quick = false;
+  int hq = 32, hkv = 8, d = 128;
+};
+
+int run_attention(AttnOptions opt) {
+  if (opt.threads > 0) kiln::set_num_threads(opt.threads);
+  if (opt.repeat <= 0) opt.repeat = opt.quick ? 3 : 20;
+  const size_t roof_bytes = opt.quick ? size_t(8) << 20 : sys::default_roof_bytes();
+  sys::ReadRoof roof(roof_bytes);
+  const sys::RoofStats first = roof.measure(opt.quick ? 0.0 : 0.5, 3, 20);
+  bench::Runner runner(roof, bench::Options{opt.repeat, opt.warmup, opt.quick});
+  const std::vector<int64_t> lengths =
+      opt.quick ? std::vector<int64_t>{64, 300} : std::vector<int64_t>{512, 1024, 2048, 4096, 8192, 16384};
+  json results = json::array(), peer_cases = json::array(), missing = json::array();
+  for (DType dt : {DType::Float32, DType::BFloat16}) {
+    for (int64_t L : lengths) {
+      const std::string nm = std::string("decode ") + name(dt) + " KV L=" + std::to_string(L);
+      if (!opt.filter.empty() && nm.find(opt.filter) == std::string::npos) continue;
+      const double kv_bytes = 2.0 * double(opt.hkv) * double(L) * opt.d * double(itemsize(dt));
+      const bench::Rotation rot = bench::plan_rotation(kv_bytes, 0, opt.quick ? 1 : 64);
+      kiln::manual_seed(2);
+      std::vector<Tensor> ks, vs;
+      ks.push_back(randn({1, opt.hkv, L, opt.d}).to(dt));
+      vs.push_back(randn({1, opt.hkv, L, opt.d}).to(dt));
+      for (int i = 1; i < rot.copies; ++i) {
+        ks.push_back(ks.front().clone());
+        vs.push_back(vs.front().clone());
+      }
+      const Tensor q = randn({1, opt.hq, 1, opt.d}).to(dt);
+      const Tensor out = empty({1, opt.hq, 1, opt.d}, dt);
+      AttentionOptions ao;
+      ao.enable_gqa = true;
+      bench::Result r = runner.memory_case(nm, kv_bytes, rot, [&](int i) {
+        scaled_dot_product_attention_out(q, ks[size_t(i % rot.copies)], vs[size_t(i % rot.copies)], ao, out);
+      });
+      r.extra["L"] = L;
+      r.extra["kv_dtype"] = name(dt);
+      r.extra["heads"] = {{"q", opt.hq}, {"kv", opt.hkv}, {"head_dim", opt.d}};
+      r.extra["bytes_note"] = "K and V read once (q and out are negligible)";
+      results.push_back(r.to_json());
+      peer_cases.push_back({{"name", nm},
+                            {"kind", "attention"},
+                            {"dtype", name(dt)},
+                            {"L", L},
+                            {"hq", opt.hq},
+                            {"hkv", opt.hkv},
+                            {"d", opt.d}});
+      ks.clear();
+      vs.clear();
+      kiln::empty_cache();
+    }
+  }
+  json peer_info;
+  if (!opt.peer_python.empty()) {
+    const json cfg = {{"cases", peer_cases},
+                      {"repeat", opt.repeat},
+                      {"warmup", opt.warmup},
+                      {"threads", kiln::num_threads()},
+                      {"flush_mb", opt.quick ? 8 : 256}};
+    const TorchPeer peer = run_torch_peer(opt.peer_python, cfg);
+    if (peer.ok) {
+      merge_torch_peer(results, peer);
+      peer_info = {{"torch", peer.doc["torch_version"]},
+                   {"threads", peer.doc["threads"]},
+                   {"python", opt.peer_python}};
+    } else {
+      missing.push_back({{"name", "torch peer"}, {"why", peer.why}});
+    }
+  } else {
+    missing.push_back({{"name", "torch peer"}, {"why", "pass --peer-python PATH (a Python with torch)"}});
+  }
+  const sys::RoofStats all = runner.roof_stats();
+  json doc = {{"command", "bench attention"},
+              {"kiln_version", kiln::kVersion},
+              {"machine", bench::machine_json(all.passes > 0 ? all : first)},
+              {"quick", opt.quick},
+              {"repeat", opt.repeat},
+              {"warmup", opt.warmup},
+              {"timing_rule", "each timed call follows one pass of the read roof (caches cold)"},
+              {"results", results}};
+  if (!peer_info.is_null()) doc["peers"] = peer_info;
+  if (!missing.empty()) doc["missing"] = missing;
+  if (!opt.out.empty()) std::ofstream(opt.out) << doc.dump(2) << "\n";
+  if (opt.json) {
+    std::printf("%s\n", doc.dump(2).c_str());
+    return 0;
+  }
+  std::printf(
+      "kiln %s bench attention: decode, %d q heads / %d kv heads / head_dim %d, %d threads, roof %.1f "
+      "GB/s\n\n",
+      kiln::kVersion, opt.hq, opt.hkv, opt.d, kiln::num_threads(),
+      doc["machine"]["roof"]["median_gbps"].get<double>());
+  std::fputs(bench::format_table(results).c_str(), stdout);
+  for (const json& mi : missing)
+    std::printf("  not measured: %s (%s)\n", mi["name"].get<std::string>().c_str(),
+                mi["why"].get<std::string>().c_str());
+  return 0;
+}
+
+}  // namespace
+
+Command add_bench_attention(CLI::App& bench) {
+  auto opt = std::make_shared<AttnOptions>();
+  CLI::App* app = bench.add_subcommand(
+      "attention", "Decode attention against a KV cache, as a fraction of the read roof.");
+  app->add_flag("--json", opt->json, "Print one JSON object instead of the table");
+  app->add_option("--out", opt->out, "Also write the JSON object to FILE");
+  app->add_option("--repeat", opt->repeat, "Timed repetitions per case (default 20, 3 with --quick)")
+      ->check(CLI::Range(1, 100000));
+  app->add_option("--warmup", opt->warmup, "Untimed calls before timing (default 2)")
+      ->check(CLI::Range(0, 100000));
+  app->add_option("--threads", opt->threads, "Threads to use (default: all cores)")
+      ->check(CLI::Range(1, 4096));
+  app->add_flag("--quick", opt->quick, "Tiny sizes and few repeats: a smoke run, not a measurement");
+  app->add_option("--peer-python", opt->peer_python,
+                  "A Python with torch, to time torch's SDPA side by side");
+  app->add_option("--filter", opt->filter, "Run only the cases whose name contains this text");
+  app->add_option("--q-heads", opt->hq, "Query heads (default 32)")->check(CLI::Range(1, 1024));
+  app->add_option("--kv-heads", opt->hkv, "KV heads (default 8)")->check(CLI::Range(1, 1024));
+  app->add_option("--head-dim", opt->d, "Head dim (default 128)")->check(CLI::Range(1, 1024));
+  return {app, [opt] { return run_attention(*opt); }};
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,199 @@
+// `kiln bench softmax`: softmax and log_softmax (float32) over the shapes of a
+// case file (default bench/cases/softmax_cases.json: real vocabulary sizes),
+// as time per row, GB/s (one read + one write) and fraction of the read roof,
+// side by side with torch.softmax / torch.log_softmax when --peer-python names a
+// Python with torch. Ends with the geometric-mean speedup over torch.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/bandwidth.h"
+#include "core/sysinfo.h"
+#include "kiln/allocator.h"
+#include "kiln/bench/harness.h"
+#include "kiln/bench_torch_peer.h"
+#include "kiln/binary.h"
+#include "kiln/commands.h"
+#include "kiln/random.h"
+#include "kiln/softmax.h"
+#include "kiln/thread_pool.h"
+#include "kiln/version.h"
+
+namespace kiln::cli {
+namespace {
+
+using bench::json;
+
+struct SoftmaxOptions {
+  bool json = false;
+  std::string out, cases, peer_python, filter;
+  int repeat = 0, warmup = 2, threads = 0;
+  bool quick = false;
+};
+
+// The project's case file when run from the source tree; else these (the same list).
+const char* kDefaultCases = R"({"cases": [
+ {"shape": [1, 32000], "dim": -1}, {"shape": [1, 49152], "dim": -1}, {"shape": [1, 128256], "dim": -1},
+ {"shape": [1, 151936], "dim": -1}, {"shape": [1, 201088], "dim": -1}, {"shape": [4, 32000], "dim": -1},
+ {"shape": [4, 49152], "dim": -1}, {"shape": [4, 128256], "dim": -1}, {"shape": [4, 151936], "dim": -1},
+ {"shape": [4, 201088], "dim": -1}, {"shape": [8, 32000], "dim": -1}, {"shape": [8, 49152], "dim": -1},
+ {"shape": [8, 128256], "dim": -1}, {"shape": [8, 151936], "dim": -1}, {"shape": [8, 201088], "dim": -1},
+ {"shape": [5, 51866], "dim": -1}, {"shape": [64, 1000], "dim": -1}, {"shape": [4, 499, 46], "dim": -1}]})";
+
+json load_cases(const SoftmaxOptions& opt, std::string* source) {
+  std::string path = opt.cases;
+  if (path.empty() && std::ifstream("bench/cases/softmax_cases.json"))
+    path = "bench/cases/softmax_cases.json";
+  if (path.empty()) {
+    *source = "built-in (same as bench/cases/softmax_cases.json)";
+    return json::parse(kDefaultCases);
+  }
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error("[bench softmax] cannot read " + path);
+  *source = path;
+  return json::parse(f);
+}
+
+std::string case_name(bool log, const Shape& shape, int dim) {
+  return std::string(log ? "log_softmax " : "softmax ") + shape_to_string(shape) + " dim " +
+         std::to_string(dim);
+}
+
+int run_softmax(SoftmaxOptions opt) {
+  if (opt.threads > 0) kiln::set_num_threads(opt.threads);
+  if (opt.repeat <= 0) opt.repeat = opt.quick ? 3 : 30;
+  std::string source;
+  json doc_cases = load_cases(opt, &source);
+  const size_t roof_bytes = opt.quick ? size_t(8) << 20 : sys::default_roof_bytes();
+  sys::ReadRoof roof(roof_bytes);
+  const sys::RoofStats first = roof.measure(opt.quick ? 0.0 : 0.5, 3, 20);
+  bench::Runner runner(roof, bench::Options{opt.repeat, opt.warmup, opt.quick});
+
+  json results = json::array(), peer_cases = json::array(), missing = json::array();
+  for (const json& c : doc_cases["cases"]) {
+    Shape shape = c["shape"].get<Shape>();
+    const int dim = c.value("dim", -1);
+    if (opt.quick)  // tiny: same ranks, vocab cut to <= 2048
+      for (auto& s : shape) s = std::min<int64_t>(s, 2048);
+    for (bool log : {false, true}) {
+      const std::string nm = case_name(log, shape, dim);
+      if (!opt.filter.empty() && nm.find(opt.filter) == std::string::npos) continue;
+      const int64_t n = shape_numel(shape, "bench softmax");
+      const double bytes = 8.0 * double(n);
+      const bench::Rotation rot = bench::plan_rotation(4.0 * double(n), 4.0 * double(n), opt.quick ? 1 : 256);
+      kiln::manual_seed(1);
+      std::vector<Tensor> xs;
+      xs.push_back(mul(randn(shape), Scalar(3.0)));
+      for (int i = 1; i < rot.copies; ++i) xs.push_back(xs.front().clone());
+      bench::Result r = runner.memory_case(nm, bytes, rot, [&](int i) {
+        Tensor y = log ? kiln::log_softmax(xs[size_t(i % rot.copies)], dim)
+                       : kiln::softmax(xs[size_t(i % rot.copies)], dim);
+      });
+      const int d = dim < 0 ? dim + int(shape.size()) : dim;
+      const int64_t rows = n / std::max<int64_t>(shape[size_t(d)], 1);
+      r.extra["shape"] = shape;
+      r.extra["dim"] = dim;
+      r.extra["rows"] = rows;
+      r.extra["time_per_row_s"] = r.median_s / double(std::max<int64_t>(rows, 1));
+      r.extra["bytes_note"] = "1 read + 1 write of float32";
+      results.push_back(r.to_json());
+      peer_cases.push_back({{"name", nm}, {"kind", "softmax"}, {"shape", shape}, {"dim", dim}, {"log", log}});
+      xs.clear();
+      kiln::empty_cache();
+    }
+  }
+  json peer_info;
+  if (!opt.peer_python.empty()) {
+    const json cfg = {{"cases", peer_cases},
+                      {"repeat", opt.repeat},
+                      {"warmup", opt.warmup},
+                      {"threads", kiln::num_threads()},
+                      {"flush_mb", opt.quick ? 8 : 256}};
+    const TorchPeer peer = run_torch_peer(opt.peer_python, cfg);
+    if (peer.ok) {
+      merge_torch_peer(results, peer);
+      peer_info = {{"torch", peer.doc["torch_version"]},
+                   {"threads", peer.doc["threads"]},
+                   {"python", opt.peer_python}};
+    } else {
+      missing.push_back({{"name", "torch peer"}, {"why", peer.why}});
+    }
+  } else {
+    missing.push_back({{"name", "torch peer"}, {"why", "pass --peer-python PATH (a Python with torch)"}});
+  }
+  // Geometric-mean speedups over torch.
+  json geo = json::object();
+  for (const char* kind : {"softmax ", "log_softmax ", ""}) {
+    double s = 0;
+    int k = 0;
+    for (const json& r : results)
+      if (r.contains("speedup_vs_torch") && r["name"].get<std::string>().rfind(kind, 0) == 0) {
+        s += std::log(r["speedup_vs_torch"].get<double>());
+        ++k;
+      }
+    if (k > 0)
+      geo[*kind ? std::string(kind).substr(0, std::string(kind).size() - 1) : "all"] = std::exp(s / k);
+  }
+  const sys::RoofStats all = runner.roof_stats();
+  json doc = {{"command", "bench softmax"},
+              {"kiln_version", kiln::kVersion},
+              {"machine", bench::machine_json(all.passes > 0 ? all : first)},
+              {"cases_file", source},
+              {"quick", opt.quick},
+              {"repeat", opt.repeat},
+              {"warmup", opt.warmup},
+              {"timing_rule",
+               "each timed call follows one pass of the read roof (caches cold, pool warm); "
+               "the torch peer follows a 256 MiB read likewise"},
+              {"results", results}};
+  if (!geo.empty()) doc["geomean_speedup_vs_torch"] = geo;
+  if (!peer_info.is_null()) doc["peers"] = peer_info;
+  if (!missing.empty()) doc["missing"] = missing;
+  if (!opt.out.empty()) std::ofstream(opt.out) << doc.dump(2) << "\n";
+  if (opt.json) {
+    std::printf("%s\n", doc.dump(2).c_str());
+    return 0;
+  }
+  std::printf("kiln %s bench softmax: %d threads, roof %.1f GB/s, cases from %s\n\n", kiln::kVersion,
+              kiln::num_threads(), doc["machine"]["roof"]["median_gbps"].get<double>(), source.c_str());
+  std::fputs(bench::format_table(results).c_str(), stdout);
+  for (const json& r : results)
+    std::printf("  %-40s %9.2f us/row%s\n", r["name"].get<std::string>().c_str(),
+                r["time_per_row_s"].get<double>() * 1e6,
+                r.contains("speedup_vs_torch")
+                    ? (" vs torch " + std::to_string(r["speedup_vs_torch"].get<double>()) + "x").c_str()
+                    : "");
+  for (auto it = geo.begin(); it != geo.end(); ++it)
+    std::printf("geomean speedup vs torch (%s): %.2fx\n", it.key().c_str(), it.value().get<double>());
+  for (const json& mi : missing)
+    std::printf("  not measured: %s (%s)\n", mi["name"].get<std::string>().c_str(),
+                mi["why"].get<std::string>().c_str());
+  return 0;
+}
+
+}  // namespace
+
+Command add_bench_softmax(CLI::App& bench) {
+  auto opt = std::make_shared<SoftmaxOptions>();
+  CLI::App* app =
+      bench.add_subcommand("softmax", "softmax / log_softmax over real vocabulary sizes, vs torch.");
+  app->add_flag("--json", opt->json, "Print one JSON object instead of the table");
+  app->add_option("--out", opt->out, "Also write the JSON object to FILE");
+  app->add_option("--cases", opt->cases,
+                  "Case file {\"cases\": [{\"shape\", \"dim\"}]} (default bench/cases/softmax_cases.json)");
+  app->add_option("--repeat", opt->repeat, "Timed repetitions per case (default 30, 3 with --quick)")
+      ->check(CLI::Range(1, 100000));
+  app->add_option("--warmup", opt->warmup, "Untimed calls before timing (default 2)")
+      ->check(CLI::Range(0, 100000));
+  app->add_option("--threads", opt->threads, "Threads to use (default: all cores)")
+      ->check(CLI::Range(1, 4096));
+  app->add_flag("--quick", opt->quick, "Tiny sizes and few repeats: a smoke run, not a measurement");
+  app->add_option("--peer-python", opt->peer_python, "A Python with torch, to time torch side by side");
+  app->add_option("--filter", opt->filter, "Run only the cases whose name contains this text");
+  return {app, [opt] { return run_softmax(*opt); }};
+}
+
+}  // namespace kiln::cli

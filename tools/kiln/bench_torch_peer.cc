@@ -1,0 +1,132 @@
+// The PyTorch peer script and its runner (see bench_torch_peer.h).
+#include "kiln/bench_torch_peer.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+namespace kiln::cli {
+namespace {
+
+constexpr const char* kScript = R"PY(
+import json, sys, time
+import torch
+import torch.nn.functional as F
+
+cfg = json.load(sys.stdin)
+torch.set_num_threads(int(cfg["threads"]))
+torch.manual_seed(0)
+flush = torch.ones(int(cfg["flush_mb"]) * (1 << 20) // 4)
+DT = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+def timed(fn):
+    for _ in range(int(cfg["warmup"])):
+        fn()
+    ts = []
+    for _ in range(int(cfg["repeat"])):
+        flush.sum()
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    ts.sort()
+    return ts[len(ts) // 2], ts[0], ts[-1]
+
+def top_p_sample(x, p):
+    probs = torch.softmax(x, -1)
+    sp, si = torch.sort(probs, descending=True)
+    c = torch.cumsum(sp, -1)
+    keep = (c - sp) < p
+    sp = sp * keep
+    return si[torch.multinomial(sp, 1)]
+
+out = []
+for c in cfg["cases"]:
+    k = c["kind"]
+    if k == "softmax":
+        x = torch.randn(c["shape"])
+        f = torch.log_softmax if c["log"] else torch.softmax
+        fn = lambda x=x, f=f, d=c["dim"]: f(x, d)
+    elif k == "attention":
+        dt = DT[c["dtype"]]
+        q = torch.randn(1, c["hq"], 1, c["d"]).to(dt)
+        kk = torch.randn(1, c["hkv"], c["L"], c["d"]).to(dt)
+        v = torch.randn(1, c["hkv"], c["L"], c["d"]).to(dt)
+        fn = lambda q=q, kk=kk, v=v: F.scaled_dot_product_attention(q, kk, v, enable_gqa=True)
+    elif k == "sample":
+        x = torch.randn(c["V"]) * 3
+        if c["mode"] == "argmax":
+            fn = lambda x=x: torch.argmax(x)
+        else:
+            fn = lambda x=x, p=c["top_p"]: top_p_sample(x, p)
+    else:
+        continue
+    m, lo, hi = timed(fn)
+    out.append({"name": c["name"], "median_s": m, "min_s": lo, "max_s": hi})
+print(json.dumps({"torch_version": torch.__version__, "threads": torch.get_num_threads(), "results": out}))
+)PY";
+
+std::string quote(const std::string& s) {
+  std::string r = "'";
+  for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return r + "'";
+}
+
+}  // namespace
+
+TorchPeer run_torch_peer(const std::string& python, const nlohmann::json& config) {
+  TorchPeer r;
+  if (python.empty()) {
+    r.why = "no --peer-python given";
+    return r;
+  }
+  char dir[] = "/tmp/kiln-peer-XXXXXX";
+  if (mkdtemp(dir) == nullptr) {
+    r.why = "cannot create a temporary directory";
+    return r;
+  }
+  const std::string d(dir), script = d + "/peer.py", in = d + "/in.json", out = d + "/out.json",
+                            err = d + "/err.txt";
+  std::ofstream(script) << kScript;
+  std::ofstream(in) << config.dump();
+  const std::string cmd =
+      quote(python) + " " + quote(script) + " <" + quote(in) + " >" + quote(out) + " 2>" + quote(err);
+  const int st = std::system(cmd.c_str());
+  const int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  std::ifstream fo(out);
+  std::string text((std::istreambuf_iterator<char>(fo)), std::istreambuf_iterator<char>());
+  if (code != 0) {
+    std::ifstream fe(err);
+    std::string line, last;
+    while (std::getline(fe, line))
+      if (!line.empty()) last = line;
+    r.why = python + " exited with " + std::to_string(code) + (last.empty() ? "" : ": " + last);
+  } else {
+    try {
+      r.doc = nlohmann::json::parse(text);
+      r.ok = true;
+    } catch (const std::exception& e) {
+      r.why = std::string("bad JSON from the torch peer: ") + e.what();
+    }
+  }
+  for (const std::string& f : {script, in, out, err}) std::remove(f.c_str());
+  rmdir(dir);
+  return r;
+}
+
+void merge_torch_peer(nlohmann::json& results, const TorchPeer& peer) {
+  if (!peer.ok) return;
+  for (const auto& pr : peer.doc["results"]) {
+    for (auto& r : results) {
+      if (r["name"] == pr["name"]) {
+        const double pm = pr["median_s"].get<double>();
+        r["peer_median_s"] = {{"torch", pm}};
+        r["speedup_vs_torch"] = pm / r["median_s"].get<double>();
+      }
+    }
+  }
+}
+
+}  // namespace kiln::cli
