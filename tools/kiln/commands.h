@@ -15,5 +15,7 @@ struct Command {
 
 Command add_info(CLI::App& parent);       // info.cc
 Command add_bench_ops(CLI::App& bench);   // bench_ops.cc
+Command add_tokenize(CLI::App& parent);   // tokenize.cc
+Command add_bench_tokenizer(CLI::App& bench);  // bench_tokenizer.cc
 
 }  // namespace kiln::cli
