@@ -13,6 +13,7 @@ void init_index(nb::module_& m);    // index.cc: indexing, gather/scatter, sort/
 void init_io(nb::module_& m);       // io.cc: safetensors, GGUF, model configs (kiln.io)
 void init_matmul(nb::module_& m);   // matmul.cc: matmul, linear, FP8 quantize, scaled_mm, grouped_mm, MoE
 void init_nn(nb::module_& m);       // nn.cc: softmax, attention, norms, rope, embedding, KV cache, sampling
+void init_tokenizer(nb::module_& m);  // tokenizer.cc: Tokenizer, StreamDecoder, chat templates
 
 NB_MODULE(_C, m) {
   m.doc() = "kiln: tensors, FP8 and LLM kernels for the CPU";
@@ -40,4 +41,5 @@ NB_MODULE(_C, m) {
   init_io(m);
   init_matmul(m);
   init_nn(m);
+  init_tokenizer(m);
 }

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
 
   std::vector<kiln::cli::Command> commands;
   commands.push_back(kiln::cli::add_info(app));
+  commands.push_back(kiln::cli::add_tokenize(app));
   CLI::App* bench = app.add_subcommand("bench", "Measure kiln's speed against the machine's memory roof.");
   bench->require_subcommand(0, 1);
   commands.push_back(kiln::cli::add_bench_ops(*bench));
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
   commands.push_back(kiln::cli::add_bench_softmax(*bench));
   commands.push_back(kiln::cli::add_bench_attention(*bench));
   commands.push_back(kiln::cli::add_bench_sample(*bench));
+  commands.push_back(kiln::cli::add_bench_tokenizer(*bench));
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,135 @@
+// `kiln bench tokenizer --tokenizer PATH [--json] [--quick]`: tokenizer.json load
+// time, encode and decode throughput (MB of UTF-8 text per second, one thread)
+// on a generated multilingual corpus. Not memory-bound, so no roof fraction.
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "kiln/bench/harness.h"
+#include "kiln/commands.h"
+#include "kiln/tokenizer.h"
+
+namespace kiln::cli {
+
+struct TokenizerBenchOptions {
+  std::string tokenizer;
+  bool json = false;
+  bool quick = false;
+  int repeat = 5;
+};
+
+// A deterministic mix of English prose, code, CJK, Cyrillic, Arabic, Hindi,
+// digits, whitespace runs and emoji, `bytes` long (about).
+std::string tokenizer_bench_corpus(size_t bytes) {
+  static const char* const words[] = {
+      "the", "of", "and", "to", "in", "model", "tokenizer", "running", "quickly", "Hello", "World", "isn't", "we'll",
+      "def", "return", "self", "x", "=", "+=", "(", ")", "{", "}", "[i]", ";", "->", "//", "#include", "std::vector",
+      "日本語の", "テキスト", "中文测试", "你好", "世界", "한국어", "텍스트", "Привет", "мир", "данные", "مرحبا",
+      "بالعالم", "हिन्दी", "Γειά", "naïve", "café", "Straße", "2024", "3.14159", "1,000,000", "42", "😀", "👍🏽",
+      "🇯🇵", "—", "...", "!", "?", ",", ".", "\"quoted\"", "'s", "http://example.com/a?b=c"};
+  static const char* const gaps[] = {" ", " ", " ", " ", " ", "  ", "\n", "\n\n", "\t", "    ", ", ", ". "};
+  std::mt19937_64 rng(1234);
+  std::string out;
+  out.reserve(bytes + 64);
+  while (out.size() < bytes) {
+    out += words[rng() % std::size(words)];
+    out += gaps[rng() % std::size(gaps)];
+  }
+  return out;
+}
+
+namespace {
+
+struct Timing {
+  double median = 0, min = 0, max = 0;
+};
+template <typename F>
+Timing time_it(int repeat, F&& f) {
+  std::vector<double> t;
+  for (int i = 0; i < repeat; ++i) {
+    const double t0 = bench::now_s();
+    f();
+    t.push_back(bench::now_s() - t0);
+  }
+  std::sort(t.begin(), t.end());
+  return {t[t.size() / 2], t.front(), t.back()};
+}
+
+bench::json entry(const std::string& name, const Timing& t, double mb, int repeat) {
+  bench::json j{{"name", name}, {"median_s", t.median}, {"min_s", t.min}, {"max_s", t.max}, {"repeat", repeat}};
+  if (mb > 0) {
+    j["unit"] = "MB/s";
+    j["mbps"] = mb / t.median;
+    j["text_mb"] = mb;
+  } else {
+    j["unit"] = "s";
+  }
+  return j;
+}
+
+}  // namespace
+
+bench::json bench_tokenizer(const TokenizerBenchOptions& opt) {
+  std::string path = opt.tokenizer;
+  if (path.size() < 5 || path.compare(path.size() - 5, 5, ".json") != 0)
+    path += (path.empty() || path.back() == '/' ? "" : "/") + std::string("tokenizer.json");
+  const int repeat = opt.quick ? 1 : opt.repeat;
+  bench::json results = bench::json::array();
+
+  std::unique_ptr<Tokenizer> tok;
+  const Timing load = time_it(opt.quick ? 1 : 3, [&] { tok = std::make_unique<Tokenizer>(Tokenizer::from_file(path)); });
+  results.push_back(entry("load", load, 0, opt.quick ? 1 : 3));
+
+  const std::string text = tokenizer_bench_corpus(opt.quick ? (64 << 10) : (4 << 20));
+  const double mb = double(text.size()) / 1e6;
+  std::vector<int32_t> ids;
+  // The first pass fills the word cache; later passes are what a long
+  // document or a server sees.
+  const Timing cold = time_it(1, [&] { ids = tok->encode(text); });
+  results.push_back(entry("encode_first_pass", cold, mb, 1));
+  const Timing warm = time_it(repeat, [&] { ids = tok->encode(text); });
+  results.push_back(entry("encode", warm, mb, repeat));
+  results.back()["tokens"] = ids.size();
+  std::string back;
+  const Timing dec = time_it(repeat, [&] { back = tok->decode(ids); });
+  results.push_back(entry("decode", dec, double(back.size()) / 1e6, repeat));
+
+  bench::json j = bench::machine_json(sys::RoofStats{});
+  j["threads"] = 1;
+  j["tokenizer"] = path;
+  j["vocab_size"] = tok->vocab_size();
+  j["corpus_bytes"] = text.size();
+  j["results"] = results;
+  return j;
+}
+
+Command add_bench_tokenizer(CLI::App& bench) {
+  auto opt = std::make_shared<TokenizerBenchOptions>();
+  CLI::App* app = bench.add_subcommand(
+      "tokenizer", "tokenizer.json load time, encode and decode MB/s on a generated multilingual corpus.");
+  app->add_option("--tokenizer", opt->tokenizer, "tokenizer.json, or a model directory holding one")->required();
+  app->add_flag("--json", opt->json, "Print one JSON object");
+  app->add_flag("--quick", opt->quick, "A 64 KB corpus, one repetition: checks the plumbing, not speed");
+  app->add_option("--repeat", opt->repeat, "Timed repetitions (median reported)")->check(CLI::Range(1, 1000));
+  return {app, [opt] {
+            const bench::json j = bench_tokenizer(*opt);
+            if (opt->json) {
+              std::printf("%s\n", j.dump(2).c_str());
+            } else {
+              for (const auto& r : j["results"]) {
+                if (r["unit"] == "MB/s")
+                  std::printf("%-18s %8.2f MB/s  (median %.4f s, min %.4f, max %.4f)\n",
+                              r["name"].get<std::string>().c_str(), r["mbps"].get<double>(),
+                              r["median_s"].get<double>(), r["min_s"].get<double>(), r["max_s"].get<double>());
+                else
+                  std::printf("%-18s %8.4f s     (min %.4f, max %.4f)\n", r["name"].get<std::string>().c_str(),
+                              r["median_s"].get<double>(), r["min_s"].get<double>(), r["max_s"].get<double>());
+              }
+            }
+            return 0;
+          }};
+}
+
+}  // namespace kiln::cli
