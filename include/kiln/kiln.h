@@ -5,6 +5,7 @@
 #include "kiln/binary.h"
 #include "kiln/dtype.h"
 #include "kiln/index.h"
+#include "kiln/linalg.h"
 #include "kiln/random.h"
 #include "kiln/reduce.h"
 #include "kiln/scalar.h"

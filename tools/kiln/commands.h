@@ -15,5 +15,6 @@ struct Command {
 
 Command add_info(CLI::App& parent);       // info.cc
 Command add_bench_ops(CLI::App& bench);   // bench_ops.cc
+Command add_bench_linalg(CLI::App& bench);  // bench_linalg.cc
 
 }  // namespace kiln::cli

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   CLI::App* bench = app.add_subcommand("bench", "Measure kiln's speed against the machine's memory roof.");
   bench->require_subcommand(0, 1);
   commands.push_back(kiln::cli::add_bench_ops(*bench));
+  commands.push_back(kiln::cli::add_bench_linalg(*bench));
 
   try {
     app.parse(argc, argv);
