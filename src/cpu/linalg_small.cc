@@ -126,47 +126,70 @@ void GaussJordanF64(const double* a, double* c, int32_t* info, int64_t begin, in
   GaussJordanRange(a, c, info, begin, end, n, m, identity_rhs);
 }
 
-// Triangular solve of one system, row by row, vectorized along the m
-// right-hand sides: x_i = (b_i - sum_k a_ik x_k) / a_ii over the solved rows k.
-void TrsmLeftF32(const float* HWY_RESTRICT a, float* HWY_RESTRICT b, int n, int m, bool upper, bool unit) {
+// Triangular solve of one system, vectorized along the m right-hand sides:
+// x_i = (b_i - sum_k a_ik x_k) / a_ii over the rows k solved before i. Rows
+// go in pairs (r0, then r1 which also needs x_r0), so each loaded x_k row
+// feeds two FMA chains per vector: 2 * NV independent chains hide the FMA
+// latency that a single row's NV chains cannot.
+template <int NV>
+HWY_INLINE void TrsmRowPair(const float* HWY_RESTRICT a, const float* src, float* b, int n, int m, int j, int r0,
+                            int r1, int k0, int k1, bool unit) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  const int L = int(hn::Lanes(d));
+  const float* a0 = a + size_t(r0) * n;
+  float* b0 = b + size_t(r0) * m + j;
+  V s0[NV], s1[NV];
+  for (int v = 0; v < NV; ++v) s0[v] = hn::LoadU(d, src + size_t(r0) * m + j + v * L);
+  const bool pair = r1 >= 0;
+  const float* a1 = pair ? a + size_t(r1) * n : a0;
+  float* b1 = pair ? b + size_t(r1) * m + j : b0;
+  for (int v = 0; v < NV; ++v) s1[v] = pair ? hn::LoadU(d, src + size_t(r1) * m + j + v * L) : hn::Zero(d);
+  for (int k = k0; k < k1; ++k) {
+    const V f0 = hn::Set(d, a0[k]), f1 = hn::Set(d, a1[k]);
+    const float* x = b + size_t(k) * m + j;
+    for (int v = 0; v < NV; ++v) {
+      const V xv = hn::LoadU(d, x + v * L);
+      s0[v] = hn::NegMulAdd(f0, xv, s0[v]);
+      s1[v] = hn::NegMulAdd(f1, xv, s1[v]);
+    }
+  }
+  const V r0d = hn::Set(d, unit ? 1.0f : 1.0f / a0[r0]);
+  for (int v = 0; v < NV; ++v) {
+    if (!unit) s0[v] = hn::Mul(s0[v], r0d);
+    hn::StoreU(s0[v], d, b0 + v * L);
+  }
+  if (!pair) return;
+  const V f = hn::Set(d, a1[r0]), r1d = hn::Set(d, unit ? 1.0f : 1.0f / a1[r1]);
+  for (int v = 0; v < NV; ++v) {
+    V t = hn::NegMulAdd(f, s0[v], s1[v]);
+    if (!unit) t = hn::Mul(t, r1d);
+    hn::StoreU(t, d, b1 + v * L);
+  }
+}
+
+// src: the right-hand sides (may be b itself); b receives the solution.
+void TrsmLeftF32(const float* HWY_RESTRICT a, const float* src, float* b, int n, int m, bool upper, bool unit) {
   const hn::ScalableTag<float> d;
   const int L = int(hn::Lanes(d));
-  for (int step = 0; step < n; ++step) {
-    const int i = upper ? n - 1 - step : step;
-    const float* arow = a + size_t(i) * n;
-    float* brow = b + size_t(i) * m;
-    const int k0 = upper ? i + 1 : 0, k1 = upper ? n : i;
-    const float rd = unit ? 1.0f : 1.0f / arow[i];
+  for (int step = 0; step < n; step += 2) {
+    // Lower: rows step, step+1 after rows [0, step). Upper: mirrored.
+    const int r0 = upper ? n - 1 - step : step;
+    const int r1 = step + 1 < n ? (upper ? r0 - 1 : r0 + 1) : -1;
+    const int k0 = upper ? r0 + 1 : 0, k1 = upper ? n : r0;
     int j = 0;
-    // Four vectors of right-hand sides at a time keep four FMA chains busy.
-    for (; j + 4 * L <= m; j += 4 * L) {
-      auto s0 = hn::LoadU(d, brow + j), s1 = hn::LoadU(d, brow + j + L);
-      auto s2 = hn::LoadU(d, brow + j + 2 * L), s3 = hn::LoadU(d, brow + j + 3 * L);
-      for (int k = k0; k < k1; ++k) {
-        const auto f = hn::Set(d, arow[k]);
-        const float* x = b + size_t(k) * m + j;
-        s0 = hn::NegMulAdd(f, hn::LoadU(d, x), s0);
-        s1 = hn::NegMulAdd(f, hn::LoadU(d, x + L), s1);
-        s2 = hn::NegMulAdd(f, hn::LoadU(d, x + 2 * L), s2);
-        s3 = hn::NegMulAdd(f, hn::LoadU(d, x + 3 * L), s3);
-      }
-      if (!unit) {
-        const auto r = hn::Set(d, rd);
-        s0 = hn::Mul(s0, r), s1 = hn::Mul(s1, r), s2 = hn::Mul(s2, r), s3 = hn::Mul(s3, r);
-      }
-      hn::StoreU(s0, d, brow + j), hn::StoreU(s1, d, brow + j + L);
-      hn::StoreU(s2, d, brow + j + 2 * L), hn::StoreU(s3, d, brow + j + 3 * L);
-    }
-    for (; j + L <= m; j += L) {
-      auto s = hn::LoadU(d, brow + j);
-      for (int k = k0; k < k1; ++k) s = hn::NegMulAdd(hn::Set(d, arow[k]), hn::LoadU(d, b + size_t(k) * m + j), s);
-      if (!unit) s = hn::Mul(s, hn::Set(d, rd));
-      hn::StoreU(s, d, brow + j);
-    }
+    for (; j + 4 * L <= m; j += 4 * L) TrsmRowPair<4>(a, src, b, n, m, j, r0, r1, k0, k1, unit);
+    for (; j + L <= m; j += L) TrsmRowPair<1>(a, src, b, n, m, j, r0, r1, k0, k1, unit);
     for (; j < m; ++j) {
-      float s = brow[j];
-      for (int k = k0; k < k1; ++k) s -= arow[k] * b[size_t(k) * m + j];
-      brow[j] = unit ? s : s * rd;
+      for (int r : {r0, r1}) {
+        if (r < 0) continue;
+        const float* ar = a + size_t(r) * n;
+        float v = src[size_t(r) * m + j];
+        // r1 also subtracts r0's fresh value: widen its range by one row.
+        const int lo = upper ? k0 - (r == r1 ? 1 : 0) : k0, hi = upper ? k1 : k1 + (r == r1 ? 1 : 0);
+        for (int k = lo; k < hi; ++k) v -= ar[k] * b[size_t(k) * m + j];
+        b[size_t(r) * m + j] = unit ? v : v / ar[r];
+      }
     }
   }
 }
@@ -199,11 +222,13 @@ void small_gauss_jordan(const double* a, double* c, int32_t* info, int64_t count
   });
 }
 
-void batched_trsm_left_f32(const float* a, float* b, int64_t count, int n, int m, bool upper, bool unit) {
-  const int64_t grain = std::max<int64_t>(1, 32768 / (int64_t(n) * n * m / 2 + 1));
+void batched_trsm_left_f32(const float* a, const float* src, float* b, int64_t count, int n, int m, bool upper,
+                           bool unit) {
+  // About a million flops per task before another thread is woken.
+  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 20) / (int64_t(n) * n * m + 1));
   kiln::parallel_for(0, count, grain, [&](int64_t s, int64_t e) {
     for (int64_t i = s; i < e; ++i)
-      HWY_DYNAMIC_DISPATCH(TrsmLeftF32)(a + i * n * n, b + i * n * m, n, m, upper, unit);
+      HWY_DYNAMIC_DISPATCH(TrsmLeftF32)(a + i * n * n, src + i * n * m, b + i * n * m, n, m, upper, unit);
   });
 }
 

@@ -23,9 +23,11 @@ void small_gauss_jordan(const double* a, double* c, int32_t* info, int64_t count
                         bool identity_rhs);
 
 // Forward/back substitution for a batch of triangular systems with many
-// right-hand sides, vectorized along the right-hand sides: solves A X = B in
-// place of B. a: count x n x n row-major (stride n*n), b: count x n x m
-// row-major (stride n*m). lower/upper and unit diagonal as solve_triangular.
-void batched_trsm_left_f32(const float* a, float* b, int64_t count, int n, int m, bool upper, bool unit);
+// right-hand sides, vectorized along the right-hand sides: solves A X = B into
+// X. a: count x n x n row-major (stride n*n); src (B) and x: count x n x m
+// row-major (stride n*m); src may be x (in place). lower/upper and unit
+// diagonal as solve_triangular.
+void batched_trsm_left_f32(const float* a, const float* src, float* x, int64_t count, int n, int m, bool upper,
+                           bool unit);
 
 }  // namespace kiln::cpu

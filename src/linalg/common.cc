@@ -1,5 +1,7 @@
 #include "linalg/common.h"
 
+#include "linalg/lapack.h"
+
 #include <algorithm>
 #include <limits>
 #include <sstream>
@@ -106,6 +108,13 @@ void check_infos(const int32_t* info, int64_t count, const char* api, const char
     }
     throw Error(os.str());
   }
+}
+
+BlasThreads::BlasThreads(int n) : prev_(openblas_get_num_threads()) {
+  if (n != prev_) openblas_set_num_threads(n);
+}
+BlasThreads::~BlasThreads() {
+  if (openblas_get_num_threads() != prev_) openblas_set_num_threads(prev_);
 }
 
 double eps_of(DType d) {

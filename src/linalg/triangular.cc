@@ -30,9 +30,10 @@ Tensor solve_triangular(const Tensor& A, const Tensor& B, bool upper, bool left,
   Tensor X;
   if (A.dtype() == DType::Float32 && n >= 1 && n <= 64 && m >= 8 && count > 0) {
     const Tensor a = Al.expand(with_matrix(batch, n, n)).contiguous();
+    const Tensor b = Bl.expand(with_matrix(batch, n, m)).contiguous();  // read once, not copied when contiguous
     X = empty(with_matrix(batch, n, m), A.dtype());
-    X.copy_(Bl.expand(with_matrix(batch, n, m)));
-    cpu::batched_trsm_left_f32(a.data<float>(), X.data<float>(), count, int(n), int(m), up, unitriangular);
+    cpu::batched_trsm_left_f32(a.data<float>(), b.data<float>(), X.data<float>(), count, int(n), int(m), up,
+                               unitriangular);
   } else {
     const Tensor a = colmajor_copy(Al, batch);
     Tensor x = colmajor_copy(Bl, batch);

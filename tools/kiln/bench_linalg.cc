@@ -24,6 +24,7 @@
 #include "kiln/tensor.h"
 #include "kiln/thread_pool.h"
 #include "kiln/version.h"
+#include "linalg/common.h"
 #include "linalg/lapack.h"
 
 namespace kiln::cli {
@@ -54,6 +55,9 @@ struct Case {
   std::function<std::function<void()>()> kiln_fn;   // builds inputs, returns the timed call
   std::function<std::function<void()>()> lapack_fn;  // raw LAPACK on the same problem (may be empty)
 };
+
+// The OpenBLAS thread count kiln's own calls use for an n x n problem.
+int blas_threads_for(int64_t n) { return n >= linalg::detail::kBlasThreadMinN ? kiln::num_threads() : 1; }
 
 // The peer script: prints {case: {peer: [seconds...]}} for numpy/scipy and torch.
 const char* kPeerScript = R"PY(
@@ -169,6 +173,7 @@ std::function<void()> lapack_lu(const Tensor& A) {
   auto work = std::make_shared<std::vector<T>>(size_t(n * n));
   auto piv = std::make_shared<std::vector<linalg::lapack::lint>>(size_t(n));
   return [=] {
+    linalg::detail::BlasThreads bt(blas_threads_for(n));
     std::memcpy(work->data(), src->data_ptr(), sizeof(T) * n * n);
     linalg::lapack::getrf<T>(n, n, work->data(), n, piv->data());
   };
@@ -181,6 +186,7 @@ std::function<void()> lapack_qr(const Tensor& A) {
   auto work = std::make_shared<std::vector<T>>(size_t(m * n));
   auto tau = std::make_shared<std::vector<T>>(size_t(k));
   return [=] {
+    linalg::detail::BlasThreads bt(blas_threads_for(std::max(m, n)));
     std::memcpy(work->data(), src->data_ptr(), sizeof(T) * m * n);
     linalg::lapack::geqrf<T>(m, n, work->data(), m, tau->data());
     linalg::lapack::orgqr<T>(m, k, k, work->data(), m, tau->data());
@@ -196,6 +202,7 @@ std::function<void()> lapack_svd(const Tensor& A) {
   auto vt = std::make_shared<std::vector<T>>(size_t(n * n));
   auto s = std::make_shared<std::vector<linalg::lapack::real_t<T>>>(size_t(std::min(m, n)));
   return [=] {
+    linalg::detail::BlasThreads bt(blas_threads_for(std::max(m, n)));
     std::memcpy(work->data(), src->data_ptr(), sizeof(T) * m * n);
     linalg::lapack::gesdd<T>('A', m, n, work->data(), m, s->data(), u->data(), m, vt->data(), n);
   };
@@ -278,7 +285,7 @@ int run_linalg(LinalgOptions opt) {
       const std::function<void()> lf = c.lapack_fn();
       const bench::Result lr = runner.latency_case(c.name + " (LAPACK)", 1, lf);
       add_peer(j, "lapack", lr.median_s);
-      j["lapack_note"] = "OpenBLAS LAPACK called directly on a column-major copy (copy included)";
+      j["lapack_note"] = "OpenBLAS LAPACK called directly on a column-major copy (copy included), with the OpenBLAS thread count kiln uses for that size";
     }
     results.push_back(j);
     peer_cases.push_back({{"name", c.name}, {"op", c.op}, {"dtype", c.dtype}, {"shape", c.shape}, {"nrhs", c.nrhs}});
