@@ -98,6 +98,82 @@ HWY_INLINE void GaussJordanChunk(const T* HWY_RESTRICT a, T* HWY_RESTRICT c, int
   for (int64_t l = 0; l < live; ++l) info[l] = int32_t(infos[l]);
 }
 
+#if !HWY_HAVE_SCALABLE
+// The inverse of N <= 4 matrices with [A | I] held entirely in registers
+// (fixed-size vectors can live in arrays; every loop below has a constant
+// trip count and unrolls, so the array is scalar-replaced). Same arithmetic
+// and pivot order as GaussJordanChunk.
+template <int N, typename T>
+HWY_INLINE void InverseRegs(const T* HWY_RESTRICT a, T* HWY_RESTRICT c, int32_t* HWY_RESTRICT info, int64_t live,
+                            T* HWY_RESTRICT buf) {
+  const hn::ScalableTag<T> d;
+  using V = hn::Vec<decltype(d)>;
+  const size_t L = hn::Lanes(d);
+  const hn::RebindToSigned<decltype(d)> di;
+  // Lane l reads matrix l: element e of every lane in one gather.
+  const auto stride = hn::Mul(hn::Iota(di, 0), hn::Set(di, hn::TFromD<decltype(di)>(N * N)));
+  const bool full = live == int64_t(L);
+  const V zero = hn::Zero(d), one = hn::Set(d, T(1));
+  V m[N][2 * N];
+  if (full) {
+    for (int i = 0; i < N; ++i)
+      for (int j = 0; j < N; ++j) m[i][j] = hn::GatherIndex(d, a + i * N + j, stride);
+  } else {
+    for (int e = 0; e < N * N; ++e) {
+      T* dst = buf + size_t(e) * L;
+      for (int64_t l = 0; l < live; ++l) dst[l] = a[l * N * N + e];
+      for (size_t l = live; l < L; ++l) dst[l] = T(e / N == e % N);
+    }
+    for (int i = 0; i < N; ++i)
+      for (int j = 0; j < N; ++j) m[i][j] = hn::Load(d, buf + size_t(i * N + j) * L);
+  }
+  for (int i = 0; i < N; ++i)
+    for (int j = 0; j < N; ++j) m[i][N + j] = i == j ? one : zero;
+  V inf = zero;
+  for (int k = 0; k < N; ++k) {
+    V best = hn::Abs(m[k][k]);
+    V piv = hn::Set(d, T(k));
+    for (int r = k + 1; r < N; ++r) {
+      const V v = hn::Abs(m[r][k]);
+      const auto gt = hn::Gt(v, best);
+      best = hn::IfThenElse(gt, v, best);
+      piv = hn::IfThenElse(gt, hn::Set(d, T(r)), piv);
+    }
+    for (int r = k + 1; r < N; ++r) {
+      const auto sw = hn::Eq(piv, hn::Set(d, T(r)));
+      for (int j = k; j < 2 * N; ++j) {
+        const V x = m[k][j], y = m[r][j];
+        m[k][j] = hn::IfThenElse(sw, y, x);
+        m[r][j] = hn::IfThenElse(sw, x, y);
+      }
+    }
+    const V p = m[k][k];
+    inf = hn::IfThenElse(hn::And(hn::Eq(p, zero), hn::Eq(inf, zero)), hn::Set(d, T(k + 1)), inf);
+    const V rp = hn::Div(one, p);
+    for (int j = k + 1; j < 2 * N; ++j) m[k][j] = hn::Mul(m[k][j], rp);
+    for (int i = 0; i < N; ++i) {
+      if (i == k) continue;
+      const V f = m[i][k];
+      for (int j = k + 1; j < 2 * N; ++j) m[i][j] = hn::NegMulAdd(f, m[k][j], m[i][j]);
+    }
+  }
+  if (full) {
+    for (int i = 0; i < N; ++i)
+      for (int j = 0; j < N; ++j) hn::ScatterIndex(m[i][N + j], d, c + i * N + j, stride);
+  } else {
+    for (int i = 0; i < N; ++i)
+      for (int j = 0; j < N; ++j) hn::Store(m[i][N + j], d, buf + size_t(i * N + j) * L);
+    for (int e = 0; e < N * N; ++e) {
+      const T* src = buf + size_t(e) * L;
+      for (int64_t l = 0; l < live; ++l) c[l * N * N + e] = src[l];
+    }
+  }
+  HWY_ALIGN T infos[hn::MaxLanes(d)];
+  hn::Store(inf, d, infos);
+  for (int64_t l = 0; l < live; ++l) info[l] = int32_t(infos[l]);
+}
+#endif
+
 template <typename T>
 void GaussJordanRange(const T* a, T* c, int32_t* info, int64_t begin, int64_t end, int n, int m,
                       bool identity_rhs) {
@@ -108,6 +184,16 @@ void GaussJordanRange(const T* a, T* c, int32_t* info, int64_t begin, int64_t en
     const int64_t live = std::min<int64_t>(int64_t(L), end - b);
     const T* ab = a + b * n * n;
     T* cb = c + b * n * m;
+#if !HWY_HAVE_SCALABLE
+    if (identity_rhs && n <= 4) {
+      switch (n) {
+        case 2: InverseRegs<2>(ab, cb, info + b, live, buf.get()); continue;
+        case 3: InverseRegs<3>(ab, cb, info + b, live, buf.get()); continue;
+        case 4: InverseRegs<4>(ab, cb, info + b, live, buf.get()); continue;
+        default: break;
+      }
+    }
+#endif
     switch (n) {
       case 2: GaussJordanChunk<2>(ab, cb, info + b, live, n, m, identity_rhs, buf.get()); break;
       case 3: GaussJordanChunk<3>(ab, cb, info + b, live, n, m, identity_rhs, buf.get()); break;
