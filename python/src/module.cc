@@ -10,6 +10,7 @@ void init_unary(nb::module_& m);    // unary.cc
 void init_binary(nb::module_& m);   // binary.cc
 void init_reduce(nb::module_& m);   // reduce.cc
 void init_index(nb::module_& m);    // index.cc: indexing, gather/scatter, sort/topk, bincount
+void init_linalg(nb::module_& m);   // linalg.cc: kiln.linalg
 
 NB_MODULE(_C, m) {
   m.doc() = "kiln: tensors, FP8 and LLM kernels for the CPU";
@@ -34,4 +35,5 @@ NB_MODULE(_C, m) {
   init_binary(m);
   init_reduce(m);
   init_index(m);
+  init_linalg(m);
 }

@@ -24,7 +24,9 @@ QR qr(const Tensor& A, const std::string& mode) {
   const int64_t rrows = complete ? m : k, qcols = complete ? m : k;
   Tensor buf = colmajor_copy(A);
   Tensor R = zeros(with_matrix(batch, rrows, n), A.dtype());
-  Tensor qbuf = mode == "r" ? empty({0}, A.dtype()) : colmajor_empty(batch, m, qcols, A.dtype());
+  // Zeroed: orgqr/ungqr must not meet stale NaNs in the columns past k, which
+  // OpenBLAS's cungqr was seen to carry into Q (complete mode, m > n).
+  Tensor qbuf = mode == "r" ? empty({0}, A.dtype()) : zeros(with_matrix(batch, qcols, m), A.dtype());
   dispatch<kLinalgSet>(A.dtype(), op, [&]<typename T>() {
     T* ap = buf.data<T>();
     T* rp = R.data<T>();
