@@ -138,6 +138,21 @@ void init_linalg(nb::module_& m) {
     return L::matrix_norm(to_tensor(A), matrix_ord(ord), {dim[0], dim[1]}, keepdim, to_optional_dtype(dtype));
   }, "A"_a, "ord"_a = "fro", "dim"_a = std::vector<int>{-2, -1}, "keepdim"_a = false, nb::kw_only(),
      "dtype"_a = nb::none());
+  // torch.linalg.norm: a matrix norm when ord is a string or dim names two
+  // dims (or, with ord given and dim None, for 2-D input); else a vector norm.
+  m.def("linalg_norm", [](nb::handle A, nb::handle ord, nb::handle dim, bool keepdim, nb::handle dtype) {
+    const Tensor x = to_tensor(A);
+    const auto dims = to_dims(dim);
+    const auto dt = to_optional_dtype(dtype);
+    if (ord.is_none()) return L::vector_norm(x, 2.0, dims, keepdim, dt);
+    if (!dims && x.dim() != 1 && x.dim() != 2)
+      throw ValueError("[linalg.norm] If dim is not specified but ord is, the input must be 1D or 2D. Got " +
+                       std::to_string(x.dim()) + "D.");
+    const bool matrix = nb::isinstance<nb::str>(ord) || (dims && dims->size() == 2) || (!dims && x.dim() == 2);
+    if (!matrix) return L::vector_norm(x, nb::cast<double>(nb::float_(ord)), dims, keepdim, dt);
+    const std::pair<int, int> d2 = dims ? std::pair{(*dims)[0], (*dims)[1]} : std::pair{-2, -1};
+    return L::matrix_norm(x, matrix_ord(ord), d2, keepdim, dt);
+  }, "A"_a, "ord"_a = nb::none(), "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none());
   m.def("linalg_cross", [](nb::handle a, nb::handle b, int dim) {
     return L::cross(to_tensor(a), to_tensor(b), dim);
   }, "input"_a, "other"_a, nb::kw_only(), "dim"_a = -1);

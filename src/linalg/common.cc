@@ -63,6 +63,10 @@ int64_t numel_of(const Shape& s) {
 
 Tensor colmajor_copy(const Tensor& A, const Shape& batch) {
   const int64_t m = A.size(-2), n = A.size(-1);
+  // LAPACK's integers are 32-bit: a matrix may hold any number of elements,
+  // but each of its dims (a leading dimension) must fit.
+  KILN_CHECK(m <= std::numeric_limits<int32_t>::max() && n <= std::numeric_limits<int32_t>::max(), ValueError,
+             "[linalg] matrix dims " << m << " x " << n << " exceed LAPACK's 32-bit integers");
   const Shape b = batch.empty() && A.dim() > 2 ? batch_shape(A) : batch;
   Tensor src = A.expand(with_matrix(b, m, n));
   Tensor buf = empty(with_matrix(b, n, m), A.dtype());

@@ -496,3 +496,13 @@ def test_vector_norm_and_cross(rng):
                                np.cross(a, b).T, rtol=1e-12)
     with pytest.raises(ValueError):
         LA.cross(np.zeros((2, 4)), np.zeros((2, 4)))
+
+
+def test_norm_dispatch(rng):
+    a = rng.standard_normal((3, 4))
+    np.testing.assert_allclose(A_(LA.norm(a)), np.linalg.norm(a), rtol=1e-12)
+    for o in ("fro", "nuc", 2, 1, -np.inf):
+        np.testing.assert_allclose(A_(LA.norm(a, ord=o)), np.linalg.norm(a, ord=o), rtol=1e-12)
+    np.testing.assert_allclose(A_(LA.norm(a, ord=3, dim=1)), np.linalg.norm(a, ord=3, axis=1), rtol=1e-12)
+    with pytest.raises(ValueError):
+        LA.norm(np.zeros((2, 2, 2)), ord=2)
