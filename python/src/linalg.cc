@@ -7,6 +7,7 @@
 
 #include "bind_util.h"
 #include "kiln/linalg.h"
+#include "linalg/blas_env.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -54,6 +55,8 @@ void init_linalg(nb::module_& m) {
   const nb::handle chol_t = make_type("linalg_cholesky_ex", {"L", "info"});
   const nb::handle eigh_t = make_type("linalg_eigh", {"eigenvalues", "eigenvectors"});
 
+  m.def("_openblas_core", [] { return std::string(L::openblas_core()); },
+        "The kernel set OpenBLAS runs with (kiln/_blas_env.py picks it on masked CPU models).");
   m.def("linalg_inv", [](nb::handle A) { return L::inv(to_tensor(A)); }, "A"_a,
         "Inverse of a (batch of) square matrices; raises RuntimeError on singular input.");
   m.def("linalg_inv_ex", [inv_ex_t](nb::handle A, bool check_errors) {

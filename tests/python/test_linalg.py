@@ -506,3 +506,12 @@ def test_norm_dispatch(rng):
     np.testing.assert_allclose(A_(LA.norm(a, ord=3, dim=1)), np.linalg.norm(a, ord=3, axis=1), rtol=1e-12)
     with pytest.raises(ValueError):
         LA.norm(np.zeros((2, 2, 2)), ord=2)
+
+
+def test_openblas_uses_simd_kernels():
+    # kiln/_blas_env.py sets OPENBLAS_CORETYPE from the CPU flags before _C loads
+    # OpenBLAS, so a masked CPU model does not leave LAPACK on SSE3 kernels.
+    from kiln import _blas_env
+    if _blas_env._choose() is None:
+        pytest.skip("CPU without AVX2")
+    assert kiln._C._openblas_core() not in ("Prescott", "Core2", "Penryn", "Nehalem", "Katmai", "Unknown")
