@@ -11,6 +11,7 @@
 #include "kiln/matmul.h"
 #include "kiln/moe.h"
 #include "kiln/quantize.h"
+#include "kiln/linalg.h"
 #include "kiln/random.h"
 #include "kiln/reduce.h"
 #include "kiln/scaled_mm.h"

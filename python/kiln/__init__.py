@@ -16,6 +16,7 @@ Namespaces (convention for the binding files in python/src/*.cc):
 import sys as _sys
 import types as _types
 
+from . import _blas_env  # noqa: F401  (must run before _C loads OpenBLAS)
 from . import _C
 from ._C import *  # noqa: F401,F403
 

@@ -14,6 +14,7 @@ void init_io(nb::module_& m);       // io.cc: safetensors, GGUF, model configs (
 void init_matmul(nb::module_& m);   // matmul.cc: matmul, linear, FP8 quantize, scaled_mm, grouped_mm, MoE
 void init_nn(nb::module_& m);       // nn.cc: softmax, attention, norms, rope, embedding, KV cache, sampling
 void init_tokenizer(nb::module_& m);  // tokenizer.cc: Tokenizer, StreamDecoder, chat templates
+void init_linalg(nb::module_& m);   // linalg.cc: kiln.linalg
 
 NB_MODULE(_C, m) {
   m.doc() = "kiln: tensors, FP8 and LLM kernels for the CPU";
@@ -42,4 +43,5 @@ NB_MODULE(_C, m) {
   init_matmul(m);
   init_nn(m);
   init_tokenizer(m);
+  init_linalg(m);
 }

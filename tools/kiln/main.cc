@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   commands.push_back(kiln::cli::add_bench_attention(*bench));
   commands.push_back(kiln::cli::add_bench_sample(*bench));
   commands.push_back(kiln::cli::add_bench_tokenizer(*bench));
+  commands.push_back(kiln::cli::add_bench_linalg(*bench));
 
   try {
     app.parse(argc, argv);

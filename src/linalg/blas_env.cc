@@ -1,0 +1,33 @@
+#include "linalg/blas_env.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "linalg/lapack.h"
+
+namespace kiln::linalg {
+
+const char* preferred_openblas_core() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512cd"))
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+#endif
+  return nullptr;
+}
+
+const char* openblas_core() { return openblas_get_corename(); }
+
+bool openblas_core_misdetected() {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr || preferred_openblas_core() == nullptr) return false;
+  const char* core = openblas_get_corename();
+  for (const char* old : {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Katmai", "Coppermine",
+                          "Northwood", "Banias", "Atom", "Unknown"})
+    if (std::strcmp(core, old) == 0) return true;
+  return false;
+}
+
+}  // namespace kiln::linalg

@@ -1,0 +1,19 @@
+// OpenBLAS kernel choice for programs (the kiln CLI): OpenBLAS reads
+// OPENBLAS_CORETYPE once, when it loads, and under hypervisors that mask the
+// CPU model Debian's OpenBLAS falls back to SSE3 kernels. See
+// python/kiln/_blas_env.py for the Python side of the same rule.
+#pragma once
+
+namespace kiln::linalg {
+
+// The OPENBLAS_CORETYPE this CPU should use ("SkylakeX" with AVX-512,
+// "Haswell" with AVX2 + FMA), or nullptr to keep OpenBLAS's own choice.
+const char* preferred_openblas_core();
+// The kernel set OpenBLAS is running with now.
+const char* openblas_core();
+// True when OPENBLAS_CORETYPE is unset and OpenBLAS picked a pre-AVX kernel
+// set on a CPU that has AVX2: restarting the program with the variable set
+// (see preferred_openblas_core) would run LAPACK several times faster.
+bool openblas_core_misdetected();
+
+}  // namespace kiln::linalg

@@ -1,0 +1,129 @@
+#include "linalg/common.h"
+
+#include "linalg/lapack.h"
+
+#include <algorithm>
+#include <limits>
+#include <sstream>
+
+namespace kiln::linalg::detail {
+
+void check_dtype(const Tensor& A, const char* op) {
+  if ((kLinalgSet & bit(A.dtype())) == 0)
+    throw TypeError(std::string("[") + op + "] expected a float32, float64, complex64 or complex128 tensor, got " +
+                    name(A.dtype()) + " of shape " + A.shape_str());
+}
+
+void check_matrix(const Tensor& A, const char* op, bool square) {
+  KILN_CHECK(A.dim() >= 2, ValueError,
+             "[" << op << "] expected a tensor with 2 or more dimensions, got shape " << A.shape_str());
+  KILN_CHECK(!square || A.size(-1) == A.size(-2), ValueError,
+             "[" << op << "] A must be batches of square matrices, but they are " << A.size(-2) << " by "
+                 << A.size(-1) << " matrices (shape " << A.shape_str() << ")");
+}
+
+void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
+  KILN_CHECK(a.dtype() == b.dtype(), TypeError,
+             "[" << op << "] expected both inputs to have the same dtype, got " << name(a.dtype()) << " "
+                 << a.shape_str() << " and " << name(b.dtype()) << " " << b.shape_str());
+}
+
+Shape batch_shape(const Tensor& A) {
+  Shape s = A.sizes();
+  s.resize(s.size() - 2);
+  return s;
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  const size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    KILN_CHECK(x == y || x == 1 || y == 1, ValueError,
+               "[" << op << "] batch dims " << shape_to_string(a) << " and " << shape_to_string(b)
+                   << " do not broadcast");
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+Shape with_matrix(const Shape& batch, int64_t rows, int64_t cols) {
+  Shape s = batch;
+  s.push_back(rows);
+  s.push_back(cols);
+  return s;
+}
+
+int64_t numel_of(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t v : s) n *= v;
+  return n;
+}
+
+Tensor colmajor_copy(const Tensor& A, const Shape& batch) {
+  const int64_t m = A.size(-2), n = A.size(-1);
+  // LAPACK's integers are 32-bit: a matrix may hold any number of elements,
+  // but each of its dims (a leading dimension) must fit.
+  KILN_CHECK(m <= std::numeric_limits<int32_t>::max() && n <= std::numeric_limits<int32_t>::max(), ValueError,
+             "[linalg] matrix dims " << m << " x " << n << " exceed LAPACK's 32-bit integers");
+  const Shape b = batch.empty() && A.dim() > 2 ? batch_shape(A) : batch;
+  Tensor src = A.expand(with_matrix(b, m, n));
+  Tensor buf = empty(with_matrix(b, n, m), A.dtype());
+  buf.copy_(src.transpose(-2, -1));
+  return buf;
+}
+
+Tensor colmajor_empty(const Shape& batch, int64_t m, int64_t n, DType dtype) {
+  return empty(with_matrix(batch, n, m), dtype);
+}
+
+void check_infos(const int32_t* info, int64_t count, const char* api, const char* kind, bool is_matrix) {
+  for (int64_t b = 0; b < count; ++b) {
+    const int32_t i = info[b];
+    if (i == 0) continue;
+    std::ostringstream os;
+    os << api << ": ";
+    if (!is_matrix) os << "(Batch element " << b << "): ";
+    const std::string k = kind;
+    if (i < 0) {
+      os << "Argument " << -i << " has illegal value. Most certainly there is a bug in the implementation.";
+    } else if (k == "inv") {
+      os << "The diagonal element " << i
+         << " is zero, the inversion could not be completed because the input matrix is singular.";
+    } else if (k == "solve") {
+      os << "The solver failed because the input matrix is singular.";
+    } else if (k == "cholesky") {
+      os << "The factorization could not be completed because the input is not positive-definite "
+            "(the leading minor of order "
+         << i << " is not positive-definite).";
+    } else if (k == "lu_factor") {
+      os << "U[" << i << "," << i
+         << "] is zero and using it on lu_solve would result in a division by zero. If you still want "
+            "to perform the factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)";
+    } else if (k == "lstsq") {
+      os << "The least squares solution could not be computed because the input matrix does not have full "
+            "rank (error code: "
+         << i << ").";
+    } else {
+      os << "The algorithm failed to converge because the input matrix is ill-conditioned or has too many "
+            "repeated singular values (error code: "
+         << i << ").";
+    }
+    throw Error(os.str());
+  }
+}
+
+BlasThreads::BlasThreads(int n) : prev_(openblas_get_num_threads()) {
+  if (n != prev_) openblas_set_num_threads(n);
+}
+BlasThreads::~BlasThreads() {
+  if (openblas_get_num_threads() != prev_) openblas_set_num_threads(prev_);
+}
+
+double eps_of(DType d) {
+  return (d == DType::Float32 || d == DType::Complex64) ? double(std::numeric_limits<float>::epsilon())
+                                                         : std::numeric_limits<double>::epsilon();
+}
+
+}  // namespace kiln::linalg::detail

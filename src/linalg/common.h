@@ -1,0 +1,89 @@
+// Shared front-end helpers for kiln.linalg: dtype and shape checks, batch
+// broadcasting, column-major working copies for LAPACK, info checks with
+// torch's messages.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kiln/dtype.h"
+#include "kiln/error.h"
+#include "kiln/tensor.h"
+
+namespace kiln::linalg::detail {
+
+inline constexpr DTypeSet kLinalgSet =
+    bit(DType::Float32) | bit(DType::Float64) | bit(DType::Complex64) | bit(DType::Complex128);
+
+// Throws TypeError unless A is float32/float64/complex64/complex128.
+void check_dtype(const Tensor& A, const char* op);
+// Throws ValueError unless A has >= 2 dims (and is square when `square`).
+void check_matrix(const Tensor& A, const char* op, bool square);
+// Throws TypeError unless a and b share a dtype.
+void check_same_dtype(const Tensor& a, const Tensor& b, const char* op);
+
+// A's batch dims (all but the last two).
+Shape batch_shape(const Tensor& A);
+// Broadcast of two batch shapes (torch rules); ValueError when incompatible.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+// `batch` + {rows, cols}.
+Shape with_matrix(const Shape& batch, int64_t rows, int64_t cols);
+int64_t numel_of(const Shape& s);
+
+// A fresh contiguous tensor of shape batch + {n, m} holding A^T row-major, i.e.
+// every matrix of A (batch + {m, n}) column-major with leading dim m. A is
+// broadcast to `batch` first (empty `batch`: A's own).
+Tensor colmajor_copy(const Tensor& A, const Shape& batch = {});
+// The m x n view of a column-major buffer from colmajor_copy (or laid out so).
+inline Tensor colmajor_view(const Tensor& buf) { return buf.transpose(-2, -1); }
+// An uninitialized column-major batch of m x n matrices: the returned buffer
+// has shape batch + {n, m}; colmajor_view(buf) is the matrix view.
+Tensor colmajor_empty(const Shape& batch, int64_t m, int64_t n, DType dtype);
+
+// Raises with torch's message when any info is nonzero. `api` is the torch name
+// ("linalg.inv", "torch.linalg.solve", ...), `is_matrix`: A was 2-D (no batch
+// prefix). `kind` picks the message: "inv", "solve", "cholesky", "svd", "eigh",
+// "lstsq", "lu_factor".
+void check_infos(const int32_t* info, int64_t count, const char* api, const char* kind,
+                 bool is_matrix);
+
+// The epsilon of A's real dtype.
+double eps_of(DType d);
+
+}  // namespace kiln::linalg::detail
+
+#include "kiln/thread_pool.h"
+namespace kiln::linalg::detail {
+// OpenBLAS's own threads for one op: 1 below `kBlasThreadMinN` (where its
+// thread hand-offs cost more than they save -- on a busy 2-core machine a
+// 128x128 QR took 2.5 s threaded vs 0.8 ms not), kiln's thread count above.
+// Restores the previous setting when it goes out of scope.
+inline constexpr int64_t kBlasThreadMinN = 512;
+class BlasThreads {
+ public:
+  explicit BlasThreads(int n);
+  ~BlasThreads();
+  BlasThreads(const BlasThreads&) = delete;
+  BlasThreads& operator=(const BlasThreads&) = delete;
+
+ private:
+  int prev_;
+};
+
+// Runs fn(b) for every matrix b in [0, count): across kiln's threads for small
+// matrices (where one LAPACK call is too little work to thread), one after the
+// other (letting OpenBLAS thread inside each call when they are large) else.
+template <typename F>
+void for_each_matrix(int64_t count, int64_t n, F&& fn) {
+  if (n <= 96 && count > 1) {
+    BlasThreads one(1);
+    kiln::parallel_for(0, count, std::max<int64_t>(1, 4096 / (n * n + 1)), [&](int64_t s, int64_t e) {
+      for (int64_t b = s; b < e; ++b) fn(b);
+    });
+  } else {
+    BlasThreads bt(n >= kBlasThreadMinN ? kiln::num_threads() : 1);
+    for (int64_t b = 0; b < count; ++b) fn(b);
+  }
+}
+}  // namespace kiln::linalg::detail

@@ -1,0 +1,86 @@
+// linalg.det / slogdet from the LU factors (getrf): the product of U's
+// diagonal times the sign of the row permutation.
+#include <cmath>
+#include <complex>
+#include <limits>
+
+#include "kiln/linalg.h"
+#include "linalg/common.h"
+#include "linalg/lapack.h"
+
+namespace kiln::linalg {
+using namespace detail;
+
+namespace {
+
+// Runs getrf on every matrix of A and calls fn(b, lu, piv) (lu column-major).
+template <typename T, typename F>
+void for_each_lu(const Tensor& A, const char* op, F&& fn) {
+  const int64_t n = A.size(-1), count = numel_of(batch_shape(A));
+  Tensor buf = colmajor_copy(A);
+  T* ap = buf.data<T>();
+  for_each_matrix(count, n, [&](int64_t b) {
+    std::vector<lapack::lint> piv(std::max<int64_t>(n, 1));
+    T* lu = ap + b * n * n;
+    if (n > 0) lapack::getrf<T>(n, n, lu, n, piv.data());
+    fn(b, lu, piv.data());
+  });
+}
+
+}  // namespace
+
+Tensor det(const Tensor& A) {
+  const char* op = "linalg.det";
+  check_dtype(A, op);
+  check_matrix(A, op, true);
+  const int64_t n = A.size(-1);
+  Tensor out = empty(batch_shape(A), A.dtype());
+  dispatch<kLinalgSet>(A.dtype(), op, [&]<typename T>() {
+    T* o = out.data<T>();
+    for_each_lu<T>(A, op, [&](int64_t b, const T* lu, const lapack::lint* piv) {
+      T d = T(1);
+      for (int64_t i = 0; i < n; ++i) {
+        d *= lu[i * n + i];
+        if (piv[i] != i + 1) d = -d;
+      }
+      o[b] = d;
+    });
+  });
+  return out;
+}
+
+SlogDet slogdet(const Tensor& A) {
+  const char* op = "linalg.slogdet";
+  check_dtype(A, op);
+  check_matrix(A, op, true);
+  const int64_t n = A.size(-1);
+  const Shape batch = batch_shape(A);
+  Tensor sign = empty(batch, A.dtype());
+  Tensor logabs = empty(batch, to_real(A.dtype()));
+  dispatch<kLinalgSet>(A.dtype(), op, [&]<typename T>() {
+    using R = lapack::real_t<T>;
+    T* s = sign.data<T>();
+    R* la = logabs.data<R>();
+    for_each_lu<T>(A, op, [&](int64_t b, const T* lu, const lapack::lint* piv) {
+      T sg = T(1);
+      R acc = 0;
+      bool zero = false;
+      for (int64_t i = 0; i < n; ++i) {
+        const T u = lu[i * n + i];
+        const R mag = std::abs(u);
+        if (mag == R(0)) {
+          zero = true;
+          break;
+        }
+        sg *= u / mag;
+        acc += std::log(mag);
+        if (piv[i] != i + 1) sg = -sg;
+      }
+      s[b] = zero ? T(0) : sg;
+      la[b] = zero ? -std::numeric_limits<R>::infinity() : acc;
+    });
+  });
+  return {sign, logabs};
+}
+
+}  // namespace kiln::linalg

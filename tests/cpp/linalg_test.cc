@@ -1,0 +1,147 @@
+// kiln::linalg against double-precision scalar references: the batched small
+// kernel (inverse, solve, singular info), the batched triangular kernel, LU
+// pivots (icamax for complex), QR and SVD residuals.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <random>
+#include <vector>
+
+#include "kiln/kiln.h"
+
+namespace kiln {
+namespace {
+
+std::vector<double> as_f64(const Tensor& x) {
+  const Tensor d = x.to(DType::Float64).contiguous();
+  return std::vector<double>(d.data<double>(), d.data<double>() + d.numel());
+}
+
+Tensor random_matrices(const Shape& shape, DType dt, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::normal_distribution<double> nd;
+  std::vector<double> v(size_t(shape_numel(shape, "test")));
+  for (double& x : v) x = nd(g);
+  return from_buffer_copy(v.data(), shape, DType::Float64).to(dt);
+}
+
+// max |A X - I| over a batch of n x n matrices, in double.
+double inverse_residual(const Tensor& A, const Tensor& X, int64_t n) {
+  const auto a = as_f64(A), x = as_f64(X);
+  double worst = 0;
+  for (size_t b = 0; b < a.size() / size_t(n * n); ++b)
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t k = 0; k < n; ++k) s += a[b * n * n + i * n + k] * x[b * n * n + k * n + j];
+        worst = std::max(worst, std::abs(s - (i == j ? 1.0 : 0.0)));
+      }
+  return worst;
+}
+
+TEST(LinalgInv, BatchedSmallAndLapackPaths) {
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    const double tol = dt == DType::Float32 ? 2e-3 : 1e-10;
+    for (int64_t n : {1, 2, 3, 4, 5, 9, 16, 17, 33}) {
+      // Diagonally dominant: condition number small, so |AX - I| is a fair check.
+      Tensor A = random_matrices({37, n, n}, dt, uint32_t(n));
+      A = add(A, mul(eye(n, n, dt), scalar_tensor(Scalar(double(2 * n)), dt)));
+      const Tensor X = linalg::inv(A);
+      ASSERT_EQ(X.sizes(), A.sizes());
+      EXPECT_LT(inverse_residual(A, X, n), tol) << name(dt) << " n=" << n;
+    }
+  }
+}
+
+TEST(LinalgInv, SingularInfoAsGetrf) {
+  for (int64_t n : {2, 4, 8, 16, 20}) {
+    for (int64_t k = 0; k < n; ++k) {
+      Tensor A = random_matrices({3, n, n}, DType::Float32, uint32_t(n * 31 + k));
+      A.select(0, 1).select(1, k).fill_(0);  // matrix 1: column k zero -> info k+1
+      const linalg::InvEx r = linalg::inv_ex(A);
+      const int32_t* info = r.info.data<int32_t>();
+      EXPECT_EQ(info[0], 0);
+      EXPECT_EQ(info[1], k + 1) << "n=" << n;
+      EXPECT_EQ(info[2], 0);
+      EXPECT_THROW(linalg::inv(A), Error);
+    }
+  }
+  EXPECT_THROW(linalg::inv(zeros({2, 3})), ValueError);
+  EXPECT_THROW(linalg::inv(zeros({2, 2}, DType::Int32)), TypeError);
+}
+
+TEST(LinalgSolve, SmallPathBroadcastsAndMatchesInverse) {
+  const Tensor A = add(random_matrices({4, 1, 3, 3}, DType::Float64, 5), mul(eye(3, 3, DType::Float64), scalar_tensor(Scalar(6.0), DType::Float64)));
+  const Tensor B = random_matrices({2, 3, 2}, DType::Float64, 6);
+  const Tensor X = linalg::solve(A, B);
+  ASSERT_EQ(X.sizes(), (Shape{4, 2, 3, 2}));
+  const auto a = as_f64(A), x = as_f64(X), b = as_f64(B);
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 2; ++j)
+      for (int64_t r = 0; r < 3; ++r)
+        for (int64_t c = 0; c < 2; ++c) {
+          double s = 0;
+          for (int64_t k = 0; k < 3; ++k) s += a[i * 9 + r * 3 + k] * x[((i * 2 + j) * 3 + k) * 2 + c];
+          EXPECT_NEAR(s, b[(j * 3 + r) * 2 + c], 1e-12);
+        }
+}
+
+TEST(LinalgTriangular, BatchedKernelMatchesSubstitution) {
+  for (int64_t n : {16, 32, 64}) {
+    for (bool upper : {false, true}) {
+      for (bool unit : {false, true}) {
+        const int64_t m = 24;
+        Tensor A = random_matrices({3, n, n}, DType::Float32, uint32_t(n));
+        A = add(mul(A, scalar_tensor(Scalar(0.1), DType::Float32)), eye(n, n, DType::Float32));
+        const Tensor B = random_matrices({3, n, m}, DType::Float32, 9);
+        const Tensor X = linalg::solve_triangular(A, B, upper, true, unit);
+        const auto a = as_f64(A), b = as_f64(B), x = as_f64(X);
+        for (int64_t bi = 0; bi < 3; ++bi)
+          for (int64_t c = 0; c < m; ++c) {
+            std::vector<double> ref(static_cast<size_t>(n), 0.0);
+            for (int64_t s = 0; s < n; ++s) {
+              const int64_t i = upper ? n - 1 - s : s;
+              double v = b[(bi * n + i) * m + c];
+              for (int64_t k = upper ? i + 1 : 0; k < (upper ? n : i); ++k) v -= a[(bi * n + i) * n + k] * ref[k];
+              ref[i] = unit ? v : v / a[(bi * n + i) * n + i];
+            }
+            for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(x[(bi * n + i) * m + c], ref[i], 1e-3 * (1 + std::abs(ref[i])));
+          }
+      }
+    }
+  }
+}
+
+TEST(LinalgLU, ComplexPivotIsIcamax) {
+  // |3| > |2+2i| but |re| + |im|: 3 < 4, so LAPACK's icamax takes row 2.
+  const std::complex<float> v[4] = {{3, 0}, {1, 0}, {2, 2}, {1, 0}};
+  const Tensor A = from_buffer_copy(v, {2, 2}, DType::Complex64);
+  const linalg::LUFactor f = linalg::lu_factor(A);
+  EXPECT_EQ(f.pivots.contiguous().data<int32_t>()[0], 2);
+  const linalg::PLU plu = linalg::lu(A);
+  EXPECT_EQ(plu.P.sizes(), (Shape{2, 2}));
+}
+
+TEST(LinalgQRSVD, Residuals) {
+  const Tensor A = random_matrices({40, 7}, DType::Float64, 3);
+  const linalg::QR qr = linalg::qr(A);
+  const auto q = as_f64(qr.Q), r = as_f64(qr.R), a = as_f64(A);
+  for (int i = 0; i < 40; ++i)
+    for (int j = 0; j < 7; ++j) {
+      double s = 0;
+      for (int k = 0; k < 7; ++k) s += q[i * 7 + k] * r[k * 7 + j];
+      EXPECT_NEAR(s, a[i * 7 + j], 1e-12);
+    }
+  const linalg::SVD s = linalg::svd(A, false);
+  const auto u = as_f64(s.U), sv = as_f64(s.S), vh = as_f64(s.Vh);
+  for (int i = 0; i < 40; ++i)
+    for (int j = 0; j < 7; ++j) {
+      double t = 0;
+      for (int k = 0; k < 7; ++k) t += u[i * 7 + k] * sv[k] * vh[k * 7 + j];
+      EXPECT_NEAR(t, a[i * 7 + j], 1e-12);
+    }
+}
+
+}  // namespace
+}  // namespace kiln
