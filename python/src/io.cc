@@ -9,6 +9,7 @@
 
 #include "bind_util.h"
 #include "kiln/io/gguf.h"
+#include "kiln/io/gguf_names.h"
 #include "kiln/io/model_config.h"
 #include "kiln/io/safetensors.h"
 
@@ -249,6 +250,16 @@ void init_io(nb::module_& m) {
            "The tensor as floats (block types dequantized as ggml does); rows in file order.")
       .def("load_hf", &GGUFFile::load_hf, "name"_a, "dtype"_a = DType::Float32,
            "dequantize() with llama's Q/K rows restored to Hugging Face order.")
+      .def(
+          "hf_name",
+          [](const GGUFFile& f, const std::string& n) {
+            std::string arch = f.architecture();
+            if (arch == "qwen3moe") arch = "qwen3_moe";
+            if (arch == "llama" && f.get_int("llama.expert_count").value_or(0) > 0) arch = "mixtral";
+            const std::string hf = gguf_to_hf_name(n, arch);
+            return hf.empty() ? nb::object(nb::none()) : nb::object(nb::str(hf.c_str()));
+          },
+          "name"_a, "The Hugging Face name of a tensor (None when it has none).")
       .def("__contains__",
            [](const GGUFFile& f, const std::string& n) { return f.find_tensor(n) != nullptr; })
       .def("__len__", [](const GGUFFile& f) { return f.tensors().size(); });

@@ -139,6 +139,8 @@ def test_load_hf_restores_qk_rows(tmp_path, rng, arch, permuted):
     np.testing.assert_array_equal(as_np(f.load_hf("blk.0.attn_k.weight")), wk)
     np.testing.assert_array_equal(as_np(f.load_hf("blk.0.attn_v.weight")), wv)
     np.testing.assert_array_equal(as_np(f.dequantize("blk.0.attn_q.weight")), sq)
+    assert f.hf_name("blk.0.attn_q.weight") == "model.layers.0.self_attn.q_proj.weight"
+    assert f.hf_name("blk.0.nonsense.weight") is None
 
 
 # ---- hostile files ------------------------------------------------------------------
