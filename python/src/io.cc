@@ -9,6 +9,7 @@
 
 #include "bind_util.h"
 #include "kiln/io/gguf.h"
+#include "kiln/io/gguf_names.h"
 #include "kiln/io/model_config.h"
 #include "kiln/io/safetensors.h"
 
@@ -52,18 +53,28 @@ nb::dict file_dict(const SafetensorsFile& f) {
 nb::object value_to_python(const GGUFValue& v) {
   if (v.is_array()) {
     nb::list l;
-    if (v.elem_type == GGUFType::String) for (const auto& s : v.strings) l.append(nb::str(s.data(), s.size()));
-    else if (v.elem_type == GGUFType::Float32 || v.elem_type == GGUFType::Float64) for (double x : v.floats) l.append(x);
-    else if (v.elem_type == GGUFType::Bool) for (int64_t x : v.ints) l.append(nb::bool_(x != 0));
-    else for (int64_t x : v.ints) l.append(x);
+    if (v.elem_type == GGUFType::String)
+      for (const auto& s : v.strings) l.append(nb::str(s.data(), s.size()));
+    else if (v.elem_type == GGUFType::Float32 || v.elem_type == GGUFType::Float64)
+      for (double x : v.floats) l.append(x);
+    else if (v.elem_type == GGUFType::Bool)
+      for (int64_t x : v.ints) l.append(nb::bool_(x != 0));
+    else
+      for (int64_t x : v.ints) l.append(x);
     return l;
   }
   switch (v.type) {
-    case GGUFType::String: return nb::str(v.s.data(), v.s.size());
-    case GGUFType::Bool: return nb::bool_(v.b);
-    case GGUFType::Float32: case GGUFType::Float64: return nb::float_(v.f);
-    case GGUFType::UInt64: return nb::int_(v.u);
-    default: return nb::int_(v.i);
+    case GGUFType::String:
+      return nb::str(v.s.data(), v.s.size());
+    case GGUFType::Bool:
+      return nb::bool_(v.b);
+    case GGUFType::Float32:
+    case GGUFType::Float64:
+      return nb::float_(v.f);
+    case GGUFType::UInt64:
+      return nb::int_(v.u);
+    default:
+      return nb::int_(v.i);
   }
 }
 
@@ -124,8 +135,9 @@ nb::dict config_dict(const ModelConfig& c) {
   q["fmt"] = c.quant.fmt;
   q["activation_scheme"] = c.quant.activation_scheme;
   q["dynamic_activations"] = c.quant.dynamic_activations;
-  q["block_size"] = c.quant.scheme == QuantScheme::Fp8Block ? nb::object(nb::make_tuple(c.quant.block_n, c.quant.block_k))
-                                                           : nb::none();
+  q["block_size"] = c.quant.scheme == QuantScheme::Fp8Block
+                        ? nb::object(nb::make_tuple(c.quant.block_n, c.quant.block_k))
+                        : nb::none();
   q["scale_name"] = c.quant.scale_name;
   q["ignore"] = nb::cast(c.quant.ignore);
   d["quantization"] = q;
@@ -142,82 +154,127 @@ bool looks_like_gguf(const std::string& path) {
 }  // namespace
 
 void init_io(nb::module_& m) {
-  m.def("io_load_file", [](const std::string& path) {
+  m.def(
+      "io_load_file",
+      [](const std::string& path) {
         auto ck = SafetensorsCheckpoint::open(path);
         nb::dict d;
         for (const auto& n : ck.names()) d[n.c_str()] = nb::cast(ck.tensor(n));
         return d;
-      }, "path"_a,
+      },
+      "path"_a,
       "Loads a safetensors file (or a sharded checkpoint: an index.json or a directory) as a dict\n"
       "name -> Tensor. Tensors are zero-copy views of the memory-mapped file (copy-on-write).");
-  m.def("io_load_metadata", [](const std::string& path) {
+  m.def(
+      "io_load_metadata",
+      [](const std::string& path) {
         nb::dict d;
         const auto ck = SafetensorsCheckpoint::open(path);  // named: metadata() refers into it
         for (const auto& [k, v] : ck.metadata()) d[k.c_str()] = v;
         return d;
-      }, "path"_a, "The __metadata__ of a safetensors file (or the index's metadata).");
-  m.def("io_save_file", [](const nb::dict& tensors, const std::string& path, nb::handle metadata) {
+      },
+      "path"_a, "The __metadata__ of a safetensors file (or the index's metadata).");
+  m.def(
+      "io_save_file",
+      [](const nb::dict& tensors, const std::string& path, nb::handle metadata) {
         save_safetensors(path, tensors_from_dict(tensors), metadata_from(metadata));
-      }, "tensors"_a, "filename"_a, "metadata"_a = nb::none(),
+      },
+      "tensors"_a, "filename"_a, "metadata"_a = nb::none(),
       "Writes a dict name -> Tensor (or NumPy array) as a safetensors file.");
-  m.def("io_save", [](const nb::dict& tensors, nb::handle metadata) {
+  m.def(
+      "io_save",
+      [](const nb::dict& tensors, nb::handle metadata) {
         const std::string s = serialize_safetensors(tensors_from_dict(tensors), metadata_from(metadata));
         return nb::bytes(s.data(), s.size());
-      }, "tensors"_a, "metadata"_a = nb::none(), "A dict name -> Tensor serialized as safetensors bytes.");
-  m.def("io_load", [](nb::bytes data) {
+      },
+      "tensors"_a, "metadata"_a = nb::none(), "A dict name -> Tensor serialized as safetensors bytes.");
+  m.def(
+      "io_load",
+      [](nb::bytes data) {
         auto file = MappedFile::from_bytes(std::string(data.c_str(), data.size()), "<bytes>");
         return file_dict(SafetensorsFile::from_file(file));
-      }, "data"_a, "Parses safetensors bytes into a dict name -> Tensor.");
+      },
+      "data"_a, "Parses safetensors bytes into a dict name -> Tensor.");
 
   nb::class_<GGUFFile> g(m, "GGUFFile", "A GGUF file (v2/v3), memory-mapped: metadata and tensors.");
-  g.def("__init__", [](GGUFFile* self, const std::string& path) { new (self) GGUFFile(GGUFFile::open(path)); },
-        "path"_a)
+  g.def(
+       "__init__", [](GGUFFile* self, const std::string& path) { new (self) GGUFFile(GGUFFile::open(path)); },
+       "path"_a)
       .def_prop_ro("version", &GGUFFile::version)
       .def_prop_ro("alignment", &GGUFFile::alignment)
       .def_prop_ro("architecture", &GGUFFile::architecture)
       .def_prop_ro("path", [](const GGUFFile& f) { return f.file()->path(); })
-      .def_prop_ro("metadata", [](const GGUFFile& f) {
+      .def_prop_ro(
+          "metadata",
+          [](const GGUFFile& f) {
             nb::dict d;
             for (const auto& [k, v] : f.metadata()) d[k.c_str()] = value_to_python(v);
             return d;
-          }, "All metadata as a dict (arrays as lists).")
-      .def("get", [](const GGUFFile& f, const std::string& key, nb::object dflt) {
+          },
+          "All metadata as a dict (arrays as lists).")
+      .def(
+          "get",
+          [](const GGUFFile& f, const std::string& key, nb::object dflt) {
             const GGUFValue* v = f.find(key);
             return v ? value_to_python(*v) : dflt;
-          }, "key"_a, "default"_a = nb::none())
-      .def("value_type", [](const GGUFFile& f, const std::string& key) {
+          },
+          "key"_a, "default"_a = nb::none())
+      .def(
+          "value_type",
+          [](const GGUFFile& f, const std::string& key) {
             const GGUFValue* v = f.find(key);
             if (!v) throw IndexError("[gguf] no metadata key '" + key + "'");
             return std::string(gguf_type_name(v->type)) +
                    (v->is_array() ? std::string("[") + gguf_type_name(v->elem_type) + "]" : "");
-          }, "key"_a, "The GGUF value type of a key: 'uint32', 'string', 'array[string]', ...")
-      .def_prop_ro("tensor_names", [](const GGUFFile& f) {
-            std::vector<std::string> n;
-            for (const auto& t : f.tensors()) n.push_back(t.name);
-            return n;
-          })
-      .def_prop_ro("tensors", [](const GGUFFile& f) {
+          },
+          "key"_a, "The GGUF value type of a key: 'uint32', 'string', 'array[string]', ...")
+      .def_prop_ro("tensor_names",
+                   [](const GGUFFile& f) {
+                     std::vector<std::string> n;
+                     for (const auto& t : f.tensors()) n.push_back(t.name);
+                     return n;
+                   })
+      .def_prop_ro(
+          "tensors",
+          [](const GGUFFile& f) {
             nb::list l;
             for (const auto& t : f.tensors()) l.append(tensor_info_dict(t));
             return l;
-          }, "Tensor infos: dicts of name, type, shape (PyTorch order), ne (ggml order), offset, nbytes.")
-      .def("tensor_info", [](const GGUFFile& f, const std::string& n) { return tensor_info_dict(f.tensor_info(n)); })
+          },
+          "Tensor infos: dicts of name, type, shape (PyTorch order), ne (ggml order), offset, nbytes.")
+      .def("tensor_info",
+           [](const GGUFFile& f, const std::string& n) { return tensor_info_dict(f.tensor_info(n)); })
       .def("tensor", &GGUFFile::tensor, "name"_a, "Zero-copy view of an F32/F16/BF16/F64/integer tensor.")
       .def("raw", &GGUFFile::raw, "name"_a, "The stored bytes (uint8, last dim = bytes per row), zero-copy.")
       .def("dequantize", &GGUFFile::dequantize, "name"_a, "dtype"_a = DType::Float32,
            "The tensor as floats (block types dequantized as ggml does); rows in file order.")
       .def("load_hf", &GGUFFile::load_hf, "name"_a, "dtype"_a = DType::Float32,
            "dequantize() with llama's Q/K rows restored to Hugging Face order.")
-      .def("__contains__", [](const GGUFFile& f, const std::string& n) { return f.find_tensor(n) != nullptr; })
+      .def(
+          "hf_name",
+          [](const GGUFFile& f, const std::string& n) {
+            std::string arch = f.architecture();
+            if (arch == "qwen3moe") arch = "qwen3_moe";
+            if (arch == "llama" && f.get_int("llama.expert_count").value_or(0) > 0) arch = "mixtral";
+            const std::string hf = gguf_to_hf_name(n, arch);
+            return hf.empty() ? nb::object(nb::none()) : nb::object(nb::str(hf.c_str()));
+          },
+          "name"_a, "The Hugging Face name of a tensor (None when it has none).")
+      .def("__contains__",
+           [](const GGUFFile& f, const std::string& n) { return f.find_tensor(n) != nullptr; })
       .def("__len__", [](const GGUFFile& f) { return f.tensors().size(); });
   m.attr("io_GGUFFile") = g;
   nb::delattr(m, "GGUFFile");
 
-  m.def("io_load_config", [](const std::string& path) {
+  m.def(
+      "io_load_config",
+      [](const std::string& path) {
         if (looks_like_gguf(path)) return config_dict(config_from_gguf(GGUFFile::open(path)));
         return config_dict(load_hf_config(path));
-      }, "path"_a,
+      },
+      "path"_a,
       "A model's configuration as a dict: from config.json (a file or a model directory) or a GGUF file.");
-  m.def("io_parse_config", [](const std::string& text) { return config_dict(parse_hf_config(text)); },
-        "text"_a, "Parses the text of a Hugging Face config.json.");
+  m.def(
+      "io_parse_config", [](const std::string& text) { return config_dict(parse_hf_config(text)); }, "text"_a,
+      "Parses the text of a Hugging Face config.json.");
 }

@@ -44,7 +44,8 @@ struct Fields {
   }
   bool get_bool(const char* key, bool dflt) const {
     if (!has(key)) return dflt;
-    KILN_CHECK(j[key].is_boolean(), ValueError, "[config] '" << key << "' in " << name << " must be true or false");
+    KILN_CHECK(j[key].is_boolean(), ValueError,
+               "[config] '" << key << "' in " << name << " must be true or false");
     return j[key].get<bool>();
   }
   std::string get_string(const char* key, const std::string& dflt = "") const {
@@ -59,7 +60,8 @@ std::vector<std::string> string_list(const json& v, const char* what, const std:
   if (v.is_null()) return out;
   KILN_CHECK(v.is_array(), ValueError, "[config] " << what << " in " << name << " must be a list of strings");
   for (const auto& s : v) {
-    KILN_CHECK(s.is_string(), ValueError, "[config] " << what << " in " << name << " must be a list of strings");
+    KILN_CHECK(s.is_string(), ValueError,
+               "[config] " << what << " in " << name << " must be a list of strings");
     out.push_back(s.get<std::string>());
   }
   return out;
@@ -70,8 +72,8 @@ QuantConfig parse_fp8(const json& q, const std::string& name) {
   QuantConfig c;
   c.method = "fp8";
   c.fmt = f.get_string("fmt", "e4m3");
-  KILN_CHECK(c.fmt == "e4m3" || c.fmt == "e5m2", ValueError, "[config] fp8 fmt '" << c.fmt << "' in " << name
-                                                                                   << " is not supported");
+  KILN_CHECK(c.fmt == "e4m3" || c.fmt == "e5m2", ValueError,
+             "[config] fp8 fmt '" << c.fmt << "' in " << name << " is not supported");
   c.activation_scheme = f.get_string("activation_scheme", "dynamic");
   c.dynamic_activations = c.activation_scheme == "dynamic";
   KILN_CHECK(f.has("weight_block_size"), ValueError,
@@ -80,12 +82,14 @@ QuantConfig parse_fp8(const json& q, const std::string& name) {
   KILN_CHECK(b.is_array() && b.size() == 2 && b[0].is_number_integer() && b[1].is_number_integer() &&
                  b[0].get<int64_t>() > 0 && b[1].get<int64_t>() > 0 && b[0].get<int64_t>() <= 65536 &&
                  b[1].get<int64_t>() <= 65536,
-             ValueError, "[config] weight_block_size in " << name << " must be [n, k] positive, got " << b.dump());
+             ValueError,
+             "[config] weight_block_size in " << name << " must be [n, k] positive, got " << b.dump());
   c.scheme = QuantScheme::Fp8Block;
   c.block_n = b[0].get<int64_t>();
   c.block_k = b[1].get<int64_t>();
   c.scale_name = "weight_scale_inv";
-  if (q.contains("modules_to_not_convert")) c.ignore = string_list(q["modules_to_not_convert"], "modules_to_not_convert", name);
+  if (q.contains("modules_to_not_convert"))
+    c.ignore = string_list(q["modules_to_not_convert"], "modules_to_not_convert", name);
   if (q.contains("ignored_layers")) {
     auto more = string_list(q["ignored_layers"], "ignored_layers", name);
     c.ignore.insert(c.ignore.end(), more.begin(), more.end());
@@ -114,7 +118,8 @@ QuantConfig parse_compressed_tensors(const json& q, const std::string& name) {
     const std::string type = w.get_string("type", "int");
     const int64_t bits = w.get_int("num_bits", 8, 1);
     KILN_CHECK(type == "float" && bits == 8, ValueError,
-               "[config] compressed-tensors weights of type " << type << " with " << bits << " bits in " << name
+               "[config] compressed-tensors weights of type " << type << " with " << bits << " bits in "
+                                                              << name
                                                               << " are not supported (kiln reads float8)");
     const std::string strategy = w.get_string("strategy", "tensor");
     QuantConfig g_cfg = c;
@@ -131,13 +136,15 @@ QuantConfig parse_compressed_tensors(const json& q, const std::string& name) {
       g_cfg.block_n = bs[0].get<int64_t>();
       g_cfg.block_k = bs[1].get<int64_t>();
     } else {
-      KILN_CHECK(false, ValueError, "[config] compressed-tensors weight strategy '" << strategy << "' in " << name
-                                                                                    << " is not supported");
+      KILN_CHECK(false, ValueError,
+                 "[config] compressed-tensors weight strategy '" << strategy << "' in " << name
+                                                                 << " is not supported");
     }
     if (g.contains("input_activations") && g["input_activations"].is_object())
       g_cfg.dynamic_activations = Fields{g["input_activations"], name}.get_bool("dynamic", true);
-    KILN_CHECK(first || (g_cfg.scheme == c.scheme && g_cfg.block_n == c.block_n), ValueError,
-               "[config] compressed-tensors groups with different strategies in " << name << " are not supported");
+    KILN_CHECK(
+        first || (g_cfg.scheme == c.scheme && g_cfg.block_n == c.block_n), ValueError,
+        "[config] compressed-tensors groups with different strategies in " << name << " are not supported");
     c = g_cfg;
     first = false;
   }
@@ -150,8 +157,9 @@ QuantConfig parse_quant(const json& q, const std::string& name) {
   if (method == "fp8") return parse_fp8(q, name);
   if (method == "compressed-tensors") return parse_compressed_tensors(q, name);
   KILN_CHECK(false, ValueError,
-             "[config] quantization method '" << method << "' in " << name
-                                              << " is not supported (kiln reads 'fp8' and 'compressed-tensors' float8)");
+             "[config] quantization method '"
+                 << method << "' in " << name
+                 << " is not supported (kiln reads 'fp8' and 'compressed-tensors' float8)");
   return {};
 }
 
@@ -168,8 +176,9 @@ RopeScaling parse_rope_scaling(const json& r, const std::string& name) {
   s.original_max_position_embeddings = f.get_int("original_max_position_embeddings", 0);
   s.beta_fast = f.get_double("beta_fast", 32.0);
   s.beta_slow = f.get_double("beta_slow", 1.0);
-  KILN_CHECK(s.type.empty() || s.type == "llama3" || s.type == "linear" || s.type == "yarn" || s.type == "dynamic",
-             ValueError, "[config] rope scaling type '" << s.type << "' in " << name << " is not supported");
+  KILN_CHECK(
+      s.type.empty() || s.type == "llama3" || s.type == "linear" || s.type == "yarn" || s.type == "dynamic",
+      ValueError, "[config] rope scaling type '" << s.type << "' in " << name << " is not supported");
   return s;
 }
 
@@ -190,11 +199,16 @@ const std::vector<std::string>& supported_architectures() {
 
 const char* quant_scheme_name(QuantScheme s) {
   switch (s) {
-    case QuantScheme::None: return "none";
-    case QuantScheme::Fp8Block: return "fp8-block";
-    case QuantScheme::Fp8Channel: return "fp8-channel";
-    case QuantScheme::Fp8Tensor: return "fp8-tensor";
-    case QuantScheme::Gguf: return "gguf";
+    case QuantScheme::None:
+      return "none";
+    case QuantScheme::Fp8Block:
+      return "fp8-block";
+    case QuantScheme::Fp8Channel:
+      return "fp8-channel";
+    case QuantScheme::Fp8Tensor:
+      return "fp8-tensor";
+    case QuantScheme::Gguf:
+      return "gguf";
   }
   return "?";
 }
@@ -208,9 +222,10 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& name) {
   KILN_CHECK(!c.architecture.empty(), ValueError, "[config] " << name << " has no model_type");
   bool known = false;
   for (const auto& a : supported_architectures()) known = known || a == c.architecture;
-  KILN_CHECK(known, ValueError, "[config] architecture '" << c.architecture << "' in " << name
-                                                          << " is not supported (kiln runs llama, qwen2, qwen3, "
-                                                             "qwen3_moe, mixtral, olmoe)");
+  KILN_CHECK(known, ValueError,
+             "[config] architecture '" << c.architecture << "' in " << name
+                                       << " is not supported (kiln runs llama, qwen2, qwen3, "
+                                          "qwen3_moe, mixtral, olmoe)");
   const std::string& a = c.architecture;
   c.vocab_size = f.get_int("vocab_size", std::nullopt, 1);
   c.hidden_size = f.get_int("hidden_size", std::nullopt, 1);
@@ -264,14 +279,15 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& name) {
     // transformers >= 5 writes num_local_experts for these too; published checkpoints say num_experts.
     c.num_experts = f.get_int(f.has("num_experts") ? "num_experts" : "num_local_experts", std::nullopt, 1);
     c.num_experts_per_tok = f.get_int("num_experts_per_tok", std::nullopt, 1);
-    c.moe_intermediate_size = a == "qwen3_moe" ? f.get_int("moe_intermediate_size", std::nullopt, 1)
-                                               : c.intermediate_size;
+    c.moe_intermediate_size =
+        a == "qwen3_moe" ? f.get_int("moe_intermediate_size", std::nullopt, 1) : c.intermediate_size;
     c.norm_topk_prob = f.get_bool("norm_topk_prob", a == "qwen3_moe");
     c.router_aux_loss_coef = f.get_double("router_aux_loss_coef", 0);
     if (a == "qwen3_moe") {
       c.decoder_sparse_step = f.get_int("decoder_sparse_step", 1, 1);
       if (f.has("mlp_only_layers")) {
-        KILN_CHECK(j["mlp_only_layers"].is_array(), ValueError, "[config] mlp_only_layers in " << name << " is not a list");
+        KILN_CHECK(j["mlp_only_layers"].is_array(), ValueError,
+                   "[config] mlp_only_layers in " << name << " is not a list");
         for (const auto& x : j["mlp_only_layers"]) {
           KILN_CHECK(x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() < c.num_hidden_layers,
                      ValueError, "[config] mlp_only_layers in " << name << " holds " << x.dump());
@@ -286,8 +302,9 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& name) {
     c.norm_topk_prob = true;  // softmax over the chosen experts' logits
     c.router_aux_loss_coef = f.get_double("router_aux_loss_coef", 0);
   }
-  KILN_CHECK(c.num_experts_per_tok <= c.num_experts, ValueError,
-             "[config] " << name << " routes " << c.num_experts_per_tok << " of " << c.num_experts << " experts");
+  KILN_CHECK(
+      c.num_experts_per_tok <= c.num_experts, ValueError,
+      "[config] " << name << " routes " << c.num_experts_per_tok << " of " << c.num_experts << " experts");
   if (f.has("quantization_config")) c.quant = parse_quant(j["quantization_config"], name);
   return c;
 }
@@ -311,7 +328,8 @@ int64_t ModelConfig::parameter_count() const {
   double attn = h * q + 2 * h * kv + q * h;
   if (attention_bias) attn += q + 2 * kv;
   if (qk_norm) attn += architecture == "olmoe" ? q + kv : 2 * double(head_dim);
-  double total = double(vocab_size) * h * (tie_word_embeddings ? 1 : 2) + h;  // embeddings (+ head) + final norm
+  double total =
+      double(vocab_size) * h * (tie_word_embeddings ? 1 : 2) + h;  // embeddings (+ head) + final norm
   const int64_t layers = std::min<int64_t>(num_hidden_layers, kMaxLayers);
   for (int64_t l = 0; l < layers; ++l) {
     const double mlp = layer_is_moe(l) ? double(num_experts) * (3 * h * double(moe_intermediate_size) + h)
@@ -324,9 +342,10 @@ int64_t ModelConfig::parameter_count() const {
 std::string ModelConfig::summary() const {
   std::ostringstream os;
   os << architecture << ": " << num_hidden_layers << " layers, hidden " << hidden_size << ", heads "
-     << num_attention_heads << "/" << num_key_value_heads << " x " << head_dim << ", ffn " << intermediate_size
-     << ", vocab " << vocab_size;
-  if (is_moe()) os << ", experts " << num_experts_per_tok << "/" << num_experts << " x " << moe_intermediate_size;
+     << num_attention_heads << "/" << num_key_value_heads << " x " << head_dim << ", ffn "
+     << intermediate_size << ", vocab " << vocab_size;
+  if (is_moe())
+    os << ", experts " << num_experts_per_tok << "/" << num_experts << " x " << moe_intermediate_size;
   os << ", rope theta " << rope_theta;
   if (!rope_scaling.type.empty()) os << " (" << rope_scaling.type << " x" << rope_scaling.factor << ")";
   if (tie_word_embeddings) os << ", tied embeddings";

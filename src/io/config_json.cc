@@ -15,7 +15,9 @@ json parse_json_strict(std::string_view text, const char* op, const std::string&
   std::string dup;
   auto cb = [&](int, json::parse_event_t ev, json& parsed) {
     switch (ev) {
-      case json::parse_event_t::object_start: keys.emplace_back(); break;
+      case json::parse_event_t::object_start:
+        keys.emplace_back();
+        break;
       case json::parse_event_t::object_end:
         if (!keys.empty()) keys.pop_back();
         break;
@@ -23,7 +25,8 @@ json parse_json_strict(std::string_view text, const char* op, const std::string&
         if (!keys.empty() && !keys.back().insert(parsed.get<std::string>()).second && dup.empty())
           dup = parsed.get<std::string>();
         break;
-      default: break;
+      default:
+        break;
     }
     return true;
   };

@@ -1,10 +1,11 @@
 // GGUFFile: metadata access, zero-copy plain tensors, dequantization, and the
 // Hugging Face row order for llama's Q/K projections.
+#include "kiln/io/gguf.h"
+
 #include <cstdio>
 #include <limits>
 
 #include "kiln/error.h"
-#include "kiln/io/gguf.h"
 #include "kiln/thread_pool.h"
 
 namespace kiln::io {
@@ -52,7 +53,8 @@ std::optional<int64_t> GGUFFile::get_int(std::string_view key) const {
   if (!v) return std::nullopt;
   if (!v->is_int()) wrong_type(key, *v, "an integer");
   if (v->type == GGUFType::UInt64 && v->u > uint64_t(std::numeric_limits<int64_t>::max()))
-    throw ValueError("[gguf] metadata '" + std::string(key) + "' = " + std::to_string(v->u) + " does not fit int64");
+    throw ValueError("[gguf] metadata '" + std::string(key) + "' = " + std::to_string(v->u) +
+                     " does not fit int64");
   return v->i;
 }
 
@@ -129,9 +131,10 @@ Tensor GGUFFile::dequantize(std::string_view name, DType dtype) const {
   const GGUFTensorInfo& ti = tensor_info(name);
   if (auto dt = ggml_plain_dtype(ti.type)) return tensor(name).to(dtype).contiguous();
   const GGMLTypeInfo* info = ggml_type_info(uint32_t(ti.type));
-  KILN_CHECK(info->dequantizable, NotImplementedError,
-             "[gguf] tensor '" << name << "' is " << info->name
-                               << ", which kiln cannot dequantize yet (F32, F16, BF16, Q8_0, Q4_0, Q4_1 are read)");
+  KILN_CHECK(
+      info->dequantizable, NotImplementedError,
+      "[gguf] tensor '" << name << "' is " << info->name
+                        << ", which kiln cannot dequantize yet (F32, F16, BF16, Q8_0, Q4_0, Q4_1 are read)");
   Tensor out = empty(ti.shape, DType::Float32);
   const int64_t row = ti.ne[0];
   const int64_t rows = row ? ti.numel / row : 0;
@@ -139,7 +142,8 @@ Tensor GGUFFile::dequantize(std::string_view name, DType dtype) const {
   const uint8_t* src = file_->data() + ti.offset;
   float* dst = out.data<float>();
   parallel_for(0, rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(row, 1)), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) dequantize_row(ti.type, src + uint64_t(r) * row_bytes, dst + r * row, row);
+    for (int64_t r = r0; r < r1; ++r)
+      dequantize_row(ti.type, src + uint64_t(r) * row_bytes, dst + r * row, row);
   });
   return dtype == DType::Float32 ? out : out.to(dtype);
 }
@@ -170,9 +174,11 @@ Tensor GGUFFile::load_hf(std::string_view name, DType dtype) const {
 Tensor unpermute_qk_rows(const Tensor& w, int64_t n_head) {
   KILN_CHECK(w.dim() >= 1 && n_head > 0, ValueError, "[gguf.unpermute_qk] needs a tensor and n_head > 0");
   const int64_t rows = w.size(0);
-  KILN_CHECK(n_head <= rows, ValueError, "[gguf.unpermute_qk] " << rows << " rows cannot hold " << n_head << " heads");
-  KILN_CHECK(rows % (2 * n_head) == 0, ValueError,
-             "[gguf.unpermute_qk] " << rows << " rows do not split into " << n_head << " heads of rope pairs");
+  KILN_CHECK(n_head <= rows, ValueError,
+             "[gguf.unpermute_qk] " << rows << " rows cannot hold " << n_head << " heads");
+  KILN_CHECK(
+      rows % (2 * n_head) == 0, ValueError,
+      "[gguf.unpermute_qk] " << rows << " rows do not split into " << n_head << " heads of rope pairs");
   const int64_t inner = w.numel() / std::max<int64_t>(rows, 1);
   // [rows, inner] -> [n_head, d/2, 2, inner] -> swap (d/2, 2) -> [rows, ...]
   Tensor v = w.contiguous().reshape({n_head, rows / n_head / 2, 2, inner});

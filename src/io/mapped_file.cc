@@ -7,8 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "kiln/error.h"
@@ -17,13 +17,15 @@ namespace kiln::io {
 
 std::shared_ptr<MappedFile> MappedFile::open(const std::string& path, const char* op) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) KILN_CHECK(false, ValueError, "[" << op << "] cannot open " << path << ": " << std::strerror(errno));
+  if (fd < 0)
+    KILN_CHECK(false, ValueError, "[" << op << "] cannot open " << path << ": " << std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     const int err = errno;
     ::close(fd);
-    KILN_CHECK(false, ValueError,
-               "[" << op << "] cannot open " << path << ": " << (err ? std::strerror(err) : "not a regular file"));
+    KILN_CHECK(
+        false, ValueError,
+        "[" << op << "] cannot open " << path << ": " << (err ? std::strerror(err) : "not a regular file"));
   }
   std::shared_ptr<MappedFile> f(new MappedFile());
   f->path_ = path;

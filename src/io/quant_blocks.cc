@@ -70,22 +70,36 @@ void dequantize_row(GGMLType t, const uint8_t* src, float* dst, int64_t n) {
              "[gguf.dequantize] " << n << " elements is not a whole number of " << info->name << " blocks");
   const int64_t nb = n / info->block_size;
   switch (t) {
-    case GGMLType::Q8_0: return dequant_q8_0(src, dst, nb);
-    case GGMLType::Q4_0: return dequant_q4_0(src, dst, nb);
-    case GGMLType::Q4_1: return dequant_q4_1(src, dst, nb);
-    case GGMLType::F32: std::memcpy(dst, src, size_t(n) * 4); return;
-    case GGMLType::F16: return plain<uint16_t>(src, dst, n, [](uint16_t h) { return f16_bits_to_float(h); });
-    case GGMLType::BF16: return plain<uint16_t>(src, dst, n, [](uint16_t h) { return bf16_bits_to_float(h); });
-    case GGMLType::F64: return plain<double>(src, dst, n, [](double v) { return float(v); });
-    case GGMLType::I8: return plain<int8_t>(src, dst, n, [](int8_t v) { return float(v); });
-    case GGMLType::I16: return plain<int16_t>(src, dst, n, [](int16_t v) { return float(v); });
-    case GGMLType::I32: return plain<int32_t>(src, dst, n, [](int32_t v) { return float(v); });
-    case GGMLType::I64: return plain<int64_t>(src, dst, n, [](int64_t v) { return float(v); });
-    default: break;
+    case GGMLType::Q8_0:
+      return dequant_q8_0(src, dst, nb);
+    case GGMLType::Q4_0:
+      return dequant_q4_0(src, dst, nb);
+    case GGMLType::Q4_1:
+      return dequant_q4_1(src, dst, nb);
+    case GGMLType::F32:
+      std::memcpy(dst, src, size_t(n) * 4);
+      return;
+    case GGMLType::F16:
+      return plain<uint16_t>(src, dst, n, [](uint16_t h) { return f16_bits_to_float(h); });
+    case GGMLType::BF16:
+      return plain<uint16_t>(src, dst, n, [](uint16_t h) { return bf16_bits_to_float(h); });
+    case GGMLType::F64:
+      return plain<double>(src, dst, n, [](double v) { return float(v); });
+    case GGMLType::I8:
+      return plain<int8_t>(src, dst, n, [](int8_t v) { return float(v); });
+    case GGMLType::I16:
+      return plain<int16_t>(src, dst, n, [](int16_t v) { return float(v); });
+    case GGMLType::I32:
+      return plain<int32_t>(src, dst, n, [](int32_t v) { return float(v); });
+    case GGMLType::I64:
+      return plain<int64_t>(src, dst, n, [](int64_t v) { return float(v); });
+    default:
+      break;
   }
   KILN_CHECK(false, NotImplementedError,
-             "[gguf.dequantize] ggml type " << info->name << " is not supported (kiln reads F32, F16, BF16, "
-                                            "F64, I8-I64, Q8_0, Q4_0 and Q4_1)");
+             "[gguf.dequantize] ggml type " << info->name
+                                            << " is not supported (kiln reads F32, F16, BF16, "
+                                               "F64, I8-I64, Q8_0, Q4_0 and Q4_1)");
 }
 
 }  // namespace kiln::io

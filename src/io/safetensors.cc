@@ -45,7 +45,8 @@ namespace {
 
 // The header bytes (length prefix + padded JSON) and the order tensors follow it in.
 std::string safetensors_header_bytes(const std::vector<std::pair<std::string, Tensor>>& tensors,
-                                     const Metadata& metadata, std::vector<size_t>& order, uint64_t& data_bytes) {
+                                     const Metadata& metadata, std::vector<size_t>& order,
+                                     uint64_t& data_bytes) {
   const char* op = "safetensors.save";
   order.resize(tensors.size());
   std::set<std::string_view> seen;
@@ -148,10 +149,14 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open(const std::string& path) {
   const char* op = "safetensors";
   std::string file = path;
   if (is_dir(path)) {
-    if (exists(path + "/model.safetensors.index.json")) file = path + "/model.safetensors.index.json";
-    else if (exists(path + "/model.safetensors")) file = path + "/model.safetensors";
-    else KILN_CHECK(false, ValueError, "[" << op << "] " << path
-                                           << " holds neither model.safetensors nor model.safetensors.index.json");
+    if (exists(path + "/model.safetensors.index.json"))
+      file = path + "/model.safetensors.index.json";
+    else if (exists(path + "/model.safetensors"))
+      file = path + "/model.safetensors";
+    else
+      KILN_CHECK(
+          false, ValueError,
+          "[" << op << "] " << path << " holds neither model.safetensors nor model.safetensors.index.json");
   }
   SafetensorsCheckpoint ck;
   if (!ends_with(file, ".json")) {
@@ -164,24 +169,27 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open(const std::string& path) {
   KILN_CHECK(j.is_object() && j.contains("weight_map") && j["weight_map"].is_object(), ValueError,
              "[" << op << "] " << file << " has no weight_map object");
   if (auto m = j.find("metadata"); m != j.end() && m->is_object())
-    for (const auto& [k, v] : m->items()) ck.metadata_.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
+    for (const auto& [k, v] : m->items())
+      ck.metadata_.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
   const std::string dir = dir_of(file);
   std::map<std::string, size_t> shard_index;
   for (const auto& item : j["weight_map"].items()) {
     const std::string name = item.key();
     const json& v = item.value();
-    KILN_CHECK(v.is_string(), ValueError, "[" << op << "] weight_map entry '" << name << "' in " << file
-                                              << " is not a file name");
+    KILN_CHECK(v.is_string(), ValueError,
+               "[" << op << "] weight_map entry '" << name << "' in " << file << " is not a file name");
     const std::string shard = v.get<std::string>();
     // A shard is a plain file name beside the index: never a path out of the directory.
     KILN_CHECK(!shard.empty() && shard.find('/') == std::string::npos && shard != "." && shard != "..",
-               ValueError, "[" << op << "] weight_map entry '" << name << "' in " << file << " names '" << shard
-                               << "', which is not a file name beside the index");
+               ValueError,
+               "[" << op << "] weight_map entry '" << name << "' in " << file << " names '" << shard
+                   << "', which is not a file name beside the index");
     auto [it, fresh] = shard_index.emplace(shard, ck.shards_.size());
     if (fresh) ck.shards_.push_back(SafetensorsFile::open(dir + "/" + shard));
     const SafetensorsFile& sf = ck.shards_[it->second];
-    KILN_CHECK(sf.find(name) != nullptr, ValueError,
-               "[" << op << "] " << file << " places '" << name << "' in " << shard << ", which does not hold it");
+    KILN_CHECK(
+        sf.find(name) != nullptr, ValueError,
+        "[" << op << "] " << file << " places '" << name << "' in " << shard << ", which does not hold it");
     ck.where_.emplace(name, it->second);
   }
   return ck;
@@ -196,13 +204,15 @@ std::vector<std::string> SafetensorsCheckpoint::names() const {
 
 const SafetensorsEntry& SafetensorsCheckpoint::entry(std::string_view name) const {
   auto it = where_.find(name);
-  KILN_CHECK(it != where_.end(), IndexError, "[safetensors] no tensor named '" << name << "' in the checkpoint");
+  KILN_CHECK(it != where_.end(), IndexError,
+             "[safetensors] no tensor named '" << name << "' in the checkpoint");
   return *shards_[it->second].find(name);
 }
 
 Tensor SafetensorsCheckpoint::tensor(std::string_view name) const {
   auto it = where_.find(name);
-  KILN_CHECK(it != where_.end(), IndexError, "[safetensors] no tensor named '" << name << "' in the checkpoint");
+  KILN_CHECK(it != where_.end(), IndexError,
+             "[safetensors] no tensor named '" << name << "' in the checkpoint");
   return shards_[it->second].tensor(name);
 }
 

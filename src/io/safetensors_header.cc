@@ -16,11 +16,21 @@ struct DtypeName {
   DType dtype;
 };
 constexpr DtypeName kDtypes[] = {
-    {"BOOL", DType::Bool},       {"U8", DType::UInt8},          {"I8", DType::Int8},
-    {"U16", DType::UInt16},      {"I16", DType::Int16},         {"U32", DType::UInt32},
-    {"I32", DType::Int32},       {"U64", DType::UInt64},        {"I64", DType::Int64},
-    {"F16", DType::Float16},     {"BF16", DType::BFloat16},     {"F32", DType::Float32},
-    {"F64", DType::Float64},     {"F8_E4M3", DType::Float8_e4m3fn}, {"F8_E5M2", DType::Float8_e5m2},
+    {"BOOL", DType::Bool},
+    {"U8", DType::UInt8},
+    {"I8", DType::Int8},
+    {"U16", DType::UInt16},
+    {"I16", DType::Int16},
+    {"U32", DType::UInt32},
+    {"I32", DType::Int32},
+    {"U64", DType::UInt64},
+    {"I64", DType::Int64},
+    {"F16", DType::Float16},
+    {"BF16", DType::BFloat16},
+    {"F32", DType::Float32},
+    {"F64", DType::Float64},
+    {"F8_E4M3", DType::Float8_e4m3fn},
+    {"F8_E5M2", DType::Float8_e5m2},
     {"C64", DType::Complex64},
 };
 
@@ -43,14 +53,16 @@ const char* safetensors_dtype_name(DType d) {
 
 SafetensorsHeader parse_safetensors_header(const uint8_t* data, size_t size, const std::string& name) {
   const char* op = "safetensors";
-  KILN_CHECK(size >= 8, ValueError, "[" << op << "] " << name << " is too short (" << size
-                                        << " bytes) to hold a header length");
+  KILN_CHECK(size >= 8, ValueError,
+             "[" << op << "] " << name << " is too short (" << size << " bytes) to hold a header length");
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | data[i];
-  KILN_CHECK(n <= size - 8, ValueError,
-             "[" << op << "] header length " << n << " runs past the end of " << name << " (" << size << " bytes)");
-  KILN_CHECK(n <= kMaxHeader, ValueError, "[" << op << "] header length " << n << " in " << name
-                                              << " is over the " << kMaxHeader << "-byte limit");
+  KILN_CHECK(
+      n <= size - 8, ValueError,
+      "[" << op << "] header length " << n << " runs past the end of " << name << " (" << size << " bytes)");
+  KILN_CHECK(n <= kMaxHeader, ValueError,
+             "[" << op << "] header length " << n << " in " << name << " is over the " << kMaxHeader
+                 << "-byte limit");
   KILN_CHECK(n >= 2 && data[8] == '{', ValueError,
              "[" << op << "] " << name << " does not start with a JSON header (not a safetensors file?)");
   SafetensorsHeader h;
@@ -79,8 +91,10 @@ SafetensorsHeader parse_safetensors_header(const uint8_t* data, size_t size, con
     auto dt = v.find("dtype");
     auto sh = v.find("shape");
     auto off = v.find("data_offsets");
-    KILN_CHECK(dt != v.end() && dt->is_string(), ValueError, "[" << op << "] " << where << " has no dtype string");
-    KILN_CHECK(sh != v.end() && sh->is_array(), ValueError, "[" << op << "] " << where << " has no shape array");
+    KILN_CHECK(dt != v.end() && dt->is_string(), ValueError,
+               "[" << op << "] " << where << " has no dtype string");
+    KILN_CHECK(sh != v.end() && sh->is_array(), ValueError,
+               "[" << op << "] " << where << " has no shape array");
     KILN_CHECK(off != v.end() && off->is_array() && off->size() == 2, ValueError,
                "[" << op << "] " << where << " has no data_offsets [begin, end]");
     SafetensorsEntry e;
@@ -105,10 +119,11 @@ SafetensorsHeader parse_safetensors_header(const uint8_t* data, size_t size, con
       KILN_CHECK(o.is_number_unsigned(), ValueError,
                  "[" << op << "] " << where << " has bad data_offsets " << off->dump());
     const uint64_t b = (*off)[0].get<uint64_t>(), en = (*off)[1].get<uint64_t>();
-    KILN_CHECK(b <= en, ValueError, "[" << op << "] " << where << " has data_offsets end before begin " << off->dump());
+    KILN_CHECK(b <= en, ValueError,
+               "[" << op << "] " << where << " has data_offsets end before begin " << off->dump());
     KILN_CHECK(en <= data_size, ValueError,
-               "[" << op << "] " << where << " has data_offsets " << off->dump() << " past the end of the data ("
-                   << data_size << " bytes)");
+               "[" << op << "] " << where << " has data_offsets " << off->dump()
+                   << " past the end of the data (" << data_size << " bytes)");
     KILN_CHECK(bytes == en - b, ValueError,
                "[" << op << "] " << where << ": shape " << sh->dump() << " of " << dname << " needs "
                    << uint64_t(bytes) << " bytes but data_offsets " << off->dump() << " hold " << en - b);
@@ -128,8 +143,8 @@ SafetensorsHeader parse_safetensors_header(const uint8_t* data, size_t size, con
     KILN_CHECK(e->begin >= pos, ValueError,
                "[" << op << "] tensor '" << e->name << "' in " << name << " overlaps the tensor before it");
     KILN_CHECK(e->begin == pos, ValueError,
-               "[" << op << "] " << name << " has " << e->begin - pos << " unused bytes before tensor '" << e->name
-                   << "'");
+               "[" << op << "] " << name << " has " << e->begin - pos << " unused bytes before tensor '"
+                   << e->name << "'");
     pos = e->end;
   }
   KILN_CHECK(pos == size, ValueError,

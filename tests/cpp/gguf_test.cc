@@ -1,13 +1,14 @@
 // GGUF: a hand-built file parsed (metadata types, tensor infos, alignment),
 // block dequantization against a double-precision reference of the layouts,
 // Q/K row order, and malformed files refused.
+#include "kiln/io/gguf.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
 
 #include "kiln/float_types.h"
-#include "kiln/io/gguf.h"
 #include "kiln/kiln.h"
 
 using namespace kiln;
@@ -18,16 +19,26 @@ namespace {
 struct Builder {
   std::string kv, ti, data;
   int n_kv = 0, n_t = 0;
-  template <typename T> static std::string pod(T v) { return std::string(reinterpret_cast<const char*>(&v), sizeof v); }
+  template <typename T>
+  static std::string pod(T v) {
+    return std::string(reinterpret_cast<const char*>(&v), sizeof v);
+  }
   static std::string str(const std::string& s) { return pod<uint64_t>(s.size()) + s; }
-  void add_u32(const std::string& k, uint32_t v) { kv += str(k) + pod<uint32_t>(4) + pod(v); ++n_kv; }
-  void add_str(const std::string& k, const std::string& v) { kv += str(k) + pod<uint32_t>(8) + str(v); ++n_kv; }
+  void add_u32(const std::string& k, uint32_t v) {
+    kv += str(k) + pod<uint32_t>(4) + pod(v);
+    ++n_kv;
+  }
+  void add_str(const std::string& k, const std::string& v) {
+    kv += str(k) + pod<uint32_t>(8) + str(v);
+    ++n_kv;
+  }
   void add_strs(const std::string& k, const std::vector<std::string>& v) {
     kv += str(k) + pod<uint32_t>(9) + pod<uint32_t>(8) + pod<uint64_t>(v.size());
     for (auto& s : v) kv += str(s);
     ++n_kv;
   }
-  void add_tensor(const std::string& name, std::vector<uint64_t> ne, uint32_t type, const std::string& bytes) {
+  void add_tensor(const std::string& name, std::vector<uint64_t> ne, uint32_t type,
+                  const std::string& bytes) {
     while (data.size() % 32) data.push_back('\0');
     ti += str(name) + pod<uint32_t>(ne.size());
     for (auto d : ne) ti += pod(d);
@@ -145,7 +156,8 @@ TEST(Gguf, HfNames) {
   EXPECT_EQ(gguf_to_hf_name("token_embd.weight", "llama"), "model.embed_tokens.weight");
   EXPECT_EQ(gguf_to_hf_name("blk.12.attn_q.weight", "llama"), "model.layers.12.self_attn.q_proj.weight");
   EXPECT_EQ(gguf_to_hf_name("blk.0.attn_k.bias", "qwen2"), "model.layers.0.self_attn.k_proj.bias");
-  EXPECT_EQ(gguf_to_hf_name("blk.3.ffn_up_exps.weight", "qwen3_moe"), "model.layers.3.mlp.experts.up_proj.weight");
+  EXPECT_EQ(gguf_to_hf_name("blk.3.ffn_up_exps.weight", "qwen3_moe"),
+            "model.layers.3.mlp.experts.up_proj.weight");
   EXPECT_EQ(gguf_to_hf_name("blk.3.ffn_gate_exps.weight", "mixtral"),
             "model.layers.3.block_sparse_moe.experts.w1.weight");
   EXPECT_EQ(gguf_to_hf_name("blk.x.attn_q.weight", "llama"), "");

@@ -1,12 +1,13 @@
 // safetensors: serialize -> parse round trip (bit-exact, every dtype), zero-copy
 // views that keep the mapping alive, and malformed headers refused.
+#include "kiln/io/safetensors.h"
+
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
-#include "kiln/io/safetensors.h"
 #include "kiln/kiln.h"
 
 using namespace kiln;
@@ -35,9 +36,9 @@ std::string header_file(const std::string& header, size_t data_bytes) {
 
 TEST(Safetensors, RoundTripEveryDtype) {
   std::vector<std::pair<std::string, Tensor>> ts;
-  for (DType d : {DType::Bool, DType::UInt8, DType::Int8, DType::UInt16, DType::Int16, DType::UInt32, DType::Int32,
-                  DType::UInt64, DType::Int64, DType::Float16, DType::BFloat16, DType::Float32, DType::Float64,
-                  DType::Float8_e4m3fn, DType::Float8_e5m2, DType::Complex64})
+  for (DType d : {DType::Bool, DType::UInt8, DType::Int8, DType::UInt16, DType::Int16, DType::UInt32,
+                  DType::Int32, DType::UInt64, DType::Int64, DType::Float16, DType::BFloat16, DType::Float32,
+                  DType::Float64, DType::Float8_e4m3fn, DType::Float8_e5m2, DType::Complex64})
     ts.emplace_back(std::string("t_") + name(d), iota_bytes({3, 5}, d));
   ts.emplace_back("empty", empty({0, 3}, DType::Float32));
   ts.emplace_back("scalar", full({}, 2.5, DType::Float32));
@@ -92,7 +93,8 @@ TEST(Safetensors, RefusesMalformedHeaders) {
       {std::string("\xff\xff\xff\xff\xff\xff\xff\x7f{}", 10), "runs past the end"},
       {header_file("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 4), "past the end"},
       {header_file("{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8), "needs 12 bytes"},
-      {header_file("{\"a\":{\"dtype\":\"Q4\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8), "unsupported dtype Q4"},
+      {header_file("{\"a\":{\"dtype\":\"Q4\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8),
+       "unsupported dtype Q4"},
       {header_file("{\"a\":1,\"a\":2}", 0), "duplicate key"},
       {header_file("{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},"
                    "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[2,6]}}",

@@ -139,6 +139,8 @@ def test_load_hf_restores_qk_rows(tmp_path, rng, arch, permuted):
     np.testing.assert_array_equal(as_np(f.load_hf("blk.0.attn_k.weight")), wk)
     np.testing.assert_array_equal(as_np(f.load_hf("blk.0.attn_v.weight")), wv)
     np.testing.assert_array_equal(as_np(f.dequantize("blk.0.attn_q.weight")), sq)
+    assert f.hf_name("blk.0.attn_q.weight") == "model.layers.0.self_attn.q_proj.weight"
+    assert f.hf_name("blk.0.nonsense.weight") is None
 
 
 # ---- hostile files ------------------------------------------------------------------
@@ -226,3 +228,28 @@ def test_unsupported_type_is_named(tmp_path, rng):
     assert f.tensor_info("w")["type"] == "Q4_K"
     with pytest.raises(NotImplementedError, match="Q4_K"):
         f.dequantize("w")
+
+
+def test_cli_info_summarizes_gguf(tmp_path, rng):
+    import json
+    import subprocess
+    from io_util import kiln_cli
+    cli = kiln_cli()
+    if cli is None:
+        pytest.skip("kiln CLI not installed")
+    path = tmp_path / "tiny.gguf"
+    kv = {"llama.block_count": ("add_uint32", 1), "llama.embedding_length": ("add_uint32", 64),
+          "llama.attention.head_count": ("add_uint32", 4), "llama.feed_forward_length": ("add_uint32", 128),
+          "tokenizer.ggml.model": ("add_string", "gpt2"), "tokenizer.ggml.pre": ("add_string", "smollm"),
+          "tokenizer.ggml.tokens": ("add_array", ["a", "b"]), "tokenizer.chat_template": ("add_string", "{{x}}")}
+    write(path, "llama", {"token_embd.weight": (rng.standard_normal((2, 64)).astype(np.float32), Q.Q8_0),
+                          "blk.0.attn_q.weight": (rng.standard_normal((64, 64)).astype(np.float32), Q.Q4_1),
+                          "output_norm.weight": (np.ones(64, np.float32), Q.F32)}, kv)
+    doc = json.loads(subprocess.run([cli, "info", "--json", str(path)], check=True, capture_output=True,
+                                    text=True).stdout)
+    assert doc["format"] == "gguf" and doc["architecture"] == "llama" and doc["tensors"] == 3
+    assert doc["types"]["Q4_1"]["elements"] == 64 * 64 and doc["types"]["Q8_0"]["bytes"] == 2 * 2 * 34
+    assert doc["config"]["layers"] == 1 and doc["config"]["heads"] == 4 and doc["config"]["vocab_size"] == 2
+    assert doc["tokenizer"] == {"model": "gpt2", "pre": "smollm", "vocab_size": 2, "chat_template": True}
+    text = subprocess.run([cli, "info", str(path)], check=True, capture_output=True, text=True).stdout
+    assert "architecture    llama" in text and "pre=smollm" in text

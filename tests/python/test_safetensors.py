@@ -165,6 +165,7 @@ BAD = {
     "too_many_dims": (st_bytes({"a": {"dtype": "U8", "shape": [1] * 9, "data_offsets": [0, 1]}}, b"\0"), "dims"),
     "missing_fields": (st_bytes({"a": {"dtype": "F32"}}), "no shape"),
     "metadata_not_strings": (st_bytes({"__metadata__": {"k": 1}}), "not a string"),
+    "newline_in_name": (st_bytes({"a\nb": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}), "past the end"),
     "offsets_not_ints": (st_bytes({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0.5, 4]}}, b"\0" * 4),
                          "bad data_offsets"),
 }

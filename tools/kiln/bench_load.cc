@@ -91,7 +91,8 @@ std::string write_synthetic_gguf(const std::string& dir, double mib) {
   FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) throw ValueError("[bench load] cannot write " + path);
   bool ok = std::fwrite(head.data(), 1, head.size(), f) == head.size();
-  for (int64_t i = 0; i < n_tensors && ok; ++i) ok = std::fwrite(tensor.data(), 1, tensor.size(), f) == tensor.size();
+  for (int64_t i = 0; i < n_tensors && ok; ++i)
+    ok = std::fwrite(tensor.data(), 1, tensor.size(), f) == tensor.size();
   if (std::fclose(f) != 0 || !ok) throw ValueError("[bench load] cannot write " + path);
   return path;
 }
@@ -190,15 +191,17 @@ int run_load(LoadOptions opt) {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  std::printf("%-44s %10s %9s %12s %12s %12s\n", "file", "size", "open ms", "warm GB/s", "cold GB/s", "dequant GB/s");
+  std::printf("%-44s %10s %9s %12s %12s %12s\n", "file", "size", "open ms", "warm GB/s", "cold GB/s",
+              "dequant GB/s");
   for (const auto& r : out["results"]) {
     std::string name = r["file"].get<std::string>();
     if (name.size() > 44) name = "..." + name.substr(name.size() - 41);
     std::printf("%-44s %10s %9.2f %12.2f %12s %12s\n", name.c_str(),
-                sys::format_bytes(int64_t(r["file_bytes"].get<uint64_t>())).c_str(), r["open_s"].get<double>() * 1e3,
-                r["touch_warm_gbps"].get<double>(),
-                r["cold_cache_dropped"].get<bool>() ? std::to_string(r["cold_gbps"].get<double>()).substr(0, 6).c_str()
-                                                    : "n/a",
+                sys::format_bytes(int64_t(r["file_bytes"].get<uint64_t>())).c_str(),
+                r["open_s"].get<double>() * 1e3, r["touch_warm_gbps"].get<double>(),
+                r["cold_cache_dropped"].get<bool>()
+                    ? std::to_string(r["cold_gbps"].get<double>()).substr(0, 6).c_str()
+                    : "n/a",
                 r.contains("dequantize_out_gbps")
                     ? std::to_string(r["dequantize_out_gbps"].get<double>()).substr(0, 6).c_str()
                     : "-");
@@ -215,10 +218,12 @@ Command add_bench_load(CLI::App& bench) {
   app->add_flag("--json", opt->json, "Print one JSON object instead of the table");
   app->add_flag("--quick", opt->quick, "Tiny synthetic files and 2 repeats: a smoke run");
   app->add_flag("--keep", opt->keep, "Keep the synthetic files");
-  app->add_option("--file", opt->files, "A .safetensors or .gguf file to measure (repeatable); default: synthetic");
+  app->add_option("--file", opt->files,
+                  "A .safetensors or .gguf file to measure (repeatable); default: synthetic");
   app->add_option("--size-mib", opt->size_mib, "Size of each synthetic file (default 1024)")
       ->check(CLI::Range(1.0, 1048576.0));
-  app->add_option("--repeat", opt->repeat, "Repetitions (median reported; default 5)")->check(CLI::Range(1, 1000));
+  app->add_option("--repeat", opt->repeat, "Repetitions (median reported; default 5)")
+      ->check(CLI::Range(1, 1000));
   app->add_option("--dir", opt->dir, "Where to write the synthetic files (default /tmp)");
   return {app, [opt] { return run_load(*opt); }};
 }

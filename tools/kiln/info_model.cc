@@ -6,9 +6,8 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/sysinfo.h"
 #include "kiln/error.h"
@@ -80,7 +79,8 @@ json hf_tokenizer_json(const std::string& dir) {
     if (m.contains("vocab") && m["vocab"].is_object()) t["vocab_size"] = m["vocab"].size();
     if (m.contains("merges") && m["merges"].is_array()) t["merges"] = m["merges"].size();
   }
-  if (j.contains("added_tokens") && j["added_tokens"].is_array()) t["added_tokens"] = j["added_tokens"].size();
+  if (j.contains("added_tokens") && j["added_tokens"].is_array())
+    t["added_tokens"] = j["added_tokens"].size();
   const std::string cfg = dir + "/tokenizer_config.json";
   if (exists(cfg)) {
     std::ifstream cf(cfg, std::ios::binary);
@@ -175,9 +175,12 @@ json gguf_summary(const std::string& path) {
 std::string human(uint64_t b) { return sys::format_bytes(int64_t(b)); }
 std::string count(int64_t n) {
   char buf[32];
-  if (n >= 1000000000) std::snprintf(buf, sizeof buf, "%.2fB", n / 1e9);
-  else if (n >= 1000000) std::snprintf(buf, sizeof buf, "%.1fM", n / 1e6);
-  else std::snprintf(buf, sizeof buf, "%lld", (long long)n);
+  if (n >= 1000000000)
+    std::snprintf(buf, sizeof buf, "%.2fB", n / 1e9);
+  else if (n >= 1000000)
+    std::snprintf(buf, sizeof buf, "%.1fM", n / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%lld", (long long)n);
   return buf;
 }
 
@@ -190,18 +193,21 @@ void print_text(const std::string& path, const json& j) {
   if (j.contains("name")) std::printf("  name            %s\n", j["name"].get<std::string>().c_str());
   std::printf("  tensors         %lld, %s elements, %s of tensor data (file %s)\n",
               (long long)j["tensors"].get<int64_t>(), count(j["elements"].get<int64_t>()).c_str(),
-              human(j["tensor_bytes"].get<uint64_t>()).c_str(), human(j["file_bytes"].get<uint64_t>()).c_str());
+              human(j["tensor_bytes"].get<uint64_t>()).c_str(),
+              human(j["file_bytes"].get<uint64_t>()).c_str());
   const json& types = j.contains("types") ? j["types"] : j["dtypes"];
   for (const auto& [k, v] : types.items())
-    std::printf("    %-12s  %5lld tensors  %10s elements  %10s\n", k.c_str(), (long long)v["tensors"].get<int64_t>(),
-                count(v["elements"].get<int64_t>()).c_str(), human(v["bytes"].get<uint64_t>()).c_str());
+    std::printf("    %-12s  %5lld tensors  %10s elements  %10s\n", k.c_str(),
+                (long long)v["tensors"].get<int64_t>(), count(v["elements"].get<int64_t>()).c_str(),
+                human(v["bytes"].get<uint64_t>()).c_str());
   if (j.contains("config") && !j["config"].is_null()) {
     const json& c = j["config"];
     std::printf("  architecture    %s\n", c["architecture"].get<std::string>().c_str());
     std::printf("  layers          %lld, hidden %lld, ffn %lld\n", (long long)c["layers"].get<int64_t>(),
                 (long long)c["hidden_size"].get<int64_t>(), (long long)c["intermediate_size"].get<int64_t>());
-    std::printf("  attention       %lld heads, %lld kv heads, head dim %lld\n", (long long)c["heads"].get<int64_t>(),
-                (long long)c["kv_heads"].get<int64_t>(), (long long)c["head_dim"].get<int64_t>());
+    std::printf("  attention       %lld heads, %lld kv heads, head dim %lld\n",
+                (long long)c["heads"].get<int64_t>(), (long long)c["kv_heads"].get<int64_t>(),
+                (long long)c["head_dim"].get<int64_t>());
     if (c.contains("experts"))
       std::printf("  experts         %lld of %lld per token, ffn %lld\n",
                   (long long)c["experts_per_token"].get<int64_t>(), (long long)c["experts"].get<int64_t>(),
@@ -210,7 +216,8 @@ void print_text(const std::string& path, const json& j) {
     std::printf("  context         %lld, rope theta %g%s%s\n", (long long)c["context_length"].get<int64_t>(),
                 c["rope_theta"].get<double>(), c["rope_scaling"].is_null() ? "" : ", scaling ",
                 c["rope_scaling"].is_null() ? "" : c["rope_scaling"].get<std::string>().c_str());
-    std::printf("  embeddings      %s\n", c["tie_word_embeddings"].get<bool>() ? "tied" : "separate output head");
+    std::printf("  embeddings      %s\n",
+                c["tie_word_embeddings"].get<bool>() ? "tied" : "separate output head");
     std::printf("  quantization    %s\n", c["quantization"].get<std::string>().c_str());
   } else if (j.contains("architecture")) {
     std::printf("  architecture    %s (%s)\n", j["architecture"].get<std::string>().c_str(),
@@ -286,8 +293,10 @@ int summarize(const std::string& path, bool as_json) {
     }
     j["tokenizer"] = hf_tokenizer_json(dir);
   }
-  if (as_json) std::printf("%s\n", j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
-  else print_text(path, j);
+  if (as_json)
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
+  else
+    print_text(path, j);
   return 0;
 }
 }  // namespace

@@ -25,8 +25,19 @@ namespace kiln::io {
 
 // Metadata value types (gguf_type).
 enum class GGUFType : uint32_t {
-  UInt8 = 0, Int8 = 1, UInt16 = 2, Int16 = 3, UInt32 = 4, Int32 = 5, Float32 = 6, Bool = 7,
-  String = 8, Array = 9, UInt64 = 10, Int64 = 11, Float64 = 12,
+  UInt8 = 0,
+  Int8 = 1,
+  UInt16 = 2,
+  Int16 = 3,
+  UInt32 = 4,
+  Int32 = 5,
+  Float32 = 6,
+  Bool = 7,
+  String = 8,
+  Array = 9,
+  UInt64 = 10,
+  Int64 = 11,
+  Float64 = 12,
 };
 const char* gguf_type_name(GGUFType t);
 
@@ -36,8 +47,8 @@ const char* gguf_type_name(GGUFType t);
 struct GGUFValue {
   GGUFType type = GGUFType::UInt8;
   GGUFType elem_type = GGUFType::UInt8;  // arrays only
-  int64_t i = 0;      // signed integer scalars (and unsigned ones that fit)
-  uint64_t u = 0;     // unsigned integer scalars
+  int64_t i = 0;                         // signed integer scalars (and unsigned ones that fit)
+  uint64_t u = 0;                        // unsigned integer scalars
   double f = 0;
   bool b = false;
   std::string s;
@@ -46,7 +57,7 @@ struct GGUFValue {
   std::vector<std::string> strings;
 
   bool is_array() const { return type == GGUFType::Array; }
-  bool is_int() const;     // an integer scalar
+  bool is_int() const;  // an integer scalar
   bool is_float() const { return type == GGUFType::Float32 || type == GGUFType::Float64; }
   size_t array_size() const { return ints.size() + floats.size() + strings.size(); }
   std::string to_string(size_t max_items = 8) const;  // a short human-readable rendering
@@ -54,17 +65,44 @@ struct GGUFValue {
 
 // ggml tensor types (the ones with a known block layout; others are refused by number).
 enum class GGMLType : uint32_t {
-  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
-  Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15,
-  IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21, IQ2_S = 22, IQ4_XS = 23,
-  I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, IQ1_M = 29, BF16 = 30, TQ1_0 = 34, TQ2_0 = 35,
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q8_1 = 9,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  Q8_K = 15,
+  IQ2_XXS = 16,
+  IQ2_XS = 17,
+  IQ3_XXS = 18,
+  IQ1_S = 19,
+  IQ4_NL = 20,
+  IQ3_S = 21,
+  IQ2_S = 22,
+  IQ4_XS = 23,
+  I8 = 24,
+  I16 = 25,
+  I32 = 26,
+  I64 = 27,
+  F64 = 28,
+  IQ1_M = 29,
+  BF16 = 30,
+  TQ1_0 = 34,
+  TQ2_0 = 35,
   MXFP4 = 39,
 };
 struct GGMLTypeInfo {
   const char* name;
-  uint32_t block_size;   // elements per block
-  uint32_t type_size;    // bytes per block
-  bool dequantizable;    // kiln can turn it into floats
+  uint32_t block_size;  // elements per block
+  uint32_t type_size;   // bytes per block
+  bool dequantizable;   // kiln can turn it into floats
 };
 // nullptr for a type number kiln does not know.
 const GGMLTypeInfo* ggml_type_info(uint32_t type);
@@ -78,7 +116,7 @@ struct GGUFTensorInfo {
   std::vector<int64_t> ne;  // ggml order: ne[0] contiguous
   Shape shape;              // PyTorch order: reversed ne
   int64_t numel = 0;
-  uint64_t offset = 0;      // absolute byte offset in the file
+  uint64_t offset = 0;  // absolute byte offset in the file
   uint64_t nbytes = 0;
 };
 
@@ -114,8 +152,8 @@ class GGUFFile {
   bool contains(std::string_view key) const { return find(key) != nullptr; }
   // Typed getters: nullopt when the key is absent; TypeError when it has another type.
   std::optional<std::string> get_string(std::string_view key) const;
-  std::optional<int64_t> get_int(std::string_view key) const;  // any integer type that fits int64
-  std::optional<double> get_float(std::string_view key) const; // float32/64 or an integer
+  std::optional<int64_t> get_int(std::string_view key) const;   // any integer type that fits int64
+  std::optional<double> get_float(std::string_view key) const;  // float32/64 or an integer
   std::optional<bool> get_bool(std::string_view key) const;
   const std::vector<std::string>* get_string_array(std::string_view key) const;
   const std::vector<int64_t>* get_int_array(std::string_view key) const;

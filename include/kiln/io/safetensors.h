@@ -35,9 +35,9 @@ struct SafetensorsEntry {
 
 struct SafetensorsHeader {
   uint64_t header_len = 0;
-  uint64_t data_start = 0;                 // 8 + header_len
-  std::vector<SafetensorsEntry> tensors;   // in header order
-  Metadata metadata;                       // "__metadata__"
+  uint64_t data_start = 0;                // 8 + header_len
+  std::vector<SafetensorsEntry> tensors;  // in header order
+  Metadata metadata;                      // "__metadata__"
 };
 
 // The kiln dtype of a safetensors dtype name ("BF16", "F8_E4M3", ...), or nullopt.
