@@ -60,17 +60,26 @@ void Widen(const void* src, KVType t, float* HWY_RESTRICT dst, int64_t n, int64_
   for (; i < np; ++i) dst[i] = 0.0f;
 }
 
+// One vector of float32 from float32, or from bf16 bits (widened in registers).
+HWY_INLINE VF LoadAs(const float* HWY_RESTRICT p) { return hn::LoadU(DF(), p); }
+HWY_INLINE VF LoadAs(const uint16_t* HWY_RESTRICT p) {
+  const DF d;
+  const hn::Rebind<uint16_t, DF> du16;
+  const hn::RebindToUnsigned<DF> du32;
+  return hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, p))));
+}
+
 // sc[r][j] = q_r . k_j for R (1..4) rows starting at q, keys kt[j * ldk], len Ep.
-template <int R>
-HWY_INLINE void Dots(const float* HWY_RESTRICT q, int64_t ldq, const float* HWY_RESTRICT kt, int64_t ldk,
+template <int R, typename KT>
+HWY_INLINE void Dots(const float* HWY_RESTRICT q, int64_t ldq, const KT* HWY_RESTRICT kt, int64_t ldk,
                      int64_t nb, int64_t Ep, float (*sc)[kBk]) {
   const DF d;
   const int64_t N = int64_t(hn::Lanes(d));
   for (int64_t j = 0; j < nb; ++j) {
-    const float* kr = kt + j * ldk;
+    const KT* kr = kt + j * ldk;
     VF a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
     for (int64_t c = 0; c < Ep; c += N) {
-      const VF kv = hn::LoadU(d, kr + c);
+      const VF kv = LoadAs(kr + c);
       a0 = hn::MulAdd(hn::LoadU(d, q + c), kv, a0);
       if constexpr (R > 1) a1 = hn::MulAdd(hn::LoadU(d, q + ldq + c), kv, a1);
       if constexpr (R > 2) a2 = hn::MulAdd(hn::LoadU(d, q + 2 * ldq + c), kv, a2);
@@ -84,8 +93,8 @@ HWY_INLINE void Dots(const float* HWY_RESTRICT q, int64_t ldq, const float* HWY_
 }
 
 // acc_r[0..Evp) += sum_j p[r][j] * v_j for R (1..4) rows.
-template <int R>
-HWY_INLINE void AccumulatePV(const float (*p)[kBk], const float* HWY_RESTRICT vt, int64_t ldv, int64_t nb,
+template <int R, typename KT>
+HWY_INLINE void AccumulatePV(const float (*p)[kBk], const KT* HWY_RESTRICT vt, int64_t ldv, int64_t nb,
                              int64_t Evp, float* HWY_RESTRICT acc, int64_t lda) {
   const DF d;
   const int64_t N = int64_t(hn::Lanes(d));
@@ -95,7 +104,7 @@ HWY_INLINE void AccumulatePV(const float (*p)[kBk], const float* HWY_RESTRICT vt
     if constexpr (R > 2) a2 = hn::LoadU(d, acc + 2 * lda + c);
     if constexpr (R > 3) a3 = hn::LoadU(d, acc + 3 * lda + c);
     for (int64_t j = 0; j < nb; ++j) {
-      const VF vv = hn::LoadU(d, vt + j * ldv + c);
+      const VF vv = LoadAs(vt + j * ldv + c);
       a0 = hn::MulAdd(hn::Set(d, p[0][j]), vv, a0);
       if constexpr (R > 1) a1 = hn::MulAdd(hn::Set(d, p[1][j]), vv, a1);
       if constexpr (R > 2) a2 = hn::MulAdd(hn::Set(d, p[2][j]), vv, a2);
@@ -105,6 +114,46 @@ HWY_INLINE void AccumulatePV(const float (*p)[kBk], const float* HWY_RESTRICT vt
     if constexpr (R > 1) hn::StoreU(a1, d, acc + lda + c);
     if constexpr (R > 2) hn::StoreU(a2, d, acc + 2 * lda + c);
     if constexpr (R > 3) hn::StoreU(a3, d, acc + 3 * lda + c);
+  }
+}
+
+template <typename KT>
+void AllDots(const float* q, int64_t ldq, int64_t R, const KT* kt, int64_t ldk, int64_t nb, int64_t Ep,
+             float (*sc)[kBk]) {
+  int64_t r = 0;
+  for (; r + 4 <= R; r += 4) Dots<4>(q + r * ldq, ldq, kt, ldk, nb, Ep, sc + r);
+  switch (R - r) {
+    case 3:
+      Dots<3>(q + r * ldq, ldq, kt, ldk, nb, Ep, sc + r);
+      break;
+    case 2:
+      Dots<2>(q + r * ldq, ldq, kt, ldk, nb, Ep, sc + r);
+      break;
+    case 1:
+      Dots<1>(q + r * ldq, ldq, kt, ldk, nb, Ep, sc + r);
+      break;
+    default:
+      break;
+  }
+}
+
+template <typename KT>
+void AllPV(const float (*p)[kBk], int64_t R, const KT* vt, int64_t ldv, int64_t nb, int64_t Evp, float* acc,
+           int64_t lda) {
+  int64_t r = 0;
+  for (; r + 4 <= R; r += 4) AccumulatePV<4>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda);
+  switch (R - r) {
+    case 3:
+      AccumulatePV<3>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda);
+      break;
+    case 2:
+      AccumulatePV<2>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda);
+      break;
+    case 1:
+      AccumulatePV<1>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda);
+      break;
+    default:
+      break;
   }
 }
 
@@ -127,8 +176,12 @@ void AttendBlock(const AttnBlock& b, int64_t s0, int64_t s1, float* m, float* l,
     for (int64_t r = 0; r < R; ++r) lim = std::max(lim, b.limit[r]);
     s1 = std::min(s1, lim + 1);
   }
-  const bool k_direct = b.kv == KVType::F32 && Ep == b.E && b.E % N == 0;
-  const bool v_direct = b.kv == KVType::F32 && Evp == b.Ev && b.Ev % N == 0;
+  // float32 and bf16 rows whose length is a whole number of vectors are read in
+  // place (bf16 widened in registers); others are widened into padded tiles.
+  const bool direct_type = b.kv == KVType::F32 || b.kv == KVType::BF16;
+  const bool k_direct = direct_type && Ep == b.E && b.E % N == 0;
+  const bool v_direct = direct_type && Evp == b.Ev && b.Ev % N == 0;
+  const bool bf16 = b.kv == KVType::BF16;
   thread_local std::vector<float> kbuf, vbuf;
   if (!k_direct) kbuf.resize(size_t(kBk * Ep));
   if (!v_direct) vbuf.resize(size_t(kBk * Evp));
@@ -136,36 +189,19 @@ void AttendBlock(const AttnBlock& b, int64_t s0, int64_t s1, float* m, float* l,
   HWY_ALIGN float sc[kAttnMaxRows][kBk];
   for (int64_t j0 = s0; j0 < s1; j0 += kBk) {
     const int64_t nb = std::min(kBk, s1 - j0);
-    const float* kt;
-    int64_t ldk;
-    if (k_direct) {
-      kt = static_cast<const float*>(b.k) + j0 * b.ks;
-      ldk = b.ks;
+    // Scores for all rows, 4 at a time.
+    if (k_direct && bf16) {
+      AllDots(b.q, b.ldq, R, static_cast<const uint16_t*>(b.k) + j0 * b.ks, b.ks, nb, Ep, sc);
+    } else if (k_direct) {
+      AllDots(b.q, b.ldq, R, static_cast<const float*>(b.k) + j0 * b.ks, b.ks, nb, Ep, sc);
     } else {
       for (int64_t j = 0; j < nb; ++j)
         Widen(static_cast<const char*>(b.k) + size_t(j0 + j) * size_t(b.ks) * esz, b.kv, kbuf.data() + j * Ep,
               b.E, Ep);
-      kt = kbuf.data();
-      ldk = Ep;
-    }
-    // Scores for all rows, 4 at a time.
-    int64_t r = 0;
-    for (; r + 4 <= R; r += 4) Dots<4>(b.q + r * b.ldq, b.ldq, kt, ldk, nb, Ep, sc + r);
-    switch (R - r) {
-      case 3:
-        Dots<3>(b.q + r * b.ldq, b.ldq, kt, ldk, nb, Ep, sc + r);
-        break;
-      case 2:
-        Dots<2>(b.q + r * b.ldq, b.ldq, kt, ldk, nb, Ep, sc + r);
-        break;
-      case 1:
-        Dots<1>(b.q + r * b.ldq, b.ldq, kt, ldk, nb, Ep, sc + r);
-        break;
-      default:
-        break;
+      AllDots(b.q, b.ldq, R, static_cast<const float*>(kbuf.data()), Ep, nb, Ep, sc);
     }
     // Mask, online softmax update, probabilities in place of the scores.
-    for (r = 0; r < R; ++r) {
+    for (int64_t r = 0; r < R; ++r) {
       float* s = sc[r];
       for (int64_t j = 0; j < nb; ++j) {
         if (b.limit != nullptr && j0 + j > b.limit[r])
@@ -210,31 +246,15 @@ void AttendBlock(const AttnBlock& b, int64_t s0, int64_t s1, float* m, float* l,
           s[j] = Keep(b.dropout, b.dropout.row_id[r], j0 + j) ? s[j] * keep_scale : 0.0f;
       }
     }
-    const float* vt;
-    int64_t ldv;
-    if (v_direct) {
-      vt = static_cast<const float*>(b.v) + j0 * b.vs;
-      ldv = b.vs;
+    if (v_direct && bf16) {
+      AllPV(sc, R, static_cast<const uint16_t*>(b.v) + j0 * b.vs, b.vs, nb, Evp, acc, lda);
+    } else if (v_direct) {
+      AllPV(sc, R, static_cast<const float*>(b.v) + j0 * b.vs, b.vs, nb, Evp, acc, lda);
     } else {
       for (int64_t j = 0; j < nb; ++j)
         Widen(static_cast<const char*>(b.v) + size_t(j0 + j) * size_t(b.vs) * esz, b.kv,
               vbuf.data() + j * Evp, b.Ev, Evp);
-      vt = vbuf.data();
-      ldv = Evp;
-    }
-    for (r = 0; r + 4 <= R; r += 4) AccumulatePV<4>(sc + r, vt, ldv, nb, Evp, acc + r * lda, lda);
-    switch (R - r) {
-      case 3:
-        AccumulatePV<3>(sc + r, vt, ldv, nb, Evp, acc + r * lda, lda);
-        break;
-      case 2:
-        AccumulatePV<2>(sc + r, vt, ldv, nb, Evp, acc + r * lda, lda);
-        break;
-      case 1:
-        AccumulatePV<1>(sc + r, vt, ldv, nb, Evp, acc + r * lda, lda);
-        break;
-      default:
-        break;
+      AllPV(sc, R, static_cast<const float*>(vbuf.data()), Evp, nb, Evp, acc, lda);
     }
   }
 }

@@ -26,15 +26,17 @@ struct Cand {
   int64_t id;
 };
 
+// The first index of the max (the first NaN if there is one), as torch.argmax:
+// the SIMD max, then a scan for its first occurrence.
 int64_t argmax_row(const float* x, int64_t V) {
-  int64_t best = 0;
-  float bv = x[0];
-  for (int64_t i = 1; i < V; ++i)
-    if (x[i] > bv || (std::isnan(x[i]) && !std::isnan(bv))) {
-      bv = x[i];
-      best = i;
-    }
-  return best;
+  const float m = cpu::row_max_f32(x, V);
+  if (std::isnan(m)) {
+    for (int64_t i = 0; i < V; ++i)
+      if (std::isnan(x[i])) return i;
+  }
+  for (int64_t i = 0; i < V; ++i)
+    if (x[i] == m) return i;
+  return 0;
 }
 
 // A uniform double in [0, 1) from one Philox draw.
