@@ -123,6 +123,8 @@ struct PreStep {
 
 enum class Normalization { none, nfc, nfd, nfkc, nfkd };
 std::string normalize(Normalization n, std::string_view s);
+// false (out untouched) when s is already normal.
+bool normalize(Normalization n, std::string_view s, std::string& out);
 
 // Splits text by the steps into pre-tokens (views into text or into arena,
 // which holds pieces given a prefix space).

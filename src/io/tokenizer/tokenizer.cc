@@ -68,6 +68,7 @@ void Impl::finish() {
 
 std::string Impl::decode_bytes(std::span<const int32_t> ids, bool skip_special) const {
   std::string out;
+  out.reserve(ids.size() * 4);
   for (int32_t id : ids) {
     if (id < 0 || size_t(id) >= id_to_bytes.size() || !present[size_t(id)]) continue;  // HF skips unknown ids
     if (skip_special && special[size_t(id)]) continue;
@@ -161,7 +162,9 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
 }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
-  return tok::utf8_lossy(impl_->decode_bytes(ids, skip_special_tokens));
+  std::string bytes = impl_->decode_bytes(ids, skip_special_tokens);
+  if (tok::valid_utf8_prefix(bytes) == bytes.size()) return bytes;
+  return tok::utf8_lossy(bytes);
 }
 
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
