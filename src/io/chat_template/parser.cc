@@ -292,6 +292,7 @@ class Parser {
   }
 
   NodeP parse_statement(const std::string& kw) {
+    Nest nest(*this);
     if (kw == "if") {
       NodeP n = node(Node::If);
       n->kids.push_back(parse_expr());
@@ -382,7 +383,17 @@ class Parser {
   }
 
   // ---- expressions -----------------------------------------------------------
+  int depth_ = 0;  // nesting guard: a hostile template must not overflow the stack
+  struct Nest {
+    Parser& p;
+    explicit Nest(Parser& parser) : p(parser) {
+      if (++p.depth_ > 200) fail(p.line(), "expressions nested too deeply");
+    }
+    ~Nest() { --p.depth_; }
+  };
+
   NodeP parse_expr() {
+    Nest nest(*this);
     NodeP e = parse_or();
     if (take_name("if")) {
       NodeP c = node(Node::Cond);
@@ -410,6 +421,7 @@ class Parser {
     return a;
   }
   NodeP parse_not() {
+    Nest nest(*this);
     if (take_name("not")) {
       NodeP n = node(Node::Unary);
       n->name = "not";
@@ -473,6 +485,7 @@ class Parser {
     return a;
   }
   NodeP parse_unary(bool with_filter) {
+    Nest nest(*this);
     NodeP n;
     if (at_op("-") || at_op("+")) {
       n = node(Node::Unary);

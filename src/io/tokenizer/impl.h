@@ -154,6 +154,8 @@ struct Impl {
   int32_t byte_ids[256];                            // single byte -> id, -1 if absent
   MergeTable merges;
   bool ignore_merges = false;
+  // Ids are dense in real files; a file naming id 2^30 must not make us allocate for it.
+  int64_t max_id = 0;
 
   Normalization normalization = Normalization::none;
   std::vector<PreStep> pre_steps;

@@ -10,7 +10,9 @@ namespace kiln {
 namespace tok {
 
 int32_t Impl::add_vocab_token(const std::string& form, int32_t id) {
-  if (id < 0 || id > (1 << 28)) throw ValueError("[tokenizer] token id " + std::to_string(id) + " out of range");
+  if (id < 0 || id > max_id)
+    throw ValueError("[tokenizer] token id " + std::to_string(id) + " out of range (at most " + std::to_string(max_id) +
+                     " for this many tokens)");
   if (size_t(id) >= id_to_vocab.size()) {
     id_to_vocab.resize(size_t(id) + 1);
     in_model.resize(size_t(id) + 1, 0);
@@ -109,6 +111,7 @@ Tokenizer Tokenizer::from_parts(const TokenizerParts& p) {
     throw ValueError("[tokenizer] " + std::to_string(p.token_types.size()) + " token types for " +
                      std::to_string(p.tokens.size()) + " tokens");
   auto impl = std::make_shared<tok::Impl>();
+  impl->max_id = int64_t(p.tokens.size());
   impl->pre_steps = tok::pre_steps_for_gguf(p.pre);
   // GGUF does not record the normalizer; Qwen2/Qwen3's tokenizer.json has NFC.
   if (p.pre == "qwen2" || p.pre == "qwen3" || p.pre == "deepseek-r1-qwen" || p.pre == "qwen35")
