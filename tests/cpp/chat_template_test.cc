@@ -111,6 +111,11 @@ TEST(ChatTemplate, Errors) {
   EXPECT_THROW(render("{{ missing.attr }}"), kiln::jinja::TemplateError);
   EXPECT_THROW(render("{{ 1 // 0 }}"), kiln::jinja::TemplateError);
   EXPECT_THROW(Value::parse_json("{bad"), kiln::ValueError);
+  EXPECT_THROW(Template("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}"),
+               kiln::jinja::TemplateError);
+  EXPECT_EQ(render("{{ " + std::string(50, '(') + "1" + std::string(50, ')') + " }}"), "1");
+  EXPECT_THROW(Template(std::string("{{ ") + std::string(100000, '[')), kiln::jinja::TemplateError);
+  EXPECT_THROW(render("{{ 'x' * 100000000000 }}"), kiln::jinja::TemplateError);
   const auto tok = kiln::Tokenizer::from_json(
       R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": {"type": "ByteLevel"}})");
   EXPECT_THROW(kiln::apply_chat_template(tok, Value::parse_json("[]")), kiln::ValueError);

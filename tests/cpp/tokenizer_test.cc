@@ -3,6 +3,9 @@
 // helpers against their specifications, streaming, the GGUF-parts constructor
 // and refused inputs. The comparison with Hugging Face `tokenizers` over a
 // generated corpus lives in tests/python/test_tokenizer.py.
+#include <sys/wait.h>
+
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -231,9 +234,78 @@ TEST(Tokenizer, RefusesBadInput) {
   j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "(unclosed"}}}, {"behavior", "Isolated"}};
   EXPECT_THROW(Tokenizer::from_json(j.dump()), kiln::ValueError);
   j = small_gpt2({"a b"});
+  j["model"]["vocab"]["x"] = 1 << 30;  // must not allocate a billion slots
+  EXPECT_THROW(Tokenizer::from_json(j.dump()), kiln::ValueError);
+  j = small_gpt2({"a b"});
   j["model"]["vocab"]["x"] = "not an int";
   EXPECT_THROW(Tokenizer::from_json(j.dump()), kiln::ValueError);
   const Tokenizer t = Tokenizer::from_json(small_gpt2({}).dump());
   EXPECT_THROW(t.encode("bad \xFF utf8"), kiln::ValueError);
   EXPECT_EQ(t.decode(Ids{-5, 1 << 30, 'a'}), "a");  // unknown ids are skipped, as HF does
+}
+
+// The NFC fast path (skip utf8proc when no character can change) against
+// utf8proc itself: every code point alone, and every canonical decomposition
+// of length >= 2 (the only sequences NFC composes) must be seen as changing.
+TEST(Tokenizer, NfcFastPathIsExact) {
+  using kiln::tok::Normalization;
+  int composites = 0;
+  for (uint32_t cp = 0x80; cp < 0x110000; ++cp) {
+    if (cp >= 0xD800 && cp < 0xE000) continue;
+    std::string s;
+    kiln::tok::append_utf8(s, cp);
+    std::string out;
+    const bool changed = kiln::tok::normalize(Normalization::nfc, s, out);
+    // the slow path's answer for the same text
+    const std::string full = kiln::tok::normalize(Normalization::nfd, s);
+    const bool decomposes = full != s;
+    if (!changed) {
+      ASSERT_TRUE(!decomposes || kiln::tok::normalize(Normalization::nfc, full) == s) << std::hex << cp;
+    }
+    if (decomposes && kiln::tok::normalize(Normalization::nfc, full) == s && full.size() > 0) {
+      // full is a canonical decomposition that NFC composes back to cp
+      std::string out2;
+      ASSERT_TRUE(kiln::tok::normalize(Normalization::nfc, full, out2)) << "U+" << std::hex << cp;
+      ASSERT_EQ(out2, s);
+      ++composites;
+    }
+  }
+  EXPECT_GT(composites, 10000);  // Hangul syllables alone are 11172
+}
+
+namespace {
+std::pair<int, std::string> run_cli(const std::string& args) {
+  const std::string cmd = std::string("'") + KILN_CLI_PATH + "' " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+}  // namespace
+
+TEST(Tokenizer, Cli) {
+  const std::string tok = std::string("--tokenizer '") + KILN_QWEN3_TOKENIZER + "' ";
+  auto [rc, out] = run_cli("tokenize --ids-only " + tok + "'Hello, world!'");
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(out, "9707 11 1879 0\n");
+  std::tie(rc, out) = run_cli("tokenize " + tok + "' world'");
+  EXPECT_EQ(out, "1879\tĠworld\n");
+  std::tie(rc, out) = run_cli("tokenize --json " + tok + "- < /dev/null");
+  EXPECT_EQ(json::parse(out)["ids"].size(), 0u);
+  std::tie(rc, out) = run_cli("tokenize --tokenizer /nonexistent/tokenizer.json hi");
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("cannot open"), std::string::npos);
+  std::tie(rc, out) = run_cli("bench tokenizer --quick --json " + tok + " 2>/dev/null");
+  ASSERT_EQ(rc, 0) << out;
+  const json j = json::parse(out);
+  std::set<std::string> names;
+  for (const auto& r : j["results"]) {
+    names.insert(r["name"]);
+    EXPECT_LE(r["min_s"].get<double>(), r["max_s"].get<double>());
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"load", "encode_first_pass", "encode", "decode"}));
+  EXPECT_EQ(j["vocab_size"], 151669);
 }

@@ -45,7 +45,10 @@ PIECES = ["Hello", " world", "The", " quick", "日本語", "のテキスト", "�
           "😀", "👍🏽", "👨‍👩‍👧", "🇯🇵", "❤️", "🧪",
           "'s", "'T", "'RE", "’s", "'ll", "don't", "I'M",
           "$", "!!", "...", "—", "«»", "<", ">", "|", "_", "x_y", "#", "@user", "http://x.y/z?q=1", "{}", "();",
-          "\x00", "\x7f", "\u00ad", "\ufeff", "\ue000", "𝔘𝔫𝔦"]
+          "\x00", "\x7f", "\u00ad", "\ufeff", "\ue000", "𝔘𝔫𝔦",
+          # NFC at work: jamo that compose, a composition exclusion, singletons, reordered marks
+          "\u1100\u1161\u11a8", "\u1161", "\u0958", "\u212b", "\u2126", "\u0bc6\u0bbe", "a\u0323\u0302",
+          "\u0301", "A\u030a", "\u0915\u093c", "\u3046\u3099", "\uf900"]
 SPECIALS = ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</think>", "<tool_call>"]
 
 

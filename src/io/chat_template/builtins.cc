@@ -498,7 +498,7 @@ Value call_global(const Node& at, const std::string& name, const Args& a) {
     List l;
     for (int64_t k = start; step > 0 ? k < stop : k > stop; k += step) {
       l.push_back(Value(k));
-      if (l.size() > 10'000'000) fail_at(at, "range too long");
+      if (l.size() > 1'000'000) fail_at(at, "range over a million elements");
     }
     return Value(std::move(l));
   }

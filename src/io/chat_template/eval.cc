@@ -251,6 +251,7 @@ class Eval {
       }
     }
     if (op == "*" && a.is_string() && b.kind == Value::Kind::integer) {
+      if (b.i > 0 && a.s.size() * size_t(b.i) > (size_t(64) << 20)) fail_at(n, "string repetition over 64 MB");
       std::string s;
       for (int64_t k = 0; k < b.i; ++k) s += a.s;
       return Value(s);

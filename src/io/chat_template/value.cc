@@ -61,12 +61,12 @@ std::string float_repr(double x) {
   std::string out;
   if (exp < -4 || exp >= 16) {
     out = digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
+    if (digits.size() > 1) out.append(1, '.').append(digits, 1, std::string::npos);
     char eb[16];
     std::snprintf(eb, sizeof eb, "e%c%02d", exp < 0 ? '-' : '+', std::abs(exp));
     out += eb;
   } else if (exp < 0) {
-    out = "0." + std::string(size_t(-exp - 1), '0') + digits;
+    out.assign("0.").append(size_t(-exp - 1), '0').append(digits);
   } else {
     if (digits.size() <= size_t(exp) + 1) {
       out = digits + std::string(size_t(exp) + 1 - digits.size(), '0') + ".0";
@@ -74,7 +74,8 @@ std::string float_repr(double x) {
       out = digits.substr(0, size_t(exp) + 1) + "." + digits.substr(size_t(exp) + 1);
     }
   }
-  return neg ? "-" + out : out;
+  if (neg) out.insert(out.begin(), '-');
+  return out;
 }
 
 std::string py_repr_str(const std::string& s) {
@@ -159,14 +160,21 @@ std::string Value::str() const {
     case Kind::string: return s;
     case Kind::list: {
       std::string out = "[";
-      for (size_t k = 0; k < list->size(); ++k) out += (k ? ", " : "") + repr((*list)[k]);
+      for (size_t k = 0; k < list->size(); ++k) {
+        if (k) out += ", ";
+        out += repr((*list)[k]);
+      }
       return out + "]";
     }
     case Kind::dict: {
       if (dict->is_namespace) return "<Namespace>";
       std::string out = "{";
-      for (size_t k = 0; k < dict->items.size(); ++k)
-        out += (k ? ", " : "") + py_repr_str(dict->items[k].first) + ": " + repr(dict->items[k].second);
+      for (size_t k = 0; k < dict->items.size(); ++k) {
+        if (k) out += ", ";
+        out += py_repr_str(dict->items[k].first);
+        out += ": ";
+        out += repr(dict->items[k].second);
+      }
       return out + "}";
     }
   }
@@ -174,8 +182,11 @@ std::string Value::str() const {
 }
 
 std::string Value::to_json(int indent, int depth) const {
-  const std::string nl = indent >= 0 ? "\n" + std::string(size_t(indent * (depth + 1)), ' ') : "";
-  const std::string close = indent >= 0 ? "\n" + std::string(size_t(indent * depth), ' ') : "";
+  std::string nl, close;
+  if (indent >= 0) {
+    nl.assign(1, '\n').append(size_t(indent) * size_t(depth + 1), ' ');
+    close.assign(1, '\n').append(size_t(indent) * size_t(depth), ' ');
+  }
   const char* sep = indent >= 0 ? "," : ", ";
   switch (kind) {
     case Kind::undefined: throw TemplateError("[chat_template] tojson: an undefined value is not JSON serializable");
@@ -190,15 +201,23 @@ std::string Value::to_json(int indent, int depth) const {
     case Kind::list: {
       if (list->empty()) return "[]";
       std::string out = "[";
-      for (size_t k = 0; k < list->size(); ++k) out += (k ? sep : "") + nl + (*list)[k].to_json(indent, depth + 1);
+      for (size_t k = 0; k < list->size(); ++k) {
+        if (k) out += sep;
+        out += nl;
+        out += (*list)[k].to_json(indent, depth + 1);
+      }
       return out + close + "]";
     }
     case Kind::dict: {
       if (dict->items.empty()) return "{}";
       std::string out = "{";
-      for (size_t k = 0; k < dict->items.size(); ++k)
-        out += (k ? sep : "") + nl + json_str(dict->items[k].first) + ": " +
-               dict->items[k].second.to_json(indent, depth + 1);
+      for (size_t k = 0; k < dict->items.size(); ++k) {
+        if (k) out += sep;
+        out += nl;
+        out += json_str(dict->items[k].first);
+        out += ": ";
+        out += dict->items[k].second.to_json(indent, depth + 1);
+      }
       return out + close + "}";
     }
   }

@@ -150,10 +150,11 @@ void Impl::bpe_word(std::string_view word, std::vector<int32_t>& out) const {
 
 void Impl::encode_plain(std::string_view text, std::vector<int32_t>& out) const {
   if (text.empty()) return;
-  const std::string norm = normalize(normalization, text);
+  std::string norm;
+  if (normalize(normalization, text, norm)) text = norm;
   thread_local std::vector<std::string_view> pieces;
   std::deque<std::string> arena;
-  pre_tokenize(pre_steps, norm, pieces, arena);
+  pre_tokenize(pre_steps, text, pieces, arena);
   for (std::string_view p : pieces) bpe_word(p, out);
 }
 

@@ -123,6 +123,8 @@ struct PreStep {
 
 enum class Normalization { none, nfc, nfd, nfkc, nfkd };
 std::string normalize(Normalization n, std::string_view s);
+// false (out untouched) when s is already normal.
+bool normalize(Normalization n, std::string_view s, std::string& out);
 
 // Splits text by the steps into pre-tokens (views into text or into arena,
 // which holds pieces given a prefix space).
@@ -152,6 +154,8 @@ struct Impl {
   int32_t byte_ids[256];                            // single byte -> id, -1 if absent
   MergeTable merges;
   bool ignore_merges = false;
+  // Ids are dense in real files; a file naming id 2^30 must not make us allocate for it.
+  int64_t max_id = 0;
 
   Normalization normalization = Normalization::none;
   std::vector<PreStep> pre_steps;

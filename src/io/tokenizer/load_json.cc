@@ -211,17 +211,22 @@ std::shared_ptr<Impl> load_tokenizer_json(std::string_view json, std::string_vie
   impl->ignore_merges = opt_bool(model, "ignore_merges", false);
 
   const object vocab = get<object>(model["vocab"].get_object(), "a model.vocab object");
+  element added_el;
+  const bool has_added = has(top, "added_tokens", &added_el);
+  size_t n_added = 0;
+  if (has_added) n_added = get<array>(added_el.get_array(), "added_tokens array").size();
+  impl->max_id = int64_t(vocab.size() + n_added) + 1024;
   impl->vocab.reserve(vocab.size() + 512);
   impl->id_to_vocab.reserve(vocab.size() + 512);
   for (auto field : vocab) {
     const int64_t id = get<int64_t>(field.value.get_int64(), "integer ids in model.vocab");
+    if (id < 0 || id > impl->max_id) bad("vocabulary id " + std::to_string(id) + " out of range");
     impl->add_vocab_token(std::string(field.key), int32_t(id));
     impl->in_model[size_t(id)] = 1;
   }
 
-  element added_el;
   std::vector<AddedToken> added;
-  if (has(top, "added_tokens", &added_el)) {
+  if (has_added) {
     for (element x : get<array>(added_el.get_array(), "added_tokens array")) {
       const object a = get<object>(x.get_object(), "added token object");
       AddedToken t;

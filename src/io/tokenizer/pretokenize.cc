@@ -3,7 +3,9 @@
 #include <pcre2.h>
 #include <utf8proc.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 
 #include "io/tokenizer/impl.h"
@@ -207,18 +209,121 @@ void pre_tokenize(const std::vector<PreStep>& steps, std::string_view text, std:
   }
 }
 
-std::string normalize(Normalization n, std::string_view s) {
-  if (n == Normalization::none) return std::string(s);
-  // Code points below U+0300 are stable under NFC/NFD unless a combining mark
-  // follows, and ASCII under every form: skip utf8proc for such text.
-  bool ascii = true, below_300 = true;
-  for (unsigned char c : s) {
-    if (c >= 0x80) {
-      ascii = false;
-      if (c >= 0xCC) below_300 = false;  // lead bytes of U+0300 and above
+namespace {
+
+// NFC leaves text alone when no character in it can change or combine. A
+// character is "quiet" when it is its own NFC, has combining class 0 and is
+// not in a block whose class-0 characters compose with what precedes them
+// (Indic vowel signs, Hangul jamo, kana voicing marks, ...). Answers are
+// computed once per code point.
+class NfcQuiet {
+ public:
+  bool operator()(uint32_t cp) {
+    if (cp < 0x300) return true;
+    if (cp >= 0x110000) return false;
+    uint8_t v = table_[cp].load(std::memory_order_relaxed);
+    if (v == 0) {
+      v = compute(cp) ? 1 : 2;
+      table_[cp].store(v, std::memory_order_relaxed);
     }
+    return v == 1;
   }
-  if (ascii || (n == Normalization::nfc && below_300)) return std::string(s);
+
+ private:
+  static bool compute(uint32_t cp) {
+    if ((cp >= 0x900 && cp <= 0xDFF) || (cp >= 0x1000 && cp <= 0x109F) || (cp >= 0x1100 && cp <= 0x11FF) ||
+        (cp >= 0x1B00 && cp <= 0x1B7F) || (cp >= 0x3099 && cp <= 0x309A) || (cp >= 0x11000 && cp <= 0x11FFF))
+      return false;
+    if (utf8proc_get_property(utf8proc_int32_t(cp))->combining_class != 0) return false;
+    utf8proc_uint8_t buf[8];
+    const utf8proc_ssize_t n = utf8proc_encode_char(utf8proc_int32_t(cp), buf);
+    utf8proc_uint8_t* dst = nullptr;
+    const utf8proc_ssize_t m =
+        utf8proc_map(buf, n, &dst, utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+    const bool same = m == n && std::memcmp(dst, buf, size_t(n)) == 0;
+    std::free(dst);
+    return same;
+  }
+  std::unique_ptr<std::atomic<uint8_t>[]> table_{new std::atomic<uint8_t>[0x110000]()};
+};
+
+utf8proc_ssize_t next_char(std::string_view s, size_t i, uint32_t* cp) {
+  const uint8_t c = uint8_t(s[i]);
+  if (c < 0x80) {
+    *cp = c;
+    return 1;
+  }
+  utf8proc_int32_t v;
+  const utf8proc_ssize_t n =
+      utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(s.data() + i), utf8proc_ssize_t(s.size() - i), &v);
+  *cp = uint32_t(v);
+  return n;
+}
+
+std::string utf8proc_form(std::string_view s, int options) {
+  utf8proc_uint8_t* dst = nullptr;
+  const utf8proc_ssize_t len = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
+                                            utf8proc_ssize_t(s.size()), &dst, utf8proc_option_t(options));
+  if (len < 0) throw ValueError(std::string("[tokenizer] cannot normalize the text: ") + utf8proc_errmsg(len));
+  std::string out(reinterpret_cast<const char*>(dst), size_t(len));
+  std::free(dst);
+  return out;
+}
+
+// NFC one region at a time: a quiet character is a boundary NFC never moves or
+// merges across, so only the runs of other characters (with the quiet
+// character before them, which they may compose with) go through utf8proc.
+bool nfc_by_regions(std::string_view s, std::string& out) {
+  static NfcQuiet quiet;
+  bool changed = false;
+  size_t copied = 0;      // s[0, copied) is accounted for in out
+  size_t prev_start = 0;  // start of the previous character
+  for (size_t i = 0; i < s.size();) {
+    uint32_t cp;
+    const utf8proc_ssize_t n = next_char(s, i, &cp);
+    if (n <= 0) throw ValueError("[tokenizer] cannot normalize the text: invalid UTF-8");
+    if (quiet(cp)) {
+      prev_start = i;
+      i += size_t(n);
+      continue;
+    }
+    const size_t b = std::max(copied, i == 0 ? 0 : prev_start);
+    size_t e = i + size_t(n);
+    while (e < s.size()) {
+      const utf8proc_ssize_t m = next_char(s, e, &cp);
+      if (m <= 0) throw ValueError("[tokenizer] cannot normalize the text: invalid UTF-8");
+      if (quiet(cp)) break;
+      e += size_t(m);
+    }
+    const std::string part = utf8proc_form(s.substr(b, e - b), UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+    if (!changed && part == s.substr(b, e - b)) {  // nothing changed yet: keep reading in place
+      i = e;
+      prev_start = e;
+      continue;
+    }
+    if (!changed) {
+      out.assign(s.substr(0, b));
+      changed = true;
+    } else {
+      out.append(s.substr(copied, b - copied));
+    }
+    out += part;
+    copied = e;
+    i = e;
+    prev_start = e;
+  }
+  if (changed) out.append(s.substr(copied));
+  return changed;
+}
+
+}  // namespace
+
+bool normalize(Normalization n, std::string_view s, std::string& out) {
+  if (n == Normalization::none) return false;
+  bool ascii = true;
+  for (unsigned char c : s) ascii &= c < 0x80;
+  if (ascii) return false;  // ASCII is stable under every form
+  if (n == Normalization::nfc) return nfc_by_regions(s, out);
   int options = UTF8PROC_STABLE;
   if (n == Normalization::nfc || n == Normalization::nfkc) options |= UTF8PROC_COMPOSE;
   else options |= UTF8PROC_DECOMPOSE;
@@ -227,9 +332,14 @@ std::string normalize(Normalization n, std::string_view s) {
   const utf8proc_ssize_t len = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
                                             utf8proc_ssize_t(s.size()), &dst, utf8proc_option_t(options));
   if (len < 0) throw ValueError(std::string("[tokenizer] cannot normalize the text: ") + utf8proc_errmsg(len));
-  std::string out(reinterpret_cast<const char*>(dst), size_t(len));
+  out.assign(reinterpret_cast<const char*>(dst), size_t(len));
   std::free(dst);
-  return out;
+  return true;
+}
+
+std::string normalize(Normalization n, std::string_view s) {
+  std::string out;
+  return normalize(n, s, out) ? out : std::string(s);
 }
 
 std::vector<PreStep> pre_steps_for_gguf(const std::string& pre) {

@@ -10,7 +10,9 @@ namespace kiln {
 namespace tok {
 
 int32_t Impl::add_vocab_token(const std::string& form, int32_t id) {
-  if (id < 0 || id > (1 << 28)) throw ValueError("[tokenizer] token id " + std::to_string(id) + " out of range");
+  if (id < 0 || id > max_id)
+    throw ValueError("[tokenizer] token id " + std::to_string(id) + " out of range (at most " + std::to_string(max_id) +
+                     " for this many tokens)");
   if (size_t(id) >= id_to_vocab.size()) {
     id_to_vocab.resize(size_t(id) + 1);
     in_model.resize(size_t(id) + 1, 0);
@@ -68,6 +70,7 @@ void Impl::finish() {
 
 std::string Impl::decode_bytes(std::span<const int32_t> ids, bool skip_special) const {
   std::string out;
+  out.reserve(ids.size() * 4);
   for (int32_t id : ids) {
     if (id < 0 || size_t(id) >= id_to_bytes.size() || !present[size_t(id)]) continue;  // HF skips unknown ids
     if (skip_special && special[size_t(id)]) continue;
@@ -108,6 +111,7 @@ Tokenizer Tokenizer::from_parts(const TokenizerParts& p) {
     throw ValueError("[tokenizer] " + std::to_string(p.token_types.size()) + " token types for " +
                      std::to_string(p.tokens.size()) + " tokens");
   auto impl = std::make_shared<tok::Impl>();
+  impl->max_id = int64_t(p.tokens.size());
   impl->pre_steps = tok::pre_steps_for_gguf(p.pre);
   // GGUF does not record the normalizer; Qwen2/Qwen3's tokenizer.json has NFC.
   if (p.pre == "qwen2" || p.pre == "qwen3" || p.pre == "deepseek-r1-qwen" || p.pre == "qwen35")
@@ -161,7 +165,9 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
 }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
-  return tok::utf8_lossy(impl_->decode_bytes(ids, skip_special_tokens));
+  std::string bytes = impl_->decode_bytes(ids, skip_special_tokens);
+  if (tok::valid_utf8_prefix(bytes) == bytes.size()) return bytes;
+  return tok::utf8_lossy(bytes);
 }
 
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
