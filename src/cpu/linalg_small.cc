@@ -12,9 +12,9 @@
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/linalg_small.cc"
+#include <hwy/aligned_allocator.h>
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
-#include <hwy/aligned_allocator.h>
 
 #include "kiln/thread_pool.h"
 
@@ -104,8 +104,8 @@ HWY_INLINE void GaussJordanChunk(const T* HWY_RESTRICT a, T* HWY_RESTRICT c, int
 // trip count and unrolls, so the array is scalar-replaced). Same arithmetic
 // and pivot order as GaussJordanChunk.
 template <int N, typename T>
-HWY_INLINE void InverseRegs(const T* HWY_RESTRICT a, T* HWY_RESTRICT c, int32_t* HWY_RESTRICT info, int64_t live,
-                            T* HWY_RESTRICT buf) {
+HWY_INLINE void InverseRegs(const T* HWY_RESTRICT a, T* HWY_RESTRICT c, int32_t* HWY_RESTRICT info,
+                            int64_t live, T* HWY_RESTRICT buf) {
   const hn::ScalableTag<T> d;
   using V = hn::Vec<decltype(d)>;
   const size_t L = hn::Lanes(d);
@@ -187,18 +187,33 @@ void GaussJordanRange(const T* a, T* c, int32_t* info, int64_t begin, int64_t en
 #if !HWY_HAVE_SCALABLE
     if (identity_rhs && n <= 4) {
       switch (n) {
-        case 2: InverseRegs<2>(ab, cb, info + b, live, buf.get()); continue;
-        case 3: InverseRegs<3>(ab, cb, info + b, live, buf.get()); continue;
-        case 4: InverseRegs<4>(ab, cb, info + b, live, buf.get()); continue;
-        default: break;
+        case 2:
+          InverseRegs<2>(ab, cb, info + b, live, buf.get());
+          continue;
+        case 3:
+          InverseRegs<3>(ab, cb, info + b, live, buf.get());
+          continue;
+        case 4:
+          InverseRegs<4>(ab, cb, info + b, live, buf.get());
+          continue;
+        default:
+          break;
       }
     }
 #endif
     switch (n) {
-      case 2: GaussJordanChunk<2>(ab, cb, info + b, live, n, m, identity_rhs, buf.get()); break;
-      case 3: GaussJordanChunk<3>(ab, cb, info + b, live, n, m, identity_rhs, buf.get()); break;
-      case 4: GaussJordanChunk<4>(ab, cb, info + b, live, n, m, identity_rhs, buf.get()); break;
-      default: GaussJordanChunk<0>(ab, cb, info + b, live, n, m, identity_rhs, buf.get()); break;
+      case 2:
+        GaussJordanChunk<2>(ab, cb, info + b, live, n, m, identity_rhs, buf.get());
+        break;
+      case 3:
+        GaussJordanChunk<3>(ab, cb, info + b, live, n, m, identity_rhs, buf.get());
+        break;
+      case 4:
+        GaussJordanChunk<4>(ab, cb, info + b, live, n, m, identity_rhs, buf.get());
+        break;
+      default:
+        GaussJordanChunk<0>(ab, cb, info + b, live, n, m, identity_rhs, buf.get());
+        break;
     }
   }
 }
@@ -218,8 +233,8 @@ void GaussJordanF64(const double* a, double* c, int32_t* info, int64_t begin, in
 // feeds two FMA chains per vector: 2 * NV independent chains hide the FMA
 // latency that a single row's NV chains cannot.
 template <int NV>
-HWY_INLINE void TrsmRowPair(const float* HWY_RESTRICT a, const float* src, float* b, int n, int m, int j, int r0,
-                            int r1, int k0, int k1, bool unit) {
+HWY_INLINE void TrsmRowPair(const float* HWY_RESTRICT a, const float* src, float* b, int n, int m, int j,
+                            int r0, int r1, int k0, int k1, bool unit) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
   const int L = int(hn::Lanes(d));
@@ -255,7 +270,8 @@ HWY_INLINE void TrsmRowPair(const float* HWY_RESTRICT a, const float* src, float
 }
 
 // src: the right-hand sides (may be b itself); b receives the solution.
-void TrsmLeftF32(const float* HWY_RESTRICT a, const float* src, float* b, int n, int m, bool upper, bool unit) {
+void TrsmLeftF32(const float* HWY_RESTRICT a, const float* src, float* b, int n, int m, bool upper,
+                 bool unit) {
   const hn::ScalableTag<float> d;
   const int L = int(hn::Lanes(d));
   for (int step = 0; step < n; step += 2) {
@@ -308,8 +324,8 @@ void small_gauss_jordan(const double* a, double* c, int32_t* info, int64_t count
   });
 }
 
-void batched_trsm_left_f32(const float* a, const float* src, float* b, int64_t count, int n, int m, bool upper,
-                           bool unit) {
+void batched_trsm_left_f32(const float* a, const float* src, float* b, int64_t count, int n, int m,
+                           bool upper, bool unit) {
   // About a million flops per task before another thread is woken.
   const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 20) / (int64_t(n) * n * m + 1));
   kiln::parallel_for(0, count, grain, [&](int64_t s, int64_t e) {

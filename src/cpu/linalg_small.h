@@ -7,8 +7,8 @@
 
 namespace kiln::cpu {
 
-inline constexpr int kSmallMaxN = 16;     // largest n the batched kernel takes
-inline constexpr int kSmallMaxRhs = 16;   // largest number of right-hand sides
+inline constexpr int kSmallMaxN = 16;    // largest n the batched kernel takes
+inline constexpr int kSmallMaxRhs = 16;  // largest number of right-hand sides
 
 // Gauss-Jordan elimination with partial pivoting on [A | C] for `count`
 // systems. a: count x n x n row-major (matrix stride n*n), read only.
@@ -27,7 +27,7 @@ void small_gauss_jordan(const double* a, double* c, int32_t* info, int64_t count
 // X. a: count x n x n row-major (stride n*n); src (B) and x: count x n x m
 // row-major (stride n*m); src may be x (in place). lower/upper and unit
 // diagonal as solve_triangular.
-void batched_trsm_left_f32(const float* a, const float* src, float* x, int64_t count, int n, int m, bool upper,
-                           bool unit);
+void batched_trsm_left_f32(const float* a, const float* src, float* x, int64_t count, int n, int m,
+                           bool upper, bool unit);
 
 }  // namespace kiln::cpu

@@ -1,17 +1,18 @@
 #include "linalg/common.h"
 
-#include "linalg/lapack.h"
-
 #include <algorithm>
 #include <limits>
 #include <sstream>
+
+#include "linalg/lapack.h"
 
 namespace kiln::linalg::detail {
 
 void check_dtype(const Tensor& A, const char* op) {
   if ((kLinalgSet & bit(A.dtype())) == 0)
-    throw TypeError(std::string("[") + op + "] expected a float32, float64, complex64 or complex128 tensor, got " +
-                    name(A.dtype()) + " of shape " + A.shape_str());
+    throw TypeError(std::string("[") + op +
+                    "] expected a float32, float64, complex64 or complex128 tensor, got " + name(A.dtype()) +
+                    " of shape " + A.shape_str());
 }
 
 void check_matrix(const Tensor& A, const char* op, bool square) {
@@ -100,7 +101,8 @@ void check_infos(const int32_t* info, int64_t count, const char* api, const char
     } else if (k == "lu_factor") {
       os << "U[" << i << "," << i
          << "] is zero and using it on lu_solve would result in a division by zero. If you still want "
-            "to perform the factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)";
+            "to perform the factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, "
+            "pivot)";
     } else if (k == "lstsq") {
       os << "The least squares solution could not be computed because the input matrix does not have full "
             "rank (error code: "
@@ -123,7 +125,7 @@ BlasThreads::~BlasThreads() {
 
 double eps_of(DType d) {
   return (d == DType::Float32 || d == DType::Complex64) ? double(std::numeric_limits<float>::epsilon())
-                                                         : std::numeric_limits<double>::epsilon();
+                                                        : std::numeric_limits<double>::epsilon();
 }
 
 }  // namespace kiln::linalg::detail

@@ -45,8 +45,7 @@ Tensor colmajor_empty(const Shape& batch, int64_t m, int64_t n, DType dtype);
 // ("linalg.inv", "torch.linalg.solve", ...), `is_matrix`: A was 2-D (no batch
 // prefix). `kind` picks the message: "inv", "solve", "cholesky", "svd", "eigh",
 // "lstsq", "lu_factor".
-void check_infos(const int32_t* info, int64_t count, const char* api, const char* kind,
-                 bool is_matrix);
+void check_infos(const int32_t* info, int64_t count, const char* api, const char* kind, bool is_matrix);
 
 // The epsilon of A's real dtype.
 double eps_of(DType d);

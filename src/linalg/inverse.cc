@@ -14,7 +14,8 @@ using namespace detail;
 namespace {
 
 bool small_path(DType d, int64_t n, int64_t m) {
-  return (d == DType::Float32 || d == DType::Float64) && n >= 1 && n <= cpu::kSmallMaxN && m <= cpu::kSmallMaxRhs;
+  return (d == DType::Float32 || d == DType::Float64) && n >= 1 && n <= cpu::kSmallMaxN &&
+         m <= cpu::kSmallMaxRhs;
 }
 
 // X = A^-1 B for batches broadcast to `batch`; B: batch + {n, m}. Returns
@@ -103,7 +104,8 @@ SolveEx solve_ex(const Tensor& A, const Tensor& B, bool left, bool check_errors)
   const int64_t n = A.size(-1);
   const Tensor Al = left ? A : A.transpose(-2, -1);
   if (!left) {
-    KILN_CHECK(!vector_case, ValueError, "[" << op << "] left=False needs B to be a matrix, got shape " << B.shape_str());
+    KILN_CHECK(!vector_case, ValueError,
+               "[" << op << "] left=False needs B to be a matrix, got shape " << B.shape_str());
     Bm = Bm.transpose(-2, -1);
   }
   KILN_CHECK(Bm.size(-2) == n, ValueError,
@@ -111,7 +113,8 @@ SolveEx solve_ex(const Tensor& A, const Tensor& B, bool left, bool check_errors)
                  << (left ? "" : " (left=False)"));
   const Shape batch = broadcast_shapes(batch_shape(A), batch_shape(Bm), op);
   SolveEx r = solve_left(Al, Bm, batch);
-  if (check_errors) check_infos(r.info.data<int32_t>(), r.info.numel(), "torch.linalg.solve", "solve", A.dim() == 2);
+  if (check_errors)
+    check_infos(r.info.data<int32_t>(), r.info.numel(), "torch.linalg.solve", "solve", A.dim() == 2);
   if (!left) r.result = r.result.transpose(-2, -1);
   if (vector_case) r.result = r.result.squeeze(-1);
   return r;

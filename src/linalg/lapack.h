@@ -13,8 +13,8 @@
 #define LAPACK_COMPLEX_CPP
 #define lapack_complex_float std::complex<float>
 #define lapack_complex_double std::complex<double>
-#include <lapacke.h>
 #include <cblas.h>
+#include <lapacke.h>
 
 namespace kiln::linalg::lapack {
 
@@ -22,57 +22,83 @@ using lint = lapack_int;
 using c64 = std::complex<float>;
 using c128 = std::complex<double>;
 
-template <typename T> struct real_of { using type = T; };
-template <typename R> struct real_of<std::complex<R>> { using type = R; };
-template <typename T> using real_t = typename real_of<T>::type;
-template <typename T> inline constexpr bool is_cplx = !std::is_same_v<T, real_t<T>>;
+template <typename T>
+struct real_of {
+  using type = T;
+};
+template <typename R>
+struct real_of<std::complex<R>> {
+  using type = R;
+};
+template <typename T>
+using real_t = typename real_of<T>::type;
+template <typename T>
+inline constexpr bool is_cplx = !std::is_same_v<T, real_t<T>>;
 
 constexpr int CM = LAPACK_COL_MAJOR;
 
-#define KILN_LAPACK_PICK(T, name, ...)                                         \
-  if constexpr (std::is_same_v<T, float>) return LAPACKE_s##name(__VA_ARGS__); \
-  else if constexpr (std::is_same_v<T, double>) return LAPACKE_d##name(__VA_ARGS__); \
-  else if constexpr (std::is_same_v<T, c64>) return LAPACKE_c##name(__VA_ARGS__); \
-  else return LAPACKE_z##name(__VA_ARGS__)
+#define KILN_LAPACK_PICK(T, name, ...)          \
+  if constexpr (std::is_same_v<T, float>)       \
+    return LAPACKE_s##name(__VA_ARGS__);        \
+  else if constexpr (std::is_same_v<T, double>) \
+    return LAPACKE_d##name(__VA_ARGS__);        \
+  else if constexpr (std::is_same_v<T, c64>)    \
+    return LAPACKE_c##name(__VA_ARGS__);        \
+  else                                          \
+    return LAPACKE_z##name(__VA_ARGS__)
 
-template <typename T> lint getrf(lint m, lint n, T* a, lint ld, lint* ipiv) {
+template <typename T>
+lint getrf(lint m, lint n, T* a, lint ld, lint* ipiv) {
   KILN_LAPACK_PICK(T, getrf, CM, m, n, a, ld, ipiv);
 }
-template <typename T> lint getri(lint n, T* a, lint ld, const lint* ipiv) {
+template <typename T>
+lint getri(lint n, T* a, lint ld, const lint* ipiv) {
   KILN_LAPACK_PICK(T, getri, CM, n, a, ld, ipiv);
 }
 template <typename T>
 lint getrs(char trans, lint n, lint nrhs, const T* a, lint lda, const lint* ipiv, T* b, lint ldb) {
   KILN_LAPACK_PICK(T, getrs, CM, trans, n, nrhs, a, lda, ipiv, b, ldb);
 }
-template <typename T> lint geqrf(lint m, lint n, T* a, lint ld, T* tau) {
+template <typename T>
+lint geqrf(lint m, lint n, T* a, lint ld, T* tau) {
   KILN_LAPACK_PICK(T, geqrf, CM, m, n, a, ld, tau);
 }
 // orgqr for real, ungqr for complex.
-template <typename T> lint orgqr(lint m, lint n, lint k, T* a, lint ld, const T* tau) {
-  if constexpr (std::is_same_v<T, float>) return LAPACKE_sorgqr(CM, m, n, k, a, ld, tau);
-  else if constexpr (std::is_same_v<T, double>) return LAPACKE_dorgqr(CM, m, n, k, a, ld, tau);
-  else if constexpr (std::is_same_v<T, c64>) return LAPACKE_cungqr(CM, m, n, k, a, ld, tau);
-  else return LAPACKE_zungqr(CM, m, n, k, a, ld, tau);
+template <typename T>
+lint orgqr(lint m, lint n, lint k, T* a, lint ld, const T* tau) {
+  if constexpr (std::is_same_v<T, float>)
+    return LAPACKE_sorgqr(CM, m, n, k, a, ld, tau);
+  else if constexpr (std::is_same_v<T, double>)
+    return LAPACKE_dorgqr(CM, m, n, k, a, ld, tau);
+  else if constexpr (std::is_same_v<T, c64>)
+    return LAPACKE_cungqr(CM, m, n, k, a, ld, tau);
+  else
+    return LAPACKE_zungqr(CM, m, n, k, a, ld, tau);
 }
 template <typename T>
 lint gesdd(char jobz, lint m, lint n, T* a, lint lda, real_t<T>* s, T* u, lint ldu, T* vt, lint ldvt) {
   KILN_LAPACK_PICK(T, gesdd, CM, jobz, m, n, a, lda, s, u, ldu, vt, ldvt);
 }
 template <typename T>
-lint gesvd(char jobu, char jobvt, lint m, lint n, T* a, lint lda, real_t<T>* s, T* u, lint ldu,
-           T* vt, lint ldvt, real_t<T>* superb) {
+lint gesvd(char jobu, char jobvt, lint m, lint n, T* a, lint lda, real_t<T>* s, T* u, lint ldu, T* vt,
+           lint ldvt, real_t<T>* superb) {
   KILN_LAPACK_PICK(T, gesvd, CM, jobu, jobvt, m, n, a, lda, s, u, ldu, vt, ldvt, superb);
 }
-template <typename T> lint potrf(char uplo, lint n, T* a, lint ld) {
+template <typename T>
+lint potrf(char uplo, lint n, T* a, lint ld) {
   KILN_LAPACK_PICK(T, potrf, CM, uplo, n, a, ld);
 }
 // syevd for real, heevd for complex.
-template <typename T> lint syevd(char jobz, char uplo, lint n, T* a, lint ld, real_t<T>* w) {
-  if constexpr (std::is_same_v<T, float>) return LAPACKE_ssyevd(CM, jobz, uplo, n, a, ld, w);
-  else if constexpr (std::is_same_v<T, double>) return LAPACKE_dsyevd(CM, jobz, uplo, n, a, ld, w);
-  else if constexpr (std::is_same_v<T, c64>) return LAPACKE_cheevd(CM, jobz, uplo, n, a, ld, w);
-  else return LAPACKE_zheevd(CM, jobz, uplo, n, a, ld, w);
+template <typename T>
+lint syevd(char jobz, char uplo, lint n, T* a, lint ld, real_t<T>* w) {
+  if constexpr (std::is_same_v<T, float>)
+    return LAPACKE_ssyevd(CM, jobz, uplo, n, a, ld, w);
+  else if constexpr (std::is_same_v<T, double>)
+    return LAPACKE_dsyevd(CM, jobz, uplo, n, a, ld, w);
+  else if constexpr (std::is_same_v<T, c64>)
+    return LAPACKE_cheevd(CM, jobz, uplo, n, a, ld, w);
+  else
+    return LAPACKE_zheevd(CM, jobz, uplo, n, a, ld, w);
 }
 template <typename T>
 lint gels(char trans, lint m, lint n, lint nrhs, T* a, lint lda, T* b, lint ldb) {
@@ -97,8 +123,8 @@ lint gelss(lint m, lint n, lint nrhs, T* a, lint lda, T* b, lint ldb, real_t<T>*
 
 // C = alpha op(A) op(B) + beta C, column-major. op: 'N', 'T' or 'C'.
 template <typename T>
-void gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
-          const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+void gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
+          int64_t ldb, T beta, T* c, int64_t ldc) {
   auto op = [](char t) { return t == 'N' ? CblasNoTrans : t == 'T' ? CblasTrans : CblasConjTrans; };
   if constexpr (std::is_same_v<T, float>)
     cblas_sgemm(CblasColMajor, op(ta), op(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -113,8 +139,8 @@ void gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a
 // Triangular solve with many right-hand sides, column-major: side 'L' solves
 // op(A) X = alpha B, 'R' solves X op(A) = alpha B; B is overwritten by X.
 template <typename T>
-void trsm(char side, char uplo, char trans, char diag, int64_t m, int64_t n, T alpha, const T* a,
-          int64_t lda, T* b, int64_t ldb) {
+void trsm(char side, char uplo, char trans, char diag, int64_t m, int64_t n, T alpha, const T* a, int64_t lda,
+          T* b, int64_t ldb) {
   const auto s = side == 'L' ? CblasLeft : CblasRight;
   const auto u = uplo == 'U' ? CblasUpper : CblasLower;
   const auto t = trans == 'N' ? CblasNoTrans : trans == 'T' ? CblasTrans : CblasConjTrans;

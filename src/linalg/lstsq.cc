@@ -10,7 +10,8 @@
 namespace kiln::linalg {
 using namespace detail;
 
-Lstsq lstsq(const Tensor& A, const Tensor& B, std::optional<double> rcond, std::optional<std::string> driver_opt) {
+Lstsq lstsq(const Tensor& A, const Tensor& B, std::optional<double> rcond,
+            std::optional<std::string> driver_opt) {
   const char* op = "linalg.lstsq";
   check_dtype(A, op);
   check_dtype(B, op);
@@ -18,7 +19,8 @@ Lstsq lstsq(const Tensor& A, const Tensor& B, std::optional<double> rcond, std::
   check_matrix(A, op, false);
   const std::string driver = driver_opt.value_or("gelsy");
   KILN_CHECK(driver == "gels" || driver == "gelsy" || driver == "gelsd" || driver == "gelss", ValueError,
-             "[" << op << "] parameter `driver` should be one of (gels, gelsy, gelsd, gelss), got '" << driver << "'");
+             "[" << op << "] parameter `driver` should be one of (gels, gelsy, gelsd, gelss), got '" << driver
+                 << "'");
   KILN_CHECK(B.dim() >= 1, ValueError, "[" << op << "] B must have at least 1 dimension");
   const bool vector_case = B.dim() == 1 || B.dim() == A.dim() - 1;
   const Tensor Bm = vector_case ? B.unsqueeze(-1) : B;
@@ -30,7 +32,7 @@ Lstsq lstsq(const Tensor& A, const Tensor& B, std::optional<double> rcond, std::
   const int64_t count = numel_of(batch), k = std::min(m, n), ldb = std::max<int64_t>({m, n, 1});
   const double rc = rcond.value_or(eps_of(A.dtype()) * double(std::max(m, n)));
   const Tensor a = colmajor_copy(A, batch);
-  const Tensor bsrc = colmajor_copy(Bm, batch);  // m x nrhs, column-major
+  const Tensor bsrc = colmajor_copy(Bm, batch);                // m x nrhs, column-major
   Tensor x = zeros(with_matrix(batch, nrhs, ldb), A.dtype());  // ldb x nrhs, column-major
   const bool want_rank = driver != "gels", want_s = driver == "gelsd" || driver == "gelss";
   Tensor rank = want_rank ? zeros(batch, DType::Int64) : empty({0}, DType::Int64);

@@ -14,12 +14,16 @@ using namespace detail;
 
 namespace {
 
-template <typename T> T conj_of(T v) {
-  if constexpr (lapack::is_cplx<T>) return std::conj(v);
-  else return v;
+template <typename T>
+T conj_of(T v) {
+  if constexpr (lapack::is_cplx<T>)
+    return std::conj(v);
+  else
+    return v;
 }
 
-template <typename T> void conj_inplace(Tensor& t) {
+template <typename T>
+void conj_inplace(Tensor& t) {
   if constexpr (lapack::is_cplx<T>) {
     T* p = t.data<T>();
     for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = std::conj(p[i]);
@@ -50,12 +54,12 @@ LUFactorEx lu_factor_ex(const Tensor& A, bool pivot, bool check_errors) {
       T* ap = buf.data<T>();
       int32_t* pp = pivots.data<int32_t>();
       int32_t* ip = info.data<int32_t>();
-      for_each_matrix(count, std::max(m, n), [&](int64_t b) {
-        ip[b] = lapack::getrf<T>(m, n, ap + b * m * n, m, pp + b * k);
-      });
+      for_each_matrix(count, std::max(m, n),
+                      [&](int64_t b) { ip[b] = lapack::getrf<T>(m, n, ap + b * m * n, m, pp + b * k); });
     });
   }
-  if (check_errors) check_infos(info.data<int32_t>(), count, "torch.linalg.lu_factor", "lu_factor", A.dim() == 2);
+  if (check_errors)
+    check_infos(info.data<int32_t>(), count, "torch.linalg.lu_factor", "lu_factor", A.dim() == 2);
   return {colmajor_view(buf), pivots, info};
 }
 
@@ -85,7 +89,8 @@ PLU lu(const Tensor& A, bool pivot) {
     for (int64_t b = 0; b < count; ++b) {
       const T* a = lu + b * m * n;
       for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < k; ++j) lp[b * m * k + i * k + j] = i == j ? T(1) : i > j ? a[i * n + j] : T(0);
+        for (int64_t j = 0; j < k; ++j)
+          lp[b * m * k + i * k + j] = i == j ? T(1) : i > j ? a[i * n + j] : T(0);
       for (int64_t i = 0; i < k; ++i)
         for (int64_t j = i; j < n; ++j) up[b * k * n + i * n + j] = a[i * n + j];
       // Row i of L U is row perm[i] of A: P[perm[i], i] = 1.
@@ -123,9 +128,12 @@ Tensor lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool le
   const bool cplx = is_complex(LU.dtype());
   char trans = 'N';
   bool conj_b = false;
-  if (left) trans = adjoint ? (cplx ? 'C' : 'T') : 'N';
-  else if (!adjoint) trans = 'T';
-  else conj_b = cplx;
+  if (left)
+    trans = adjoint ? (cplx ? 'C' : 'T') : 'N';
+  else if (!adjoint)
+    trans = 'T';
+  else
+    conj_b = cplx;
   const Shape batch = broadcast_shapes(broadcast_shapes(batch_shape(LU), pbatch, op), batch_shape(Bl), op);
   const int64_t m = Bl.size(-1), count = numel_of(batch);
   const Tensor a = colmajor_copy(LU, batch);

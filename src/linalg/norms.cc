@@ -30,7 +30,8 @@ Tensor matrix_norm(const Tensor& A_in, const MatrixOrd& ord, std::pair<int, int>
   KILN_CHECK(is_floating(A.dtype()) || is_complex(A.dtype()), TypeError,
              "[" << op << "] expected a floating point or complex tensor, got " << name(A.dtype()));
   const int d0 = wrap_dim(dim.first, A.dim(), op), d1 = wrap_dim(dim.second, A.dim(), op);
-  KILN_CHECK(d0 != d1, ValueError, "[" << op << "] dims must be different, got (" << dim.first << ", " << dim.second << ")");
+  KILN_CHECK(d0 != d1, ValueError,
+             "[" << op << "] dims must be different, got (" << dim.first << ", " << dim.second << ")");
   const int lo = std::min(d0, d1), hi = std::max(d0, d1);
   auto restore = [&](Tensor r) {  // r has both dims kept (size 1)
     return keepdim ? r : r.squeeze(hi).squeeze(lo);
@@ -58,10 +59,13 @@ Tensor matrix_norm(const Tensor& A_in, const MatrixOrd& ord, std::pair<int, int>
   perm.push_back(d0);
   perm.push_back(d1);
   const Tensor Ap = A.permute(perm);
-  const Tensor S = svdvals(is_complex(Ap.dtype()) || Ap.dtype() == DType::Float64 ? Ap : Ap.to(DType::Float32));
+  const Tensor S =
+      svdvals(is_complex(Ap.dtype()) || Ap.dtype() == DType::Float64 ? Ap : Ap.to(DType::Float32));
   Tensor r;
-  if (std::holds_alternative<std::string>(ord)) r = kiln::sum(S, std::vector<int>{-1});
-  else r = std::get<double>(ord) > 0 ? kiln::amax(S, std::vector<int>{-1}) : kiln::amin(S, std::vector<int>{-1});
+  if (std::holds_alternative<std::string>(ord))
+    r = kiln::sum(S, std::vector<int>{-1});
+  else
+    r = std::get<double>(ord) > 0 ? kiln::amax(S, std::vector<int>{-1}) : kiln::amin(S, std::vector<int>{-1});
   if (keepdim) r = r.unsqueeze(lo).unsqueeze(hi);
   return r;
 }
@@ -76,8 +80,8 @@ Tensor cross(const Tensor& a_in, const Tensor& b_in, int dim) {
   const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), op);
   const int d = wrap_dim(dim, int(shape.size()), op);
   KILN_CHECK(a.size(d) == 3 && b.size(d) == 3, ValueError,
-             "[" << op << "] inputs dimension " << dim << " must have length 3, got " << a.shape_str() << " and "
-                 << b.shape_str());
+             "[" << op << "] inputs dimension " << dim << " must have length 3, got " << a.shape_str()
+                 << " and " << b.shape_str());
   Tensor out = empty(shape, dt);
   auto c = [&](const Tensor& t, int i) { return t.narrow(d, i, 1); };
   for (int i = 0; i < 3; ++i) {

@@ -55,8 +55,9 @@ Tensor householder_product(const Tensor& A, const Tensor& tau) {
   check_matrix(A, op, false);
   check_same_dtype(A, tau, op);
   const int64_t m = A.size(-2), n = A.size(-1);
-  KILN_CHECK(m >= n, ValueError, "[" << op << "] input.shape[-2] must be greater than or equal to input.shape[-1], got "
-                                     << A.shape_str());
+  KILN_CHECK(m >= n, ValueError,
+             "[" << op << "] input.shape[-2] must be greater than or equal to input.shape[-1], got "
+                 << A.shape_str());
   KILN_CHECK(tau.dim() >= 1 && tau.size(-1) <= n, ValueError,
              "[" << op << "] input.shape[-1] must be greater than or equal to tau.shape[-1], got A "
                  << A.shape_str() << " and tau " << tau.shape_str());

@@ -30,7 +30,8 @@ int svd_one(char jobz, int64_t m, int64_t n, const T* src, lapack::real_t<T>* s,
   if (info == 0) return 0;
   std::copy(src, src + m * n, a.begin());
   std::vector<R> superb(std::max<int64_t>(k, 2));
-  return lapack::gesvd<T>(jobz, jobz, m, n, a.data(), std::max<int64_t>(m, 1), s, up, ldu, vp, ldvt, superb.data());
+  return lapack::gesvd<T>(jobz, jobz, m, n, a.data(), std::max<int64_t>(m, 1), s, up, ldu, vp, ldvt,
+                          superb.data());
 }
 
 void fill_eye(Tensor& t) {
@@ -137,7 +138,7 @@ Tensor pinv(const Tensor& A, std::optional<double> atol, std::optional<double> r
     SVD s = svd(A, false);
     U = s.U, S = s.S, Vh = s.Vh;
   }
-  const Tensor ub = U.transpose(-2, -1).contiguous();  // column-major m x k
+  const Tensor ub = U.transpose(-2, -1).contiguous();   // column-major m x k
   const Tensor vb = Vh.transpose(-2, -1).contiguous();  // column-major: Vh (k x n, ld k) or Q (n x n, ld n)
   const Tensor sc = S.contiguous();
   dispatch<kLinalgSet>(A.dtype(), op, [&]<typename T>() {

@@ -30,7 +30,8 @@ Tensor solve_triangular(const Tensor& A, const Tensor& B, bool upper, bool left,
   Tensor X;
   if (A.dtype() == DType::Float32 && n >= 1 && n <= 64 && m >= 8 && count > 0) {
     const Tensor a = Al.expand(with_matrix(batch, n, n)).contiguous();
-    const Tensor b = Bl.expand(with_matrix(batch, n, m)).contiguous();  // read once, not copied when contiguous
+    const Tensor b =
+        Bl.expand(with_matrix(batch, n, m)).contiguous();  // read once, not copied when contiguous
     X = empty(with_matrix(batch, n, m), A.dtype());
     cpu::batched_trsm_left_f32(a.data<float>(), b.data<float>(), X.data<float>(), count, int(n), int(m), up,
                                unitriangular);

@@ -72,7 +72,8 @@ TEST(LinalgInv, SingularInfoAsGetrf) {
 }
 
 TEST(LinalgSolve, SmallPathBroadcastsAndMatchesInverse) {
-  const Tensor A = add(random_matrices({4, 1, 3, 3}, DType::Float64, 5), mul(eye(3, 3, DType::Float64), scalar_tensor(Scalar(6.0), DType::Float64)));
+  const Tensor A = add(random_matrices({4, 1, 3, 3}, DType::Float64, 5),
+                       mul(eye(3, 3, DType::Float64), scalar_tensor(Scalar(6.0), DType::Float64)));
   const Tensor B = random_matrices({2, 3, 2}, DType::Float64, 6);
   const Tensor X = linalg::solve(A, B);
   ASSERT_EQ(X.sizes(), (Shape{4, 2, 3, 2}));
@@ -103,10 +104,12 @@ TEST(LinalgTriangular, BatchedKernelMatchesSubstitution) {
             for (int64_t s = 0; s < n; ++s) {
               const int64_t i = upper ? n - 1 - s : s;
               double v = b[(bi * n + i) * m + c];
-              for (int64_t k = upper ? i + 1 : 0; k < (upper ? n : i); ++k) v -= a[(bi * n + i) * n + k] * ref[k];
+              for (int64_t k = upper ? i + 1 : 0; k < (upper ? n : i); ++k)
+                v -= a[(bi * n + i) * n + k] * ref[k];
               ref[i] = unit ? v : v / a[(bi * n + i) * n + i];
             }
-            for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(x[(bi * n + i) * m + c], ref[i], 1e-3 * (1 + std::abs(ref[i])));
+            for (int64_t i = 0; i < n; ++i)
+              EXPECT_NEAR(x[(bi * n + i) * m + c], ref[i], 1e-3 * (1 + std::abs(ref[i])));
           }
       }
     }

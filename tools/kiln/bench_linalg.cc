@@ -16,9 +16,9 @@
 
 #include "core/sysinfo.h"
 #include "kiln/allocator.h"
-#include "kiln/binary.h"
 #include "kiln/bench/harness.h"
 #include "kiln/bench/python_side.h"
+#include "kiln/binary.h"
 #include "kiln/commands.h"
 #include "kiln/linalg.h"
 #include "kiln/random.h"
@@ -54,7 +54,7 @@ struct Case {
   std::string dtype;  // numpy dtype name
   std::vector<int64_t> shape;
   int64_t nrhs = 0;
-  std::function<std::function<void()>()> kiln_fn;   // builds inputs, returns the timed call
+  std::function<std::function<void()>()> kiln_fn;    // builds inputs, returns the timed call
   std::function<std::function<void()>()> lapack_fn;  // raw LAPACK on the same problem (may be empty)
 };
 
@@ -131,8 +131,8 @@ json run_peers(const std::string& python, const json& cases, int repeat, int war
   if (write(fd, kPeerScript, std::strlen(kPeerScript)) < 0) why = "cannot write the peer script";
   close(fd);
   const std::string cmd = shell_quote(python) + " " + path + " " + shell_quote(cases.dump()) + " " +
-                          std::to_string(repeat) + " " + std::to_string(warmup) + (torch_only ? " torch-only" : "") +
-                          " 2>/dev/null";
+                          std::to_string(repeat) + " " + std::to_string(warmup) +
+                          (torch_only ? " torch-only" : "") + " 2>/dev/null";
   std::string out;
   if (FILE* p = popen(cmd.c_str(), "r")) {
     char buf[4096];
@@ -213,49 +213,77 @@ std::function<void()> lapack_svd(const Tensor& A) {
 std::vector<Case> make_cases(bool quick) {
   const int64_t inv_batch = quick ? 1000 : 100000, tri_batch = quick ? 4 : 32;
   const int64_t lu1 = quick ? 64 : 1024, lu2 = quick ? 128 : 2048;
-  const int64_t qm = quick ? 256 : 4096, qn = quick ? 32 : 256, qs = quick ? 128 : 2048, sv = quick ? 64 : 1024;
+  const int64_t qm = quick ? 256 : 4096, qn = quick ? 32 : 256, qs = quick ? 128 : 2048,
+                sv = quick ? 64 : 1024;
   std::vector<Case> cs;
   auto nm = [](const std::string& s) { return s; };
-  cs.push_back({nm("inv f32 " + std::to_string(inv_batch) + "x4x4"), "inv", "float32", {inv_batch, 4, 4}, 0,
+  cs.push_back({nm("inv f32 " + std::to_string(inv_batch) + "x4x4"),
+                "inv",
+                "float32",
+                {inv_batch, 4, 4},
+                0,
                 [=] {
-                  auto A = std::make_shared<Tensor>(kiln::add(randn_t({inv_batch, 4, 4}, DType::Float32),
-                                                              kiln::mul(eye(4), scalar_tensor(Scalar(4.0), DType::Float32))));
+                  auto A = std::make_shared<Tensor>(
+                      kiln::add(randn_t({inv_batch, 4, 4}, DType::Float32),
+                                kiln::mul(eye(4), scalar_tensor(Scalar(4.0), DType::Float32))));
                   return std::function<void()>([A] { Tensor x = linalg::inv(*A); });
                 },
                 {}});
-  cs.push_back({nm("solve_triangular f32 " + std::to_string(tri_batch) + "x64x64 unit-lower, 64 rhs"), "trsm",
-                "float32", {tri_batch, 64, 64}, 64,
+  cs.push_back({nm("solve_triangular f32 " + std::to_string(tri_batch) + "x64x64 unit-lower, 64 rhs"),
+                "trsm",
+                "float32",
+                {tri_batch, 64, 64},
+                64,
                 [=] {
                   // Scaled like the peers' input so the substitution stays finite.
                   Tensor a = kiln::mul(randn_t({tri_batch, 64, 64}, DType::Float32),
                                        scalar_tensor(Scalar(0.1), DType::Float32));
                   auto A = std::make_shared<Tensor>(a);
                   auto B = std::make_shared<Tensor>(kiln::ones({tri_batch, 64, 64}));
-                  return std::function<void()>([A, B] { Tensor x = linalg::solve_triangular(*A, *B, false, true, true); });
+                  return std::function<void()>(
+                      [A, B] { Tensor x = linalg::solve_triangular(*A, *B, false, true, true); });
                 },
                 {}});
   for (int64_t n : {lu1, lu2}) {
-    cs.push_back({nm("lu_factor c64 " + std::to_string(n) + "x" + std::to_string(n)), "lu", "complex64", {n, n}, 0,
+    cs.push_back({nm("lu_factor c64 " + std::to_string(n) + "x" + std::to_string(n)),
+                  "lu",
+                  "complex64",
+                  {n, n},
+                  0,
                   [=] {
                     auto A = std::make_shared<Tensor>(randn_t({n, n}, DType::Complex64));
                     return std::function<void()>([A] { auto r = linalg::lu_factor(*A); });
                   },
-                  [=] { return lapack_lu<std::complex<float>>(randn_t({n, n}, DType::Complex64)); }});
+                  [=] {
+                    return lapack_lu<std::complex<float>>(randn_t({n, n}, DType::Complex64));
+                  }});
   }
   for (auto [m, n] : {std::pair{qm, qn}, std::pair{qs, qs}}) {
-    cs.push_back({nm("qr f32 " + std::to_string(m) + "x" + std::to_string(n)), "qr", "float32", {m, n}, 0,
+    cs.push_back({nm("qr f32 " + std::to_string(m) + "x" + std::to_string(n)),
+                  "qr",
+                  "float32",
+                  {m, n},
+                  0,
                   [=] {
                     auto A = std::make_shared<Tensor>(randn_t({m, n}, DType::Float32));
                     return std::function<void()>([A] { auto r = linalg::qr(*A); });
                   },
-                  [=] { return lapack_qr<float>(randn_t({m, n}, DType::Float32)); }});
+                  [=] {
+                    return lapack_qr<float>(randn_t({m, n}, DType::Float32));
+                  }});
   }
-  cs.push_back({nm("svd f32 " + std::to_string(sv) + "x" + std::to_string(sv)), "svd", "float32", {sv, sv}, 0,
+  cs.push_back({nm("svd f32 " + std::to_string(sv) + "x" + std::to_string(sv)),
+                "svd",
+                "float32",
+                {sv, sv},
+                0,
                 [=] {
                   auto A = std::make_shared<Tensor>(randn_t({sv, sv}, DType::Float32));
                   return std::function<void()>([A] { auto r = linalg::svd(*A); });
                 },
-                [=] { return lapack_svd<float>(randn_t({sv, sv}, DType::Float32)); }});
+                [=] {
+                  return lapack_svd<float>(randn_t({sv, sv}, DType::Float32));
+                }});
   return cs;
 }
 
@@ -312,10 +340,13 @@ int run_linalg(LinalgOptions opt) {
       const std::function<void()> lf = c.lapack_fn();
       const bench::Result lr = runner.latency_case(c.name + " (LAPACK)", 1, lf);
       add_peer(j, "lapack", lr.median_s);
-      j["lapack_note"] = "OpenBLAS LAPACK called directly on a column-major copy (copy included), with the OpenBLAS thread count kiln uses for that size";
+      j["lapack_note"] =
+          "OpenBLAS LAPACK called directly on a column-major copy (copy included), with the OpenBLAS thread "
+          "count kiln uses for that size";
     }
     results.push_back(j);
-    peer_cases.push_back({{"name", c.name}, {"op", c.op}, {"dtype", c.dtype}, {"shape", c.shape}, {"nrhs", c.nrhs}});
+    peer_cases.push_back(
+        {{"name", c.name}, {"op", c.op}, {"dtype", c.dtype}, {"shape", c.shape}, {"nrhs", c.nrhs}});
     kiln::empty_cache();
   }
 
@@ -325,24 +356,30 @@ int run_linalg(LinalgOptions opt) {
     for (json& r : results) {
       const std::string n = r["name"];
       if (!doc["cases"].contains(n)) continue;
-      for (auto& [peer, ts] : doc["cases"][n].items()) add_peer(r, peer, median(ts.get<std::vector<double>>()));
+      for (auto& [peer, ts] : doc["cases"][n].items())
+        add_peer(r, peer, median(ts.get<std::vector<double>>()));
     }
   };
   if (!opt.no_python && !cases.empty()) {
     const std::string py = bench::find_python(opt.python);
     if (py.empty()) {
-      missing.push_back({{"name", "numpy/torch peers"}, {"why", "no python next to the kiln binary; pass --python PATH"}});
+      missing.push_back(
+          {{"name", "numpy/torch peers"}, {"why", "no python next to the kiln binary; pass --python PATH"}});
     } else {
       std::string why;
       const json doc = run_peers(py, peer_cases, opt.repeat, opt.warmup, false, why);
-      if (why.empty()) merge(doc);
-      else missing.push_back({{"name", "numpy peer"}, {"why", why}});
+      if (why.empty())
+        merge(doc);
+      else
+        missing.push_back({{"name", "numpy peer"}, {"why", why}});
     }
     if (!opt.peer_python.empty()) {
       std::string why;
       const json doc = run_peers(opt.peer_python, peer_cases, opt.repeat, opt.warmup, true, why);
-      if (why.empty()) merge(doc);
-      else missing.push_back({{"name", "torch peer"}, {"why", why}});
+      if (why.empty())
+        merge(doc);
+      else
+        missing.push_back({{"name", "torch peer"}, {"why", why}});
     }
     if (!peers_info.contains("torch"))
       missing.push_back({{"name", "torch peer"}, {"why", "torch not importable; pass --peer-python PATH"}});
@@ -356,9 +393,10 @@ int run_linalg(LinalgOptions opt) {
               {"warmup", opt.warmup},
               {"threads", kiln::num_threads()},
               {"openblas_core", linalg::openblas_core()},
-              {"note", "compute-bound cases: median seconds per call; speedup_vs_<peer> = peer time / kiln time. "
-                       "The numpy peer of solve_triangular is a Python loop of scipy.linalg.solve_triangular "
-                       "(NumPy has no batched triangular solve); of lu_factor, scipy.linalg.lu_factor."},
+              {"note",
+               "compute-bound cases: median seconds per call; speedup_vs_<peer> = peer time / kiln time. "
+               "The numpy peer of solve_triangular is a Python loop of scipy.linalg.solve_triangular "
+               "(NumPy has no batched triangular solve); of lu_factor, scipy.linalg.lu_factor."},
               {"peers", peers_info},
               {"results", results}};
   if (!missing.empty()) doc["missing"] = missing;
@@ -371,10 +409,12 @@ int run_linalg(LinalgOptions opt) {
     std::printf("%s\n", doc.dump(2).c_str());
     return 0;
   }
-  std::printf("kiln %s bench linalg: %s, %d threads%s\n\n", kiln::kVersion, sys::system_info().cpu_model.c_str(),
-              kiln::num_threads(), opt.quick ? " (--quick: tiny sizes, not a measurement)" : "");
+  std::printf("kiln %s bench linalg: %s, %d threads%s\n\n", kiln::kVersion,
+              sys::system_info().cpu_model.c_str(), kiln::num_threads(),
+              opt.quick ? " (--quick: tiny sizes, not a measurement)" : "");
   for (const json& r : results) {
-    std::printf("%-52s kiln %10.3f ms", r["name"].get<std::string>().c_str(), r["median_s"].get<double>() * 1e3);
+    std::printf("%-52s kiln %10.3f ms", r["name"].get<std::string>().c_str(),
+                r["median_s"].get<double>() * 1e3);
     if (r.contains("peer_median_s"))
       for (auto& [peer, t] : r["peer_median_s"].items())
         std::printf("  %s %.3f ms (%.2fx)", peer.c_str(), t.get<double>() * 1e3,
@@ -382,7 +422,8 @@ int run_linalg(LinalgOptions opt) {
     std::printf("\n");
   }
   for (const json& mi : missing)
-    std::printf("  not measured: %s (%s)\n", mi["name"].get<std::string>().c_str(), mi["why"].get<std::string>().c_str());
+    std::printf("  not measured: %s (%s)\n", mi["name"].get<std::string>().c_str(),
+                mi["why"].get<std::string>().c_str());
   return 0;
 }
 
@@ -396,12 +437,15 @@ Command add_bench_linalg(CLI::App& bench) {
   app->add_option("--out", opt->out, "Also write the JSON object to FILE");
   app->add_option("--repeat", opt->repeat, "Timed repetitions per case (default 5, 2 with --quick)")
       ->check(CLI::Range(1, 100000));
-  app->add_option("--warmup", opt->warmup, "Untimed calls before timing (default 1)")->check(CLI::Range(0, 1000));
+  app->add_option("--warmup", opt->warmup, "Untimed calls before timing (default 1)")
+      ->check(CLI::Range(0, 1000));
   app->add_option("--threads", opt->threads, "Threads for kiln (default: KILN_NUM_THREADS or all cores)")
       ->check(CLI::Range(1, 4096));
   app->add_flag("--quick", opt->quick, "Tiny sizes: a smoke run, not a measurement");
-  app->add_option("--python", opt->python, "Python with numpy+scipy for the peers (default: the python next to kiln)");
-  app->add_option("--peer-python", opt->peer_python, "Another python (e.g. one with torch) to time torch with");
+  app->add_option("--python", opt->python,
+                  "Python with numpy+scipy for the peers (default: the python next to kiln)");
+  app->add_option("--peer-python", opt->peer_python,
+                  "Another python (e.g. one with torch) to time torch with");
   app->add_flag("--no-python", opt->no_python, "Skip the NumPy/torch peers");
   app->add_option("--filter", opt->filter, "Run only the cases whose name contains this text");
   return {app, [opt] { return run_linalg(*opt); }};
