@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kiln/bench/harness.h"
+#include "kiln/bench_tokenizer.h"
 #include "kiln/commands.h"
 #include "kiln/float_types.h"
 #include "kiln/io/gguf.h"
@@ -30,6 +31,7 @@ struct LoadOptions {
   double size_mib = 1024;
   std::vector<std::string> files;
   std::string dir = "/tmp";
+  std::string tokenizer;  // also time this tokenizer.json's load, encode and decode
 };
 
 double median(std::vector<double> v) {
@@ -187,6 +189,15 @@ int run_load(LoadOptions opt) {
   for (const auto& f : files) out["results"].push_back(measure(f, opt));
   if (!opt.keep)
     for (const auto& f : made) std::remove(f.c_str());
+  if (!opt.tokenizer.empty()) {
+    TokenizerBenchOptions t;
+    t.tokenizer = opt.tokenizer;
+    t.quick = opt.quick;
+    t.repeat = opt.repeat;
+    const json tj = bench_tokenizer(t);
+    out["tokenizer"] = {{"path", tj["tokenizer"]}, {"vocab_size", tj["vocab_size"]},
+                        {"corpus_bytes", tj["corpus_bytes"]}, {"results", tj["results"]}};
+  }
   if (opt.json) {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
@@ -205,6 +216,17 @@ int run_load(LoadOptions opt) {
                 r.contains("dequantize_out_gbps")
                     ? std::to_string(r["dequantize_out_gbps"].get<double>()).substr(0, 6).c_str()
                     : "-");
+  }
+  if (out.contains("tokenizer")) {
+    std::printf("\ntokenizer %s (vocab %d)\n", out["tokenizer"]["path"].get<std::string>().c_str(),
+                out["tokenizer"]["vocab_size"].get<int>());
+    for (const auto& r : out["tokenizer"]["results"]) {
+      if (r["unit"] == "MB/s")
+        std::printf("  %-18s %8.2f MB/s (%.2f MB/s of CPU time)\n", r["name"].get<std::string>().c_str(),
+                    r["mbps"].get<double>(), r["mbps_cpu"].get<double>());
+      else
+        std::printf("  %-18s %8.1f ms\n", r["name"].get<std::string>().c_str(), r["median_s"].get<double>() * 1e3);
+    }
   }
   return 0;
 }
@@ -225,6 +247,8 @@ Command add_bench_load(CLI::App& bench) {
   app->add_option("--repeat", opt->repeat, "Repetitions (median reported; default 5)")
       ->check(CLI::Range(1, 1000));
   app->add_option("--dir", opt->dir, "Where to write the synthetic files (default /tmp)");
+  app->add_option("--tokenizer", opt->tokenizer,
+                  "Also time loading this tokenizer.json (or model directory) and encoding/decoding with it");
   return {app, [opt] { return run_load(*opt); }};
 }
 

@@ -10,17 +10,12 @@
 #include <string>
 
 #include "kiln/bench/harness.h"
+#include "kiln/bench_tokenizer.h"
 #include "kiln/commands.h"
 #include "kiln/tokenizer.h"
 
 namespace kiln::cli {
 
-struct TokenizerBenchOptions {
-  std::string tokenizer;
-  bool json = false;
-  bool quick = false;
-  int repeat = 5;
-};
 
 // A deterministic mix of English prose, code, CJK, Cyrillic, Arabic, Hindi,
 // digits, whitespace runs and emoji, `bytes` long (about).

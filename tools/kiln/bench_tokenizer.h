@@ -1,0 +1,21 @@
+// The tokenizer part of `kiln bench tokenizer` and `kiln bench load --tokenizer`:
+// tokenizer.json load time, encode and decode MB/s on a generated multilingual corpus.
+#pragma once
+
+#include <string>
+
+#include "kiln/bench/harness.h"
+
+namespace kiln::cli {
+
+struct TokenizerBenchOptions {
+  std::string tokenizer;  // tokenizer.json, or a directory holding one
+  bool json = false;
+  bool quick = false;
+  int repeat = 5;
+};
+
+// {machine, threads, tokenizer, vocab_size, corpus_bytes, results: [load, encode_first_pass, encode, decode]}
+bench::json bench_tokenizer(const TokenizerBenchOptions& opt);
+
+}  // namespace kiln::cli
