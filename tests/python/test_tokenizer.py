@@ -6,8 +6,11 @@ import json
 import pathlib
 import random
 import shutil
+import subprocess
+import sys
 import tarfile
 import unicodedata
+from pathlib import Path
 
 import pytest
 
@@ -183,3 +186,65 @@ def test_stream_decoder_over_byte_split_emoji():
     assert b[0] == 0xF0 and dec.push(tok.token_to_id("ð")) == ""  # "ð" is the byte 0xF0
     assert dec.pending_bytes == 1
     assert dec.flush() == "\ufffd"
+
+
+# ---- GGUF-embedded tokenizer ----------------------------------------------------
+
+def write_gguf_tokenizer(path, tokenizer_json, chat_template):
+    """The Qwen3 tokenizer as llama.cpp's converter stores it, written with the gguf package."""
+    gguf = pytest.importorskip("gguf")
+    tj = json.loads(Path(tokenizer_json).read_text(encoding="utf-8"))
+    vocab = dict(tj["model"]["vocab"])
+    types = {}
+    for t in tj["added_tokens"]:
+        vocab[t["content"]] = t["id"]
+        types[t["id"]] = gguf.TokenType.CONTROL if t["special"] else gguf.TokenType.USER_DEFINED
+    tokens = [""] * (max(vocab.values()) + 1)
+    for tok, i in vocab.items():
+        tokens[i] = tok
+    merges = [m if isinstance(m, str) else " ".join(m) for m in tj["model"]["merges"]]
+    w = gguf.GGUFWriter(str(path), "qwen3")
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen2")
+    w.add_token_list(tokens)
+    w.add_token_types([int(types.get(i, gguf.TokenType.NORMAL)) for i in range(len(tokens))])
+    w.add_token_merges(merges)
+    w.add_eos_token_id(vocab["<|im_end|>"])
+    w.add_pad_token_id(vocab["<|endoftext|>"])
+    w.add_bos_token_id(vocab["<|endoftext|>"])
+    w.add_add_bos_token(False)
+    w.add_chat_template(chat_template)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def test_gguf_embedded_tokenizer_equals_tokenizer_json(qwen3, qwen3_dir, tmp_path):
+    path = tmp_path / "qwen3-tokenizer.gguf"
+    write_gguf_tokenizer(path, qwen3_dir / "tokenizer.json", qwen3.chat_template)
+    g = kiln.Tokenizer.from_file(str(path))  # the GGUF magic picks the GGUF reader
+    assert g.vocab_size == qwen3.vocab_size
+    assert g.eos_token_id == qwen3.token_to_id("<|im_end|>")
+    assert g.chat_template == qwen3.chat_template
+    golden = json.loads((DATA / "golden.json").read_text(encoding="utf-8"))
+    for text in [c["text"] for c in golden] + corpus(300, seed=7, specials=SPECIALS):
+        ids = g.encode(text)
+        assert ids == qwen3.encode(text), text
+        assert g.decode(ids) == qwen3.decode(ids)
+    # The installed CLI takes the GGUF file too.
+    out = subprocess.run([str(Path(sys.executable).parent / "kiln"), "tokenize", "--tokenizer", str(path),
+                          "--ids-only", "Hello, world"], capture_output=True, text=True, check=True)
+    assert [int(x) for x in out.stdout.split()] == qwen3.encode("Hello, world")
+
+
+def test_gguf_without_tokenizer_is_refused(tmp_path):
+    gguf = pytest.importorskip("gguf")
+    path = tmp_path / "bare.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with pytest.raises(ValueError, match="no tokenizer"):
+        kiln.Tokenizer.from_file(str(path))

@@ -1,5 +1,6 @@
 // `kiln tokenize --tokenizer PATH [--ids-only] TEXT|-`: the token ids (and
 // tokens) of a text, or of standard input when TEXT is "-".
+#include <filesystem>
 #include <cstdio>
 #include <iostream>
 #include <iterator>
@@ -24,8 +25,7 @@ struct TokenizeOptions {
 
 int run_tokenize(const TokenizeOptions& opt) {
   std::string path = opt.tokenizer;
-  if (path.size() < 5 || path.compare(path.size() - 5, 5, ".json") != 0)  // a model directory
-    path += (path.empty() || path.back() == '/' ? "" : "/") + std::string("tokenizer.json");
+  if (std::filesystem::is_directory(path)) path += "/tokenizer.json";  // a model directory
   const Tokenizer tok = Tokenizer::from_file(path);
   std::string text = opt.text;
   if (text == "-") text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
@@ -48,7 +48,7 @@ int run_tokenize(const TokenizeOptions& opt) {
 Command add_tokenize(CLI::App& parent) {
   auto opt = std::make_shared<TokenizeOptions>();
   CLI::App* app = parent.add_subcommand("tokenize", "Print the token ids (and tokens) of a text.");
-  app->add_option("--tokenizer", opt->tokenizer, "tokenizer.json, or a model directory holding one")->required();
+  app->add_option("--tokenizer", opt->tokenizer, "tokenizer.json, a GGUF model file, or a model directory holding tokenizer.json")->required();
   app->add_option("text", opt->text, "The text, or - to read standard input")->required();
   app->add_flag("--ids-only", opt->ids_only, "Print only the ids, space-separated on one line");
   app->add_flag("--json", opt->json, "Print {\"ids\": [...], \"tokens\": [...]}");

@@ -1,0 +1,14 @@
+// The tokenizer a GGUF file embeds (tokenizer.ggml.*, tokenizer.chat_template),
+// as the same kiln::Tokenizer that the model's tokenizer.json gives.
+#pragma once
+
+#include "kiln/io/gguf.h"
+#include "kiln/tokenizer.h"
+
+namespace kiln::io {
+
+// ValueError when the file holds no tokenizer; NotImplementedError for a
+// tokenizer model other than byte-level BPE ("gpt2"), named.
+Tokenizer load_gguf_tokenizer(const GGUFFile& file);
+
+}  // namespace kiln::io
