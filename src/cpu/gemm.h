@@ -21,7 +21,7 @@ void widen_weight_rows(DType w_dtype, const GemvArgs& a, int64_t n0, int64_t n1,
 // op(B) = B^T (B is [N, K], ldb) when b_trans, else B [K, N].
 void sgemm(bool b_trans, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
            const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
-void dgemm(bool b_trans, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
-           int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc);
+void dgemm(bool b_trans, int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda,
+           const double* B, int64_t ldb, double beta, double* C, int64_t ldc);
 
 }  // namespace kiln::cpu
