@@ -16,6 +16,8 @@
 #include <tuple>
 #include <vector>
 
+#include <cblas.h>
+
 #include "core/bandwidth.h"
 #include "core/sysinfo.h"
 #include "cpu/gemm.h"
@@ -387,6 +389,9 @@ int run_matmul(MatOptions opt) {
     std::fprintf(stderr, "kiln bench %s: %d threads, roof %.1f GB/s at start ...\n", opt.what.c_str(),
                  kiln::num_threads(), first.median_gbps);
   json results = json::array(), summary = json::object();
+  // OpenBLAS picks its kernels from cpuid; under some VMs it falls back to a
+  // generic core (e.g. "Prescott") and runs ~7x slower: OPENBLAS_CORETYPE fixes it.
+  summary["openblas_core"] = openblas_get_corename();
   Ctx c{opt, runner, results, summary};
   if (opt.what == "linear" || opt.what == "scaled_mm") {
     decode_cases(c, opt.what == "scaled_mm");
