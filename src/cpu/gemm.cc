@@ -72,10 +72,12 @@ void gemm(DType w_dtype, const GemvArgs& a) {
   } else if (w_dtype == DType::Float32 && a.scale_kind == ScaleKind::None) {
     sgemm(true, a.M, a.N, a.K, 1.0f, a.x, a.ldx, static_cast<const float*>(a.w), a.ldw, beta, y, a.ldy);
   } else {
-    // Panels of ~4 MiB of float32 weights (at least 64 rows): big enough for
-    // sgemm to run at speed, small enough to stay in the last-level cache.
+    // Panels of up to 256 MiB of float32 weights (the whole matrix for most
+    // layers): OpenBLAS's threads keep spinning for a while after each sgemm and
+    // would slow the widening that follows, so alternate between the two as
+    // rarely as memory allows.
     const int64_t rows = std::min<int64_t>(
-        a.N, std::max<int64_t>(64, ((int64_t(4) << 20) / std::max<int64_t>(1, a.K * 4)) / 16 * 16));
+        a.N, std::max<int64_t>(64, ((int64_t(256) << 20) / std::max<int64_t>(1, a.K * 4)) / 16 * 16));
     const size_t bytes = size_t(rows * a.K) * sizeof(float);
     float* panel = static_cast<float*>(allocate(bytes));
     for (int64_t n0 = 0; n0 < a.N; n0 += rows) {

@@ -1,7 +1,7 @@
 // Many-row linear layers (prefill): y[M, N] = x[M, K] @ (W * scale)^T + bias
 // for W in any weight dtype of gemv.h. Float32 weights without a scale go
 // straight to OpenBLAS sgemm; other weights are widened (scale applied) into
-// float32 panels of a few MiB that stay in cache, and each panel is one sgemm.
+// float32 panels (up to 256 MiB), and each panel is one sgemm.
 #pragma once
 
 #include <cstdint>
