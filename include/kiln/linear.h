@@ -21,8 +21,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 // The same into `out` ([..., N], x's dtype or float32, contiguous). With
 // float32 x, contiguous inputs and a float32 bias it allocates nothing for
 // up to 16 rows: the call a decode loop makes once per layer per token.
-void linear_out(const Tensor& x, const Tensor& weight, const Tensor& weight_scale,
-                const Tensor& bias, Tensor& out);
+void linear_out(const Tensor& x, const Tensor& weight, const Tensor& weight_scale, const Tensor& bias,
+                Tensor& out);
 
 // The number of activation rows up to which linear takes the matrix-vector path.
 inline constexpr int64_t kLinearGemvMaxRows = 16;

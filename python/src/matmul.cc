@@ -2,13 +2,14 @@
 // kiln.nn.functional.linear, kiln.quantize_fp8 / dequantize,
 // kiln.nn.functional.scaled_mm (= kiln._scaled_mm), grouped_mm
 // (= kiln._grouped_mm) and the MoE blocks under kiln.nn.functional.
+#include "kiln/matmul.h"
+
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/tuple.h>
 
 #include "bind_util.h"
 #include "kiln/grouped_mm.h"
 #include "kiln/linear.h"
-#include "kiln/matmul.h"
 #include "kiln/moe.h"
 #include "kiln/quantize.h"
 #include "kiln/scaled_mm.h"
@@ -30,8 +31,8 @@ Tensor scaled_mm_py(nb::handle a, nb::handle b, nb::handle scale_a, nb::handle s
 
 Tensor grouped_mm_py(nb::handle a, nb::handle b, nb::handle offs, nb::handle bias, nb::handle out_dtype,
                      nb::handle b_scale) {
-  return grouped_mm(to_tensor(a), to_tensor(b), opt_tensor(offs), opt_tensor(bias), to_optional_dtype(out_dtype),
-                    opt_tensor(b_scale));
+  return grouped_mm(to_tensor(a), to_tensor(b), opt_tensor(offs), opt_tensor(bias),
+                    to_optional_dtype(out_dtype), opt_tensor(b_scale));
 }
 
 }  // namespace
@@ -41,14 +42,19 @@ void init_matmul(nb::module_& m) {
   using namespace kiln;
   using namespace kiln::py;
 
-  m.def("matmul", [](nb::handle a, nb::handle b) { return matmul(to_tensor(a), to_tensor(b)); }, "input"_a, "other"_a);
-  m.def("mm", [](nb::handle a, nb::handle b) { return mm(to_tensor(a), to_tensor(b)); }, "input"_a, "mat2"_a);
-  m.def("bmm", [](nb::handle a, nb::handle b) { return bmm(to_tensor(a), to_tensor(b)); }, "input"_a, "mat2"_a);
+  m.def(
+      "matmul", [](nb::handle a, nb::handle b) { return matmul(to_tensor(a), to_tensor(b)); }, "input"_a,
+      "other"_a);
+  m.def(
+      "mm", [](nb::handle a, nb::handle b) { return mm(to_tensor(a), to_tensor(b)); }, "input"_a, "mat2"_a);
+  m.def(
+      "bmm", [](nb::handle a, nb::handle b) { return bmm(to_tensor(a), to_tensor(b)); }, "input"_a, "mat2"_a);
   def_tensor_method(m, "matmul");
   def_tensor_method(m, "mm");
   def_tensor_method(m, "bmm");
   def_tensor_method(m, "__matmul__", "matmul");
-  m.def("_rmatmul", [](nb::handle self, nb::handle other) { return matmul(to_tensor(other), to_tensor(self)); });
+  m.def("_rmatmul",
+        [](nb::handle self, nb::handle other) { return matmul(to_tensor(other), to_tensor(self)); });
   def_tensor_method(m, "__rmatmul__", "_rmatmul");
 
   m.def(
@@ -80,8 +86,8 @@ void init_matmul(nb::module_& m) {
     m.def(nm, &scaled_mm_py, "mat1"_a, "mat2"_a, "scale_a"_a, "scale_b"_a, "bias"_a = nb::none(),
           "scale_result"_a = nb::none(), "out_dtype"_a = nb::none(), "use_fast_accum"_a = false);
   for (const char* nm : {"nn_functional_grouped_mm", "_grouped_mm"})
-    m.def(nm, &grouped_mm_py, "mat_a"_a, "mat_b"_a, nb::kw_only(), "offs"_a = nb::none(), "bias"_a = nb::none(),
-          "out_dtype"_a = nb::none(), "b_scale"_a = nb::none());
+    m.def(nm, &grouped_mm_py, "mat_a"_a, "mat_b"_a, nb::kw_only(), "offs"_a = nb::none(),
+          "bias"_a = nb::none(), "out_dtype"_a = nb::none(), "b_scale"_a = nb::none());
 
   m.def(
       "nn_functional_moe_route",
@@ -93,14 +99,16 @@ void init_matmul(nb::module_& m) {
       "num_experts"_a);
   m.def(
       "nn_functional_moe_unpermute",
-      [](nb::handle y, nb::handle perm, nb::handle w) { return moe_unpermute(to_tensor(y), to_tensor(perm), to_tensor(w)); },
+      [](nb::handle y, nb::handle perm, nb::handle w) {
+        return moe_unpermute(to_tensor(y), to_tensor(perm), to_tensor(w));
+      },
       "y_perm"_a, "perm"_a, "weights"_a);
   m.def(
       "nn_functional_moe_ffn",
       [](nb::handle x, nb::handle router_w, nb::handle gate_up_w, nb::handle down_w, int64_t top_k, bool norm,
          nb::handle gate_up_scale, nb::handle down_scale) {
-        return moe_ffn(to_tensor(x), to_tensor(router_w), to_tensor(gate_up_w), to_tensor(down_w), top_k, norm,
-                       opt_tensor(gate_up_scale), opt_tensor(down_scale));
+        return moe_ffn(to_tensor(x), to_tensor(router_w), to_tensor(gate_up_w), to_tensor(down_w), top_k,
+                       norm, opt_tensor(gate_up_scale), opt_tensor(down_scale));
       },
       "x"_a, "router_w"_a, "gate_up_w"_a, "down_w"_a, "top_k"_a, "norm_topk_prob"_a = true,
       "gate_up_scale"_a = nb::none(), "down_scale"_a = nb::none());

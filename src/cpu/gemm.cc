@@ -18,17 +18,17 @@ namespace kiln::cpu {
 void sgemm(bool b_trans, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
            const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M <= 0 || N <= 0) return;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, b_trans ? CblasTrans : CblasNoTrans, blasint(M),
-              blasint(N), blasint(K), alpha, A, blasint(std::max<int64_t>(lda, 1)), B,
-              blasint(std::max<int64_t>(ldb, 1)), beta, C, blasint(std::max<int64_t>(ldc, 1)));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, b_trans ? CblasTrans : CblasNoTrans, blasint(M), blasint(N),
+              blasint(K), alpha, A, blasint(std::max<int64_t>(lda, 1)), B, blasint(std::max<int64_t>(ldb, 1)),
+              beta, C, blasint(std::max<int64_t>(ldc, 1)));
 }
 
-void dgemm(bool b_trans, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
-           int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
+void dgemm(bool b_trans, int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda,
+           const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
   if (M <= 0 || N <= 0) return;
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, b_trans ? CblasTrans : CblasNoTrans, blasint(M),
-              blasint(N), blasint(K), alpha, A, blasint(std::max<int64_t>(lda, 1)), B,
-              blasint(std::max<int64_t>(ldb, 1)), beta, C, blasint(std::max<int64_t>(ldc, 1)));
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, b_trans ? CblasTrans : CblasNoTrans, blasint(M), blasint(N),
+              blasint(K), alpha, A, blasint(std::max<int64_t>(lda, 1)), B, blasint(std::max<int64_t>(ldb, 1)),
+              beta, C, blasint(std::max<int64_t>(ldc, 1)));
 }
 
 void widen_weight_rows(DType w_dtype, const GemvArgs& a, int64_t n0, int64_t n1, float* dst) {
@@ -36,10 +36,13 @@ void widen_weight_rows(DType w_dtype, const GemvArgs& a, int64_t n0, int64_t n1,
   for (int64_t n = n0; n < n1; ++n) {
     float* d = dst + (n - n0) * a.K;
     const void* src = static_cast<const char*>(a.w) + n * a.ldw * int64_t(isz);
-    if (w_dtype == DType::Float32) std::memcpy(d, src, size_t(a.K) * 4);
-    else convert_contiguous(src, w_dtype, d, DType::Float32, a.K);
+    if (w_dtype == DType::Float32)
+      std::memcpy(d, src, size_t(a.K) * 4);
+    else
+      convert_contiguous(src, w_dtype, d, DType::Float32, a.K);
     switch (a.scale_kind) {
-      case ScaleKind::None: break;
+      case ScaleKind::None:
+        break;
       case ScaleKind::Tensor:
       case ScaleKind::Row: {
         const float s = a.scale_kind == ScaleKind::Tensor ? a.scale[0] : a.scale[n];
@@ -67,13 +70,14 @@ void gemm(DType w_dtype, const GemvArgs& a) {
     if (!a.accumulate)
       for (int64_t m = 0; m < a.M; ++m) std::fill(y + m * a.ldy, y + m * a.ldy + a.N, 0.0f);
   } else if (w_dtype == DType::Float32 && a.scale_kind == ScaleKind::None) {
-    sgemm(true, a.M, a.N, a.K, 1.0f, a.x, a.ldx, static_cast<const float*>(a.w), a.ldw, beta, y,
-          a.ldy);
+    sgemm(true, a.M, a.N, a.K, 1.0f, a.x, a.ldx, static_cast<const float*>(a.w), a.ldw, beta, y, a.ldy);
   } else {
-    // Panels of ~4 MiB of float32 weights (at least 64 rows): big enough for
-    // sgemm to run at speed, small enough to stay in the last-level cache.
+    // Panels of up to 256 MiB of float32 weights (the whole matrix for most
+    // layers): OpenBLAS's threads keep spinning for a while after each sgemm and
+    // would slow the widening that follows, so alternate between the two as
+    // rarely as memory allows.
     const int64_t rows = std::min<int64_t>(
-        a.N, std::max<int64_t>(64, ((int64_t(4) << 20) / std::max<int64_t>(1, a.K * 4)) / 16 * 16));
+        a.N, std::max<int64_t>(64, ((int64_t(256) << 20) / std::max<int64_t>(1, a.K * 4)) / 16 * 16));
     const size_t bytes = size_t(rows * a.K) * sizeof(float);
     float* panel = static_cast<float*>(allocate(bytes));
     for (int64_t n0 = 0; n0 < a.N; n0 += rows) {

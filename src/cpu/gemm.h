@@ -1,7 +1,7 @@
 // Many-row linear layers (prefill): y[M, N] = x[M, K] @ (W * scale)^T + bias
 // for W in any weight dtype of gemv.h. Float32 weights without a scale go
 // straight to OpenBLAS sgemm; other weights are widened (scale applied) into
-// float32 panels of a few MiB that stay in cache, and each panel is one sgemm.
+// float32 panels (up to 256 MiB), and each panel is one sgemm.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +21,7 @@ void widen_weight_rows(DType w_dtype, const GemvArgs& a, int64_t n0, int64_t n1,
 // op(B) = B^T (B is [N, K], ldb) when b_trans, else B [K, N].
 void sgemm(bool b_trans, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
            const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
-void dgemm(bool b_trans, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
-           int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc);
+void dgemm(bool b_trans, int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda,
+           const double* B, int64_t ldb, double beta, double* C, int64_t ldc);
 
 }  // namespace kiln::cpu

@@ -102,7 +102,7 @@ struct WidenFP8Base {
   static HWY_INLINE void Load(const void* HWY_RESTRICT p, VF* out) {
     const DF df;
     const hn::Repartition<int16_t, DF> d16;
-    const hn::Half<hn::Repartition<hwy::float16_t, DF>> dh;
+    const hn::Half<hn::Repartition<hwy::float16_t, DF> > dh;
     const auto v = hn::LoadU(d16, static_cast<const int16_t*>(p));
     const auto even = Derived::Even(v), odd = Derived::Odd(v);
     out[0] = hn::PromoteTo(df, hn::BitCast(dh, hn::LowerHalf(even)));
@@ -115,8 +115,14 @@ struct WidenFP8Base {
 struct WidenE5M2 : WidenFP8Base<WidenE5M2> {
   using T = float8_e5m2;
   static constexpr float kMult = 1.0f;
-  template <class V> static HWY_INLINE V Even(V v) { return hn::ShiftLeft<8>(v); }
-  template <class V> static HWY_INLINE V Odd(V v) { return hn::And(v, hn::Set(hn::DFromV<V>(), int16_t(-256))); }
+  template <class V>
+  static HWY_INLINE V Even(V v) {
+    return hn::ShiftLeft<8>(v);
+  }
+  template <class V>
+  static HWY_INLINE V Odd(V v) {
+    return hn::And(v, hn::Set(hn::DFromV<V>(), int16_t(-256)));
+  }
   static HWY_INLINE void Load(const T* HWY_RESTRICT p, VF* out) { WidenFP8Base::Load(p, out); }
   static float One(T v) { return float(v); }
 };
@@ -125,11 +131,18 @@ struct WidenE5M2 : WidenFP8Base<WidenE5M2> {
 struct WidenE4M3 : WidenFP8Base<WidenE4M3> {
   using T = float8_e4m3fn;
   static constexpr float kMult = 256.0f;
-  template <class V> static HWY_INLINE V Fix(V top) {
+  template <class V>
+  static HWY_INLINE V Fix(V top) {
     return hn::And(hn::ShiftRight<1>(top), hn::Set(hn::DFromV<V>(), int16_t(0xBF80)));
   }
-  template <class V> static HWY_INLINE V Even(V v) { return Fix(hn::ShiftLeft<8>(v)); }
-  template <class V> static HWY_INLINE V Odd(V v) { return Fix(v); }
+  template <class V>
+  static HWY_INLINE V Even(V v) {
+    return Fix(hn::ShiftLeft<8>(v));
+  }
+  template <class V>
+  static HWY_INLINE V Odd(V v) {
+    return Fix(v);
+  }
   static HWY_INLINE void Load(const T* HWY_RESTRICT p, VF* out) { WidenFP8Base::Load(p, out); }
   static float One(T v) { return float(v) / kMult; }
 };
@@ -137,17 +150,24 @@ struct WidenE4M3 : WidenFP8Base<WidenE4M3> {
 
 HWY_INLINE float row_scale(const GemvArgs& a, int64_t n) {
   switch (a.scale_kind) {
-    case ScaleKind::Tensor: return a.scale[0];
-    case ScaleKind::Row: return a.scale[n];
-    default: return 1.0f;
+    case ScaleKind::Tensor:
+      return a.scale[0];
+    case ScaleKind::Row:
+      return a.scale[n];
+    default:
+      return 1.0f;
   }
 }
 
 HWY_INLINE void store_out(const GemvArgs& a, int64_t m, int64_t n, float v) {
   char* row = static_cast<char*>(a.y) + m * a.ldy * int64_t(itemsize(a.y_dtype));
   switch (a.y_dtype) {
-    case DType::BFloat16: reinterpret_cast<uint16_t*>(row)[n] = float_to_bf16_bits(v); break;
-    case DType::Float16: reinterpret_cast<uint16_t*>(row)[n] = float_to_f16_bits(v); break;
+    case DType::BFloat16:
+      reinterpret_cast<uint16_t*>(row)[n] = float_to_bf16_bits(v);
+      break;
+    case DType::Float16:
+      reinterpret_cast<uint16_t*>(row)[n] = float_to_f16_bits(v);
+      break;
     default: {
       float* o = reinterpret_cast<float*>(row) + n;
       *o = a.accumulate ? *o + v : v;
@@ -158,7 +178,8 @@ HWY_INLINE void store_out(const GemvArgs& a, int64_t m, int64_t n, float v) {
 // y[m0 .. m0+MT, n0 .. n0+R] for one tile. xp: activations in the loaders'
 // chunk order (rows ldxp apart), used for the vector part; a.x for the tail.
 template <class W, int R, int MT, bool kBlock>
-HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t ldxp, int64_t n0, int64_t m0) {
+HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t ldxp, int64_t n0,
+                       int64_t m0) {
   using T = typename W::T;
   constexpr int C = W::kChunk;
   const DF df;

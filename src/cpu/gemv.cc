@@ -14,12 +14,18 @@ namespace kiln::cpu {
 void gemv_rows(DType w_dtype, const GemvArgs& a, int64_t n0, int64_t n1) {
   if (n1 <= n0 || a.M <= 0) return;
   switch (w_dtype) {
-    case DType::Float32: return gemv_rows_f32(a, n0, n1);
-    case DType::BFloat16: return gemv_rows_bf16(a, n0, n1);
-    case DType::Float16: return gemv_rows_f16(a, n0, n1);
-    case DType::Float8_e4m3fn: return gemv_rows_e4m3(a, n0, n1);
-    case DType::Float8_e5m2: return gemv_rows_e5m2(a, n0, n1);
-    default: throw TypeError(std::string("[gemv] unsupported weight dtype ") + name(w_dtype));
+    case DType::Float32:
+      return gemv_rows_f32(a, n0, n1);
+    case DType::BFloat16:
+      return gemv_rows_bf16(a, n0, n1);
+    case DType::Float16:
+      return gemv_rows_f16(a, n0, n1);
+    case DType::Float8_e4m3fn:
+      return gemv_rows_e4m3(a, n0, n1);
+    case DType::Float8_e5m2:
+      return gemv_rows_e5m2(a, n0, n1);
+    default:
+      throw TypeError(std::string("[gemv] unsupported weight dtype ") + name(w_dtype));
   }
 }
 
@@ -31,20 +37,25 @@ void gemv(DType w_dtype, const GemvArgs& a) {
   const int64_t row_bytes = std::max<int64_t>(1, a.K * int64_t(itemsize(w_dtype)));
   const int64_t grain_rows = std::max<int64_t>(8, (int64_t(256) << 10) / row_bytes);
   const int64_t groups = (a.N + 7) / 8;
-  parallel_for(0, groups, std::max<int64_t>(1, grain_rows / 8), [&](int64_t g0, int64_t g1) {
-    gemv_rows(w_dtype, a, g0 * 8, std::min(a.N, g1 * 8));
-  });
+  parallel_for(0, groups, std::max<int64_t>(1, grain_rows / 8),
+               [&](int64_t g0, int64_t g1) { gemv_rows(w_dtype, a, g0 * 8, std::min(a.N, g1 * 8)); });
 }
 
 namespace {
 double weight_at(DType d, const void* w, int64_t i) {
   switch (d) {
-    case DType::Float32: return static_cast<const float*>(w)[i];
-    case DType::BFloat16: return float(static_cast<const bfloat16*>(w)[i]);
-    case DType::Float16: return float(static_cast<const half*>(w)[i]);
-    case DType::Float8_e4m3fn: return float(static_cast<const float8_e4m3fn*>(w)[i]);
-    case DType::Float8_e5m2: return float(static_cast<const float8_e5m2*>(w)[i]);
-    default: throw TypeError(std::string("[gemv] unsupported weight dtype ") + name(d));
+    case DType::Float32:
+      return static_cast<const float*>(w)[i];
+    case DType::BFloat16:
+      return float(static_cast<const bfloat16*>(w)[i]);
+    case DType::Float16:
+      return float(static_cast<const half*>(w)[i]);
+    case DType::Float8_e4m3fn:
+      return float(static_cast<const float8_e4m3fn*>(w)[i]);
+    case DType::Float8_e5m2:
+      return float(static_cast<const float8_e5m2*>(w)[i]);
+    default:
+      throw TypeError(std::string("[gemv] unsupported weight dtype ") + name(d));
   }
 }
 }  // namespace
@@ -56,18 +67,29 @@ void gemv_reference(DType w_dtype, const GemvArgs& a) {
       for (int64_t k = 0; k < a.K; ++k) {
         double sc = 1.0;
         switch (a.scale_kind) {
-          case ScaleKind::Tensor: sc = a.scale[0]; break;
-          case ScaleKind::Row: sc = a.scale[n]; break;
-          case ScaleKind::Block: sc = a.scale[(n / kScaleBlock) * a.scale_ld + k / kScaleBlock]; break;
-          case ScaleKind::None: break;
+          case ScaleKind::Tensor:
+            sc = a.scale[0];
+            break;
+          case ScaleKind::Row:
+            sc = a.scale[n];
+            break;
+          case ScaleKind::Block:
+            sc = a.scale[(n / kScaleBlock) * a.scale_ld + k / kScaleBlock];
+            break;
+          case ScaleKind::None:
+            break;
         }
         s += weight_at(w_dtype, a.w, n * a.ldw + k) * sc * double(a.x[m * a.ldx + k]);
       }
       if (a.bias) s += a.bias[n];
       char* row = static_cast<char*>(a.y) + m * a.ldy * int64_t(itemsize(a.y_dtype));
       switch (a.y_dtype) {
-        case DType::BFloat16: reinterpret_cast<uint16_t*>(row)[n] = float_to_bf16_bits(float(s)); break;
-        case DType::Float16: reinterpret_cast<uint16_t*>(row)[n] = float_to_f16_bits(float(s)); break;
+        case DType::BFloat16:
+          reinterpret_cast<uint16_t*>(row)[n] = float_to_bf16_bits(float(s));
+          break;
+        case DType::Float16:
+          reinterpret_cast<uint16_t*>(row)[n] = float_to_f16_bits(float(s));
+          break;
         default: {
           float* o = reinterpret_cast<float*>(row) + n;
           *o = a.accumulate ? float(*o + s) : float(s);

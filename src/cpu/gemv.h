@@ -34,9 +34,9 @@ struct GemvArgs {
   DType y_dtype = DType::Float32;
   ScaleKind scale_kind = ScaleKind::None;
   const float* scale = nullptr;
-  int64_t scale_ld = 0;          // Block: blocks per scale row (ceil(K / 128))
-  const float* bias = nullptr;   // [N] float32 or null
-  bool accumulate = false;       // y += result (y must be float32)
+  int64_t scale_ld = 0;         // Block: blocks per scale row (ceil(K / 128))
+  const float* bias = nullptr;  // [N] float32 or null
+  bool accumulate = false;      // y += result (y must be float32)
 };
 
 // Rows [n0, n1) of y, all M activation rows, on the calling thread. w_dtype is

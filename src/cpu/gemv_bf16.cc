@@ -12,9 +12,7 @@
 HWY_BEFORE_NAMESPACE();
 namespace kiln::cpu {
 namespace HWY_NAMESPACE {
-void GemvRowsBF16(const GemvArgs& a, int64_t n0, int64_t n1) {
-  gemv::Rows<gemv::WidenBF16>(a, n0, n1);
-}
+void GemvRowsBF16(const GemvArgs& a, int64_t n0, int64_t n1) { gemv::Rows<gemv::WidenBF16>(a, n0, n1); }
 }  // namespace HWY_NAMESPACE
 }  // namespace kiln::cpu
 HWY_AFTER_NAMESPACE();

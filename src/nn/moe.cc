@@ -41,9 +41,8 @@ std::tuple<Tensor, Tensor> moe_route(const Tensor& logits, int64_t top_k, bool n
       for (int64_t e = 0; e < E; ++e) sum += (p[e] = std::exp(row[e] - mx));
       for (int64_t e = 0; e < E; ++e) p[e] /= sum;
       std::iota(order.begin(), order.end(), 0);
-      std::partial_sort(order.begin(), order.begin() + top_k, order.end(), [&](int32_t a, int32_t b) {
-        return p[a] > p[b] || (p[a] == p[b] && a < b);
-      });
+      std::partial_sort(order.begin(), order.begin() + top_k, order.end(),
+                        [&](int32_t a, int32_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
       float ksum = 0;
       for (int64_t j = 0; j < top_k; ++j) ksum += p[order[j]];
       for (int64_t j = 0; j < top_k; ++j) {
@@ -84,20 +83,23 @@ std::tuple<Tensor, Tensor> moe_permute(const Tensor& ids, int64_t num_experts) {
 }
 
 Tensor moe_unpermute(const Tensor& y_perm, const Tensor& perm, const Tensor& weights) {
-  KILN_CHECK(y_perm.defined() && y_perm.dim() == 2, ValueError, "[moe_unpermute] y_perm must be 2-D [T*k, H]");
-  KILN_CHECK(weights.defined() && weights.dim() == 2, ValueError, "[moe_unpermute] weights must be 2-D [T, k]");
+  KILN_CHECK(y_perm.defined() && y_perm.dim() == 2, ValueError,
+             "[moe_unpermute] y_perm must be 2-D [T*k, H]");
+  KILN_CHECK(weights.defined() && weights.dim() == 2, ValueError,
+             "[moe_unpermute] weights must be 2-D [T, k]");
   KILN_CHECK(perm.defined() && perm.dim() == 1 && perm.dtype() == DType::Int32, ValueError,
              "[moe_unpermute] perm must be a 1-D int32 tensor");
   const int64_t T = weights.size(0), k = weights.size(1), R = y_perm.size(0), H = y_perm.size(1);
   KILN_CHECK(R == T * k && perm.size(0) == R, ValueError,
-             "[moe_unpermute] y_perm " << y_perm.shape_str() << ", perm " << perm.shape_str() << " and weights "
-                                       << weights.shape_str() << " disagree on T*k");
+             "[moe_unpermute] y_perm " << y_perm.shape_str() << ", perm " << perm.shape_str()
+                                       << " and weights " << weights.shape_str() << " disagree on T*k");
   const Tensor pc = perm.contiguous();
   const int32_t* pp = pc.data<int32_t>();
   std::vector<int64_t> pos(size_t(R), -1);
   for (int64_t r = 0; r < R; ++r) {
     KILN_CHECK(pp[r] >= 0 && pp[r] < R && pos[size_t(pp[r])] < 0, ValueError,
-               "[moe_unpermute] perm is not a permutation of [0, " << R << ") (entry " << r << " = " << pp[r] << ")");
+               "[moe_unpermute] perm is not a permutation of [0, " << R << ") (entry " << r << " = " << pp[r]
+                                                                   << ")");
     pos[size_t(pp[r])] = r;
   }
   const Tensor yf = detail::f32_contiguous(y_perm), wf = detail::f32_contiguous(weights);
@@ -116,8 +118,9 @@ Tensor moe_unpermute(const Tensor& y_perm, const Tensor& perm, const Tensor& wei
       }
     }
   });
-  return out.to(y_perm.dtype() == DType::Float64 || detail::is_activation_dtype(y_perm.dtype()) ? y_perm.dtype()
-                                                                                                  : DType::Float32);
+  return out.to(y_perm.dtype() == DType::Float64 || detail::is_activation_dtype(y_perm.dtype())
+                    ? y_perm.dtype()
+                    : DType::Float32);
 }
 
 namespace {
@@ -127,15 +130,17 @@ Tensor expert_scale(const Tensor& s, int64_t E, int64_t N, const char* what) {
   if (!s.defined()) return s;
   KILN_CHECK(s.numel() == E * N && s.size(0) == E &&
                  ((s.dim() == 2 && s.size(1) == N) || (s.dim() == 3 && s.size(1) == N && s.size(2) == 1)),
-             ValueError, "[moe_ffn] " << what << " must be [" << E << ", " << N << "] or [" << E << ", " << N
-                                      << ", 1], got " << s.shape_str());
+             ValueError,
+             "[moe_ffn] " << what << " must be [" << E << ", " << N << "] or [" << E << ", " << N
+                          << ", 1], got " << s.shape_str());
   return detail::f32_contiguous(s);
 }
 
 // W [E, N, K] with k contiguous, as the grouped loop takes it.
 Tensor expert_weights(const Tensor& w, const char* what) {
-  KILN_CHECK(detail::is_weight_dtype(w.dtype()), TypeError,
-             "[moe_ffn] " << what << " dtype must be float32, bfloat16, float16 or FP8, got " << name(w.dtype()));
+  KILN_CHECK(
+      detail::is_weight_dtype(w.dtype()), TypeError,
+      "[moe_ffn] " << what << " dtype must be float32, bfloat16, float16 or FP8, got " << name(w.dtype()));
   if (w.stride(2) == 1 && (w.size(1) <= 1 || w.stride(1) >= w.size(2)) &&
       (w.size(0) <= 1 || w.stride(0) >= w.size(1) * w.size(2)))
     return w;
@@ -156,11 +161,13 @@ Tensor moe_ffn(const Tensor& x, const Tensor& router_w, const Tensor& gate_up_w,
   const int64_t I2 = gate_up_w.size(1), I = I2 / 2;
   KILN_CHECK(router_w.size(1) == H && gate_up_w.size(0) == E && gate_up_w.size(2) == H && I2 % 2 == 0 &&
                  down_w.size(0) == E && down_w.size(1) == H && down_w.size(2) == I,
-             ValueError, "[moe_ffn] shapes disagree: x " << x.shape_str() << ", router_w " << router_w.shape_str()
-                                                         << ", gate_up_w " << gate_up_w.shape_str() << ", down_w "
-                                                         << down_w.shape_str()
-                                                         << " (want [T, H], [E, H], [E, 2I, H], [E, H, I])");
-  KILN_CHECK(top_k >= 1 && top_k <= E, ValueError, "[moe_ffn] top_k must be in [1, " << E << "], got " << top_k);
+             ValueError,
+             "[moe_ffn] shapes disagree: x " << x.shape_str() << ", router_w " << router_w.shape_str()
+                                             << ", gate_up_w " << gate_up_w.shape_str() << ", down_w "
+                                             << down_w.shape_str()
+                                             << " (want [T, H], [E, H], [E, 2I, H], [E, H, I])");
+  KILN_CHECK(top_k >= 1 && top_k <= E, ValueError,
+             "[moe_ffn] top_k must be in [1, " << E << "], got " << top_k);
   const Tensor s1 = expert_scale(gate_up_scale, E, I2, "gate_up_scale");
   const Tensor s2 = expert_scale(down_scale, E, H, "down_scale");
   const Tensor w1 = expert_weights(gate_up_w, "gate_up_w"), w2 = expert_weights(down_w, "down_w");
@@ -176,7 +183,8 @@ Tensor moe_ffn(const Tensor& x, const Tensor& router_w, const Tensor& gate_up_w,
   Tensor xp = empty({R, H}, DType::Float32);
   const float* xs = xf.data<float>();
   float* xd = xp.data<float>();
-  for (int64_t r = 0; r < R; ++r) std::copy(xs + (pp[r] / top_k) * H, xs + (pp[r] / top_k + 1) * H, xd + r * H);
+  for (int64_t r = 0; r < R; ++r)
+    std::copy(xs + (pp[r] / top_k) * H, xs + (pp[r] / top_k + 1) * H, xd + r * H);
 
   auto run = [&](const Tensor& in, int64_t K, const Tensor& w, const Tensor& sc, int64_t N, Tensor& out) {
     detail::GroupedLinear p;

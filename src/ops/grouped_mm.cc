@@ -65,7 +65,8 @@ void grouped_linear(const GroupedLinear& p) {
       if (p.K == 0) {
         float* y = static_cast<float*>(a.y);
         for (int64_t m = 0; m < a.M; ++m)
-          for (int64_t n = c0; n < std::min(p.N, c0 + chunk); ++n) y[m * p.ldy + n] = a.bias ? a.bias[n] : 0.0f;
+          for (int64_t n = c0; n < std::min(p.N, c0 + chunk); ++n)
+            y[m * p.ldy + n] = a.bias ? a.bias[n] : 0.0f;
       } else {
         cpu::gemv_rows(p.w_dtype, a, c0, std::min(p.N, c0 + chunk));
       }
@@ -94,7 +95,7 @@ Tensor check_offs(const Tensor& offs, int64_t groups, int64_t total, const char*
   for (int64_t g = 0; g < o.numel(); ++g) {
     KILN_CHECK(p[g] >= prev, ValueError,
                "[grouped_mm] offs must be non-decreasing and non-negative; offs[" << g << "] = " << p[g]
-                                                                                 << " after " << prev);
+                                                                                  << " after " << prev);
     KILN_CHECK(p[g] <= total, ValueError,
                "[grouped_mm] offs[" << g << "] = " << p[g] << " exceeds the " << what << " extent " << total);
     prev = p[g];
@@ -107,19 +108,21 @@ Tensor check_offs(const Tensor& offs, int64_t groups, int64_t total, const char*
 Tensor grouped_mm(const Tensor& a, const Tensor& b, const Tensor& offs, const Tensor& bias,
                   std::optional<DType> out_dtype, const Tensor& b_scale) {
   KILN_CHECK(a.defined() && b.defined(), ValueError, "[grouped_mm] mat_a and mat_b must be defined");
-  KILN_CHECK(a.dim() == 2 || a.dim() == 3, ValueError, "[grouped_mm] mat_a must be 2-D or 3-D, got shape " << a.shape_str());
-  KILN_CHECK(b.dim() == 2 || b.dim() == 3, ValueError, "[grouped_mm] mat_b must be 2-D or 3-D, got shape " << b.shape_str());
+  KILN_CHECK(a.dim() == 2 || a.dim() == 3, ValueError,
+             "[grouped_mm] mat_a must be 2-D or 3-D, got shape " << a.shape_str());
+  KILN_CHECK(b.dim() == 2 || b.dim() == 3, ValueError,
+             "[grouped_mm] mat_b must be 2-D or 3-D, got shape " << b.shape_str());
   KILN_CHECK(detail::is_activation_dtype(a.dtype()), TypeError,
              "[grouped_mm] mat_a must be float32, bfloat16 or float16, got " << name(a.dtype()));
   const bool fp8_b = is_fp8(b.dtype());
   if (fp8_b) {
     KILN_CHECK(a.dim() == 2 && b.dim() == 3, ValueError,
-               "[grouped_mm] FP8 mat_b is supported in the 2-D x 3-D form only, got " << a.shape_str() << " x "
-                                                                                     << b.shape_str());
+               "[grouped_mm] FP8 mat_b is supported in the 2-D x 3-D form only, got "
+                   << a.shape_str() << " x " << b.shape_str());
   } else {
     KILN_CHECK(a.dtype() == b.dtype(), TypeError,
                "[grouped_mm] mat_a and mat_b must have the same dtype, got " << name(a.dtype()) << " and "
-                                                                              << name(b.dtype()));
+                                                                             << name(b.dtype()));
     KILN_CHECK(!b_scale.defined(), ValueError, "[grouped_mm] b_scale is for FP8 mat_b only");
   }
   const DType od = out_dtype.value_or(a.dtype());
@@ -143,13 +146,16 @@ Tensor grouped_mm(const Tensor& a, const Tensor& b, const Tensor& offs, const Te
     const int64_t T = a.size(0), K = a.size(1), G = b.size(0), N = b.size(2);
     const Tensor o = check_offs(offs, G, T, "rows of mat_a");
     Tensor bw = b.transpose(1, 2);  // [G, N, K]
-    if (bw.stride(2) != 1 || (N > 1 && bw.stride(1) < K) || (G > 1 && bw.stride(0) < N * K)) bw = bw.contiguous();
+    if (bw.stride(2) != 1 || (N > 1 && bw.stride(1) < K) || (G > 1 && bw.stride(0) < N * K))
+      bw = bw.contiguous();
     Tensor sc, bi;
     if (fp8_b && b_scale.defined()) {
-      KILN_CHECK(b_scale.numel() == G * N &&
-                     ((b_scale.dim() == 2 && b_scale.size(0) == G) || (b_scale.dim() == 3 && b_scale.size(2) == 1 && b_scale.size(0) == G)),
-                 ValueError, "[grouped_mm] b_scale must be [" << G << ", " << N << "] or [" << G << ", " << N
-                                                              << ", 1], got " << b_scale.shape_str());
+      KILN_CHECK(
+          b_scale.numel() == G * N && ((b_scale.dim() == 2 && b_scale.size(0) == G) ||
+                                       (b_scale.dim() == 3 && b_scale.size(2) == 1 && b_scale.size(0) == G)),
+          ValueError,
+          "[grouped_mm] b_scale must be [" << G << ", " << N << "] or [" << G << ", " << N << ", 1], got "
+                                           << b_scale.shape_str());
       sc = detail::f32_contiguous(b_scale);
     }
     if (bias.defined()) {

@@ -44,9 +44,9 @@ WeightScale classify_weight_scale(const Tensor& scale, int64_t N, int64_t K, con
     ws.ld = kb;
   } else {
     KILN_CHECK(false, ValueError,
-               "[" << op << "] weight_scale of shape " << scale.shape_str() << " fits no layout for a ["
-                   << N << ", " << K << "] weight: expected one element (per tensor), [" << N << "] or ["
-                   << N << ", 1] (per row), or [" << nb << ", " << kb << "] (per 128x128 block)");
+               "[" << op << "] weight_scale of shape " << scale.shape_str() << " fits no layout for a [" << N
+                   << ", " << K << "] weight: expected one element (per tensor), [" << N << "] or [" << N
+                   << ", 1] (per row), or [" << nb << ", " << kb << "] (per 128x128 block)");
   }
   ws.holder = f32_contiguous(scale);
   ws.data = ws.holder.data<float>();
@@ -92,8 +92,8 @@ float* scratch(std::vector<float>& v, size_t n) {
   return v.data();
 }
 
-void run(const Tensor& x, const Tensor& w, const detail::WeightScale& ws, const Tensor& bias,
-         Tensor& out, const Dims& d) {
+void run(const Tensor& x, const Tensor& w, const detail::WeightScale& ws, const Tensor& bias, Tensor& out,
+         const Dims& d) {
   thread_local std::vector<float> xbuf, bbuf;
   Tensor w2 = w;
   if (w.stride(1) != 1 || (w.size(0) > 1 && w.stride(0) < w.size(1))) w2 = w.contiguous();

@@ -21,8 +21,10 @@ struct MatView {
 };
 MatView as_gemm_operand(const Tensor& m) {  // m: 2-D
   const int64_t r = m.size(0), c = m.size(1);
-  if (m.stride(1) == 1 && (r <= 1 || m.stride(0) >= c)) return {m, false, std::max<int64_t>(c, r <= 1 ? c : m.stride(0))};
-  if (m.stride(0) == 1 && (c <= 1 || m.stride(1) >= r)) return {m, true, std::max<int64_t>(r, c <= 1 ? r : m.stride(1))};
+  if (m.stride(1) == 1 && (r <= 1 || m.stride(0) >= c))
+    return {m, false, std::max<int64_t>(c, r <= 1 ? c : m.stride(0))};
+  if (m.stride(0) == 1 && (c <= 1 || m.stride(1) >= r))
+    return {m, true, std::max<int64_t>(r, c <= 1 ? r : m.stride(1))};
   const Tensor cm = m.contiguous();
   return {cm, false, c};
 }
@@ -42,11 +44,11 @@ void gemm2d(const Tensor& a, const Tensor& b, T* out) {
   // b [K, N]: trans=false is row-major [K, N]; trans=true is a [N, K] row-major
   // buffer viewed transposed, which is what gemm's b_trans means.
   if constexpr (std::is_same_v<T, float>)
-    cpu::sgemm(vb.trans, M, N, K, 1.0f, va.t.template data<float>(), va.ld, vb.t.template data<float>(), vb.ld,
-               0.0f, out, N);
+    cpu::sgemm(vb.trans, M, N, K, 1.0f, va.t.template data<float>(), va.ld, vb.t.template data<float>(),
+               vb.ld, 0.0f, out, N);
   else
-    cpu::dgemm(vb.trans, M, N, K, 1.0, va.t.template data<double>(), va.ld, vb.t.template data<double>(), vb.ld,
-               0.0, out, N);
+    cpu::dgemm(vb.trans, M, N, K, 1.0, va.t.template data<double>(), va.ld, vb.t.template data<double>(),
+               vb.ld, 0.0, out, N);
 }
 
 // Exact integer product, accumulated in the storage type (wrapping like torch).
@@ -82,8 +84,8 @@ void mm_into(const Tensor& a, const Tensor& b, Tensor& out) {
 void check_pair(const Tensor& a, const Tensor& b, const char* op) {
   KILN_CHECK(a.defined() && b.defined(), ValueError, "[" << op << "] operands must be defined");
   KILN_CHECK(a.dtype() == b.dtype(), TypeError,
-             "[" << op << "] expected both operands to have the same dtype, got " << name(a.dtype()) << " and "
-                 << name(b.dtype()));
+             "[" << op << "] expected both operands to have the same dtype, got " << name(a.dtype())
+                 << " and " << name(b.dtype()));
   const DType d = a.dtype();
   KILN_CHECK(d == DType::Float32 || d == DType::Float64 || d == DType::BFloat16 || d == DType::Float16 ||
                  is_integral(d, false),
@@ -115,8 +117,9 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   check_pair(a, b, "matmul");
-  KILN_CHECK(a.dim() >= 1 && b.dim() >= 1, ValueError,
-             "[matmul] both operands need at least one dim, got " << a.shape_str() << " and " << b.shape_str());
+  KILN_CHECK(
+      a.dim() >= 1 && b.dim() >= 1, ValueError,
+      "[matmul] both operands need at least one dim, got " << a.shape_str() << " and " << b.shape_str());
   const bool a1 = a.dim() == 1, b1 = b.dim() == 1;
   const Tensor A = a1 ? a.unsqueeze(0) : a;   // [..., M, K]
   const Tensor B = b1 ? b.unsqueeze(-1) : b;  // [..., K, N]

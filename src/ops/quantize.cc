@@ -122,7 +122,8 @@ std::pair<Tensor, Tensor> quantize_fp8(const Tensor& w, QuantGranularity g, DTyp
 
 Tensor dequantize(const Tensor& q, const Tensor& scale, DType out_dtype) {
   KILN_CHECK(q.defined() && scale.defined(), ValueError, "[dequantize] input and scale must be defined");
-  KILN_CHECK(is_floating(q.dtype()), TypeError, "[dequantize] input must be a float type, got " << name(q.dtype()));
+  KILN_CHECK(is_floating(q.dtype()), TypeError,
+             "[dequantize] input must be a float type, got " << name(q.dtype()));
   KILN_CHECK(is_floating(out_dtype) && !is_fp8(out_dtype), TypeError,
              "[dequantize] out dtype must be float32, float64, bfloat16 or float16, got " << name(out_dtype));
   const Tensor qf = detail::f32_contiguous(q);
@@ -139,8 +140,8 @@ Tensor dequantize(const Tensor& q, const Tensor& scale, DType out_dtype) {
     for (int64_t i = 0; i < total; ++i) o[i] = x[i] * s[0];
     return out.to(out_dtype);
   }
-  const bool lead_match = ss.size() + 1 >= qs.size() && qs.size() >= 1 &&
-                          std::equal(qs.begin(), qs.end() - 1, ss.begin());
+  const bool lead_match =
+      ss.size() + 1 >= qs.size() && qs.size() >= 1 && std::equal(qs.begin(), qs.end() - 1, ss.begin());
   const bool row = qs.size() >= 1 && lead_match &&
                    (ss.size() == qs.size() - 1 || (ss.size() == qs.size() && ss.back() == 1));
   if (row) {

@@ -13,11 +13,14 @@ namespace {
 using test::dvals;
 using test::randn_as;
 
-Tensor offs_of(std::vector<int32_t> v) { return from_buffer_copy(v.data(), {int64_t(v.size())}, DType::Int32); }
+Tensor offs_of(std::vector<int32_t> v) {
+  return from_buffer_copy(v.data(), {int64_t(v.size())}, DType::Int32);
+}
 
 TEST(GroupedMM, TwoDByThreeD) {
   for (DType d : {DType::Float32, DType::BFloat16})
-    for (auto ends : {std::vector<int32_t>{0, 3, 3, 40}, std::vector<int32_t>{2, 4, 5, 5}, std::vector<int32_t>{1, 1, 1, 2}}) {
+    for (auto ends : {std::vector<int32_t>{0, 3, 3, 40}, std::vector<int32_t>{2, 4, 5, 5},
+                      std::vector<int32_t>{1, 1, 1, 2}}) {
       const int64_t T = ends.back() + 1, K = 33, N = 21, G = 4;  // one row past offs[-1]: zero
       const Tensor a = randn_as({T, K}, d, 70), b = randn_as({G, N, K}, d, 71).transpose(1, 2);
       const Tensor y = grouped_mm(a, b, offs_of(ends), Tensor(), DType::Float32);
@@ -58,7 +61,8 @@ TEST(GroupedMM, FP8ExpertsWithRowScales) {
 TEST(GroupedMM, ThreeDByTwoDTwoDByTwoDAndBmm) {
   const Tensor a3 = randn_as({2, 4, 5}, DType::Float32, 75), b2 = randn_as({5, 9}, DType::Float32, 76);
   const Tensor y = grouped_mm(a3, b2, offs_of({4, 9}));
-  const Tensor r0 = matmul(a3.select(0, 0), b2.slice(1, 0, 4)), r1 = matmul(a3.select(0, 1), b2.slice(1, 4, 9));
+  const Tensor r0 = matmul(a3.select(0, 0), b2.slice(1, 0, 4)),
+               r1 = matmul(a3.select(0, 1), b2.slice(1, 4, 9));
   test::expect_close(y.slice(1, 0, 4), dvals(r0), 1e-5, 1e-5);
   test::expect_close(y.slice(1, 4, 9), dvals(r1), 1e-5, 1e-5);
   const Tensor a2 = randn_as({3, 10}, DType::Float32, 77), bb = randn_as({10, 2}, DType::Float32, 78);
@@ -73,16 +77,16 @@ TEST(GroupedMM, ThreeDByTwoDTwoDByTwoDAndBmm) {
 
 TEST(GroupedMM, BadInputsRaise) {
   const Tensor a = zeros({5, 4}), b = zeros({2, 4, 3});
-  EXPECT_THROW(grouped_mm(a, b), ValueError);                                    // offs missing
-  EXPECT_THROW(grouped_mm(a, b, offs_of({3, 2})), ValueError);                   // decreasing
-  EXPECT_THROW(grouped_mm(a, b, offs_of({3, 6})), ValueError);                   // past T
-  EXPECT_THROW(grouped_mm(a, b, offs_of({-1, 2})), ValueError);                  // negative
-  EXPECT_THROW(grouped_mm(a, b, offs_of({3})), ValueError);                      // wrong count
-  EXPECT_THROW(grouped_mm(a, b, offs_of({3, 5}).to(DType::Int64)), TypeError);   // int64 offs
-  EXPECT_THROW(grouped_mm(a, zeros({2, 5, 3}), offs_of({3, 5})), ValueError);    // K mismatch
+  EXPECT_THROW(grouped_mm(a, b), ValueError);                                   // offs missing
+  EXPECT_THROW(grouped_mm(a, b, offs_of({3, 2})), ValueError);                  // decreasing
+  EXPECT_THROW(grouped_mm(a, b, offs_of({3, 6})), ValueError);                  // past T
+  EXPECT_THROW(grouped_mm(a, b, offs_of({-1, 2})), ValueError);                 // negative
+  EXPECT_THROW(grouped_mm(a, b, offs_of({3})), ValueError);                     // wrong count
+  EXPECT_THROW(grouped_mm(a, b, offs_of({3, 5}).to(DType::Int64)), TypeError);  // int64 offs
+  EXPECT_THROW(grouped_mm(a, zeros({2, 5, 3}), offs_of({3, 5})), ValueError);   // K mismatch
   EXPECT_THROW(grouped_mm(a, b.to(DType::BFloat16), offs_of({3, 5})), TypeError);
   EXPECT_THROW(grouped_mm(zeros({5}), b, offs_of({3, 5})), ValueError);
-  EXPECT_THROW(grouped_mm(zeros({2, 5, 4}), b, offs_of({3, 5})), ValueError);   // offs with 3-D x 3-D
+  EXPECT_THROW(grouped_mm(zeros({2, 5, 4}), b, offs_of({3, 5})), ValueError);  // offs with 3-D x 3-D
 }
 
 }  // namespace

@@ -19,8 +19,8 @@ const DType kWeightTypes[] = {DType::Float32, DType::BFloat16, DType::Float16, D
                               DType::Float8_e5m2};
 
 // y = x @ (w * scale)^T + bias in double, plus sum |terms| for tolerances.
-void reference(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& scale, std::vector<double>& y,
-               std::vector<double>& mag) {
+void reference(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& scale,
+               std::vector<double>& y, std::vector<double>& mag) {
   const int64_t K = w.size(1), N = w.size(0);
   const int64_t M = K == 0 ? 1 : x.numel() / K;
   const auto xv = dvals(x), wv = dvals(w);
@@ -35,9 +35,12 @@ void reference(const Tensor& x, const Tensor& w, const Tensor& bias, const Tenso
       double s = 0, a = 0;
       for (int64_t k = 0; k < K; ++k) {
         double sc = 1;
-        if (sv.size() == 1) sc = sv[0];
-        else if (row) sc = sv[size_t(n)];
-        else if (!sv.empty()) sc = sv[size_t((n / 128) * kb + k / 128)];
+        if (sv.size() == 1)
+          sc = sv[0];
+        else if (row)
+          sc = sv[size_t(n)];
+        else if (!sv.empty())
+          sc = sv[size_t((n / 128) * kb + k / 128)];
         const double t = wv[size_t(n * K + k)] * sc * xv[size_t(m * K + k)];
         s += t;
         a += std::fabs(t);
@@ -55,10 +58,14 @@ void reference(const Tensor& x, const Tensor& w, const Tensor& bias, const Tenso
 Tensor make_scale(int kind, int64_t N, int64_t K) {
   manual_seed(77);
   switch (kind) {
-    case 1: return full({}, Scalar(0.37), DType::Float32);
-    case 2: return add(rand({N, 1}, DType::Float32), Scalar(0.5));
-    case 3: return add(rand({(N + 127) / 128, (K + 127) / 128}, DType::Float32), Scalar(0.5));
-    default: return Tensor();
+    case 1:
+      return full({}, Scalar(0.37), DType::Float32);
+    case 2:
+      return add(rand({N, 1}, DType::Float32), Scalar(0.5));
+    case 3:
+      return add(rand({(N + 127) / 128, (K + 127) / 128}, DType::Float32), Scalar(0.5));
+    default:
+      return Tensor();
   }
 }
 
@@ -97,7 +104,8 @@ TEST(Linear, PrefillRowsEveryWeightTypeAndScaleLayout) {
       for (int64_t M : {17, 40}) {
         const int64_t N = 200, K = 260;
         SCOPED_TRACE(trace(wd, sk, M, N, K));
-        check_linear(randn_as({M, K}, DType::Float32, 4), randn_as({N, K}, wd, 5), Tensor(), make_scale(sk, N, K));
+        check_linear(randn_as({M, K}, DType::Float32, 4), randn_as({N, K}, wd, 5), Tensor(),
+                     make_scale(sk, N, K));
         check_linear(randn_as({M, K}, DType::Float32, 4), randn_as({N, K}, wd, 5),
                      randn_as({N}, DType::BFloat16, 6), make_scale(sk, N, K));
       }
@@ -116,7 +124,7 @@ TEST(Linear, NarrowActivationsAndBatchShapes) {
 TEST(Linear, NonContiguousInputsAndWeights) {
   const Tensor xt = randn_as({48, 5}, DType::Float32, 10).t();  // [5, 48] strided
   const Tensor wbig = randn_as({20, 96}, DType::BFloat16, 11);
-  const Tensor w = wbig.slice(1, 0, 48);                        // rows 96 apart
+  const Tensor w = wbig.slice(1, 0, 48);  // rows 96 apart
   check_linear(xt, w, Tensor(), Tensor());
   check_linear(xt, randn_as({48, 20}, DType::Float32, 12).t(), Tensor(), Tensor());  // column-major weight
   check_linear(randn_as({30, 48}, DType::Float32, 13).slice(0, 0, 30, 2), w, Tensor(), Tensor());
@@ -204,7 +212,8 @@ TEST(Matmul, RanksAndBroadcast) {
   EXPECT_EQ(matmul(randn_as({5}, DType::Float32, 1), randn_as({5}, DType::Float32, 2)).dim(), 0);
   EXPECT_EQ(matmul(randn_as({5}, DType::Float32, 1), b).sizes(), (Shape{4, 6}));
   EXPECT_EQ(matmul(a, randn_as({5}, DType::Float32, 2)).sizes(), (Shape{2, 1, 3}));
-  EXPECT_EQ(matmul(randn_as({7, 5}, DType::Float32, 1), randn_as({5, 2}, DType::Float32, 2)).sizes(), (Shape{7, 2}));
+  EXPECT_EQ(matmul(randn_as({7, 5}, DType::Float32, 1), randn_as({5, 2}, DType::Float32, 2)).sizes(),
+            (Shape{7, 2}));
 }
 
 TEST(Matmul, DtypesTransposedAndErrors) {
@@ -212,7 +221,9 @@ TEST(Matmul, DtypesTransposedAndErrors) {
   const auto want = naive_mm(dvals(a), dvals(b), 6, 9, 4);
   test::expect_close(matmul(a, b), want, 1e-12, 1e-12);
   test::expect_close(matmul(a.to(DType::Float32), b.to(DType::Float32)), want, 1e-5, 1e-5);
-  test::expect_close(matmul(a.to(DType::BFloat16), b.to(DType::BFloat16)), naive_mm(dvals(a.to(DType::BFloat16)), dvals(b.to(DType::BFloat16)), 6, 9, 4), 1.0 / 64, 1e-2);
+  test::expect_close(matmul(a.to(DType::BFloat16), b.to(DType::BFloat16)),
+                     naive_mm(dvals(a.to(DType::BFloat16)), dvals(b.to(DType::BFloat16)), 6, 9, 4), 1.0 / 64,
+                     1e-2);
   const Tensor ia = arange(Scalar(int64_t(0)), Scalar(int64_t(6))).view({2, 3});
   test::expect_close(matmul(ia, ia.t()), {5, 14, 14, 50}, 0, 0);
   EXPECT_THROW(matmul(zeros({2, 3}), zeros({4, 2})), ValueError);

@@ -33,7 +33,8 @@ inline void expect_close(const Tensor& got, const std::vector<double>& want, dou
   for (size_t i = 0; i < g.size(); ++i) {
     const double tol = atol + rtol * std::fabs(want[i]) + (mag ? mag_tol * (*mag)[i] : 0.0);
     if (!(std::fabs(g[i] - want[i]) <= tol)) {
-      if (++bad <= 5) ADD_FAILURE() << "element " << i << ": got " << g[i] << " want " << want[i] << " tol " << tol;
+      if (++bad <= 5)
+        ADD_FAILURE() << "element " << i << ": got " << g[i] << " want " << want[i] << " tol " << tol;
     }
   }
   EXPECT_EQ(bad, 0);

@@ -22,7 +22,8 @@ TEST(MoE, RoutePermuteUnpermute) {
   for (int64_t t = 0; t < 5; ++t) {
     std::vector<int> order(8);
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return lv[size_t(t * 8 + a)] > lv[size_t(t * 8 + b)]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return lv[size_t(t * 8 + a)] > lv[size_t(t * 8 + b)]; });
     double den = 0;
     for (int j = 0; j < 3; ++j) den += std::exp(lv[size_t(t * 8 + order[size_t(j)])]);
     for (int j = 0; j < 3; ++j) {
@@ -37,7 +38,8 @@ TEST(MoE, RoutePermuteUnpermute) {
     for (; r < ov[size_t(e)]; ++r) EXPECT_EQ(iv[size_t(pv[size_t(r)])], e);
   // Un-permute of rows that carry their slot index returns weighted sums.
   Tensor y = empty({15, 2});
-  for (int64_t r = 0; r < 15; ++r) y.data<float>()[r * 2] = float(pv[size_t(r)]), y.data<float>()[r * 2 + 1] = 1;
+  for (int64_t r = 0; r < 15; ++r)
+    y.data<float>()[r * 2] = float(pv[size_t(r)]), y.data<float>()[r * 2 + 1] = 1;
   const auto uv = dvals(moe_unpermute(y, perm, w));
   for (int64_t t = 0; t < 5; ++t) {
     double s0 = 0, s1 = 0;
@@ -50,7 +52,8 @@ TEST(MoE, RoutePermuteUnpermute) {
 }
 
 // The FFN per token, in double, from dequantized weights.
-std::vector<double> ref_ffn(const Tensor& x, const Tensor& rw, const Tensor& w1, const Tensor& w2, int64_t k) {
+std::vector<double> ref_ffn(const Tensor& x, const Tensor& rw, const Tensor& w1, const Tensor& w2,
+                            int64_t k) {
   const int64_t T = x.size(0), H = x.size(1), E = rw.size(0), I = w2.size(2);
   const auto xv = dvals(x), rv = dvals(rw), v1 = dvals(w1), v2 = dvals(w2);
   std::vector<double> out(size_t(T * H), 0);

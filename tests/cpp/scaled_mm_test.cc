@@ -58,8 +58,12 @@ std::vector<double> ref_scaled(const Tensor& a, const Tensor& b, const Tensor& s
   for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n)
       for (int64_t k = 0; k < K; ++k) {
-        const double s1 = sav.size() == 1 ? sav[0] : int64_t(sav.size()) == M ? sav[size_t(m)] : sav[size_t(m * kb + k / 128)];
-        const double s2 = sbv.size() == 1 ? sbv[0] : sb.size(0) == 1 ? sbv[size_t(n)] : sbv[size_t((k / 128) * nb + n / 128)];
+        const double s1 = sav.size() == 1            ? sav[0]
+                          : int64_t(sav.size()) == M ? sav[size_t(m)]
+                                                     : sav[size_t(m * kb + k / 128)];
+        const double s2 = sbv.size() == 1   ? sbv[0]
+                          : sb.size(0) == 1 ? sbv[size_t(n)]
+                                            : sbv[size_t((k / 128) * nb + n / 128)];
         const double t = av[size_t(m * K + k)] * s1 * bv[size_t(k * N + n)] * s2;
         y[size_t(m * N + n)] += t;
         mag[size_t(m * N + n)] += std::fabs(t);
@@ -77,7 +81,8 @@ TEST(ScaledMM, SchemesOutDtypesAndFastPath) {
         const Tensor b = randn_as({N, K}, DType::Float8_e4m3fn, 51).t();  // column-major B
         manual_seed(52);
         Tensor sa, sb;
-        if (scheme == 0) sa = full({}, Scalar(0.5), DType::Float32), sb = full({}, Scalar(1.5), DType::Float32);
+        if (scheme == 0)
+          sa = full({}, Scalar(0.5), DType::Float32), sb = full({}, Scalar(1.5), DType::Float32);
         if (scheme == 1) sa = add(rand({M, 1}), Scalar(0.5)), sb = add(rand({1, N}), Scalar(0.5));
         if (scheme == 2) sa = add(rand({M, 3}), Scalar(0.5)), sb = add(rand({3, 2}), Scalar(0.5));
         std::vector<double> mag;
@@ -93,25 +98,29 @@ TEST(ScaledMM, SchemesOutDtypesAndFastPath) {
         const double rt = od == DType::Float32 ? 0 : od == DType::BFloat16 ? 1.0 / 128 : 1.0 / 1024;
         test::expect_close(y, want, rt, 1e-6, &mag, 1e-5);
         // A row-major B gives the same result.
-        test::expect_close(scaled_mm(a, b.contiguous(), sa, sb, bias, Tensor(), od), want, rt, 1e-6, &mag, 1e-5);
+        test::expect_close(scaled_mm(a, b.contiguous(), sa, sb, bias, Tensor(), od), want, rt, 1e-6, &mag,
+                           1e-5);
       }
 }
 
 TEST(ScaledMM, FP8OutputK0AndChecks) {
-  const Tensor a = randn_as({2, 32}, DType::Float8_e4m3fn, 60), b = randn_as({32, 16}, DType::Float8_e4m3fn, 61);
+  const Tensor a = randn_as({2, 32}, DType::Float8_e4m3fn, 60),
+               b = randn_as({32, 16}, DType::Float8_e4m3fn, 61);
   const Tensor one = ones({}), s = full({}, Scalar(100.0), DType::Float32);
   const Tensor y = scaled_mm(a, b, s, s, Tensor(), Tensor(), DType::Float8_e4m3fn);
-  for (double v : dvals(y)) EXPECT_LE(std::fabs(v), 448.0);  // saturated
+  for (double v : dvals(y)) EXPECT_LE(std::fabs(v), 448.0);            // saturated
   EXPECT_EQ(scaled_mm(a, b, one, one).dtype(), DType::Float8_e4m3fn);  // default out: A's dtype
-  const Tensor z = scaled_mm(zeros({3, 0}, DType::Float8_e4m3fn), zeros({0, 4}, DType::Float8_e4m3fn), one, one,
-                             Tensor(), Tensor(), DType::Float32);
+  const Tensor z = scaled_mm(zeros({3, 0}, DType::Float8_e4m3fn), zeros({0, 4}, DType::Float8_e4m3fn), one,
+                             one, Tensor(), Tensor(), DType::Float32);
   test::expect_close(z, std::vector<double>(12, 0.0), 0, 0);
   auto f32 = std::optional<DType>(DType::Float32);
   EXPECT_THROW(scaled_mm(a, b, one, one, ones({16}, DType::BFloat16), Tensor(), f32), ValueError);
   EXPECT_THROW(scaled_mm(a, b, one, one, ones({15}, DType::BFloat16), Tensor(), DType::BFloat16), ValueError);
   EXPECT_THROW(scaled_mm(a, b, one, one, ones({16}, DType::Float32), Tensor(), DType::BFloat16), TypeError);
   EXPECT_THROW(scaled_mm(a.to(DType::Float32), b, one, one, Tensor(), Tensor(), f32), TypeError);
-  EXPECT_THROW(scaled_mm(a.to(DType::Float8_e5m2), b.to(DType::Float8_e5m2), one, one, Tensor(), Tensor(), f32), TypeError);
+  EXPECT_THROW(
+      scaled_mm(a.to(DType::Float8_e5m2), b.to(DType::Float8_e5m2), one, one, Tensor(), Tensor(), f32),
+      TypeError);
   EXPECT_THROW(scaled_mm(a, b.slice(0, 0, 31), one, one, Tensor(), Tensor(), f32), ValueError);
   EXPECT_THROW(scaled_mm(a, b, ones({}, DType::BFloat16), one, Tensor(), Tensor(), f32), TypeError);
   EXPECT_THROW(scaled_mm(a, b, ones({2, 1}), ones({16, 1}), Tensor(), Tensor(), f32), ValueError);

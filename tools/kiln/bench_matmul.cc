@@ -3,17 +3,20 @@
 // roof measured beside them, prefill (M = 512) against OpenBLAS sgemm, FP8
 // scaled_mm, and one MoE layer per config. An optional PyTorch peer runs the
 // same cases through a Python interpreter given with --peer-python.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
-#include <tuple>
-#include <unistd.h>
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
+
+#include <cblas.h>
 
 #include "core/bandwidth.h"
 #include "core/sysinfo.h"
@@ -63,7 +66,8 @@ WeightKind weight_kind(const std::string& s) {
   if (s == "fp8-tensor") return {s, DType::Float8_e4m3fn, 1};
   if (s == "fp8-block") return {s, DType::Float8_e4m3fn, 3};
   if (s == "fp8-e5m2") return {s, DType::Float8_e5m2, 2};
-  throw std::runtime_error("[bench] unknown weight kind " + s + " (f32, bf16, f16, fp8, fp8-tensor, fp8-block, fp8-e5m2)");
+  throw std::runtime_error("[bench] unknown weight kind " + s +
+                           " (f32, bf16, f16, fp8, fp8-tensor, fp8-block, fp8-e5m2)");
 }
 
 std::vector<std::string> split(const std::string& s) {
@@ -82,7 +86,7 @@ std::pair<Tensor, Tensor> make_weight(const WeightKind& wk, int64_t N, int64_t K
   manual_seed(uint64_t(N * 131 + K));
   const Tensor w = mul(randn({N, K}), Scalar(0.05));
   if (!is_fp8(wk.dtype)) return {w.to(wk.dtype), Tensor()};
-  const QuantGranularity g = wk.scale == 1 ? QuantGranularity::Tensor
+  const QuantGranularity g = wk.scale == 1   ? QuantGranularity::Tensor
                              : wk.scale == 3 ? QuantGranularity::Block
                                              : QuantGranularity::Row;
   return quantize_fp8(w, g, wk.dtype);
@@ -179,7 +183,9 @@ struct Ctx {
 void record(Ctx& c, bench::Result r) {
   c.results.push_back(r.to_json());
   kiln::empty_cache();
-  if (!c.opt.json) std::fprintf(stderr, "  %s: %.3f ms, %.1f GB/s, roof %.2f\n", r.name.c_str(), r.median_s * 1e3, r.gbps, r.roof_fraction);
+  if (!c.opt.json)
+    std::fprintf(stderr, "  %s: %.3f ms, %.1f GB/s, roof %.2f\n", r.name.c_str(), r.median_s * 1e3, r.gbps,
+                 r.roof_fraction);
 }
 
 // One-token linear (or scaled_mm) over the decode shapes.
@@ -188,7 +194,8 @@ void decode_cases(Ctx& c, bool scaled) {
   std::vector<json> shapes(doc["shapes"].begin(), doc["shapes"].end());
   if (c.opt.quick) shapes = {json{{"model", "quick"}, {"layer", "tiny"}, {"N", 256}, {"K", 512}}};
   if (c.opt.limit > 0 && int(shapes.size()) > c.opt.limit) shapes.resize(size_t(c.opt.limit));
-  const std::vector<std::string> kinds = scaled ? std::vector<std::string>{"fp8-tensor", "fp8"} : split(c.opt.dtypes);
+  const std::vector<std::string> kinds =
+      scaled ? std::vector<std::string>{"fp8-tensor", "fp8"} : split(c.opt.dtypes);
   std::map<std::string, std::vector<double>> fractions, times;
   json peer_cases = json::array();
   for (const std::string& kn : kinds) {
@@ -196,15 +203,19 @@ void decode_cases(Ctx& c, bool scaled) {
     for (const json& s : shapes) {
       const int64_t N = s["N"], K = s["K"];
       const double wbytes = double(N * K) * double(itemsize(wk.dtype));
-      const double sbytes = wk.scale == 2 ? 4.0 * N : wk.scale == 3 ? 4.0 * ((N + 127) / 128) * ((K + 127) / 128) : 0;
+      const double sbytes = wk.scale == 2   ? 4.0 * N
+                            : wk.scale == 3 ? 4.0 * ((N + 127) / 128) * ((K + 127) / 128)
+                                            : 0;
       const double per_copy = wbytes + sbytes;
       const int maxc = c.opt.quick ? 1 : std::max(1, std::min(512, int(mem_budget() / per_copy)));
       const bench::Rotation rot = bench::plan_rotation(per_copy, 0, maxc);
       auto [w0, s0] = make_weight(wk, N, K);
       std::vector<Tensor> ws{w0}, ss{s0};
-      for (int i = 1; i < rot.copies; ++i) ws.push_back(w0.clone()), ss.push_back(s0.defined() ? s0.clone() : s0);
-      const std::string name = std::string(scaled ? "scaled_mm " : "linear ") + kn + " " + s.value("model", "") + " " +
-                               s.value("layer", "") + " " + std::to_string(N) + "x" + std::to_string(K);
+      for (int i = 1; i < rot.copies; ++i)
+        ws.push_back(w0.clone()), ss.push_back(s0.defined() ? s0.clone() : s0);
+      const std::string name = std::string(scaled ? "scaled_mm " : "linear ") + kn + " " +
+                               s.value("model", "") + " " + s.value("layer", "") + " " + std::to_string(N) +
+                               "x" + std::to_string(K);
       bench::Result r;
       if (!scaled) {
         const Tensor x = randn({1, K});
@@ -218,8 +229,8 @@ void decode_cases(Ctx& c, bool scaled) {
         std::vector<Tensor> sbs;
         for (const Tensor& sc : ss) sbs.push_back(wk.scale == 1 ? sc : sc.view({1, N}));
         r = c.runner.memory_case(name, per_copy + 1.0 * K + 2.0 * N, rot, [&](int i) {
-          Tensor y = scaled_mm(a, ws[size_t(i % rot.copies)].t(), sa, sbs[size_t(i % rot.copies)], Tensor(), Tensor(),
-                               DType::BFloat16);
+          Tensor y = scaled_mm(a, ws[size_t(i % rot.copies)].t(), sa, sbs[size_t(i % rot.copies)], Tensor(),
+                               Tensor(), DType::BFloat16);
         });
       }
       r.extra["kind"] = kn;
@@ -227,8 +238,12 @@ void decode_cases(Ctx& c, bool scaled) {
       r.extra["K"] = K;
       fractions[kn].push_back(r.roof_fraction);
       times[kn].push_back(r.median_s);
-      peer_cases.push_back({{"name", name}, {"N", N}, {"K", K}, {"kind", scaled ? "fp8" : kn},
-                            {"copies", std::max(1, std::min(rot.copies, int(mem_budget() / (4.0 * N * K))))}});
+      peer_cases.push_back(
+          {{"name", name},
+           {"N", N},
+           {"K", K},
+           {"kind", scaled ? "fp8" : kn},
+           {"copies", std::max(1, std::min(rot.copies, int(mem_budget() / (4.0 * N * K))))}});
       record(c, r);
     }
   }
@@ -240,7 +255,10 @@ void decode_cases(Ctx& c, bool scaled) {
   }
   if (!c.opt.peer_python.empty()) {
     json info;
-    const json req = {{"threads", kiln::num_threads()}, {"repeat", c.opt.repeat}, {"warmup", c.opt.warmup}, {"cases", peer_cases}};
+    const json req = {{"threads", kiln::num_threads()},
+                      {"repeat", c.opt.repeat},
+                      {"warmup", c.opt.warmup},
+                      {"cases", peer_cases}};
     const auto peer = run_torch_peer(c.opt.peer_python, req, info);
     c.summary["peer"] = info;
     std::map<std::string, std::vector<double>> speedups;
@@ -262,7 +280,9 @@ void prefill_cases(Ctx& c, bool scaled) {
   const Tensor x = randn({M, K});
   std::map<std::string, double> t;
   auto add = [&](const std::string& label, const std::function<void()>& fn) {
-    bench::Result r = c.runner.latency_case("prefill " + label + " M=" + std::to_string(M) + " " + std::to_string(N) + "x" + std::to_string(K), 1, fn);
+    bench::Result r = c.runner.latency_case(
+        "prefill " + label + " M=" + std::to_string(M) + " " + std::to_string(N) + "x" + std::to_string(K), 1,
+        fn);
     r.extra["gflops"] = flops / r.median_s / 1e9;
     t[label] = r.median_s;
     record(c, r);
@@ -284,7 +304,8 @@ void prefill_cases(Ctx& c, bool scaled) {
   } else {
     auto [w, s] = make_weight(weight_kind("fp8"), N, K);
     const Tensor a = x.to(DType::Float8_e4m3fn), sa = ones({M, 1}), sb = s.view({1, N});
-    add("scaled_mm fp8 row-wise", [&] { Tensor y = scaled_mm(a, w.t(), sa, sb, Tensor(), Tensor(), DType::BFloat16); });
+    add("scaled_mm fp8 row-wise",
+        [&] { Tensor y = scaled_mm(a, w.t(), sa, sb, Tensor(), Tensor(), DType::BFloat16); });
   }
 }
 
@@ -314,7 +335,8 @@ void moe_cases(Ctx& c) {
       w1f = Tensor();
       w2f = Tensor();
       kiln::empty_cache();
-      const double per_expert = double(3 * I * H) * double(itemsize(wk.dtype)) + (s1.defined() ? 4.0 * (2 * I + H) : 0);
+      const double per_expert =
+          double(3 * I * H) * double(itemsize(wk.dtype)) + (s1.defined() ? 4.0 * (2 * I + H) : 0);
       const double all_experts = per_expert * double(E);
       for (int64_t T : c.opt.quick ? std::vector<int64_t>{1, 16} : std::vector<int64_t>{1, 16, 64, 512}) {
         // Fresh tokens per call: routing changes, so the experts read rotate
@@ -337,8 +359,9 @@ void moe_cases(Ctx& c) {
         rot.copies = copies;
         rot.working_set_bytes = all_experts;
         rot.llc_bytes = sys::system_info().llc_bytes();
-        const std::string name = "moe " + std::string(kn) + " " + cf.value("model", "") + " E=" + std::to_string(E) +
-                                 " k=" + std::to_string(k) + " T=" + std::to_string(T);
+        const std::string name = "moe " + std::string(kn) + " " + cf.value("model", "") +
+                                 " E=" + std::to_string(E) + " k=" + std::to_string(k) +
+                                 " T=" + std::to_string(T);
         bench::Result r = c.runner.memory_case(name, bytes, rot, [&](int i) {
           Tensor y = moe_ffn(xs[size_t(i % copies)], router, w1, w2, k, true, s1, s2);
         });
@@ -363,9 +386,12 @@ int run_matmul(MatOptions opt) {
   const sys::RoofStats first = roof.measure(opt.quick ? 0.0 : 0.5, 3, 20);
   bench::Runner runner(roof, bench::Options{opt.repeat, opt.warmup, opt.quick});
   if (!opt.json)
-    std::fprintf(stderr, "kiln bench %s: %d threads, roof %.1f GB/s at start ...\n", opt.what.c_str(), kiln::num_threads(),
-                 first.median_gbps);
+    std::fprintf(stderr, "kiln bench %s: %d threads, roof %.1f GB/s at start ...\n", opt.what.c_str(),
+                 kiln::num_threads(), first.median_gbps);
   json results = json::array(), summary = json::object();
+  // OpenBLAS picks its kernels from cpuid; under some VMs it falls back to a
+  // generic core (e.g. "Prescott") and runs ~7x slower: OPENBLAS_CORETYPE fixes it.
+  summary["openblas_core"] = openblas_get_corename();
   Ctx c{opt, runner, results, summary};
   if (opt.what == "linear" || opt.what == "scaled_mm") {
     decode_cases(c, opt.what == "scaled_mm");
@@ -381,22 +407,26 @@ int run_matmul(MatOptions opt) {
               {"cases_file", opt.cases},
               {"repeat", opt.repeat},
               {"warmup", opt.warmup},
-              {"rotation_rule", "weights cycle through copies so the working set is >= 4x the LLC where memory "
-                                "allows (see each result's rotation); moe rotates tokens, so routing spreads "
-                                "reads over every expert; not in --quick"},
-              {"roof_rule", "one roof pass right before every timed repetition; roof_fraction uses the median "
-                            "of the passes beside that case"},
+              {"rotation_rule",
+               "weights cycle through copies so the working set is >= 4x the LLC where memory "
+               "allows (see each result's rotation); moe rotates tokens, so routing spreads "
+               "reads over every expert; not in --quick"},
+              {"roof_rule",
+               "one roof pass right before every timed repetition; roof_fraction uses the median "
+               "of the passes beside that case"},
               {"summary", summary},
               {"results", results}};
   if (!opt.out.empty()) std::ofstream(opt.out) << doc.dump(2) << "\n";
-  if (!opt.plot.empty()) std::fprintf(stderr, "kiln bench %s: --plot is not implemented; use the JSON\n", opt.what.c_str());
+  if (!opt.plot.empty())
+    std::fprintf(stderr, "kiln bench %s: --plot is not implemented; use the JSON\n", opt.what.c_str());
   if (opt.json) {
     std::printf("%s\n", doc.dump(2).c_str());
     return 0;
   }
   std::printf("kiln %s bench %s: %s, %d threads, %s; roof %.1f GB/s\n\n", kiln::kVersion, opt.what.c_str(),
               sys::system_info().cpu_model.c_str(), kiln::num_threads(),
-              doc["machine"]["simd_target"].get<std::string>().c_str(), doc["machine"]["roof"]["median_gbps"].get<double>());
+              doc["machine"]["simd_target"].get<std::string>().c_str(),
+              doc["machine"]["roof"]["median_gbps"].get<double>());
   std::fputs(bench::format_table(doc["results"]).c_str(), stdout);
   std::printf("\nsummary: %s\n", summary.dump(2).c_str());
   return 0;
@@ -411,25 +441,31 @@ Command add_one(CLI::App& bench, const std::string& what, const std::string& hel
   app->add_option("--cases", opt->cases,
                   what == "moe" ? "Case file (default bench/cases/moe_configs.json)"
                                 : "Case file (default bench/cases/decode_linear_shapes.json)");
-  app->add_option("--repeat", opt->repeat, "Timed repetitions per case (default 10, 3 with --quick)")->check(CLI::Range(1, 100000));
-  app->add_option("--warmup", opt->warmup, "Untimed calls before timing (default 2)")->check(CLI::Range(0, 100000));
-  app->add_option("--threads", opt->threads, "Threads (default: KILN_NUM_THREADS or all cores)")->check(CLI::Range(1, 4096));
+  app->add_option("--repeat", opt->repeat, "Timed repetitions per case (default 10, 3 with --quick)")
+      ->check(CLI::Range(1, 100000));
+  app->add_option("--warmup", opt->warmup, "Untimed calls before timing (default 2)")
+      ->check(CLI::Range(0, 100000));
+  app->add_option("--threads", opt->threads, "Threads (default: KILN_NUM_THREADS or all cores)")
+      ->check(CLI::Range(1, 4096));
   app->add_flag("--quick", opt->quick, "Tiny sizes and few repeats: a smoke run, not a measurement");
   app->add_option("--plot", opt->plot, "(not implemented: use --json)");
   if (what != "moe") {
     app->add_option("--limit", opt->limit, "Only the first N shapes of the case file");
     app->add_flag("--no-prefill", opt->no_prefill, "Skip the M = 512 prefill cases");
-    app->add_option("--peer-python", opt->peer_python, "A python with torch, to run PyTorch's CPU backend side by side");
+    app->add_option("--peer-python", opt->peer_python,
+                    "A python with torch, to run PyTorch's CPU backend side by side");
   }
   if (what == "linear")
-    app->add_option("--dtypes", opt->dtypes, "Weight kinds: f32,bf16,f16,fp8 (e4m3 row scales),fp8-tensor,fp8-block,fp8-e5m2");
+    app->add_option("--dtypes", opt->dtypes,
+                    "Weight kinds: f32,bf16,f16,fp8 (e4m3 row scales),fp8-tensor,fp8-block,fp8-e5m2");
   return {app, [opt] { return run_matmul(*opt); }};
 }
 
 }  // namespace
 
 std::vector<Command> add_bench_matmul(CLI::App& bench) {
-  return {add_one(bench, "linear", "Decode linear layers (GEMV) vs the read roof, and M=512 prefill vs OpenBLAS."),
+  return {add_one(bench, "linear",
+                  "Decode linear layers (GEMV) vs the read roof, and M=512 prefill vs OpenBLAS."),
           add_one(bench, "scaled_mm", "FP8 scaled_mm: decode shapes vs the read roof, and M=512 prefill."),
           add_one(bench, "moe", "One MoE layer (router + top-k SwiGLU experts) per config, 1..512 tokens.")};
 }
