@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "cpu/gemm.h"
 #include "kiln/allocator.h"
 #include "kiln/bench/harness.h"
+#include "kiln/bench/python_side.h"
 #include "kiln/commands.h"
 #include "kiln/kiln.h"
 #include "kiln/version.h"
@@ -417,8 +419,11 @@ int run_matmul(MatOptions opt) {
               {"summary", summary},
               {"results", results}};
   if (!opt.out.empty()) std::ofstream(opt.out) << doc.dump(2) << "\n";
-  if (!opt.plot.empty())
-    std::fprintf(stderr, "kiln bench %s: --plot is not implemented; use the JSON\n", opt.what.c_str());
+  if (!opt.plot.empty()) {
+    const std::string why = bench::plot_with_python(bench::find_python(""), doc, opt.plot);
+    if (!why.empty()) throw std::runtime_error("--plot " + opt.plot + ": " + why);
+    std::fprintf(stderr, "kiln bench %s: wrote %s\n", opt.what.c_str(), opt.plot.c_str());
+  }
   if (opt.json) {
     std::printf("%s\n", doc.dump(2).c_str());
     return 0;
@@ -448,7 +453,7 @@ Command add_one(CLI::App& bench, const std::string& what, const std::string& hel
   app->add_option("--threads", opt->threads, "Threads (default: KILN_NUM_THREADS or all cores)")
       ->check(CLI::Range(1, 4096));
   app->add_flag("--quick", opt->quick, "Tiny sizes and few repeats: a smoke run, not a measurement");
-  app->add_option("--plot", opt->plot, "(not implemented: use --json)");
+  app->add_option("--plot", opt->plot, "Also draw the roof fraction per case and weight kind into this PNG (matplotlib)");
   if (what != "moe") {
     app->add_option("--limit", opt->limit, "Only the first N shapes of the case file");
     app->add_flag("--no-prefill", opt->no_prefill, "Skip the M = 512 prefill cases");

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 namespace kiln::cli::bench {
 namespace {
@@ -74,6 +75,31 @@ PythonRun run_python_bench(const std::string& python, const std::string& args) {
     r.why = std::string("kiln.bench printed no valid JSON: ") + e.what();
   }
   return r;
+}
+
+std::string plot_with_python(const std::string& python, const nlohmann::json& doc, const std::string& out_png) {
+  if (python.empty()) return "no python next to the kiln binary to draw with";
+  char json_path[] = "/tmp/kiln-bench-plot-XXXXXX";
+  const int fd = mkstemp(json_path);
+  if (fd < 0) return "cannot create a temporary file";
+  close(fd);
+  std::ofstream(json_path) << doc.dump() << "\n";
+  const std::string cmd = shell_quote(python) + " -m kiln.bench_plot " + shell_quote(json_path) + " " +
+                          shell_quote(out_png) + " 2>&1";
+  std::string out;
+  int code = -1;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[1024];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    const int st = pclose(p);
+    code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  }
+  std::remove(json_path);
+  if (code == 0) return "";
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  const size_t nl = out.find_last_of('\n');
+  return "plotting failed: " + (nl == std::string::npos ? out : out.substr(nl + 1));
 }
 
 }  // namespace kiln::cli::bench

@@ -24,4 +24,8 @@ struct PythonRun {
 // Runs `python -m kiln.bench <args> --json` and parses its stdout.
 PythonRun run_python_bench(const std::string& python, const std::string& args);
 
+// Draws `doc` (a bench command's JSON) into the PNG `out_png` with
+// `python -m kiln.bench_plot` (matplotlib). Returns "" on success, else why not.
+std::string plot_with_python(const std::string& python, const nlohmann::json& doc, const std::string& out_png);
+
 }  // namespace kiln::cli::bench
