@@ -69,6 +69,7 @@ void dequantize_row(GGMLType t, const uint8_t* src, float* dst, int64_t n) {
   KILN_CHECK(n >= 0 && n % info->block_size == 0, ValueError,
              "[gguf.dequantize] " << n << " elements is not a whole number of " << info->name << " blocks");
   const int64_t nb = n / info->block_size;
+  if (n == 0) return;  // an empty tensor may have no data pointer at all
   switch (t) {
     case GGMLType::Q8_0:
       return dequant_q8_0(src, dst, nb);
