@@ -3,6 +3,7 @@
 
 #include "bind_util.h"
 #include "kiln/chat_template.h"
+#include "kiln/io/gguf_tokenizer.h"
 #include "kiln/tokenizer.h"
 
 namespace nb = nanobind;
@@ -70,9 +71,9 @@ void init_tokenizer(nb::module_& m) {
   auto cls = nb::class_<Tokenizer>(m, "Tokenizer",
                                    "A byte-level BPE tokenizer (Qwen2/Qwen3, Llama 3, SmolLM2, GPT-2) read from "
                                    "Hugging Face's tokenizer.json.");
-  cls.def_static("from_file", &Tokenizer::from_file, "path"_a,
-                 "Reads tokenizer.json, and tokenizer_config.json beside it when present (chat template, "
-                 "bos/eos/pad tokens).")
+  cls.def_static("from_file", &kiln::io::load_tokenizer, "path"_a,
+                 "Reads tokenizer.json (with tokenizer_config.json beside it when present: chat template, "
+                 "bos/eos/pad tokens), or the tokenizer a GGUF model file embeds.")
       .def_static(
           "from_str",
           [](std::string_view json, std::string_view config) { return Tokenizer::from_json(json, config); },

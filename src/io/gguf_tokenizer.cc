@@ -1,6 +1,9 @@
 // tokenizer.ggml.* metadata -> TokenizerParts -> Tokenizer.
 #include "kiln/io/gguf_tokenizer.h"
 
+#include <fstream>
+#include <string_view>
+
 #include "kiln/error.h"
 
 namespace kiln::io {
@@ -37,6 +40,13 @@ Tokenizer load_gguf_tokenizer(const GGUFFile& f) {
   p.add_eos = f.get_bool("tokenizer.ggml.add_eos_token").value_or(false);
   p.chat_template = f.get_string("tokenizer.chat_template").value_or("");
   return Tokenizer::from_parts(p);
+}
+
+Tokenizer load_tokenizer(const std::string& path) {
+  char magic[4] = {};
+  std::ifstream f(path, std::ios::binary);
+  if (f.read(magic, 4) && std::string_view(magic, 4) == "GGUF") return load_gguf_tokenizer(GGUFFile::open(path));
+  return Tokenizer::from_file(path);
 }
 
 }  // namespace kiln::io

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/commands.h"
+#include "kiln/io/gguf_tokenizer.h"
 #include "kiln/tokenizer.h"
 
 namespace kiln::cli {
@@ -26,7 +27,7 @@ struct TokenizeOptions {
 int run_tokenize(const TokenizeOptions& opt) {
   std::string path = opt.tokenizer;
   if (std::filesystem::is_directory(path)) path += "/tokenizer.json";  // a model directory
-  const Tokenizer tok = Tokenizer::from_file(path);
+  const Tokenizer tok = io::load_tokenizer(path);
   std::string text = opt.text;
   if (text == "-") text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   const std::vector<int32_t> ids = tok.encode(text, opt.add_special);

@@ -5,7 +5,6 @@
 #include <sstream>
 
 #include "io/tokenizer/impl.h"
-#include "kiln/io/gguf_tokenizer.h"
 
 namespace kiln {
 namespace tok {
@@ -93,13 +92,6 @@ Tokenizer Tokenizer::from_file(const std::string& path) {
     ss << f.rdbuf();
     return ss.str();
   };
-  {
-    // A GGUF model file carries its own tokenizer.
-    char magic[4] = {};
-    std::ifstream f(path, std::ios::binary);
-    if (f.read(magic, 4) && std::string_view(magic, 4) == "GGUF")
-      return io::load_gguf_tokenizer(io::GGUFFile::open(path));
-  }
   const std::string json = slurp(path, true);
   const size_t slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
