@@ -1,0 +1,72 @@
+// Text generation on a Model: prefill the prompt through the GEMM path, then
+// one token at a time through the matrix-vector path, sampling each next token
+// (kiln/sampling.h) and streaming whole UTF-8 text pieces.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/llm/model.h"
+#include "kiln/random.h"
+#include "kiln/sampling.h"
+
+namespace kiln::llm {
+
+struct GenerateOptions {
+  int64_t max_tokens = 256;
+  SamplingParams sampling;  // temperature 0 (or top_k 1): greedy
+  uint64_t seed = 0;
+  bool stop_at_eos = true;
+  // Set from another thread (a SIGINT handler) to stop after the current token.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+struct GenerateStats {
+  int64_t prompt_tokens = 0;
+  int64_t generated_tokens = 0;
+  double prefill_seconds = 0;
+  double decode_seconds = 0;  // all decode steps after the first token
+  std::string stop_reason;    // "eos", "length", "context", "cancelled"
+  double prefill_tokens_per_second() const;
+  double decode_tokens_per_second() const;
+};
+
+// One generation, stepped by the caller (the CLI streams it, Python iterates it).
+class Generation {
+ public:
+  // Continues from the model's current cache position (call model.reset() for a
+  // fresh conversation). ValueError when the prompt does not fit the context.
+  Generation(Model& model, std::vector<int32_t> prompt, GenerateOptions options);
+  // Runs the prefill on the first call, then one decode step per call. Sets
+  // `piece` to the text this step completed (may be empty while a character
+  // is split across tokens). Returns false once generation has stopped (the
+  // final call flushes any held bytes into `piece`).
+  bool next(std::string& piece);
+  const GenerateStats& stats() const { return stats_; }
+  const std::vector<int32_t>& generated() const { return generated_; }
+
+ private:
+  Model& model_;
+  std::vector<int32_t> prompt_;
+  GenerateOptions options_;
+  Generator gen_;
+  StreamDecoder decoder_;
+  std::vector<int32_t> generated_;
+  std::vector<int64_t> history_;  // prompt + generated, for the penalties
+  std::vector<float> logits_row_;
+  GenerateStats stats_;
+  bool started_ = false, done_ = false;
+};
+
+// Runs a whole generation, calling on_piece for every non-empty text piece.
+GenerateStats generate(Model& model, const std::vector<int32_t>& prompt, const GenerateOptions& options,
+                       const std::function<void(std::string_view)>& on_piece);
+
+// exp(mean negative log-likelihood) of ids[1:] given the preceding ids, over
+// windows of at most `window` tokens (0: max_context()), prefilled in chunks.
+double perplexity(Model& model, std::span<const int32_t> ids, int64_t window = 0);
+
+}  // namespace kiln::llm

@@ -1,0 +1,84 @@
+// A loaded language model: config, tokenizer, weights prepared for decoding,
+// a KV cache and scratch buffers allocated once. The token loop calls
+// forward(); nothing is allocated per token.
+//
+//   auto m = kiln::llm::Model::load("model.gguf");          // FP8 linear weights
+//   std::vector<int32_t> ids = m->tokenizer().encode("Hello");
+//   kiln::Tensor logits = m->forward(ids);                    // [1, V] of the last token
+//
+// Architectures: llama, qwen2, qwen3 (q/k norms), qwen3_moe, mixtral, olmoe.
+// Sources: a GGUF file, a Hugging Face directory (config.json, *.safetensors or
+// model.safetensors.index.json, tokenizer.json), including native FP8
+// checkpoints (block and channel scales), or a directory `kiln convert` wrote.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kiln/io/model_config.h"
+#include "kiln/tensor.h"
+#include "kiln/tokenizer.h"
+
+namespace kiln::llm {
+
+// The dtype linear-layer weights are held in while running.
+//   fp8:  per-output-row float8_e4m3fn quantization at load (native FP8
+//         checkpoints are used as they are); the default.
+//   bf16, f32: widened/narrowed at load.
+// Embeddings, norms and routers stay in a safe dtype (bf16 or f32).
+enum class WeightFormat { FP8, BF16, F32 };
+WeightFormat weight_format_from_name(const std::string& name);  // "fp8" | "bf16" | "f32"; ValueError
+const char* weight_format_name(WeightFormat f);
+
+struct LoadOptions {
+  WeightFormat weights = WeightFormat::FP8;
+  // KV-cache positions; 0: min(config.max_position_embeddings, 4096).
+  int64_t max_context = 0;
+  DType kv_dtype = DType::BFloat16;
+  // Called as weights are prepared: (bytes done, bytes in all). May be empty.
+  std::function<void(int64_t, int64_t)> progress;
+};
+
+class Model {
+ public:
+  // Loads PATH (a .gguf file or a model directory). Errors are kiln exceptions
+  // with one-line messages naming the file ("[llm] ...").
+  static std::unique_ptr<Model> load(const std::string& path, const LoadOptions& options = {});
+  virtual ~Model() = default;
+
+  virtual const io::ModelConfig& config() const = 0;
+  virtual const Tokenizer& tokenizer() const = 0;
+  virtual WeightFormat weight_format() const = 0;
+  virtual int64_t max_context() const = 0;
+
+  // Tokens in the KV cache (the position the next token gets).
+  virtual int64_t position() const = 0;
+  // Forgets cached positions from `position` on (0: an empty cache).
+  virtual void reset(int64_t position = 0) = 0;
+
+  // Runs `tokens` at positions [position(), position() + n), appending them to
+  // the KV cache. Returns float32 logits [n, V] when all_logits, else [1, V] for
+  // the last token; the tensor is a view of scratch that the next call
+  // overwrites. n = 1 takes the matrix-vector path, n > 1 the GEMM path.
+  // ValueError when the tokens do not fit in max_context() or an id is out of range.
+  virtual Tensor forward(std::span<const int32_t> tokens, bool all_logits = false) = 0;
+
+  // Bytes of weights as held (embedding counted once when tied).
+  virtual int64_t weight_bytes() const = 0;
+  // Weight bytes the last forward() read (MoE: only the experts selected), the
+  // numerator of the decode bandwidth bound.
+  virtual int64_t bytes_read_last_forward() const = 0;
+  virtual int64_t kv_cache_bytes() const = 0;
+
+  // The weights as held, under Hugging Face names. An FP8 linear weight
+  // "X.weight" [N, K] float8_e4m3fn comes with "X.weight_scale" [N, 1] float32
+  // (compressed-tensors channel layout), so these tensors written to
+  // safetensors with a matching config load back without conversion.
+  virtual std::vector<std::pair<std::string, Tensor>> named_weights() const = 0;
+};
+
+}  // namespace kiln::llm
