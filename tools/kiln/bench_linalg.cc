@@ -292,32 +292,7 @@ void add_peer(json& r, const std::string& peer, double t) {
   r["speedup_vs_" + peer] = t / r["median_s"].get<double>();
 }
 
-// Restarts this program with OPENBLAS_CORETYPE set when OpenBLAS fell back to
-// pre-AVX kernels (a masked CPU model under a hypervisor): the LAPACK figures
-// would otherwise measure SSE3 code. Returns only when no restart happened.
-void maybe_restart_for_openblas() {
-  if (!linalg::openblas_core_misdetected()) return;
-  std::ifstream f("/proc/self/cmdline", std::ios::binary);
-  std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  std::vector<std::string> args;
-  for (size_t i = 0; i < all.size();) {
-    const size_t e = all.find('\0', i);
-    args.push_back(all.substr(i, e == std::string::npos ? std::string::npos : e - i));
-    if (e == std::string::npos) break;
-    i = e + 1;
-  }
-  if (args.empty()) return;
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  setenv("OPENBLAS_CORETYPE", linalg::preferred_openblas_core(), 1);
-  std::fflush(nullptr);
-  execv("/proc/self/exe", argv.data());  // returns only on failure: carry on as we are
-  unsetenv("OPENBLAS_CORETYPE");
-}
-
 int run_linalg(LinalgOptions opt) {
-  maybe_restart_for_openblas();
   if (opt.threads > 0) kiln::set_num_threads(opt.threads);
   if (opt.repeat <= 0) opt.repeat = opt.quick ? 2 : 5;
   bench::Options bopt{opt.repeat, opt.warmup, opt.quick};

@@ -7,9 +7,11 @@
 #include <CLI/CLI.hpp>
 
 #include "kiln/commands.h"
+#include "kiln/openblas_restart.h"
 #include "kiln/version.h"
 
 int main(int argc, char** argv) {
+  kiln::cli::maybe_restart_for_openblas();  // before any GEMM or LAPACK call
   CLI::App app{"kiln: tensors, FP8 and LLM kernels for the CPU.", "kiln"};
   app.set_version_flag("--version", std::string("kiln ") + kiln::kVersion);
   app.require_subcommand(0, 1);
