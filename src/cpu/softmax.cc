@@ -303,7 +303,13 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 #include "kiln/thread_pool.h"
 
@@ -318,9 +324,21 @@ HWY_EXPORT(ExpSumScaled);
 
 namespace {
 
+inline void spin_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// One long row over nt threads in a single parallel region: each thread's
+// chunk gets the online read pass, the threads meet at a barrier, and each
+// writes the chunk it read (still in its own L2). nt chunks for nt pool
+// threads: a thread waiting at the barrier holds one chunk, so the others are
+// left to the threads still to arrive.
 void split_row(const float* x, float* y, int64_t n, bool log, int nt) {
-  // One chunk per thread, a whole number of blocks each (so a chunk's block
-  // maxima line up with ScaleBlocks' blocks).
+  // Chunks of whole blocks (a chunk's block maxima line up with ScaleBlocks').
   constexpr int64_t kB = kSoftmaxBlock;
   const int64_t blocks = (n + kB - 1) / kB;
   const int64_t per = (blocks + nt - 1) / nt * kB;
@@ -330,29 +348,30 @@ void split_row(const float* x, float* y, int64_t n, bool log, int nt) {
   float stack_bm[512];
   std::vector<float> heap_bm(log || blocks <= 512 ? 0 : size_t(blocks));
   float* bm = blocks <= 512 ? stack_bm : heap_bm.data();
+  std::atomic<int> arrived{0};
   parallel_for(0, nc, 1, [&](int64_t b, int64_t e) {
-    for (int64_t c = b; c < e; ++c) {
+    for (int64_t c = b; c < e; ++c) {  // one chunk per call (nc <= pool size)
       const int64_t lo = c * per, len = std::min(per, n - lo);
-      HWY_DYNAMIC_DISPATCH(OnlineStats)(x + lo, y + lo, len, !log, log ? nullptr : bm + lo / kB, &m[c],
-                                        &s[c]);
-    }
-  });
-  float M = -std::numeric_limits<float>::infinity();
-  for (int c = 0; c < nc; ++c) M = std::max(M, m[c]);
-  double S = 0.0;
-  for (int c = 0; c < nc; ++c) S += s[c] * std::exp(double(m[c]) - double(M));  // chunk of -inf: 0 * 0
-  if (!std::isfinite(M) || !(S > 0.0)) {  // NaN / +inf / all -inf, as SoftmaxRow
-    std::fill(y, y + n, std::numeric_limits<float>::quiet_NaN());
-    return;
-  }
-  const float lse = float(std::log(S));
-  parallel_for(0, nc, 1, [&](int64_t b, int64_t e) {
-    for (int64_t c = b; c < e; ++c) {
-      const int64_t lo = c * per, len = std::min(per, n - lo);
-      if (log) {
-        HWY_DYNAMIC_DISPATCH(SubSub)(x + lo, y + lo, len, M, lse);
+      float* bmc = log ? nullptr : bm + lo / kB;
+      HWY_DYNAMIC_DISPATCH(OnlineStats)(x + lo, y + lo, len, !log, bmc, &m[c], &s[c]);
+      arrived.fetch_add(1, std::memory_order_acq_rel);
+      for (int spins = 0; arrived.load(std::memory_order_acquire) < nc; ++spins) {
+        if (spins < 4096) {
+          spin_pause();
+        } else {
+          std::this_thread::yield();  // more threads than cores: let the late one run
+        }
+      }
+      float M = -std::numeric_limits<float>::infinity();
+      for (int k = 0; k < nc; ++k) M = std::max(M, m[k]);
+      double S = 0.0;
+      for (int k = 0; k < nc; ++k) S += s[k] * std::exp(double(m[k]) - double(M));  // chunk of -inf: 0 * 0
+      if (!std::isfinite(M) || !(S > 0.0)) {  // NaN / +inf / all -inf, as SoftmaxRow
+        std::fill(y + lo, y + lo + len, std::numeric_limits<float>::quiet_NaN());
+      } else if (log) {
+        HWY_DYNAMIC_DISPATCH(SubSub)(x + lo, y + lo, len, M, float(std::log(S)));
       } else {
-        HWY_DYNAMIC_DISPATCH(ScaleBlocks)(y + lo, len, bm + lo / kB, M, S);
+        HWY_DYNAMIC_DISPATCH(ScaleBlocks)(y + lo, len, bmc, M, S);
       }
     }
   });
