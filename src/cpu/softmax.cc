@@ -46,8 +46,11 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 // there; NaN gives NaN.
 template <bool kUpper = false>
 HWY_INLINE VF ExpNonPos(DF d, VF t) {
-  const VF lo = hn::Set(d, -104.0f);
-  t = hn::IfThenElse(hn::Lt(t, lo), lo, t);  // keeps NaN (the compare is false)
+  // Lanes below -104 (-inf included) are computed as exp(0) and zeroed at the
+  // end: running them through the scaling would underflow, and an underflow
+  // costs a microcode assist (~100+ cycles) on x86 without flush-to-zero.
+  const auto keep = hn::Not(hn::Lt(t, hn::Set(d, -104.0f)));  // NaN keeps (the compare is false)
+  t = hn::IfThenElseZero(keep, t);
   if constexpr (kUpper) t = hn::IfThenElse(hn::Gt(t, hn::Set(d, 89.0f)), hn::Set(d, 89.0f), t);
   // t = k ln2 + r, |r| <= ln2 / 2; ln2 split so k * kLn2Hi is exact (k <= 151).
   const VF k = hn::Round(hn::Mul(t, hn::Set(d, 1.44269504088896341f)));
@@ -63,7 +66,7 @@ HWY_INLINE VF ExpNonPos(DF d, VF t) {
   p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
   p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3 && !HWY_HAVE_SCALABLE
-  if constexpr (hn::MaxLanes(d) == 16) return VF{_mm512_scalef_ps(p.raw, k.raw)};
+  if constexpr (hn::MaxLanes(d) == 16) return VF{_mm512_maskz_scalef_ps(keep.raw, p.raw, k.raw)};
 #endif
   // p * 2^k as p * 2^(k/2) * 2^(k - k/2): both factors are normal for
   // k in [-151, 128], so only the last multiply rounds (once, also into the
@@ -74,22 +77,32 @@ HWY_INLINE VF ExpNonPos(DF d, VF t) {
   const auto bias = hn::Set(di, 127);
   const VF f1 = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(k1, bias)));
   const VF f2 = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::Sub(ki, k1), bias)));
-  return hn::Mul(hn::Mul(p, f1), f2);
+  return hn::IfThenElseZero(keep, hn::Mul(hn::Mul(p, f1), f2));
 }
 
-// Lanes [0, r) of x, the rest `fill` (0 < r < Lanes). Through a buffer:
-// Highway's MaskedLoad / BlendedStore touch every lane on some targets.
+// Lanes [0, r) of x, the rest `fill` (0 < r < Lanes), and its store
+// counterpart. AVX2 and AVX-512 mask the memory access itself; elsewhere
+// Highway's MaskedLoad / BlendedStore may touch every lane, so a buffer.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !HWY_HAVE_SCALABLE
+HWY_INLINE VF LoadTail(DF d, const float* HWY_RESTRICT x, int64_t r, float fill) {
+  const auto m = hn::FirstN(d, size_t(r));
+  return hn::IfThenElse(m, hn::MaskedLoad(m, d, x), hn::Set(d, fill));
+}
+HWY_INLINE void StoreTail(DF d, VF v, float* HWY_RESTRICT y, int64_t r) {
+  hn::BlendedStore(v, hn::FirstN(d, size_t(r)), d, y);
+}
+#else
 HWY_INLINE VF LoadTail(DF d, const float* HWY_RESTRICT x, int64_t r, float fill) {
   HWY_ALIGN float buf[hn::MaxLanes(d)];
   for (size_t j = 0; j < hn::Lanes(d); ++j) buf[j] = int64_t(j) < r ? x[j] : fill;
   return hn::Load(d, buf);
 }
-// Stores lanes [0, r) of v to y.
 HWY_INLINE void StoreTail(DF d, VF v, float* HWY_RESTRICT y, int64_t r) {
   HWY_ALIGN float buf[hn::MaxLanes(d)];
   hn::Store(v, d, buf);
   for (int64_t j = 0; j < r; ++j) y[j] = buf[j];
 }
+#endif
 
 // Max of x[0..n) for 0 < n; with NaN present the result may or may not be NaN
 // (SIMD max drops NaN operands): callers detect NaN through the exp sum.
@@ -168,7 +181,7 @@ void OnlinePass(const float* x, float* y, int64_t n, float* bm, float* m_out, do
     const int64_t len = n - lo < kBlock ? n - lo : kBlock;
     const float bmax = BlockMax(x + lo, len);
     if (bmax > M) {
-      S *= std::exp(double(M) - double(bmax));  // M = -inf: S is 0 and stays 0
+      if (M != -kInf) S *= std::exp(double(M) - double(bmax));  // M = -inf: S is 0 (or NaN) as it is
       M = bmax;
     }
     if constexpr (kStore) bm[b] = M;
@@ -203,7 +216,8 @@ HWY_INLINE void ScaleRange(float* HWY_RESTRICT y, int64_t n, float c) {
     hn::StoreU(hn::Mul(hn::LoadU(d, y + i), vc), d, y + i);
     hn::StoreU(hn::Mul(hn::LoadU(d, y + i + N), vc), d, y + i + N);
   }
-  for (; i < n; ++i) y[i] *= c;
+  for (; i + N <= n; i += N) hn::StoreU(hn::Mul(hn::LoadU(d, y + i), vc), d, y + i);
+  if (i < n) StoreTail(d, hn::Mul(LoadTail(d, y + i, n - i, 0.0f), vc), y + i, n - i);
 }
 
 // The softmax write pass over a chunk whose read pass stored exp(x - bm[b]):
@@ -229,7 +243,8 @@ void SubSub(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, int64_t n, float
     hn::StoreU(hn::Sub(hn::Sub(hn::LoadU(d, x + i), vm), vl), d, y + i);
     hn::StoreU(hn::Sub(hn::Sub(hn::LoadU(d, x + i + N), vm), vl), d, y + i + N);
   }
-  for (; i < n; ++i) y[i] = (x[i] - m) - l;
+  for (; i + N <= n; i += N) hn::StoreU(hn::Sub(hn::Sub(hn::LoadU(d, x + i), vm), vl), d, y + i);
+  if (i < n) StoreTail(d, hn::Sub(hn::Sub(LoadTail(d, x + i, n - i, 0.0f), vm), vl), y + i, n - i);
 }
 
 void Fill(float* y, int64_t n, float v) {
