@@ -172,13 +172,20 @@ constexpr int64_t kBlock = kSoftmaxBlock;
 // The online read pass over x[0..n): running max *m_out and sum
 // *s_out = sum exp(x - *m_out) (NaN when x holds a NaN, or +inf; 0 with max
 // -inf when every entry is -inf). kStore (softmax): y gets exp(x - bm[b]) in
-// block b, bm[b] being the running max when block b went by.
+// block b, bm[b] being the running max when block b went by; otherwise y is
+// only prefetched for the write pass to come.
 template <bool kStore>
 void OnlinePass(const float* x, float* y, int64_t n, float* bm, float* m_out, double* s_out) {
   float M = -kInf;
   double S = 0.0;
   for (int64_t lo = 0, b = 0; lo < n; lo += kBlock, ++b) {
     const int64_t len = n - lo < kBlock ? n - lo : kBlock;
+    // log_softmax: claim this block's output lines for writing while the exps
+    // compute, so the store-only write pass doesn't wait on a read for
+    // ownership per line (measured: -5..-25% time; softmax's own stores here
+    // overlap with the exps already, and prefetching them cost 5-15%).
+    if constexpr (!kStore)
+      for (int64_t i = 0; i < len; i += 16) __builtin_prefetch(y + lo + i, 1, 3);
     const float bmax = BlockMax(x + lo, len);
     if (bmax > M) {
       if (M != -kInf) S *= std::exp(double(M) - double(bmax));  // M = -inf: S is 0 (or NaN) as it is
@@ -202,7 +209,7 @@ void OnlineStats(const float* x, float* y, int64_t n, bool store, float* bm, flo
   if (store) {
     OnlinePass<true>(x, y, n, bm, m_out, s_out);
   } else {
-    OnlinePass<false>(x, nullptr, n, nullptr, m_out, s_out);
+    OnlinePass<false>(x, y, n, nullptr, m_out, s_out);  // y: prefetched only
   }
 }
 
@@ -261,7 +268,7 @@ void SoftmaxRow(const float* x, float* y, int64_t n, bool log) {
   float M;
   double S;
   if (log) {
-    OnlinePass<false>(x, nullptr, n, nullptr, &M, &S);
+    OnlinePass<false>(x, y, n, nullptr, &M, &S);  // y: prefetched only
     if (Poisoned(M, S)) return Fill(y, n, std::numeric_limits<float>::quiet_NaN());
     return SubSub(x, y, n, M, float(std::log(S)));
   }
