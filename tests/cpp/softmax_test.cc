@@ -287,8 +287,8 @@ TEST(Softmax, ThreadSplitThresholds) {
   const int64_t B = cpu::kSoftmaxBlock, S = cpu::kSoftmaxSplitMin, P = cpu::kSoftmaxParallelMin;
   for (int nt : {2, 3}) {
     set_num_threads(nt);
-    for (int64_t n : std::initializer_list<int64_t>{S - 1, S, S + 1, S + B - 1, 2 * S + 7, P / 2 + 1, 3 * B * nt + 5}) {
-      for (int64_t rows : {1, 2, 3, 5}) {
+    for (int64_t n : std::initializer_list<int64_t>{S - 1, S, S + B - 1, P / 2 + 1, 3 * B * nt + 5}) {
+      for (int64_t rows : {1, 3, 5}) {
         const Tensor x = from_vals(random_vals(rows * n, 4.0f, uint32_t(n * 7 + rows)), {rows, n});
         for (bool log : {false, true}) {
           SCOPED_TRACE(testing::Message() << "threads=" << nt << " n=" << n << " rows=" << rows << " log=" << log);
