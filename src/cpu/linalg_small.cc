@@ -202,7 +202,8 @@ HWY_INLINE void Transpose16x16(__m512 r[16]) {
   }
   KILN_UNROLL
   for (int e = 0; e < 4; ++e) {  // block k of b[e], b[4+e], b[8+e], b[12+e] -> r[4k + e]
-    const __m512 u0 = _mm512_shuffle_f32x4(b[e], b[4 + e], 0x44), u1 = _mm512_shuffle_f32x4(b[e], b[4 + e], 0xEE);
+    const __m512 u0 = _mm512_shuffle_f32x4(b[e], b[4 + e], 0x44),
+                 u1 = _mm512_shuffle_f32x4(b[e], b[4 + e], 0xEE);
     const __m512 u2 = _mm512_shuffle_f32x4(b[8 + e], b[12 + e], 0x44),
                  u3 = _mm512_shuffle_f32x4(b[8 + e], b[12 + e], 0xEE);
     r[e] = _mm512_shuffle_f32x4(u0, u2, 0x88);
@@ -218,7 +219,8 @@ HWY_INLINE void Transpose16x16(__m512 r[16]) {
 // InverseRegs (the identity half lives in the columns already eliminated; the
 // row swaps become column swaps at the end), transposed back, 16 contiguous
 // stores. Only 16 live vectors: no spills, no gathers or scatters.
-HWY_INLINE void Inverse4x16F32(const float* HWY_RESTRICT a, float* HWY_RESTRICT c, int32_t* HWY_RESTRICT info) {
+HWY_INLINE void Inverse4x16F32(const float* HWY_RESTRICT a, float* HWY_RESTRICT c,
+                               int32_t* HWY_RESTRICT info) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
   __m512 r[16];
@@ -227,9 +229,10 @@ HWY_INLINE void Inverse4x16F32(const float* HWY_RESTRICT a, float* HWY_RESTRICT 
   Transpose16x16(r);
   V m[4][4];
   KILN_UNROLL
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 4; ++i) {
     KILN_UNROLL
     for (int j = 0; j < 4; ++j) m[i][j] = V{r[4 * i + j]};
+  }
   const V zero = hn::Zero(d), one = hn::Set(d, 1.0f);
   V inf = zero, pk[4];
   KILN_UNROLL
@@ -264,7 +267,8 @@ HWY_INLINE void Inverse4x16F32(const float* HWY_RESTRICT a, float* HWY_RESTRICT 
       if (i == k) continue;
       const V f = m[i][k];
       KILN_UNROLL
-      for (int j = 0; j < 4; ++j) m[i][j] = j == k ? hn::Neg(hn::Mul(f, rp)) : hn::NegMulAdd(f, m[k][j], m[i][j]);
+      for (int j = 0; j < 4; ++j)
+        m[i][j] = j == k ? hn::Neg(hn::Mul(f, rp)) : hn::NegMulAdd(f, m[k][j], m[i][j]);
     }
   }
   KILN_UNROLL
@@ -281,9 +285,10 @@ HWY_INLINE void Inverse4x16F32(const float* HWY_RESTRICT a, float* HWY_RESTRICT 
     }
   }
   KILN_UNROLL
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 4; ++i) {
     KILN_UNROLL
     for (int j = 0; j < 4; ++j) r[4 * i + j] = m[i][j].raw;
+  }
   Transpose16x16(r);
   KILN_UNROLL
   for (int i = 0; i < 16; ++i) _mm512_storeu_ps(c + 16 * i, r[i]);

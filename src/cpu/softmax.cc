@@ -399,7 +399,8 @@ void split_row(const float* x, float* y, int64_t n, bool log, int nt) {
   });
 }
 
-void rows_serial(const float* x, int64_t sx, float* y, int64_t sy, int64_t r0, int64_t r1, int64_t n, bool log) {
+void rows_serial(const float* x, int64_t sx, float* y, int64_t sy, int64_t r0, int64_t r1, int64_t n,
+                 bool log) {
   for (int64_t r = r0; r < r1; ++r) HWY_DYNAMIC_DISPATCH(SoftmaxRow)(x + r * sx, y + r * sy, n, log);
 }
 

@@ -57,7 +57,8 @@ InvEx inv_ex(const Tensor& A, bool check_errors) {
   const Shape batch = batch_shape(A);
   const int64_t n = A.size(-1), count = numel_of(batch);
   const bool small = small_path(A.dtype(), n, n) && count > 0;
-  Tensor info = small ? empty(batch, DType::Int32) : zeros(batch, DType::Int32);  // the kernel writes every entry
+  Tensor info =
+      small ? empty(batch, DType::Int32) : zeros(batch, DType::Int32);  // the kernel writes every entry
   Tensor out;
   if (small) {
     Tensor a = A.contiguous();

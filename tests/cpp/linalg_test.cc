@@ -129,8 +129,8 @@ TEST(LinalgInv, BatchedFourByFourAcrossThreads) {
         }
         for (int i = 0; i < 4; ++i)
           for (int j = 0; j < 4; ++j)
-            worst = std::max(worst, std::abs(double(x[b * 16 + i * 4 + j]) - m[i][j + 4]) / scale /
-                                        (na * ni * 0x1p-24));
+            worst = std::max(
+                worst, std::abs(double(x[b * 16 + i * 4 + j]) - m[i][j + 4]) / scale / (na * ni * 0x1p-24));
       }
       EXPECT_LT(worst, 16.0) << "count " << count << " threads " << nt;
       EXPECT_THROW(linalg::inv(A), Error);

@@ -269,7 +269,8 @@ TEST(Softmax, ExpUlp) {
 // than a block and a vector.
 TEST(Softmax, EveryTarget) {
   for_each_target([] {
-    for (int64_t n : std::initializer_list<int64_t>{1, 5, 17, 100, kiln::cpu::kSoftmaxBlock - 1, kiln::cpu::kSoftmaxBlock + 3, 40000}) {
+    for (int64_t n : std::initializer_list<int64_t>{1, 5, 17, 100, kiln::cpu::kSoftmaxBlock - 1,
+                                                    kiln::cpu::kSoftmaxBlock + 3, 40000}) {
       const Tensor x = from_vals(random_vals(3 * n, 5.0f, uint32_t(n)), {3, n});
       for (bool log : {false, true}) {
         SCOPED_TRACE(testing::Message() << "n=" << n << " log=" << log);
@@ -291,7 +292,8 @@ TEST(Softmax, ThreadSplitThresholds) {
       for (int64_t rows : {1, 3, 5}) {
         const Tensor x = from_vals(random_vals(rows * n, 4.0f, uint32_t(n * 7 + rows)), {rows, n});
         for (bool log : {false, true}) {
-          SCOPED_TRACE(testing::Message() << "threads=" << nt << " n=" << n << " rows=" << rows << " log=" << log);
+          SCOPED_TRACE(testing::Message()
+                       << "threads=" << nt << " n=" << n << " rows=" << rows << " log=" << log);
           expect_close(log ? log_softmax(x, -1) : softmax(x, -1), x, -1, log, 1.2e-7);
         }
       }

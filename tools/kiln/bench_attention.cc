@@ -100,10 +100,11 @@ int run_attention(AttnOptions opt) {
   if (!peer_info.is_null()) doc["peers"] = peer_info;
   if (!missing.empty()) doc["missing"] = missing;
   char header[256];
-  std::snprintf(header, sizeof header,
-                "kiln %s bench attention: decode, %d q heads / %d kv heads / head_dim %d, %d threads, roof %.1f GB/s",
-                kiln::kVersion, opt.hq, opt.hkv, opt.d, kiln::num_threads(),
-                doc["machine"]["roof"]["median_gbps"].get<double>());
+  std::snprintf(
+      header, sizeof header,
+      "kiln %s bench attention: decode, %d q heads / %d kv heads / head_dim %d, %d threads, roof %.1f GB/s",
+      kiln::kVersion, opt.hq, opt.hkv, opt.d, kiln::num_threads(),
+      doc["machine"]["roof"]["median_gbps"].get<double>());
   bench::emit_report(doc, opt.out, opt.json, header);
   return 0;
 }

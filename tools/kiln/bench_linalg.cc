@@ -133,7 +133,8 @@ json run_peers(const std::string& python, const json& cases, int repeat, int war
   close(fd);
   const std::string cmd = shell_quote(python) + " " + path + " " + shell_quote(cases.dump()) + " " +
                           std::to_string(repeat) + " " + std::to_string(warmup) + " " +
-                          std::to_string(kiln::num_threads()) + (torch_only ? " torch-only" : "") + " 2>/dev/null";
+                          std::to_string(kiln::num_threads()) + (torch_only ? " torch-only" : "") +
+                          " 2>/dev/null";
   std::string out;
   if (FILE* p = popen(cmd.c_str(), "r")) {
     char buf[4096];

@@ -100,7 +100,11 @@ int run_softmax(SoftmaxOptions opt) {
       r.extra["time_per_row_s"] = r.median_s / double(std::max<int64_t>(rows, 1));
       r.extra["bytes_note"] = "1 read + 1 write of float32";
       results.push_back(r.to_json());
-      peer_cases.push_back({{"name", nm}, {"kind", "softmax"}, {"shape", shape}, {"dim", dim}, {"log", log},
+      peer_cases.push_back({{"name", nm},
+                            {"kind", "softmax"},
+                            {"shape", shape},
+                            {"dim", dim},
+                            {"log", log},
                             {"copies", rot.copies}});
       xs.clear();
       kiln::empty_cache();
@@ -129,17 +133,18 @@ int run_softmax(SoftmaxOptions opt) {
       geo[*kind ? std::string(kind).substr(0, std::string(kind).size() - 1) : "all"] = std::exp(s / k);
   }
   const sys::RoofStats all = runner.roof_stats();
-  json doc = {{"command", "bench softmax"},
-              {"kiln_version", kiln::kVersion},
-              {"machine", bench::machine_json(all.passes > 0 ? all : first)},
-              {"cases_file", source},
-              {"quick", opt.quick},
-              {"repeat", opt.repeat},
-              {"warmup", opt.warmup},
-              {"timing_rule",
-               "each timed call follows one pass of the read roof (caches cold, pool warm); "
-               "the torch peer follows a read of the same size likewise, over the same rotation of input copies"},
-              {"results", results}};
+  json doc = {
+      {"command", "bench softmax"},
+      {"kiln_version", kiln::kVersion},
+      {"machine", bench::machine_json(all.passes > 0 ? all : first)},
+      {"cases_file", source},
+      {"quick", opt.quick},
+      {"repeat", opt.repeat},
+      {"warmup", opt.warmup},
+      {"timing_rule",
+       "each timed call follows one pass of the read roof (caches cold, pool warm); "
+       "the torch peer follows a read of the same size likewise, over the same rotation of input copies"},
+      {"results", results}};
   if (!geo.empty()) doc["geomean_speedup_vs_torch"] = geo;
   if (!peer_info.is_null()) doc["peers"] = peer_info;
   if (!missing.empty()) doc["missing"] = missing;
@@ -147,7 +152,8 @@ int run_softmax(SoftmaxOptions opt) {
   char line[256];
   for (const json& r : results) {
     std::string vs;
-    if (r.contains("speedup_vs_torch")) vs = " vs torch " + std::to_string(r["speedup_vs_torch"].get<double>()) + "x";
+    if (r.contains("speedup_vs_torch"))
+      vs = " vs torch " + std::to_string(r["speedup_vs_torch"].get<double>()) + "x";
     std::snprintf(line, sizeof line, "  %-40s %9.2f us/row%s\n", r["name"].get<std::string>().c_str(),
                   r["time_per_row_s"].get<double>() * 1e6, vs.c_str());
     after += line;

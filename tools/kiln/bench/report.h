@@ -3,9 +3,8 @@
 // or the table with its not-measured lines).
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace kiln::cli::bench {
 
@@ -19,7 +18,7 @@ nlohmann::json add_torch_peer(const std::string& peer_python, const nlohmann::js
 // Writes doc to out_path when set; then prints doc as JSON (as_json), or the
 // header line, the table of doc["results"], after_table and one line per entry
 // of doc["missing"].
-void emit_report(const nlohmann::json& doc, const std::string& out_path, bool as_json, const std::string& header,
-                 const std::string& after_table = "");
+void emit_report(const nlohmann::json& doc, const std::string& out_path, bool as_json,
+                 const std::string& header, const std::string& after_table = "");
 
 }  // namespace kiln::cli::bench
