@@ -8,7 +8,9 @@
 #include "cpu/linalg_small.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <type_traits>
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/linalg_small.cc"
@@ -174,27 +176,163 @@ HWY_INLINE void InverseRegs(const T* HWY_RESTRICT a, T* HWY_RESTRICT c, int32_t*
 }
 #endif
 
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+// Every loop below has a constant trip count; unrolled, its arrays of vectors
+// become registers.
+#define KILN_UNROLL _Pragma("GCC unroll 16")
+
+// 16 x 16 float transpose in registers: lane j of r[i] -> lane i of r[j].
+// Unpack pairs of rows, then pairs of pairs (as doubles), then the 4 x 4
+// grid of 128-bit blocks in two steps of shuffle_f32x4.
+HWY_INLINE void Transpose16x16(__m512 r[16]) {
+  __m512 a[16], b[16];
+  KILN_UNROLL
+  for (int p = 0; p < 8; ++p) {
+    a[2 * p] = _mm512_unpacklo_ps(r[2 * p], r[2 * p + 1]);
+    a[2 * p + 1] = _mm512_unpackhi_ps(r[2 * p], r[2 * p + 1]);
+  }
+  KILN_UNROLL
+  for (int q = 0; q < 4; ++q) {  // b[4q + e], block k: element 4k + e of rows 4q..4q+3
+    const __m512d a0 = _mm512_castps_pd(a[4 * q]), a1 = _mm512_castps_pd(a[4 * q + 1]);
+    const __m512d a2 = _mm512_castps_pd(a[4 * q + 2]), a3 = _mm512_castps_pd(a[4 * q + 3]);
+    b[4 * q] = _mm512_castpd_ps(_mm512_unpacklo_pd(a0, a2));
+    b[4 * q + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a0, a2));
+    b[4 * q + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(a1, a3));
+    b[4 * q + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(a1, a3));
+  }
+  KILN_UNROLL
+  for (int e = 0; e < 4; ++e) {  // block k of b[e], b[4+e], b[8+e], b[12+e] -> r[4k + e]
+    const __m512 u0 = _mm512_shuffle_f32x4(b[e], b[4 + e], 0x44),
+                 u1 = _mm512_shuffle_f32x4(b[e], b[4 + e], 0xEE);
+    const __m512 u2 = _mm512_shuffle_f32x4(b[8 + e], b[12 + e], 0x44),
+                 u3 = _mm512_shuffle_f32x4(b[8 + e], b[12 + e], 0xEE);
+    r[e] = _mm512_shuffle_f32x4(u0, u2, 0x88);
+    r[4 + e] = _mm512_shuffle_f32x4(u0, u2, 0xDD);
+    r[8 + e] = _mm512_shuffle_f32x4(u1, u3, 0x88);
+    r[12 + e] = _mm512_shuffle_f32x4(u1, u3, 0xDD);
+  }
+}
+
+// Inverses of 16 consecutive 4x4 float matrices (a, c: 16 x 16 floats, one
+// matrix per 64 bytes): 16 contiguous loads transposed so lane l holds matrix
+// l, in-place Gauss-Jordan with the same pivots and arithmetic as
+// InverseRegs (the identity half lives in the columns already eliminated; the
+// row swaps become column swaps at the end), transposed back, 16 contiguous
+// stores. Only 16 live vectors: no spills, no gathers or scatters.
+HWY_INLINE void Inverse4x16F32(const float* HWY_RESTRICT a, float* HWY_RESTRICT c,
+                               int32_t* HWY_RESTRICT info) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  __m512 r[16];
+  KILN_UNROLL
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(a + 16 * i);
+  Transpose16x16(r);
+  V m[4][4];
+  KILN_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    KILN_UNROLL
+    for (int j = 0; j < 4; ++j) m[i][j] = V{r[4 * i + j]};
+  }
+  const V zero = hn::Zero(d), one = hn::Set(d, 1.0f);
+  V inf = zero, pk[4];
+  KILN_UNROLL
+  for (int k = 0; k < 4; ++k) {
+    V best = hn::Abs(m[k][k]);
+    V piv = hn::Set(d, float(k));
+    KILN_UNROLL
+    for (int q = k + 1; q < 4; ++q) {
+      const V v = hn::Abs(m[q][k]);
+      const auto gt = hn::Gt(v, best);
+      best = hn::IfThenElse(gt, v, best);
+      piv = hn::IfThenElse(gt, hn::Set(d, float(q)), piv);
+    }
+    pk[k] = piv;
+    KILN_UNROLL
+    for (int q = k + 1; q < 4; ++q) {
+      const auto sw = hn::Eq(piv, hn::Set(d, float(q)));
+      KILN_UNROLL
+      for (int j = 0; j < 4; ++j) {
+        const V x = m[k][j], y = m[q][j];
+        m[k][j] = hn::IfThenElse(sw, y, x);
+        m[q][j] = hn::IfThenElse(sw, x, y);
+      }
+    }
+    const V p = m[k][k];
+    inf = hn::IfThenElse(hn::And(hn::Eq(p, zero), hn::Eq(inf, zero)), hn::Set(d, float(k + 1)), inf);
+    const V rp = hn::Div(one, p);
+    KILN_UNROLL
+    for (int j = 0; j < 4; ++j) m[k][j] = j == k ? rp : hn::Mul(m[k][j], rp);
+    KILN_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      if (i == k) continue;
+      const V f = m[i][k];
+      KILN_UNROLL
+      for (int j = 0; j < 4; ++j)
+        m[i][j] = j == k ? hn::Neg(hn::Mul(f, rp)) : hn::NegMulAdd(f, m[k][j], m[i][j]);
+    }
+  }
+  KILN_UNROLL
+  for (int k = 3; k >= 0; --k) {  // undo the row swaps as column swaps, last first
+    KILN_UNROLL
+    for (int q = k + 1; q < 4; ++q) {
+      const auto sw = hn::Eq(pk[k], hn::Set(d, float(q)));
+      KILN_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        const V x = m[i][k], y = m[i][q];
+        m[i][k] = hn::IfThenElse(sw, y, x);
+        m[i][q] = hn::IfThenElse(sw, x, y);
+      }
+    }
+  }
+  KILN_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    KILN_UNROLL
+    for (int j = 0; j < 4; ++j) r[4 * i + j] = m[i][j].raw;
+  }
+  Transpose16x16(r);
+  KILN_UNROLL
+  for (int i = 0; i < 16; ++i) _mm512_storeu_ps(c + 16 * i, r[i]);
+  const hn::RebindToSigned<decltype(d)> di;
+  hn::StoreU(hn::ConvertTo(di, inf), di, info);
+}
+#undef KILN_UNROLL
+#endif
+
 template <typename T>
 void GaussJordanRange(const T* a, T* c, int32_t* info, int64_t begin, int64_t end, int n, int m,
                       bool identity_rhs) {
   const hn::ScalableTag<T> d;
   const size_t L = hn::Lanes(d);
-  auto buf = hwy::AllocateAligned<T>(size_t(n) * (n + m) * L);
+  // Scratch for one chunk of [A | C] (n, m <= 16), on the stack where it fits
+  // (every fixed-width target): no allocation per call.
+  constexpr size_t kBuf = size_t(kSmallMaxN) * (kSmallMaxN + kSmallMaxRhs) * hn::MaxLanes(d);
+  constexpr bool kOnStack = kBuf * sizeof(T) <= 65536;
+  HWY_ALIGN T stack_buf[kOnStack ? kBuf : 1];
+  hwy::AlignedFreeUniquePtr<T[]> heap_buf = kOnStack ? nullptr : hwy::AllocateAligned<T>(kBuf);
+  T* buf = kOnStack ? stack_buf : heap_buf.get();
   for (int64_t b = begin; b < end; b += int64_t(L)) {
     const int64_t live = std::min<int64_t>(int64_t(L), end - b);
     const T* ab = a + b * n * n;
     T* cb = c + b * n * m;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+    if constexpr (std::is_same_v<T, float>) {
+      if (identity_rhs && n == 4 && live == 16) {
+        Inverse4x16F32(ab, cb, info + b);
+        continue;
+      }
+    }
+#endif
 #if !HWY_HAVE_SCALABLE
     if (identity_rhs && n <= 4) {
       switch (n) {
         case 2:
-          InverseRegs<2>(ab, cb, info + b, live, buf.get());
+          InverseRegs<2>(ab, cb, info + b, live, buf);
           continue;
         case 3:
-          InverseRegs<3>(ab, cb, info + b, live, buf.get());
+          InverseRegs<3>(ab, cb, info + b, live, buf);
           continue;
         case 4:
-          InverseRegs<4>(ab, cb, info + b, live, buf.get());
+          InverseRegs<4>(ab, cb, info + b, live, buf);
           continue;
         default:
           break;
@@ -203,16 +341,16 @@ void GaussJordanRange(const T* a, T* c, int32_t* info, int64_t begin, int64_t en
 #endif
     switch (n) {
       case 2:
-        GaussJordanChunk<2>(ab, cb, info + b, live, n, m, identity_rhs, buf.get());
+        GaussJordanChunk<2>(ab, cb, info + b, live, n, m, identity_rhs, buf);
         break;
       case 3:
-        GaussJordanChunk<3>(ab, cb, info + b, live, n, m, identity_rhs, buf.get());
+        GaussJordanChunk<3>(ab, cb, info + b, live, n, m, identity_rhs, buf);
         break;
       case 4:
-        GaussJordanChunk<4>(ab, cb, info + b, live, n, m, identity_rhs, buf.get());
+        GaussJordanChunk<4>(ab, cb, info + b, live, n, m, identity_rhs, buf);
         break;
       default:
-        GaussJordanChunk<0>(ab, cb, info + b, live, n, m, identity_rhs, buf.get());
+        GaussJordanChunk<0>(ab, cb, info + b, live, n, m, identity_rhs, buf);
         break;
     }
   }
@@ -307,19 +445,42 @@ HWY_EXPORT(GaussJordanF64);
 HWY_EXPORT(TrsmLeftF32);
 
 namespace {
-// Systems per parallel task: enough work to amortize the hand-off.
-int64_t grain_for(int n, int m) { return std::max<int64_t>(64, 65536 / (int64_t(n) * (n + m) * n + 1)); }
+// Systems per claimed piece of work: enough to amortize the claim, small
+// enough that a thread arriving late (or descheduled on a busy machine) leaves
+// the rest to the others instead of the whole call waiting on its half.
+int64_t piece_for(int n, int m) {
+  const int64_t per = std::max<int64_t>(256, (int64_t(1) << 19) / (int64_t(n) * (n + m) * n + 1));
+  return (per + 63) / 64 * 64;  // whole SIMD chunks
+}
+
+// Runs fn(begin, end) over [0, count) in pieces that the pool's threads claim
+// one at a time; contiguous pieces, no allocation.
+template <typename F>
+void claim_pieces(int64_t count, int64_t piece, F&& fn) {
+  const int64_t pieces = (count + piece - 1) / piece;
+  const int nt = kiln::num_threads();
+  if (pieces <= 1 || nt <= 1 || kiln::in_parallel_region()) {
+    fn(0, count);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  kiln::parallel_for(0, std::min<int64_t>(nt, pieces), 1, [&](int64_t, int64_t) {
+    for (int64_t p = next.fetch_add(1, std::memory_order_relaxed); p < pieces;
+         p = next.fetch_add(1, std::memory_order_relaxed))
+      fn(p * piece, std::min(count, (p + 1) * piece));
+  });
+}
 }  // namespace
 
 void small_gauss_jordan(const float* a, float* c, int32_t* info, int64_t count, int n, int m,
                         bool identity_rhs) {
-  kiln::parallel_for(0, count, grain_for(n, m), [&](int64_t b, int64_t e) {
+  claim_pieces(count, piece_for(n, m), [&](int64_t b, int64_t e) {
     HWY_DYNAMIC_DISPATCH(GaussJordanF32)(a, c, info, b, e, n, m, identity_rhs);
   });
 }
 void small_gauss_jordan(const double* a, double* c, int32_t* info, int64_t count, int n, int m,
                         bool identity_rhs) {
-  kiln::parallel_for(0, count, grain_for(n, m), [&](int64_t b, int64_t e) {
+  claim_pieces(count, piece_for(n, m), [&](int64_t b, int64_t e) {
     HWY_DYNAMIC_DISPATCH(GaussJordanF64)(a, c, info, b, e, n, m, identity_rhs);
   });
 }

@@ -1,22 +1,32 @@
-// softmax / log_softmax over contiguous float32 rows. Highway's Exp (1 ulp on
-// [-FLT_MAX, 104]; the argument here is always <= 0, and below -104 it returns
-// 0, which is the correctly rounded f32 result there) does the exponentials.
+// softmax / log_softmax over contiguous float32 rows.
 //
-// Per row: pass 1 max (with a sticky NaN flag: SIMD max drops NaN), pass 2
-// e = exp(x - m) stored in y while summing, pass 3 y *= 1 / sum. log_softmax
-// skips the store in pass 2 and writes y = (x - m) - log(sum) in pass 3. One long
-// row is cut into a chunk per thread; each chunk runs passes 1-2 against its own
-// max m_c, the chunk sums are combined as S = sum_c s_c * exp(m_c - M), and pass 3
-// uses the factor exp(m_c - M) / S for its chunk.
+// One read pass, online: the row goes by in blocks of kBlock floats (8 KiB,
+// L1-resident between the two sweeps a block gets). Each block's max updates
+// the running max M (the running sum S is rescaled by exp(M_old - M_new) when
+// M grows, a scalar step per block, rare after the first blocks), then
+// exp(x - M) is summed into S (f32 lanes per block, f64 across blocks). Then
+// one write pass: log_softmax writes (x - M) - log S; softmax has already
+// stored exp(x - M_b) during the read pass (M_b: the running max that block
+// saw) and scales each block by exp(M_b - M) / S. That costs one exp per
+// element instead of two (recomputing exp(x - M) in the write pass costs ~14
+// vector ops per 16 floats, the scale 3; measured 1.1-1.7x slower), and the
+// stored block is still in L1/L2 when the scale pass comes back to it.
+//
+// The exp is our own (ExpNonPos): Cody-Waite range reduction with a degree-7
+// polynomial, 2^k applied by vscalef on AVX-512 and by two exact power-of-two
+// factors elsewhere, so subnormal results round once. <= 1 ulp against float64
+// over [-104, 0] (tests/cpp/softmax_test.cc sweeps it); exp(NaN) = NaN, which
+// is how a NaN anywhere in a row poisons its sum.
+//
+// A long row is cut into one chunk per thread; each chunk yields (M_c, S_c),
+// the chunks combine as S = sum_c S_c exp(M_c - M), and the write pass runs in
+// parallel again.
 #include "cpu/softmax.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/softmax.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
-// clang-format off: math-inl.h must follow highway.h
-#include <hwy/contrib/math/math-inl.h>
-// clang-format on
 
 #include <cmath>
 #include <limits>
@@ -29,91 +39,205 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
-// Max of x[0..n); NaN if any entry is NaN. n may be 0 (-inf).
-float RowMax(const float* HWY_RESTRICT x, int64_t n) {
-  const DF d;
-  const int64_t N = int64_t(hn::Lanes(d));
-  const VF ninf = hn::Set(d, -std::numeric_limits<float>::infinity());
-  VF m0 = ninf, m1 = ninf, m2 = ninf, m3 = ninf;
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// exp(t) for t <= 0 (t > 0 up to 88.7 is also right; kUpper clamps larger t
+// to give +inf). t < -104 (and -inf) gives 0, the correctly rounded f32 result
+// there; NaN gives NaN.
+template <bool kUpper = false>
+HWY_INLINE VF ExpNonPos(DF d, VF t) {
+  // Lanes below -104 (-inf included) are computed as exp(0) and zeroed at the
+  // end: running them through the scaling would underflow, and an underflow
+  // costs a microcode assist (~100+ cycles) on x86 without flush-to-zero.
+  const auto keep = hn::Not(hn::Lt(t, hn::Set(d, -104.0f)));  // NaN keeps (the compare is false)
+  t = hn::IfThenElseZero(keep, t);
+  if constexpr (kUpper) t = hn::IfThenElse(hn::Gt(t, hn::Set(d, 89.0f)), hn::Set(d, 89.0f), t);
+  // t = k ln2 + r, |r| <= ln2 / 2; ln2 split so k * kLn2Hi is exact (k <= 151).
+  const VF k = hn::Round(hn::Mul(t, hn::Set(d, 1.44269504088896341f)));
+  VF r = hn::MulAdd(k, hn::Set(d, -0.693145751953125f), t);
+  r = hn::MulAdd(k, hn::Set(d, -1.428606765330187045e-6f), r);
+  // e^r by Taylor to degree 7: truncation < r^8 / 8! = 5e-9 relative.
+  VF p = hn::Set(d, 1.0f / 5040.0f);
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f / 720.0f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f / 120.0f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f / 24.0f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f / 6.0f));
+  p = hn::MulAdd(p, r, hn::Set(d, 0.5f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3 && !HWY_HAVE_SCALABLE
+  if constexpr (hn::MaxLanes(d) == 16) return VF{_mm512_maskz_scalef_ps(keep.raw, p.raw, k.raw)};
+#endif
+  // p * 2^k as p * 2^(k/2) * 2^(k - k/2): both factors are normal for
+  // k in [-151, 128], so only the last multiply rounds (once, also into the
+  // subnormal range).
   const hn::RebindToSigned<DF> di;
-  auto bad = hn::Zero(di);  // all-ones in lanes that saw a NaN
-  auto nan_bits = [&](VF v) { return hn::BitCast(di, hn::VecFromMask(d, hn::IsNaN(v))); };
-  int64_t i = 0;
-  for (; i + 4 * N <= n; i += 4 * N) {
-    const VF a = hn::LoadU(d, x + i), b = hn::LoadU(d, x + i + N);
-    const VF c = hn::LoadU(d, x + i + 2 * N), e = hn::LoadU(d, x + i + 3 * N);
-    m0 = hn::Max(m0, a);
-    m1 = hn::Max(m1, b);
-    m2 = hn::Max(m2, c);
-    m3 = hn::Max(m3, e);
-    bad = hn::Or(bad, hn::Or(hn::Or(nan_bits(a), nan_bits(b)), hn::Or(nan_bits(c), nan_bits(e))));
-  }
-  for (; i + N <= n; i += N) {
-    const VF a = hn::LoadU(d, x + i);
-    m0 = hn::Max(m0, a);
-    bad = hn::Or(bad, nan_bits(a));
-  }
-  float m = hn::GetLane(hn::MaxOfLanes(d, hn::Max(hn::Max(m0, m1), hn::Max(m2, m3))));
-  for (; i < n; ++i) {
-    if (std::isnan(x[i])) return x[i];
-    m = x[i] > m ? x[i] : m;
-  }
-  if (!hn::AllFalse(di, hn::Ne(bad, hn::Zero(di)))) return std::numeric_limits<float>::quiet_NaN();
-  return m;
+  const auto ki = hn::ConvertTo(di, k);
+  const auto k1 = hn::ShiftRight<1>(ki);
+  const auto bias = hn::Set(di, 127);
+  const VF f1 = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(k1, bias)));
+  const VF f2 = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::Sub(ki, k1), bias)));
+  return hn::IfThenElseZero(keep, hn::Mul(hn::Mul(p, f1), f2));
 }
 
-// sum exp(x[i] * s - m); when y != nullptr also stores the exponentials.
-// Blocks of 256 sum in f32 lanes, blocks add up in double.
-template <bool kStore>
-double ExpSum(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, int64_t n, float s, float m) {
+// Lanes [0, r) of x, the rest `fill` (0 < r < Lanes), and its store
+// counterpart. AVX2 and AVX-512 mask the memory access itself; elsewhere
+// Highway's MaskedLoad / BlendedStore may touch every lane, so a buffer.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !HWY_HAVE_SCALABLE
+HWY_INLINE VF LoadTail(DF d, const float* HWY_RESTRICT x, int64_t r, float fill) {
+  const auto m = hn::FirstN(d, size_t(r));
+  return hn::IfThenElse(m, hn::MaskedLoad(m, d, x), hn::Set(d, fill));
+}
+HWY_INLINE void StoreTail(DF d, VF v, float* HWY_RESTRICT y, int64_t r) {
+  hn::BlendedStore(v, hn::FirstN(d, size_t(r)), d, y);
+}
+#else
+HWY_INLINE VF LoadTail(DF d, const float* HWY_RESTRICT x, int64_t r, float fill) {
+  HWY_ALIGN float buf[hn::MaxLanes(d)];
+  for (size_t j = 0; j < hn::Lanes(d); ++j) buf[j] = int64_t(j) < r ? x[j] : fill;
+  return hn::Load(d, buf);
+}
+HWY_INLINE void StoreTail(DF d, VF v, float* HWY_RESTRICT y, int64_t r) {
+  HWY_ALIGN float buf[hn::MaxLanes(d)];
+  hn::Store(v, d, buf);
+  for (int64_t j = 0; j < r; ++j) y[j] = buf[j];
+}
+#endif
+
+// Max of x[0..n) for 0 < n; with NaN present the result may or may not be NaN
+// (SIMD max drops NaN operands): callers detect NaN through the exp sum.
+HWY_INLINE float BlockMax(const float* HWY_RESTRICT x, int64_t n) {
   const DF d;
   const int64_t N = int64_t(hn::Lanes(d));
-  const VF vs = hn::Set(d, s), vm = hn::Set(d, m);
+  VF m0 = hn::Set(d, -kInf), m1 = m0, m2 = m0, m3 = m0;
+  int64_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    m0 = hn::Max(m0, hn::LoadU(d, x + i));
+    m1 = hn::Max(m1, hn::LoadU(d, x + i + N));
+    m2 = hn::Max(m2, hn::LoadU(d, x + i + 2 * N));
+    m3 = hn::Max(m3, hn::LoadU(d, x + i + 3 * N));
+  }
+  for (; i + N <= n; i += N) m0 = hn::Max(m0, hn::LoadU(d, x + i));
+  if (i < n) m1 = hn::Max(m1, LoadTail(d, x + i, n - i, -kInf));
+  return hn::GetLane(hn::MaxOfLanes(d, hn::Max(hn::Max(m0, m1), hn::Max(m2, m3))));
+}
+
+// sum exp(x[i] * s - m) over x[0..n): f32 lane sums of at most 16 terms per
+// lane, then f64; kStore also writes the exponentials to y (y may be x).
+template <bool kStore, bool kScale>
+HWY_INLINE double ExpBlock(const float* x, float* y, int64_t n, float s, float m) {
+  const DF d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  const VF vm = hn::Set(d, m), vs = hn::Set(d, s);
+  auto arg = [&](VF v) { return kScale ? hn::MulSub(v, vs, vm) : hn::Sub(v, vm); };
   double total = 0.0;
-  constexpr int64_t kBlock = 256;  // short f32 lane sums: a lane holding exp(0) = 1 loses little
-  for (int64_t b = 0; b < n; b += kBlock) {
-    const int64_t end = b + kBlock < n ? b + kBlock : n;
-    VF s0 = hn::Zero(d), s1 = hn::Zero(d);
-    int64_t i = b;
-    for (; i + 2 * N <= end; i += 2 * N) {
-      const VF e0 = hn::Exp(d, hn::MulSub(hn::LoadU(d, x + i), vs, vm));
-      const VF e1 = hn::Exp(d, hn::MulSub(hn::LoadU(d, x + i + N), vs, vm));
+  int64_t i = 0;
+  while (i + 4 * N <= n) {
+    VF s0 = hn::Zero(d), s1 = s0, s2 = s0, s3 = s0;
+    const int64_t end = i + 64 * N < n ? i + 64 * N : n;
+    for (; i + 4 * N <= end; i += 4 * N) {
+      const VF e0 = ExpNonPos(d, arg(hn::LoadU(d, x + i)));
+      const VF e1 = ExpNonPos(d, arg(hn::LoadU(d, x + i + N)));
+      const VF e2 = ExpNonPos(d, arg(hn::LoadU(d, x + i + 2 * N)));
+      const VF e3 = ExpNonPos(d, arg(hn::LoadU(d, x + i + 3 * N)));
       if constexpr (kStore) {
         hn::StoreU(e0, d, y + i);
         hn::StoreU(e1, d, y + i + N);
+        hn::StoreU(e2, d, y + i + 2 * N);
+        hn::StoreU(e3, d, y + i + 3 * N);
       }
       s0 = hn::Add(s0, e0);
       s1 = hn::Add(s1, e1);
+      s2 = hn::Add(s2, e2);
+      s3 = hn::Add(s3, e3);
     }
-    for (; i + N <= end; i += N) {
-      const VF e0 = hn::Exp(d, hn::MulSub(hn::LoadU(d, x + i), vs, vm));
-      if constexpr (kStore) hn::StoreU(e0, d, y + i);
-      s0 = hn::Add(s0, e0);
-    }
-    if (i < end) {  // tail: a partial vector, padded with -inf (exp -> 0)
-      HWY_ALIGN float buf[hn::MaxLanes(d)];
-      const int64_t r = end - i;
-      for (int64_t j = 0; j < N; ++j) buf[j] = j < r ? x[i + j] : -std::numeric_limits<float>::infinity();
-      const VF e0 = hn::Exp(d, hn::MulSub(hn::Load(d, buf), vs, vm));
-      hn::Store(e0, d, buf);
-      if constexpr (kStore) {
-        for (int64_t j = 0; j < r; ++j) y[i + j] = buf[j];
-      }
-      s0 = hn::Add(s0, e0);
-    }
-    total += double(hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1))));
+    total += double(hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)))));
   }
-  return total;
+  VF s0 = hn::Zero(d);
+  for (; i + N <= n; i += N) {
+    const VF e0 = ExpNonPos(d, arg(hn::LoadU(d, x + i)));
+    if constexpr (kStore) hn::StoreU(e0, d, y + i);
+    s0 = hn::Add(s0, e0);
+  }
+  if (i < n) {  // tail lanes padded with -inf: exp -> 0
+    const VF e0 = ExpNonPos(d, arg(LoadTail(d, x + i, n - i, -kInf)));
+    if constexpr (kStore) StoreTail(d, e0, y + i, n - i);
+    s0 = hn::Add(s0, e0);
+  }
+  return total + double(hn::GetLane(hn::SumOfLanes(d, s0)));
+}
+
+constexpr int64_t kBlock = kSoftmaxBlock;
+
+// The online read pass over x[0..n): running max *m_out and sum
+// *s_out = sum exp(x - *m_out) (NaN when x holds a NaN, or +inf; 0 with max
+// -inf when every entry is -inf). kStore (softmax): y gets exp(x - bm[b]) in
+// block b, bm[b] being the running max when block b went by; otherwise y is
+// only prefetched for the write pass to come.
+template <bool kStore>
+void OnlinePass(const float* x, float* y, int64_t n, float* bm, float* m_out, double* s_out) {
+  float M = -kInf;
+  double S = 0.0;
+  for (int64_t lo = 0, b = 0; lo < n; lo += kBlock, ++b) {
+    const int64_t len = n - lo < kBlock ? n - lo : kBlock;
+    // log_softmax: claim this block's output lines for writing while the exps
+    // compute, so the store-only write pass doesn't wait on a read for
+    // ownership per line (measured: -5..-25% time; softmax's own stores here
+    // overlap with the exps already, and prefetching them cost 5-15%).
+    if constexpr (!kStore)
+      for (int64_t i = 0; i < len; i += 16) __builtin_prefetch(y + lo + i, 1, 3);
+    const float bmax = BlockMax(x + lo, len);
+    if (bmax > M) {
+      if (M != -kInf) S *= std::exp(double(M) - double(bmax));  // M = -inf: S is 0 (or NaN) as it is
+      M = bmax;
+    }
+    if constexpr (kStore) bm[b] = M;
+    if (M == -kInf) {  // every entry so far -inf (or NaN, which SIMD max may drop)
+      for (int64_t i = lo; i < lo + len; ++i) {
+        if (std::isnan(x[i])) S = std::numeric_limits<double>::quiet_NaN();
+        if constexpr (kStore) y[i] = 0.0f;
+      }
+      continue;
+    }
+    S += (ExpBlock<kStore, false>(x + lo, y + lo, len, 1.0f, M));
+  }
+  *m_out = M;
+  *s_out = S;
+}
+
+void OnlineStats(const float* x, float* y, int64_t n, bool store, float* bm, float* m_out, double* s_out) {
+  if (store) {
+    OnlinePass<true>(x, y, n, bm, m_out, s_out);
+  } else {
+    OnlinePass<false>(x, y, n, nullptr, m_out, s_out);  // y: prefetched only
+  }
 }
 
 // y[i] *= c.
-void Scale(float* HWY_RESTRICT y, int64_t n, float c) {
+HWY_INLINE void ScaleRange(float* HWY_RESTRICT y, int64_t n, float c) {
   const DF d;
   const int64_t N = int64_t(hn::Lanes(d));
   const VF vc = hn::Set(d, c);
   int64_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    hn::StoreU(hn::Mul(hn::LoadU(d, y + i), vc), d, y + i);
+    hn::StoreU(hn::Mul(hn::LoadU(d, y + i + N), vc), d, y + i + N);
+  }
   for (; i + N <= n; i += N) hn::StoreU(hn::Mul(hn::LoadU(d, y + i), vc), d, y + i);
-  for (; i < n; ++i) y[i] *= c;
+  if (i < n) StoreTail(d, hn::Mul(LoadTail(d, y + i, n - i, 0.0f), vc), y + i, n - i);
+}
+
+// The softmax write pass over a chunk whose read pass stored exp(x - bm[b]):
+// block b scales by exp(bm[b] - M) / S.
+void ScaleBlocks(float* y, int64_t n, const float* bm, float M, double S) {
+  float last = std::numeric_limits<float>::quiet_NaN(), c = 0.0f;
+  for (int64_t lo = 0, b = 0; lo < n; lo += kBlock, ++b) {
+    if (!(bm[b] == last)) {  // consecutive blocks mostly share the running max
+      last = bm[b];
+      c = bm[b] == M ? float(1.0 / S) : float(std::exp(double(bm[b]) - double(M)) / S);
+    }
+    ScaleRange(y + lo, n - lo < kBlock ? n - lo : kBlock, c);
+  }
 }
 
 // y[i] = (x[i] - m) - l.
@@ -122,53 +246,77 @@ void SubSub(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, int64_t n, float
   const int64_t N = int64_t(hn::Lanes(d));
   const VF vm = hn::Set(d, m), vl = hn::Set(d, l);
   int64_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    hn::StoreU(hn::Sub(hn::Sub(hn::LoadU(d, x + i), vm), vl), d, y + i);
+    hn::StoreU(hn::Sub(hn::Sub(hn::LoadU(d, x + i + N), vm), vl), d, y + i + N);
+  }
   for (; i + N <= n; i += N) hn::StoreU(hn::Sub(hn::Sub(hn::LoadU(d, x + i), vm), vl), d, y + i);
-  for (; i < n; ++i) y[i] = (x[i] - m) - l;
+  if (i < n) StoreTail(d, hn::Sub(hn::Sub(LoadTail(d, x + i, n - i, 0.0f), vm), vl), y + i, n - i);
 }
 
-void Fill(float* HWY_RESTRICT y, int64_t n, float v) {
+void Fill(float* y, int64_t n, float v) {
   for (int64_t i = 0; i < n; ++i) y[i] = v;
 }
 
-// One whole row, serially.
-void SoftmaxRow(const float* x, float* y, int64_t n, bool log) {
-  const float m = RowMax(x, n);
-  if (!std::isfinite(m)) return Fill(y, n, std::numeric_limits<float>::quiet_NaN());
-  if (log) {
-    const double s = ExpSum<false>(x, nullptr, n, 1.0f, m);
-    SubSub(x, y, n, m, float(std::log(s)));
-  } else {
-    const double s = ExpSum<true>(x, y, n, 1.0f, m);
-    Scale(y, n, float(1.0 / s));
-  }
-}
+// A row's result is NaN unless its max is finite and its sum a positive number
+// (a NaN entry makes the sum NaN; +inf makes the max +inf; all -inf: sum 0).
+HWY_INLINE bool Poisoned(float M, double S) { return !std::isfinite(M) || !(S > 0.0); }
 
-// Chunk passes of a split row: its max and its sum against that max.
-void ChunkStats(const float* x, float* y, int64_t n, bool log, float* m_out, double* s_out) {
-  const float m = RowMax(x, n);
-  *m_out = m;
-  if (!std::isfinite(m)) {  // NaN / +inf poison the row; -inf (all -inf) adds 0
-    *s_out = 0.0;
-    return;
+// One whole row, serially, with the block maxima on the stack when they fit.
+void SoftmaxRow(const float* x, float* y, int64_t n, bool log) {
+  constexpr int64_t kStackBlocks = 64;
+  float M;
+  double S;
+  if (log) {
+    OnlinePass<false>(x, y, n, nullptr, &M, &S);  // y: prefetched only
+    if (Poisoned(M, S)) return Fill(y, n, std::numeric_limits<float>::quiet_NaN());
+    return SubSub(x, y, n, M, float(std::log(S)));
   }
-  *s_out = log ? ExpSum<false>(x, nullptr, n, 1.0f, m) : ExpSum<true>(x, y, n, 1.0f, m);
+  const int64_t nb = (n + kBlock - 1) / kBlock;
+  float stack_bm[kStackBlocks];
+  float* bm = stack_bm;
+  float* heap_bm = nb > kStackBlocks ? new float[size_t(nb)] : nullptr;
+  if (heap_bm != nullptr) bm = heap_bm;
+  OnlinePass<true>(x, y, n, bm, &M, &S);
+  if (Poisoned(M, S)) {
+    Fill(y, n, std::numeric_limits<float>::quiet_NaN());
+  } else {
+    ScaleBlocks(y, n, bm, M, S);
+  }
+  delete[] heap_bm;
 }
 
 void ExpF32(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, int64_t n) {
   const DF d;
   const int64_t N = int64_t(hn::Lanes(d));
   int64_t i = 0;
-  for (; i + N <= n; i += N) hn::StoreU(hn::Exp(d, hn::LoadU(d, x + i)), d, y + i);
-  if (i < n) {
-    HWY_ALIGN float buf[hn::MaxLanes(d)] = {};
-    for (int64_t j = 0; j < n - i; ++j) buf[j] = x[i + j];
-    hn::Store(hn::Exp(d, hn::Load(d, buf)), d, buf);
-    for (int64_t j = 0; j < n - i; ++j) y[i + j] = buf[j];
+  for (; i + N <= n; i += N) hn::StoreU(ExpNonPos<true>(d, hn::LoadU(d, x + i)), d, y + i);
+  if (i < n) StoreTail(d, ExpNonPos<true>(d, LoadTail(d, x + i, n - i, 0.0f)), y + i, n - i);
+}
+
+float RowMax(const float* x, int64_t n) {
+  // BlockMax may drop NaN; sampling wants it reported.
+  if (n <= 0) return -kInf;
+  const float m = BlockMax(x, n);
+  if (std::isnan(m)) return m;
+  const DF d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  auto bad = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) {
+    const VF v = hn::LoadU(d, x + i);
+    bad = hn::Or(bad, hn::VecFromMask(d, hn::IsNaN(v)));
   }
+  for (; i < n; ++i)
+    if (std::isnan(x[i])) return x[i];
+  return hn::AllTrue(d, hn::Eq(bad, hn::Zero(d))) ? m : std::numeric_limits<float>::quiet_NaN();
 }
 
 double ExpSumScaled(const float* x, int64_t n, float s, float m) {
-  return ExpSum<false>(x, nullptr, n, s, m);
+  double total = 0.0;
+  for (int64_t lo = 0; lo < n; lo += kBlock)
+    total += (ExpBlock<false, true>(x + lo, nullptr, n - lo < kBlock ? n - lo : kBlock, s, m));
+  return total;
 }
 
 }  // namespace HWY_NAMESPACE
@@ -177,76 +325,106 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 #include "kiln/thread_pool.h"
 
 namespace kiln::cpu {
 HWY_EXPORT(RowMax);
 HWY_EXPORT(SoftmaxRow);
-HWY_EXPORT(ChunkStats);
-HWY_EXPORT(Scale);
+HWY_EXPORT(OnlineStats);
+HWY_EXPORT(ScaleBlocks);
 HWY_EXPORT(SubSub);
 HWY_EXPORT(ExpF32);
 HWY_EXPORT(ExpSumScaled);
 
 namespace {
-// A row shorter than this is not worth splitting across threads.
-constexpr int64_t kSplitMin = 16384;
-// Elements per parallel chunk when batching whole rows.
-constexpr int64_t kRowGrainElems = 16384;
 
+inline void spin_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// One long row over nt threads in a single parallel region: each thread's
+// chunk gets the online read pass, the threads meet at a barrier, and each
+// writes the chunk it read (still in its own L2). nt chunks for nt pool
+// threads: a thread waiting at the barrier holds one chunk, so the others are
+// left to the threads still to arrive.
 void split_row(const float* x, float* y, int64_t n, bool log, int nt) {
-  // Chunks of a multiple of 64 floats (cache lines), one per thread.
-  const int64_t per = ((n + nt - 1) / nt + 63) / 64 * 64;
+  // Chunks of whole blocks (a chunk's block maxima line up with ScaleBlocks').
+  constexpr int64_t kB = kSoftmaxBlock;
+  const int64_t blocks = (n + kB - 1) / kB;
+  const int64_t per = (blocks + nt - 1) / nt * kB;
   const int nc = int((n + per - 1) / per);
-  float m[64];
-  double s[64];
+  float m[kSoftmaxMaxThreads];
+  double s[kSoftmaxMaxThreads];
+  float stack_bm[512];
+  std::vector<float> heap_bm(log || blocks <= 512 ? 0 : size_t(blocks));
+  float* bm = blocks <= 512 ? stack_bm : heap_bm.data();
+  std::atomic<int> arrived{0};
   parallel_for(0, nc, 1, [&](int64_t b, int64_t e) {
-    for (int64_t c = b; c < e; ++c) {
+    for (int64_t c = b; c < e; ++c) {  // one chunk per call (nc <= pool size)
       const int64_t lo = c * per, len = std::min(per, n - lo);
-      HWY_DYNAMIC_DISPATCH(ChunkStats)(x + lo, y + lo, len, log, &m[c], &s[c]);
-    }
-  });
-  float M = -std::numeric_limits<float>::infinity();
-  bool nan = false;
-  for (int c = 0; c < nc; ++c) {
-    if (std::isnan(m[c])) nan = true;
-    M = std::max(M, m[c]);
-  }
-  if (nan || !std::isfinite(M)) {
-    std::fill(y, y + n, std::numeric_limits<float>::quiet_NaN());
-    return;
-  }
-  double S = 0.0;
-  for (int c = 0; c < nc; ++c) S += s[c] * std::exp(double(m[c]) - double(M));
-  const double lse = std::log(S);
-  parallel_for(0, nc, 1, [&](int64_t b, int64_t e) {
-    for (int64_t c = b; c < e; ++c) {
-      const int64_t lo = c * per, len = std::min(per, n - lo);
-      if (log) {
-        HWY_DYNAMIC_DISPATCH(SubSub)(x + lo, y + lo, len, M, float(lse));
-      } else if (m[c] == -std::numeric_limits<float>::infinity()) {
-        std::fill(y + lo, y + lo + len, 0.0f);  // chunk of -inf entries
+      float* bmc = log ? nullptr : bm + lo / kB;
+      HWY_DYNAMIC_DISPATCH(OnlineStats)(x + lo, y + lo, len, !log, bmc, &m[c], &s[c]);
+      arrived.fetch_add(1, std::memory_order_acq_rel);
+      for (int spins = 0; arrived.load(std::memory_order_acquire) < nc; ++spins) {
+        if (spins < 4096) {
+          spin_pause();
+        } else {
+          std::this_thread::yield();  // more threads than cores: let the late one run
+        }
+      }
+      float M = -std::numeric_limits<float>::infinity();
+      for (int k = 0; k < nc; ++k) M = std::max(M, m[k]);
+      double S = 0.0;
+      for (int k = 0; k < nc; ++k) S += s[k] * std::exp(double(m[k]) - double(M));  // chunk of -inf: 0 * 0
+      if (!std::isfinite(M) || !(S > 0.0)) {  // NaN / +inf / all -inf, as SoftmaxRow
+        std::fill(y + lo, y + lo + len, std::numeric_limits<float>::quiet_NaN());
+      } else if (log) {
+        HWY_DYNAMIC_DISPATCH(SubSub)(x + lo, y + lo, len, M, float(std::log(S)));
       } else {
-        HWY_DYNAMIC_DISPATCH(Scale)(y + lo, len, float(std::exp(double(m[c]) - double(M)) / S));
+        HWY_DYNAMIC_DISPATCH(ScaleBlocks)(y + lo, len, bmc, M, S);
       }
     }
   });
 }
+
+void rows_serial(const float* x, int64_t sx, float* y, int64_t sy, int64_t r0, int64_t r1, int64_t n,
+                 bool log) {
+  for (int64_t r = r0; r < r1; ++r) HWY_DYNAMIC_DISPATCH(SoftmaxRow)(x + r * sx, y + r * sy, n, log);
+}
+
 }  // namespace
 
 void softmax_rows_f32(const float* x, int64_t sx, float* y, int64_t sy, int64_t rows, int64_t n, bool log) {
   if (rows <= 0 || n <= 0) return;
-  const int nt = std::min(num_threads(), 64);
-  if (rows < nt && n >= kSplitMin && !in_parallel_region()) {
-    for (int64_t r = 0; r < rows; ++r) split_row(x + r * sx, y + r * sy, n, log, nt);
+  const int nt = std::min(num_threads(), kSoftmaxMaxThreads);
+  // Small problems stay on the calling thread: a hand-off costs more than
+  // they take.
+  if (nt == 1 || rows * n < kSoftmaxParallelMin || in_parallel_region()) {
+    rows_serial(x, sx, y, sy, 0, rows, n, log);
     return;
   }
-  const int64_t grain = std::max<int64_t>(1, kRowGrainElems / n);
-  parallel_for(0, rows, grain, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) HWY_DYNAMIC_DISPATCH(SoftmaxRow)(x + r * sx, y + r * sy, n, log);
-  });
+  // Whole rows batch across threads; with long rows, the rows left over when
+  // they don't divide evenly (all of them when rows < threads) are each split
+  // across every thread instead of leaving threads idle.
+  const bool split = n >= kSoftmaxSplitMin;
+  const int64_t batched = split ? rows - rows % nt : rows;
+  if (batched > 0) {
+    const int64_t grain = std::max<int64_t>(1, kSoftmaxParallelMin / 2 / n);
+    parallel_for(0, batched, grain, [&](int64_t b, int64_t e) { rows_serial(x, sx, y, sy, b, e, n, log); });
+  }
+  for (int64_t r = batched; r < rows; ++r) split_row(x + r * sx, y + r * sy, n, log, nt);
 }
 
 float row_max_f32(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(RowMax)(x, n); }

@@ -6,11 +6,22 @@
 
 namespace kiln::cpu {
 
+// Floats per block of the online read pass (each block: a max sweep, then an
+// exp sweep from L1). f32 lane sums cover one block, blocks add up in f64.
+inline constexpr int64_t kSoftmaxBlock = 2048;
+// rows * n below this runs on the calling thread.
+inline constexpr int64_t kSoftmaxParallelMin = 16384;
+// Rows at least this long split across threads when there are fewer of them
+// left than threads.
+inline constexpr int64_t kSoftmaxSplitMin = 16384;
+inline constexpr int kSoftmaxMaxThreads = 64;
+
 // x: [rows, n] float32, rows `sx` elements apart, contiguous within a row ->
 // y: [rows, n] (rows `sy` apart); y may equal x. log: log_softmax. A row whose
 // max is NaN or +-inf (any NaN, +inf, or every entry -inf) becomes all NaN, as
-// torch's result. Threads split the rows, or one long row (partial max/sum
-// per chunk, then combined) when there are fewer rows than threads.
+// torch's result. Threads split the rows; long rows left over when rows don't
+// divide among the threads are each split across all of them (partial max/sum
+// per chunk, then combined).
 void softmax_rows_f32(const float* x, int64_t sx, float* y, int64_t sy, int64_t rows, int64_t n, bool log);
 
 // The max of x[0..n) (NaN if any entry is NaN; -inf when n == 0).

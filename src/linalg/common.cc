@@ -80,6 +80,9 @@ Tensor colmajor_empty(const Shape& batch, int64_t m, int64_t n, DType dtype) {
 }
 
 void check_infos(const int32_t* info, int64_t count, const char* api, const char* kind, bool is_matrix) {
+  int32_t any = 0;  // a branch-free scan first (vectorizes): almost always all zero
+  for (int64_t b = 0; b < count; ++b) any |= info[b];
+  if (any == 0) return;
   for (int64_t b = 0; b < count; ++b) {
     const int32_t i = info[b];
     if (i == 0) continue;

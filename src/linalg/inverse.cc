@@ -56,9 +56,11 @@ InvEx inv_ex(const Tensor& A, bool check_errors) {
   check_matrix(A, "linalg.inv", true);
   const Shape batch = batch_shape(A);
   const int64_t n = A.size(-1), count = numel_of(batch);
-  Tensor info = zeros(batch, DType::Int32);
+  const bool small = small_path(A.dtype(), n, n) && count > 0;
+  Tensor info =
+      small ? empty(batch, DType::Int32) : zeros(batch, DType::Int32);  // the kernel writes every entry
   Tensor out;
-  if (small_path(A.dtype(), n, n) && count > 0) {
+  if (small) {
     Tensor a = A.contiguous();
     out = empty(A.sizes(), A.dtype());
     dispatch<bit(DType::Float32) | bit(DType::Float64)>(A.dtype(), "linalg.inv", [&]<typename T>() {

@@ -71,6 +71,74 @@ TEST(LinalgInv, SingularInfoAsGetrf) {
   EXPECT_THROW(linalg::inv(zeros({2, 2}, DType::Int32)), TypeError);
 }
 
+// Big batches of 4x4 f32 (the register kernel: 16 matrices per chunk, work
+// claimed in pieces by the pool's threads): every inverse against a float64
+// Gauss-Jordan with the same pivot rule (the pivots are forced: row k's
+// diagonal is tiny, so every step swaps), singular matrices scattered over
+// chunks and pieces report getrf's info, a partial last chunk included.
+TEST(LinalgInv, BatchedFourByFourAcrossThreads) {
+  const int saved = num_threads();
+  for (int nt : {1, 2, 3}) {
+    set_num_threads(nt);
+    for (int64_t count : {16, 37, 5000, 20011}) {
+      Tensor A = random_matrices({count, 4, 4}, DType::Float32, uint32_t(count + nt));
+      float* a = A.data<float>();
+      for (int64_t b = 0; b < count; ++b)
+        for (int k = 0; k < 4; ++k) a[b * 16 + k * 5] *= 1e-3f;  // pivoting needed
+      std::vector<int32_t> want(size_t(count), 0);
+      for (int64_t b = 3; b < count; b += 997) {  // column k of matrix b zero -> info k + 1
+        const int k = int(b % 4);
+        for (int i = 0; i < 4; ++i) a[b * 16 + i * 4 + k] = 0.0f;
+        want[size_t(b)] = k + 1;
+      }
+      const linalg::InvEx r = linalg::inv_ex(A);
+      const int32_t* info = r.info.data<int32_t>();
+      const float* x = r.inverse.contiguous().data<float>();
+      double worst = 0;
+      for (int64_t b = 0; b < count; ++b) {
+        ASSERT_EQ(info[b], want[size_t(b)]) << "matrix " << b << " threads " << nt;
+        if (want[size_t(b)] != 0) continue;
+        // double Gauss-Jordan on [A | I]
+        double m[4][8];
+        for (int i = 0; i < 4; ++i)
+          for (int j = 0; j < 8; ++j) m[i][j] = j < 4 ? a[b * 16 + i * 4 + j] : double(j - 4 == i);
+        for (int k = 0; k < 4; ++k) {
+          int p = k;
+          for (int q = k + 1; q < 4; ++q)
+            if (std::abs(m[q][k]) > std::abs(m[p][k])) p = q;
+          for (int j = 0; j < 8; ++j) std::swap(m[k][j], m[p][j]);
+          const double rp = 1.0 / m[k][k];
+          for (int j = 0; j < 8; ++j) m[k][j] *= rp;
+          for (int i = 0; i < 4; ++i)
+            if (i != k) {
+              const double f = m[i][k];
+              for (int j = 0; j < 8; ++j) m[i][j] -= f * m[k][j];
+            }
+        }
+        // error relative to max |A^-1| and to cond_inf(A) * eps, the f32 bound
+        double scale = 0, na = 0, ni = 0;
+        for (int i = 0; i < 4; ++i) {
+          double ra = 0, ri = 0;
+          for (int j = 0; j < 4; ++j) {
+            scale = std::max(scale, std::abs(m[i][j + 4]));
+            ra += std::abs(double(a[b * 16 + i * 4 + j]));
+            ri += std::abs(m[i][j + 4]);
+          }
+          na = std::max(na, ra);
+          ni = std::max(ni, ri);
+        }
+        for (int i = 0; i < 4; ++i)
+          for (int j = 0; j < 4; ++j)
+            worst = std::max(
+                worst, std::abs(double(x[b * 16 + i * 4 + j]) - m[i][j + 4]) / scale / (na * ni * 0x1p-24));
+      }
+      EXPECT_LT(worst, 16.0) << "count " << count << " threads " << nt;
+      EXPECT_THROW(linalg::inv(A), Error);
+    }
+  }
+  set_num_threads(saved);
+}
+
 TEST(LinalgSolve, SmallPathBroadcastsAndMatchesInverse) {
   const Tensor A = add(random_matrices({4, 1, 3, 3}, DType::Float64, 5),
                        mul(eye(3, 3, DType::Float64), scalar_tensor(Scalar(6.0), DType::Float64)));

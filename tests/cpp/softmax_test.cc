@@ -4,9 +4,11 @@
 #include "cpu/softmax.h"
 
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <vector>
@@ -201,22 +203,135 @@ TEST(Softmax, OutVariants) {
   expect_close(ob, x, 1, false, 1.0 / 256);
 }
 
-// The exp the kernels use, against float64 exp: at most 1 ulp (Highway's
-// documented bound) over the range softmax feeds it, subnormal results included.
+// Runs fn once per SIMD target compiled in and supported here (the AVX-512
+// exp uses vscalef, the others two power-of-two factors), then restores the
+// normal choice.
+void for_each_target(const std::function<void()>& fn) {
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+    SCOPED_TRACE(hwy::TargetName(target));
+    fn();
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+}
+
+int32_t ulp_distance(float a, float b) {
+  int32_t ia, ib;
+  std::memcpy(&ia, &a, 4);
+  std::memcpy(&ib, &b, 4);
+  return std::abs(ia - ib);  // same sign (both >= 0) here
+}
+
+// The exp the kernels use, against float64 exp rounded to f32: at most 1 ulp
+// over a dense sweep of [-104, 88.7] (step 1e-4 near 0, every float in the
+// subnormal-result range's edges, and the overflow edge), on every target.
 TEST(Softmax, ExpUlp) {
   std::vector<float> x;
-  for (float v = -104.0f; v <= 0.0f; v = std::nextafter(v + 0.0007f, 1.0f)) x.push_back(v);
-  std::vector<float> y(x.size());
-  cpu::exp_f32(x.data(), y.data(), int64_t(x.size()));
-  int worst = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const float ref = float(std::exp(double(x[i])));
-    int32_t a, b;
-    std::memcpy(&a, &y[i], 4);
-    std::memcpy(&b, &ref, 4);
-    worst = std::max(worst, std::abs(a - b));
+  for (float v = -105.0f; v <= 89.0f; v = std::nextafter(v + 1e-4f, 100.0f)) x.push_back(v);
+  // Every float around where results turn subnormal, vanish and overflow.
+  for (float c : {-87.33654f, -103.27893f, -103.97208f, 88.72283f})
+    for (float v = c - 0.002f; v <= c + 0.002f; v = std::nextafter(v, 100.0f)) x.push_back(v);
+  for (float v = -1e-6f; v <= 1e-6f; v = std::nextafter(v, 1.0f)) {
+    x.push_back(v);
+    v += 1e-10f;
   }
-  EXPECT_LE(worst, 1);
+  for_each_target([&] {
+    std::vector<float> y(x.size());
+    cpu::exp_f32(x.data(), y.data(), int64_t(x.size()));
+    int worst = 0;
+    float at = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float ref = float(std::exp(double(x[i])));
+      const int u = ulp_distance(y[i], ref);
+      if (u > worst) worst = u, at = x[i];
+    }
+    EXPECT_LE(worst, 1) << "at x=" << at;
+    // Special inputs, and tails shorter than a vector.
+    const float inf = std::numeric_limits<float>::infinity();
+    const std::vector<float> sp = {-inf, -1e30f, -200.0f, 0.0f, -0.0f, std::nanf(""), 1e30f, inf, 100.0f};
+    std::vector<float> ys(sp.size());
+    cpu::exp_f32(sp.data(), ys.data(), int64_t(sp.size()));
+    EXPECT_EQ(ys[0], 0.0f);
+    EXPECT_EQ(ys[1], 0.0f);
+    EXPECT_EQ(ys[2], 0.0f);
+    EXPECT_EQ(ys[3], 1.0f);
+    EXPECT_EQ(ys[4], 1.0f);
+    EXPECT_TRUE(std::isnan(ys[5]));
+    EXPECT_EQ(ys[6], inf);
+    EXPECT_EQ(ys[7], inf);
+    EXPECT_EQ(ys[8], inf);
+  });
+}
+
+// The online pass and the write pass on every target, rows shorter and longer
+// than a block and a vector.
+TEST(Softmax, EveryTarget) {
+  for_each_target([] {
+    for (int64_t n : std::initializer_list<int64_t>{1, 5, 17, 100, kiln::cpu::kSoftmaxBlock - 1,
+                                                    kiln::cpu::kSoftmaxBlock + 3, 40000}) {
+      const Tensor x = from_vals(random_vals(3 * n, 5.0f, uint32_t(n)), {3, n});
+      for (bool log : {false, true}) {
+        SCOPED_TRACE(testing::Message() << "n=" << n << " log=" << log);
+        expect_close(log ? log_softmax(x, -1) : softmax(x, -1), x, -1, log, 1.2e-7);
+      }
+    }
+  });
+}
+
+// Sizes around the thresholds where work moves between the calling thread,
+// whole rows per thread and rows split across threads, with 2 and 3 threads
+// (uneven chunks), including rows left over after batching.
+TEST(Softmax, ThreadSplitThresholds) {
+  const int saved = num_threads();
+  const int64_t B = cpu::kSoftmaxBlock, S = cpu::kSoftmaxSplitMin, P = cpu::kSoftmaxParallelMin;
+  for (int nt : {2, 3}) {
+    set_num_threads(nt);
+    for (int64_t n : std::initializer_list<int64_t>{S - 1, S, S + B - 1, P / 2 + 1, 3 * B * nt + 5}) {
+      for (int64_t rows : {1, 3, 5}) {
+        const Tensor x = from_vals(random_vals(rows * n, 4.0f, uint32_t(n * 7 + rows)), {rows, n});
+        for (bool log : {false, true}) {
+          SCOPED_TRACE(testing::Message()
+                       << "threads=" << nt << " n=" << n << " rows=" << rows << " log=" << log);
+          expect_close(log ? log_softmax(x, -1) : softmax(x, -1), x, -1, log, 1.2e-7);
+        }
+      }
+    }
+    // Special values in split rows: a leading run of -inf longer than a
+    // thread's chunk, a NaN only in the last chunk, +inf in the middle.
+    const float inf = std::numeric_limits<float>::infinity();
+    const int64_t n = 4 * S + 3;
+    std::vector<float> v = random_vals(3 * n, 2.0f, 11);
+    for (int64_t i = 0; i < n - 100; ++i) v[size_t(i)] = -inf;
+    v[size_t(2 * n - 1)] = std::nanf("");
+    v[size_t(2 * n + n / 2)] = inf;
+    const Tensor x = from_vals(v, {3, n});
+    for (bool log : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "threads=" << nt << " special log=" << log);
+      const Tensor y = log ? log_softmax(x, -1) : softmax(x, -1);
+      expect_close(y, x, -1, log, 1.2e-7);
+      const std::vector<double> yv = values(y);
+      EXPECT_EQ(yv[0], log ? -INFINITY : 0.0);
+      EXPECT_TRUE(std::isnan(yv[size_t(n)]) && std::isnan(yv[size_t(3 * n - 1)]));
+    }
+  }
+  set_num_threads(saved);
+}
+
+// log_softmax of long rows stays within a few ulp of float64 (its error is
+// that of x - max, log(sum) and one subtraction; no exp in the write pass).
+TEST(Softmax, LogSoftmaxAccuracy) {
+  for (int64_t n : {1000, 128256, 201088}) {
+    const Tensor x = from_vals(random_vals(2 * n, 3.0f, uint32_t(n)), {2, n});
+    const std::vector<double> g = values(log_softmax(x, -1)), ref = reference(x, -1, true);
+    double worst = 0;
+    for (size_t i = 0; i < g.size(); ++i) {
+      const double ulp = std::ldexp(1.0, std::ilogb(float(ref[i])) - 23);
+      worst = std::max(worst, std::abs(g[i] - ref[i]) / ulp);
+    }
+    EXPECT_LE(worst, 2.0) << "n=" << n;
+  }
 }
 
 }  // namespace

@@ -14,7 +14,7 @@
 #include "kiln/allocator.h"
 #include "kiln/attention.h"
 #include "kiln/bench/harness.h"
-#include "kiln/bench_torch_peer.h"
+#include "kiln/bench/report.h"
 #include "kiln/commands.h"
 #include "kiln/random.h"
 #include "kiln/thread_pool.h"
@@ -81,25 +81,13 @@ int run_attention(AttnOptions opt) {
       kiln::empty_cache();
     }
   }
-  json peer_info;
-  if (!opt.peer_python.empty()) {
-    const json cfg = {{"cases", peer_cases},
-                      {"repeat", opt.repeat},
-                      {"warmup", opt.warmup},
-                      {"threads", kiln::num_threads()},
-                      {"flush_mb", opt.quick ? 8 : 256}};
-    const TorchPeer peer = run_torch_peer(opt.peer_python, cfg);
-    if (peer.ok) {
-      merge_torch_peer(results, peer);
-      peer_info = {{"torch", peer.doc["torch_version"]},
-                   {"threads", peer.doc["threads"]},
-                   {"python", opt.peer_python}};
-    } else {
-      missing.push_back({{"name", "torch peer"}, {"why", peer.why}});
-    }
-  } else {
-    missing.push_back({{"name", "torch peer"}, {"why", "pass --peer-python PATH (a Python with torch)"}});
-  }
+  const json peer_info = bench::add_torch_peer(opt.peer_python,
+                                               {{"cases", peer_cases},
+                                                {"repeat", opt.repeat},
+                                                {"warmup", opt.warmup},
+                                                {"threads", kiln::num_threads()},
+                                                {"flush_mb", opt.quick ? 8 : 256}},
+                                               results, missing);
   const sys::RoofStats all = runner.roof_stats();
   json doc = {{"command", "bench attention"},
               {"kiln_version", kiln::kVersion},
@@ -111,20 +99,13 @@ int run_attention(AttnOptions opt) {
               {"results", results}};
   if (!peer_info.is_null()) doc["peers"] = peer_info;
   if (!missing.empty()) doc["missing"] = missing;
-  if (!opt.out.empty()) std::ofstream(opt.out) << doc.dump(2) << "\n";
-  if (opt.json) {
-    std::printf("%s\n", doc.dump(2).c_str());
-    return 0;
-  }
-  std::printf(
-      "kiln %s bench attention: decode, %d q heads / %d kv heads / head_dim %d, %d threads, roof %.1f "
-      "GB/s\n\n",
+  char header[256];
+  std::snprintf(
+      header, sizeof header,
+      "kiln %s bench attention: decode, %d q heads / %d kv heads / head_dim %d, %d threads, roof %.1f GB/s",
       kiln::kVersion, opt.hq, opt.hkv, opt.d, kiln::num_threads(),
       doc["machine"]["roof"]["median_gbps"].get<double>());
-  std::fputs(bench::format_table(results).c_str(), stdout);
-  for (const json& mi : missing)
-    std::printf("  not measured: %s (%s)\n", mi["name"].get<std::string>().c_str(),
-                mi["why"].get<std::string>().c_str());
+  bench::emit_report(doc, opt.out, opt.json, header);
   return 0;
 }
 

@@ -64,15 +64,16 @@ int blas_threads_for(int64_t n) { return n >= linalg::detail::kBlasThreadMinN ? 
 // The peer script: prints {case: {peer: [seconds...]}} for numpy/scipy and torch.
 const char* kPeerScript = R"PY(
 import json, sys, time
-cases = json.loads(sys.argv[1]); repeat = int(sys.argv[2]); warmup = int(sys.argv[3])
+cases = json.loads(sys.argv[1]); repeat = int(sys.argv[2]); warmup = int(sys.argv[3]); threads = int(sys.argv[4])
 import numpy as np
 peers = {"numpy": np}
 try:
     import torch
+    torch.set_num_threads(threads)  # kiln's thread count: side by side on equal terms
     peers["torch"] = torch
 except Exception:
     pass
-if len(sys.argv) > 4 and sys.argv[4] == "torch-only":
+if len(sys.argv) > 5 and sys.argv[5] == "torch-only":
     peers.pop("numpy", None)
 rng = np.random.default_rng(0)
 def make(c):
@@ -131,8 +132,9 @@ json run_peers(const std::string& python, const json& cases, int repeat, int war
   if (write(fd, kPeerScript, std::strlen(kPeerScript)) < 0) why = "cannot write the peer script";
   close(fd);
   const std::string cmd = shell_quote(python) + " " + path + " " + shell_quote(cases.dump()) + " " +
-                          std::to_string(repeat) + " " + std::to_string(warmup) +
-                          (torch_only ? " torch-only" : "") + " 2>/dev/null";
+                          std::to_string(repeat) + " " + std::to_string(warmup) + " " +
+                          std::to_string(kiln::num_threads()) + (torch_only ? " torch-only" : "") +
+                          " 2>/dev/null";
   std::string out;
   if (FILE* p = popen(cmd.c_str(), "r")) {
     char buf[4096];

@@ -12,7 +12,7 @@
 #include "core/bandwidth.h"
 #include "core/sysinfo.h"
 #include "kiln/bench/harness.h"
-#include "kiln/bench_torch_peer.h"
+#include "kiln/bench/report.h"
 #include "kiln/binary.h"
 #include "kiln/commands.h"
 #include "kiln/random.h"
@@ -76,23 +76,13 @@ int run_sample(SampleOptions opt) {
       peer_cases.push_back(
           {{"name", nm}, {"kind", "sample"}, {"V", V}, {"mode", m.peer_mode}, {"top_p", 0.9}});
   }
-  json peer_info;
-  if (!opt.peer_python.empty()) {
-    const json cfg = {{"cases", peer_cases},
-                      {"repeat", opt.repeat},
-                      {"warmup", opt.warmup},
-                      {"threads", kiln::num_threads()},
-                      {"flush_mb", 1}};
-    const TorchPeer peer = run_torch_peer(opt.peer_python, cfg);
-    if (peer.ok) {
-      merge_torch_peer(results, peer);
-      peer_info = {{"torch", peer.doc["torch_version"]}, {"python", opt.peer_python}};
-    } else {
-      missing.push_back({{"name", "torch peer"}, {"why", peer.why}});
-    }
-  } else {
-    missing.push_back({{"name", "torch peer"}, {"why", "pass --peer-python PATH (a Python with torch)"}});
-  }
+  const json peer_info = bench::add_torch_peer(opt.peer_python,
+                                               {{"cases", peer_cases},
+                                                {"repeat", opt.repeat},
+                                                {"warmup", opt.warmup},
+                                                {"threads", kiln::num_threads()},
+                                                {"flush_mb", 1}},
+                                               results, missing);
   const sys::RoofStats all = runner.roof_stats();
   json doc = {{"command", "bench sample"},
               {"kiln_version", kiln::kVersion},
@@ -102,17 +92,10 @@ int run_sample(SampleOptions opt) {
               {"results", results}};
   if (!peer_info.is_null()) doc["peers"] = peer_info;
   if (!missing.empty()) doc["missing"] = missing;
-  if (!opt.out.empty()) std::ofstream(opt.out) << doc.dump(2) << "\n";
-  if (opt.json) {
-    std::printf("%s\n", doc.dump(2).c_str());
-    return 0;
-  }
-  std::printf("kiln %s bench sample: V=%lld, %d threads\n\n", kiln::kVersion, static_cast<long long>(V),
-              kiln::num_threads());
-  std::fputs(bench::format_table(results).c_str(), stdout);
-  for (const json& mi : missing)
-    std::printf("  not measured: %s (%s)\n", mi["name"].get<std::string>().c_str(),
-                mi["why"].get<std::string>().c_str());
+  char header[128];
+  std::snprintf(header, sizeof header, "kiln %s bench sample: V=%lld, %d threads", kiln::kVersion,
+                static_cast<long long>(V), kiln::num_threads());
+  bench::emit_report(doc, opt.out, opt.json, header);
   return 0;
 }
 

@@ -14,7 +14,7 @@
 #include "core/sysinfo.h"
 #include "kiln/allocator.h"
 #include "kiln/bench/harness.h"
-#include "kiln/bench_torch_peer.h"
+#include "kiln/bench/report.h"
 #include "kiln/binary.h"
 #include "kiln/commands.h"
 #include "kiln/random.h"
@@ -100,30 +100,25 @@ int run_softmax(SoftmaxOptions opt) {
       r.extra["time_per_row_s"] = r.median_s / double(std::max<int64_t>(rows, 1));
       r.extra["bytes_note"] = "1 read + 1 write of float32";
       results.push_back(r.to_json());
-      peer_cases.push_back({{"name", nm}, {"kind", "softmax"}, {"shape", shape}, {"dim", dim}, {"log", log}});
+      peer_cases.push_back({{"name", nm},
+                            {"kind", "softmax"},
+                            {"shape", shape},
+                            {"dim", dim},
+                            {"log", log},
+                            {"copies", rot.copies}});
       xs.clear();
       kiln::empty_cache();
     }
   }
-  json peer_info;
-  if (!opt.peer_python.empty()) {
-    const json cfg = {{"cases", peer_cases},
-                      {"repeat", opt.repeat},
-                      {"warmup", opt.warmup},
-                      {"threads", kiln::num_threads()},
-                      {"flush_mb", opt.quick ? 8 : 256}};
-    const TorchPeer peer = run_torch_peer(opt.peer_python, cfg);
-    if (peer.ok) {
-      merge_torch_peer(results, peer);
-      peer_info = {{"torch", peer.doc["torch_version"]},
-                   {"threads", peer.doc["threads"]},
-                   {"python", opt.peer_python}};
-    } else {
-      missing.push_back({{"name", "torch peer"}, {"why", peer.why}});
-    }
-  } else {
-    missing.push_back({{"name", "torch peer"}, {"why", "pass --peer-python PATH (a Python with torch)"}});
-  }
+  // The same cache policy as kiln's side: a read of the roof buffer's size
+  // before every timed call, inputs rotated.
+  const json peer_info = bench::add_torch_peer(opt.peer_python,
+                                               {{"cases", peer_cases},
+                                                {"repeat", opt.repeat},
+                                                {"warmup", opt.warmup},
+                                                {"threads", kiln::num_threads()},
+                                                {"flush_mb", int64_t(roof_bytes >> 20)}},
+                                               results, missing);
   // Geometric-mean speedups over torch.
   json geo = json::object();
   for (const char* kind : {"softmax ", "log_softmax ", ""}) {
@@ -138,39 +133,41 @@ int run_softmax(SoftmaxOptions opt) {
       geo[*kind ? std::string(kind).substr(0, std::string(kind).size() - 1) : "all"] = std::exp(s / k);
   }
   const sys::RoofStats all = runner.roof_stats();
-  json doc = {{"command", "bench softmax"},
-              {"kiln_version", kiln::kVersion},
-              {"machine", bench::machine_json(all.passes > 0 ? all : first)},
-              {"cases_file", source},
-              {"quick", opt.quick},
-              {"repeat", opt.repeat},
-              {"warmup", opt.warmup},
-              {"timing_rule",
-               "each timed call follows one pass of the read roof (caches cold, pool warm); "
-               "the torch peer follows a 256 MiB read likewise"},
-              {"results", results}};
+  json doc = {
+      {"command", "bench softmax"},
+      {"kiln_version", kiln::kVersion},
+      {"machine", bench::machine_json(all.passes > 0 ? all : first)},
+      {"cases_file", source},
+      {"quick", opt.quick},
+      {"repeat", opt.repeat},
+      {"warmup", opt.warmup},
+      {"timing_rule",
+       "each timed call follows one pass of the read roof (caches cold, pool warm); "
+       "the torch peer follows a read of the same size likewise, over the same rotation of input copies"},
+      {"results", results}};
   if (!geo.empty()) doc["geomean_speedup_vs_torch"] = geo;
   if (!peer_info.is_null()) doc["peers"] = peer_info;
   if (!missing.empty()) doc["missing"] = missing;
-  if (!opt.out.empty()) std::ofstream(opt.out) << doc.dump(2) << "\n";
-  if (opt.json) {
-    std::printf("%s\n", doc.dump(2).c_str());
-    return 0;
+  std::string after;
+  char line[256];
+  for (const json& r : results) {
+    std::string vs;
+    if (r.contains("speedup_vs_torch"))
+      vs = " vs torch " + std::to_string(r["speedup_vs_torch"].get<double>()) + "x";
+    std::snprintf(line, sizeof line, "  %-40s %9.2f us/row%s\n", r["name"].get<std::string>().c_str(),
+                  r["time_per_row_s"].get<double>() * 1e6, vs.c_str());
+    after += line;
   }
-  std::printf("kiln %s bench softmax: %d threads, roof %.1f GB/s, cases from %s\n\n", kiln::kVersion,
-              kiln::num_threads(), doc["machine"]["roof"]["median_gbps"].get<double>(), source.c_str());
-  std::fputs(bench::format_table(results).c_str(), stdout);
-  for (const json& r : results)
-    std::printf("  %-40s %9.2f us/row%s\n", r["name"].get<std::string>().c_str(),
-                r["time_per_row_s"].get<double>() * 1e6,
-                r.contains("speedup_vs_torch")
-                    ? (" vs torch " + std::to_string(r["speedup_vs_torch"].get<double>()) + "x").c_str()
-                    : "");
-  for (auto it = geo.begin(); it != geo.end(); ++it)
-    std::printf("geomean speedup vs torch (%s): %.2fx\n", it.key().c_str(), it.value().get<double>());
-  for (const json& mi : missing)
-    std::printf("  not measured: %s (%s)\n", mi["name"].get<std::string>().c_str(),
-                mi["why"].get<std::string>().c_str());
+  for (auto it = geo.begin(); it != geo.end(); ++it) {
+    std::snprintf(line, sizeof line, "geomean speedup vs torch (%s): %.2fx\n", it.key().c_str(),
+                  it.value().get<double>());
+    after += line;
+  }
+  char header[256];
+  std::snprintf(header, sizeof header, "kiln %s bench softmax: %d threads, roof %.1f GB/s, cases from %s",
+                kiln::kVersion, kiln::num_threads(), doc["machine"]["roof"]["median_gbps"].get<double>(),
+                source.c_str());
+  bench::emit_report(doc, opt.out, opt.json, header, after);
   return 0;
 }
 

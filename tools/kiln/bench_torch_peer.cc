@@ -23,14 +23,18 @@ flush = torch.ones(int(cfg["flush_mb"]) * (1 << 20) // 4)
 DT = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 def timed(fn):
+    # fn(i): call i (i % copies picks the input copy, as kiln's rotation).
+    call = 0
     for _ in range(int(cfg["warmup"])):
-        fn()
+        fn(call)
+        call += 1
     ts = []
     for _ in range(int(cfg["repeat"])):
         flush.sum()
         t0 = time.perf_counter()
-        fn()
+        fn(call)
         ts.append(time.perf_counter() - t0)
+        call += 1
     ts.sort()
     return ts[len(ts) // 2], ts[0], ts[-1]
 
@@ -46,25 +50,27 @@ out = []
 for c in cfg["cases"]:
     k = c["kind"]
     if k == "softmax":
-        x = torch.randn(c["shape"])
+        x = torch.randn(c["shape"]) * 3
+        xs = [x] + [x.clone() for _ in range(int(c.get("copies", 1)) - 1)]
         f = torch.log_softmax if c["log"] else torch.softmax
-        fn = lambda x=x, f=f, d=c["dim"]: f(x, d)
+        fn = lambda i, xs=xs, f=f, d=c["dim"]: f(xs[i % len(xs)], d)
     elif k == "attention":
         dt = DT[c["dtype"]]
         q = torch.randn(1, c["hq"], 1, c["d"]).to(dt)
         kk = torch.randn(1, c["hkv"], c["L"], c["d"]).to(dt)
         v = torch.randn(1, c["hkv"], c["L"], c["d"]).to(dt)
-        fn = lambda q=q, kk=kk, v=v: F.scaled_dot_product_attention(q, kk, v, enable_gqa=True)
+        fn = lambda i, q=q, kk=kk, v=v: F.scaled_dot_product_attention(q, kk, v, enable_gqa=True)
     elif k == "sample":
         x = torch.randn(c["V"]) * 3
         if c["mode"] == "argmax":
-            fn = lambda x=x: torch.argmax(x)
+            fn = lambda i, x=x: torch.argmax(x)
         else:
-            fn = lambda x=x, p=c["top_p"]: top_p_sample(x, p)
+            fn = lambda i, x=x, p=c["top_p"]: top_p_sample(x, p)
     else:
         continue
     m, lo, hi = timed(fn)
     out.append({"name": c["name"], "median_s": m, "min_s": lo, "max_s": hi})
+    xs = fn = None
 print(json.dumps({"torch_version": torch.__version__, "threads": torch.get_num_threads(), "results": out}))
 )PY";
 

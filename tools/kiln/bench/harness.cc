@@ -70,6 +70,11 @@ Result Runner::memory_case(const std::string& name, double bytes, const Rotation
   for (int r = 0; r < opt_.repeat; ++r) {
     // Roof and case back to back: drift over minutes hits both alike.
     roofs.push_back(roof_.pass_gbps());
+    // Caches cold, pool warm: a thread that finished its share of the roof
+    // pass early may have gone to sleep (it spins ~1 ms first); wake every
+    // worker now, untimed, as a preceding op would in real use (torch's
+    // OpenMP threads spin far longer after its flush).
+    kiln::parallel_for(0, kiln::num_threads(), 1, [](int64_t, int64_t) {});
     const double t0 = now_s();
     fn(call++);
     times.push_back(now_s() - t0);
