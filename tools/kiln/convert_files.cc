@@ -80,9 +80,17 @@ ojson hf_config_from_model_config(const io::ModelConfig& c) {
   return j;
 }
 
-ojson fp8_channel_quantization_config(const std::vector<std::string>& ignore) {
+ojson fp8_block_quantization_config(const std::vector<std::string>& ignore, int64_t block_n, int64_t block_k) {
+  return ojson{{"quant_method", "fp8"},
+               {"fmt", "e4m3"},
+               {"activation_scheme", "dynamic"},
+               {"weight_block_size", {block_n, block_k}},
+               {"modules_to_not_convert", ignore}};
+}
+
+ojson fp8_channel_quantization_config(const std::vector<std::string>& ignore, const char* strategy) {
   const ojson weights{
-      {"num_bits", 8}, {"type", "float"}, {"strategy", "channel"}, {"symmetric", true}, {"dynamic", false}};
+      {"num_bits", 8}, {"type", "float"}, {"strategy", strategy}, {"symmetric", true}, {"dynamic", false}};
   const ojson acts{
       {"num_bits", 8}, {"type", "float"}, {"strategy", "token"}, {"symmetric", true}, {"dynamic", true}};
   return ojson{{"quant_method", "compressed-tensors"},
