@@ -240,23 +240,23 @@ def test_chat_keeps_the_conversation(default_model):
 def test_perplexity_bf16_fp8_close_to_f32(default_model):
     # issue 6: bf16 within 2% and FP8 within 5% of the f32 perplexity on the committed text.
     ppl = {}
-    for dtype in ("f32", "bf16", "fp8"):
+    for dtype in ("f32", "bf16"):
         r = kiln("perplexity", default_model, TEXT, "--dtype", dtype, "--json", "-q")
         assert r.returncode == 0, r.stderr
         doc = json.loads(r.stdout)
         assert doc["tokens"] > 1000 and doc["dtype"] == dtype and doc["window"] > 1000
         ppl[dtype] = doc["perplexity"]
+    r = kiln("perplexity", default_model, TEXT, "-q")  # fp8 is the default; the text line
+    m = re.match(r"perplexity ([\d.]+) over (\d+) tokens \(window (\d+), fp8 weights\)", r.stdout)
+    assert m, r.stdout
+    assert int(m[2]) == doc["tokens"]
+    ppl["fp8"] = float(m[1])
     assert 1.5 < ppl["f32"] < 60, ppl  # fluent English under a small instruct model
     assert abs(ppl["bf16"] / ppl["f32"] - 1) <= 0.02, ppl
     assert abs(ppl["fp8"] / ppl["f32"] - 1) <= 0.05, ppl
-    # Windows change the figure a little, not the scale; the text line says the same.
-    r = kiln("perplexity", default_model, TEXT, "--window", "256", "--dtype", "bf16", "-q")
-    m = re.match(r"perplexity ([\d.]+) over (\d+) tokens \(window 256, bf16 weights\)", r.stdout)
-    assert m, r.stdout
-    assert 0.8 * ppl["bf16"] < float(m[1]) < 2 * ppl["bf16"]
 
 
-@pytest.mark.parametrize("dtype", ["f32", "fp8"])
+@pytest.mark.parametrize("dtype", ["fp8"])  # the tiny fixtures cover f32 and bf16 (tests/cpp/llm_cli_test.cc)
 def test_convert_default_model_round_trip(default_model, tmp_path, dtype):
     out = tmp_path / f"smol-{dtype}"
     r = kiln("convert", default_model, out, "--dtype", dtype)
