@@ -7,12 +7,14 @@
 #include <nanobind/stl/unique_ptr.h>
 
 #include <atomic>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "bind_util.h"
+#include "kiln/llm/default_model.h"
 #include "kiln/llm/generate.h"
 #include "kiln/llm/model.h"
 
@@ -200,20 +202,26 @@ void init_llm(nb::module_& m) {
                " weight bytes)";
       });
 
+  m.def("llm_default_model_path", &kiln::llm::default_model_cached_path,
+        "Where the default model's GGUF is cached (whether or not it has been fetched yet).");
   m.def(
       "llm_load",
       [](std::optional<std::string> path, const std::string& dtype, int64_t max_context,
          nb::handle kv_dtype) {
-        KILN_CHECK(path && !path->empty() && *path != "default", kiln::ValueError,
-                   "[llm] the default model is not available in this build; pass a path");
         kiln::llm::LoadOptions o;
         o.weights = kiln::llm::weight_format_from_name(dtype);
         o.max_context = max_context;
         if (!kv_dtype.is_none()) o.kv_dtype = kiln::py::to_dtype(kv_dtype);
         nb::gil_scoped_release release;
-        return Model::load(*path, o);
+        std::string p = path.value_or("");
+        // None / "default": the default model, fetched into the cache on first use.
+        if (p.empty() || p == "default")
+          p = kiln::llm::ensure_default_model(
+              [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
+        return Model::load(p, o);
       },
       "path"_a = nb::none(), "dtype"_a = "fp8", "max_context"_a = 0, "kv_dtype"_a = nb::none(),
-      "Loads a model: a .gguf file or a Hugging Face / kiln model directory. dtype: the linear weights "
+      "Loads a model: a .gguf file or a Hugging Face / kiln model directory (None or \"default\": the "
+      "default model, SmolLM2-135M-Instruct, fetched on first use). dtype: the linear weights "
       "as fp8 (per-row e4m3fn), bf16 or f32.");
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kiln/io/safetensors.h"
+#include "kiln/llm/default_model.h"
 #include "kiln/llm/generate.h"
 #include "kiln/llm/model.h"
 
@@ -30,12 +31,14 @@ namespace {
 std::string default_model_path() {
   const char* e = std::getenv("KILN_DEFAULT_MODEL");
   if (e && *e && fs::exists(e)) return e;
-  return "";
+  const std::string cached = kiln::llm::default_model_cached_path();
+  return fs::exists(cached) ? cached : "";
 }
 
 #define REQUIRE_DEFAULT_MODEL(path)              \
   const std::string path = default_model_path(); \
-  if (path.empty()) GTEST_SKIP() << "default model GGUF not found (set KILN_DEFAULT_MODEL)"
+  if (path.empty())                              \
+  GTEST_SKIP() << "default model GGUF not found (set KILN_DEFAULT_MODEL or fetch it with `kiln generate`)"
 
 std::vector<int32_t> ints(const Tensor& t) {
   const Tensor c = t.to(kiln::DType::Int64).contiguous();

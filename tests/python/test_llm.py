@@ -110,10 +110,18 @@ def test_errors(tmp_path):
         m.tokenizer
 
 
-DEFAULT = os.environ.get("KILN_DEFAULT_MODEL", "")
+def _default_model():
+    env = os.environ.get("KILN_DEFAULT_MODEL", "")
+    if env and os.path.exists(env):
+        return env
+    cached = kiln.llm.default_model_path()
+    return cached if os.path.exists(cached) else ""
 
 
-@pytest.mark.skipif(not os.path.exists(DEFAULT), reason="default model GGUF not found (set KILN_DEFAULT_MODEL)")
+DEFAULT = _default_model()
+
+
+@pytest.mark.skipif(not os.path.exists(DEFAULT), reason="default model GGUF not found (set KILN_DEFAULT_MODEL or run kiln generate once)")
 def test_default_model_generates_text():
     m = kiln.llm.load(DEFAULT, dtype="fp8", max_context=128)
     assert isinstance(m.tokenizer, kiln.Tokenizer)
