@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <string>
@@ -224,6 +226,32 @@ TEST(LlmUpcycledMoE, EqualsTheDefaultModel) {
   // FP8: the experts hold the very bytes of the dense MLP (and a third of the memory of f32).
   auto dense = Model::load(path, opts(WeightFormat::FP8));
   expect_upcycled_equal(*dense, ref.ids, opts(WeightFormat::FP8));
+}
+
+}  // namespace
+
+namespace {
+
+// The bound: bf16 perplexity within 2% and FP8 within 5% of f32 on the
+// committed English text (first 256 tokens, to keep the suite quick; over the
+// whole text kiln measured 17.93 f32, 17.93 bf16, 18.00 FP8).
+TEST(LlmDefaultModel, Bf16AndFp8PerplexityCloseToF32) {
+  REQUIRE_DEFAULT_MODEL(path);
+  std::ifstream f(std::string(KILN_TEST_DATA_DIR) + "/text/mill_on_the_river.txt");
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  double ppl[3] = {};
+  int i = 0;
+  for (WeightFormat w : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::FP8}) {
+    auto m = Model::load(path, opts(w));
+    std::vector<int32_t> ids = m->tokenizer().encode(text);
+    ASSERT_GT(ids.size(), 256u);
+    ids.resize(256);
+    ppl[i++] = kiln::llm::perplexity(*m, ids);
+  }
+  std::printf("[ measured ] perplexity f32 %.4f, bf16 %.4f, fp8 %.4f\n", ppl[0], ppl[1], ppl[2]);
+  EXPECT_GT(ppl[0], 1.0);
+  EXPECT_LT(std::abs(ppl[1] / ppl[0] - 1), 0.02);
+  EXPECT_LT(std::abs(ppl[2] / ppl[0] - 1), 0.05);
 }
 
 }  // namespace
