@@ -169,6 +169,11 @@ void WeightLoader::done(const std::string& name, bool converted) {
   if (opt_.progress) opt_.progress(std::min(done_bytes_, total_bytes_), total_bytes_);
 }
 
+void WeightLoader::finish() {
+  done_bytes_ = total_bytes_;
+  if (opt_.progress) opt_.progress(total_bytes_, total_bytes_);
+}
+
 Tensor WeightLoader::f32(const std::string& name) {
   const Tensor t = src_.get(name);
   Tensor r = t.to(DType::Float32).contiguous();

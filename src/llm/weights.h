@@ -68,6 +68,8 @@ class WeightLoader {
     Tensor gate_up, gate_up_scale, down, down_scale;
   };
   Experts experts(const std::string& prefix, int64_t E, int64_t I, int64_t H, bool mixtral_names);
+  // Reports the load complete (tensors the model does not use count as done).
+  void finish();
 
  private:
   void done(const std::string& name, bool converted);

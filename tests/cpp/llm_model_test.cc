@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/allocator.h"
 #include "kiln/error.h"
 #include "kiln/io/safetensors.h"
 #include "kiln/llm/generate.h"
@@ -104,6 +105,31 @@ TEST_P(TinyModel, DecodeStepsEqualPrefill) {
   EXPECT_LT(rel_err(lg.data<float>(), all.data() + 5 * V, (n - 5) * V), 1e-5) << GetParam();
 }
 
+TEST_P(TinyModel, DecodeAllocatesNothingAndLoadReportsProgress) {
+  const std::string dir = models_dir() + "/" + GetParam();
+  for (WeightFormat f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::FP8}) {
+    LoadOptions o = opts(f);
+    int64_t last = -1, total = 0, calls = 0;
+    o.progress = [&](int64_t done, int64_t all) {
+      EXPECT_GE(done, last);
+      last = done;
+      total = all;
+      ++calls;
+    };
+    auto m = Model::load(dir, o);
+    EXPECT_GT(calls, 0);
+    EXPECT_EQ(last, total);
+    const std::vector<int32_t> prompt = {1, 2, 3, 4, 5};
+    m->forward(prompt);
+    const int32_t tok = 7;
+    m->forward(std::span<const int32_t>(&tok, 1));  // first decode step (per-thread scratch)
+    const auto before = kiln::memory_stats().alloc_count;
+    for (int i = 0; i < 4; ++i) m->forward(std::span<const int32_t>(&tok, 1));
+    EXPECT_EQ(kiln::memory_stats().alloc_count, before)
+        << GetParam() << " " << kiln::llm::weight_format_name(f);
+  }
+}
+
 TEST_P(TinyModel, Bf16AndFp8CloseToReference) {
   const std::string dir = models_dir() + "/" + GetParam();
   const Reference ref = reference(dir);
@@ -132,6 +158,15 @@ TEST_P(TinyModel, NamedWeightsReloadWithoutConversion) {
     fs::create_directories(tmp);
     fs::copy_file(fs::path(dir) / "config.json", tmp / "config.json", fs::copy_options::overwrite_existing);
     kiln::io::save_safetensors((tmp / "model.safetensors").string(), m->named_weights());
+    {
+      // Zero-copy: loading it allocates scratch and cache (tens of KB here), not the weights.
+      LoadOptions small = opts(f);
+      small.max_context = 4;
+      const auto before = kiln::memory_stats().current_bytes;
+      auto r = Model::load(tmp.string(), small);
+      const auto held = int64_t(kiln::memory_stats().current_bytes - before);
+      EXPECT_LT(held, r->weight_bytes() / 2) << GetParam() << " " << kiln::llm::weight_format_name(f);
+    }
     auto r = Model::load(tmp.string(), opts(f));
     EXPECT_EQ(r->weight_bytes(), m->weight_bytes());
     const Tensor b = r->forward(ref.ids, true);
