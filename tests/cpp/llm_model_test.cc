@@ -191,6 +191,28 @@ std::string error_of(const std::function<void()>& fn) {
   return "";
 }
 
+// Prompts longer than the scratch height (512 rows) are prefilled in chunks;
+// the result equals a prefill of the same tokens in two calls.
+TEST(LlmPrefill, LongPromptsRunInChunks) {
+  for (const char* name : {"tiny-llama", "tiny-qwen3-moe"}) {
+    LoadOptions o = opts(WeightFormat::F32);
+    o.max_context = 1200;
+    auto m = Model::load(models_dir() + "/" + name, o);
+    std::vector<int32_t> ids(1100);
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t((i * 37 + 11) % 256);
+    const Tensor all = m->forward(ids, true).clone();  // 3 chunks
+    ASSERT_EQ(all.size(0), 1100);
+    m->reset();
+    m->forward(std::span<const int32_t>(ids.data(), 700));
+    const Tensor tail = m->forward(std::span<const int32_t>(ids.data() + 700, 400), true);
+    const int64_t V = all.size(1);
+    EXPECT_LT(rel_err(tail.data<float>(), all.data<float>() + 700 * V, 400 * V), 1e-5) << name;
+    m->reset();
+    const Tensor last = m->forward(ids);  // [1, V]: the last row only
+    EXPECT_LT(rel_err(last.data<float>(), all.data<float>() + 1099 * V, V), 1e-6) << name;
+  }
+}
+
 TEST(LlmErrors, OneLineMessages) {
   const fs::path tmp = fs::temp_directory_path() / "kiln_llm_errors";
   fs::create_directories(tmp);
