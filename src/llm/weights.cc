@@ -345,11 +345,15 @@ WeightLoader::Experts WeightLoader::experts(const std::string& prefix, int64_t E
     } else {
       names = {st + "gate_up_proj", st + "down_proj"};
       Tensor gu = src_.get(names[0]);
-      if (gu.dim() == 3 && gu.size(1) == H && gu.size(2) == 2 * I) gu = gu.transpose(1, 2);
+      // [E, H, 2I] (transposed) only when it cannot be the expected [E, 2I, H].
+      if (gu.dim() == 3 && !(gu.size(1) == 2 * I && gu.size(2) == H) && gu.size(1) == H &&
+          gu.size(2) == 2 * I)
+        gu = gu.transpose(1, 2);
       g = gu.narrow(1, 0, I);
       u = gu.narrow(1, I, I);
       dn = src_.get(names[1]);
-      if (dn.dim() == 3 && dn.size(1) == I && dn.size(2) == H && I != H) dn = dn.transpose(1, 2);
+      if (dn.dim() == 3 && !(dn.size(1) == H && dn.size(2) == I) && dn.size(1) == I && dn.size(2) == H)
+        dn = dn.transpose(1, 2);
     }
     KILN_CHECK(g.dim() == 3 && g.size(0) == E && dn.dim() == 3 && dn.size(0) == E, ValueError,
                "[llm] stacked experts in " << prefix << " have shapes " << g.shape_str() << " / "

@@ -12,6 +12,7 @@
 
 #include "kiln/allocator.h"
 #include "kiln/error.h"
+#include "kiln/io/model_config.h"
 #include "kiln/io/safetensors.h"
 #include "kiln/llm/generate.h"
 #include "kiln/llm/model.h"
@@ -211,6 +212,36 @@ TEST(LlmPrefill, LongPromptsRunInChunks) {
     const Tensor last = m->forward(ids);  // [1, V]: the last row only
     EXPECT_LT(rel_err(last.data<float>(), all.data<float>() + 1099 * V, V), 1e-6) << name;
   }
+}
+
+// transformers 5 keeps a layer's experts fused (mlp.experts.gate_up_proj
+// [E, 2I, H], gate rows first; mlp.experts.down_proj [E, H, I]); the same
+// weights in that layout, given in memory, give the reference logits.
+TEST(LlmLoad, FusedExpertsInMemoryMatchTransformers) {
+  const std::string dir = models_dir() + "/tiny-qwen3-moe";
+  const Reference ref = reference(dir);
+  const auto cfg = kiln::io::load_hf_config(dir);
+  auto ck = kiln::io::SafetensorsCheckpoint::open(dir);
+  const int64_t E = cfg.num_experts, I = cfg.moe_intermediate_size, H = cfg.hidden_size;
+  std::vector<std::pair<std::string, Tensor>> t;
+  for (const auto& n : ck.names())
+    if (n.find(".experts.") == std::string::npos) t.emplace_back(n, ck.tensor(n));
+  for (int64_t l = 0; l < cfg.num_hidden_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".mlp.experts.";
+    Tensor gu = kiln::empty({E, 2 * I, H}, kiln::DType::BFloat16),
+           dn = kiln::empty({E, H, I}, kiln::DType::BFloat16);
+    for (int64_t e = 0; e < E; ++e) {
+      const std::string q = p + std::to_string(e) + ".";
+      gu.select(0, e).narrow(0, 0, I).copy_(ck.tensor(q + "gate_proj.weight"));
+      gu.select(0, e).narrow(0, I, I).copy_(ck.tensor(q + "up_proj.weight"));
+      dn.select(0, e).copy_(ck.tensor(q + "down_proj.weight"));
+    }
+    t.emplace_back(p + "gate_up_proj", gu);
+    t.emplace_back(p + "down_proj", dn);
+  }
+  auto m = Model::from_tensors(cfg, std::move(t), opts(WeightFormat::F32));
+  const Tensor lg = m->forward(ref.ids, true);
+  EXPECT_LT(rel_err(lg.data<float>(), ref.logits.data(), lg.numel()), 1e-4);
 }
 
 TEST(LlmErrors, OneLineMessages) {
