@@ -244,6 +244,19 @@ TEST(LlmLoad, FusedExpertsInMemoryMatchTransformers) {
   EXPECT_LT(rel_err(lg.data<float>(), ref.logits.data(), lg.numel()), 1e-4);
 }
 
+// The same weights as a GGUF (qwen3moe names, stacked experts, F16; written by
+// scripts/make_gguf_test_model.py) load through the GGUF path, expert slice by slice.
+TEST(LlmLoad, GgufMoEMatchesTransformers) {
+  const Reference ref = reference(models_dir() + "/tiny-qwen3-moe");
+  for (WeightFormat f : {WeightFormat::F32, WeightFormat::FP8}) {
+    auto m = Model::load(models_dir() + "/tiny-qwen3-moe.gguf", opts(f));
+    EXPECT_EQ(m->config().architecture, "qwen3_moe");
+    const Tensor lg = m->forward(ref.ids, true);
+    const double e = rel_err(lg.data<float>(), ref.logits.data(), lg.numel());
+    EXPECT_LT(e, f == WeightFormat::F32 ? 1e-4 : 0.2) << kiln::llm::weight_format_name(f);
+  }
+}
+
 TEST(LlmErrors, OneLineMessages) {
   const fs::path tmp = fs::temp_directory_path() / "kiln_llm_errors";
   fs::create_directories(tmp);
