@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kiln/allocator.h"
 #include "kiln/attention.h"
 #include "kiln/error.h"
 #include "kiln/linear.h"
@@ -125,6 +126,7 @@ Transformer::Transformer(io::ModelConfig cfg, const TensorSource& src, const Loa
   }
   final_norm_ = ld.f32("model.norm.weight");
   if (ld.has("lm_head.weight") && !c.tie_word_embeddings) lm_head_ = ld.linear("lm_head");
+  ld.finish();
 
   const Tensor inv = rope_inv_freq(D_, c.rope_theta, rs);
   auto tables = rope_cos_sin(0, max_ctx_, inv);
@@ -165,6 +167,9 @@ Transformer::Transformer(io::ModelConfig cfg, const TensorSource& src, const Loa
     s_.inv.resize(size_t(R * k));
     s_.counts.resize(size_t(E) + 1);
   }
+  // The per-tensor conversion temporaries (a dequantized f32 embedding table
+  // can be 100+ MB) go back to the system rather than stay in the cache.
+  empty_cache();
 }
 
 const Tokenizer& Transformer::tokenizer() const {

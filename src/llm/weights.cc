@@ -36,6 +36,22 @@ class GGUFSource final : public TensorSource {
   const io::GGUFFile& file() const { return f_; }
   bool contains(const std::string& n) const override { return names_.count(n) != 0; }
   Tensor get(const std::string& n) const override { return f_.load_hf(gguf_name(n), DType::Float32); }
+  Tensor get_slice(const std::string& n, int64_t index) const override {
+    const std::string& g = gguf_name(n);
+    const auto& info = f_.tensor_info(g);
+    if (info.shape.size() < 3 || info.shape[0] == 1 || f_.qk_permute_heads(g)) return get(n).select(0, index);
+    KILN_CHECK(
+        index >= 0 && index < info.shape[0], IndexError,
+        "[llm] slice " << index << " of " << n << " " << shape_to_string(info.shape) << " is out of range");
+    if (io::ggml_plain_dtype(info.type)) return f_.tensor(g).select(0, index).to(DType::Float32);
+    // Block-quantized: rows of a slice are contiguous in the file.
+    const Tensor raw = f_.raw(g);  // [E, N, bytes per row]
+    const Tensor part = raw.select(0, index);
+    Shape shape(info.shape.begin() + 1, info.shape.end());
+    Tensor out = empty(shape, DType::Float32);
+    io::dequantize_row(info.type, part.data<uint8_t>(), out.data<float>(), out.numel());
+    return out;
+  }
   int64_t stored_bytes(const std::string& n) const override {
     auto it = names_.find(n);
     return it == names_.end() ? 0 : int64_t(f_.tensor_info(it->second).nbytes);
@@ -169,6 +185,11 @@ void WeightLoader::done(const std::string& name, bool converted) {
   if (opt_.progress) opt_.progress(std::min(done_bytes_, total_bytes_), total_bytes_);
 }
 
+void WeightLoader::finish() {
+  done_bytes_ = total_bytes_;
+  if (opt_.progress) opt_.progress(total_bytes_, total_bytes_);
+}
+
 Tensor WeightLoader::f32(const std::string& name) {
   const Tensor t = src_.get(name);
   Tensor r = t.to(DType::Float32).contiguous();
@@ -284,7 +305,7 @@ WeightLoader::Experts WeightLoader::experts(const std::string& prefix, int64_t E
   const bool stacked = src_.contains(st + gname + ".weight");
   const bool fused = src_.contains(st + "gate_up_proj");
   const bool fp8_src = [&] {
-    if (stacked) return is_fp8(src_.get(st + gname + ".weight").dtype());
+    if (stacked) return is_fp8(src_.get_slice(st + gname + ".weight", 0).dtype());
     if (fused) return is_fp8(src_.get(st + "gate_up_proj").dtype());
     return is_fp8(per_expert(0, gname).w.dtype());
   }();
@@ -334,17 +355,28 @@ WeightLoader::Experts WeightLoader::experts(const std::string& prefix, int64_t E
     std::vector<std::string> names;
     if (stacked) {
       names = {st + gname + ".weight", st + uname + ".weight", st + dname + ".weight"};
-      g = src_.get(names[0]);
-      u = src_.get(names[1]);
-      dn = src_.get(names[2]);
+      // Expert by expert (a GGUF slice is dequantized alone, not the whole stack).
+      for (int64_t e = 0; e < E; ++e) {
+        put(src_.get_slice(names[0], e), Tensor(), x.gate_up.select(0, e).narrow(0, 0, I),
+            scale_rows(x.gate_up_scale, e, 0, I));
+        put(src_.get_slice(names[1], e), Tensor(), x.gate_up.select(0, e).narrow(0, I, I),
+            scale_rows(x.gate_up_scale, e, I, I));
+        put(src_.get_slice(names[2], e), Tensor(), x.down.select(0, e), scale_rows(x.down_scale, e, 0, H));
+      }
+      for (const auto& n : names) done(n, true);
+      return x;
     } else {
       names = {st + "gate_up_proj", st + "down_proj"};
       Tensor gu = src_.get(names[0]);
-      if (gu.dim() == 3 && gu.size(1) == H && gu.size(2) == 2 * I) gu = gu.transpose(1, 2);
+      // [E, H, 2I] (transposed) only when it cannot be the expected [E, 2I, H].
+      if (gu.dim() == 3 && !(gu.size(1) == 2 * I && gu.size(2) == H) && gu.size(1) == H &&
+          gu.size(2) == 2 * I)
+        gu = gu.transpose(1, 2);
       g = gu.narrow(1, 0, I);
       u = gu.narrow(1, I, I);
       dn = src_.get(names[1]);
-      if (dn.dim() == 3 && dn.size(1) == I && dn.size(2) == H && I != H) dn = dn.transpose(1, 2);
+      if (dn.dim() == 3 && !(dn.size(1) == H && dn.size(2) == I) && dn.size(1) == I && dn.size(2) == H)
+        dn = dn.transpose(1, 2);
     }
     KILN_CHECK(g.dim() == 3 && g.size(0) == E && dn.dim() == 3 && dn.size(0) == E, ValueError,
                "[llm] stacked experts in " << prefix << " have shapes " << g.shape_str() << " / "

@@ -25,6 +25,11 @@ class TensorSource {
   // The tensor as stored (a zero-copy view where possible; GGUF: dequantized
   // to float32 in Hugging Face layout). ValueError naming the tensor when absent.
   virtual Tensor get(const std::string& name) const = 0;
+  // get(name).select(0, index) without materializing the rest (GGUF: only
+  // that slice is dequantized): one expert of a stacked [E, N, K] tensor.
+  virtual Tensor get_slice(const std::string& name, int64_t index) const {
+    return get(name).select(0, index);
+  }
   // The source's bytes for `name` (for progress), 0 when absent.
   virtual int64_t stored_bytes(const std::string& name) const = 0;
   virtual int64_t total_bytes() const = 0;
@@ -68,6 +73,8 @@ class WeightLoader {
     Tensor gate_up, gate_up_scale, down, down_scale;
   };
   Experts experts(const std::string& prefix, int64_t E, int64_t I, int64_t H, bool mixtral_names);
+  // Reports the load complete (tensors the model does not use count as done).
+  void finish();
 
  private:
   void done(const std::string& name, bool converted);

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "kiln/allocator.h"
 #include "kiln/error.h"
+#include "kiln/io/model_config.h"
 #include "kiln/io/safetensors.h"
 #include "kiln/llm/generate.h"
 #include "kiln/llm/model.h"
@@ -104,6 +106,31 @@ TEST_P(TinyModel, DecodeStepsEqualPrefill) {
   EXPECT_LT(rel_err(lg.data<float>(), all.data() + 5 * V, (n - 5) * V), 1e-5) << GetParam();
 }
 
+TEST_P(TinyModel, DecodeAllocatesNothingAndLoadReportsProgress) {
+  const std::string dir = models_dir() + "/" + GetParam();
+  for (WeightFormat f : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::FP8}) {
+    LoadOptions o = opts(f);
+    int64_t last = -1, total = 0, calls = 0;
+    o.progress = [&](int64_t done, int64_t all) {
+      EXPECT_GE(done, last);
+      last = done;
+      total = all;
+      ++calls;
+    };
+    auto m = Model::load(dir, o);
+    EXPECT_GT(calls, 0);
+    EXPECT_EQ(last, total);
+    const std::vector<int32_t> prompt = {1, 2, 3, 4, 5};
+    m->forward(prompt);
+    const int32_t tok = 7;
+    m->forward(std::span<const int32_t>(&tok, 1));  // first decode step (per-thread scratch)
+    const auto before = kiln::memory_stats().alloc_count;
+    for (int i = 0; i < 4; ++i) m->forward(std::span<const int32_t>(&tok, 1));
+    EXPECT_EQ(kiln::memory_stats().alloc_count, before)
+        << GetParam() << " " << kiln::llm::weight_format_name(f);
+  }
+}
+
 TEST_P(TinyModel, Bf16AndFp8CloseToReference) {
   const std::string dir = models_dir() + "/" + GetParam();
   const Reference ref = reference(dir);
@@ -132,6 +159,15 @@ TEST_P(TinyModel, NamedWeightsReloadWithoutConversion) {
     fs::create_directories(tmp);
     fs::copy_file(fs::path(dir) / "config.json", tmp / "config.json", fs::copy_options::overwrite_existing);
     kiln::io::save_safetensors((tmp / "model.safetensors").string(), m->named_weights());
+    {
+      // Zero-copy: loading it allocates scratch and cache (tens of KB here), not the weights.
+      LoadOptions small = opts(f);
+      small.max_context = 4;
+      const auto before = kiln::memory_stats().current_bytes;
+      auto r = Model::load(tmp.string(), small);
+      const auto held = int64_t(kiln::memory_stats().current_bytes - before);
+      EXPECT_LT(held, r->weight_bytes() / 2) << GetParam() << " " << kiln::llm::weight_format_name(f);
+    }
     auto r = Model::load(tmp.string(), opts(f));
     EXPECT_EQ(r->weight_bytes(), m->weight_bytes());
     const Tensor b = r->forward(ref.ids, true);
@@ -154,6 +190,71 @@ std::string error_of(const std::function<void()>& fn) {
     return e.what();
   }
   return "";
+}
+
+// Prompts longer than the scratch height (512 rows) are prefilled in chunks;
+// the result equals a prefill of the same tokens in two calls.
+TEST(LlmPrefill, LongPromptsRunInChunks) {
+  for (const char* name : {"tiny-llama", "tiny-qwen3-moe"}) {
+    LoadOptions o = opts(WeightFormat::F32);
+    o.max_context = 1200;
+    auto m = Model::load(models_dir() + "/" + name, o);
+    std::vector<int32_t> ids(1100);
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t((i * 37 + 11) % 256);
+    const Tensor all = m->forward(ids, true).clone();  // 3 chunks
+    ASSERT_EQ(all.size(0), 1100);
+    m->reset();
+    m->forward(std::span<const int32_t>(ids.data(), 700));
+    const Tensor tail = m->forward(std::span<const int32_t>(ids.data() + 700, 400), true);
+    const int64_t V = all.size(1);
+    EXPECT_LT(rel_err(tail.data<float>(), all.data<float>() + 700 * V, 400 * V), 1e-5) << name;
+    m->reset();
+    const Tensor last = m->forward(ids);  // [1, V]: the last row only
+    EXPECT_LT(rel_err(last.data<float>(), all.data<float>() + 1099 * V, V), 1e-6) << name;
+  }
+}
+
+// transformers 5 keeps a layer's experts fused (mlp.experts.gate_up_proj
+// [E, 2I, H], gate rows first; mlp.experts.down_proj [E, H, I]); the same
+// weights in that layout, given in memory, give the reference logits.
+TEST(LlmLoad, FusedExpertsInMemoryMatchTransformers) {
+  const std::string dir = models_dir() + "/tiny-qwen3-moe";
+  const Reference ref = reference(dir);
+  const auto cfg = kiln::io::load_hf_config(dir);
+  auto ck = kiln::io::SafetensorsCheckpoint::open(dir);
+  const int64_t E = cfg.num_experts, I = cfg.moe_intermediate_size, H = cfg.hidden_size;
+  std::vector<std::pair<std::string, Tensor>> t;
+  for (const auto& n : ck.names())
+    if (n.find(".experts.") == std::string::npos) t.emplace_back(n, ck.tensor(n));
+  for (int64_t l = 0; l < cfg.num_hidden_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".mlp.experts.";
+    Tensor gu = kiln::empty({E, 2 * I, H}, kiln::DType::BFloat16),
+           dn = kiln::empty({E, H, I}, kiln::DType::BFloat16);
+    for (int64_t e = 0; e < E; ++e) {
+      const std::string q = p + std::to_string(e) + ".";
+      gu.select(0, e).narrow(0, 0, I).copy_(ck.tensor(q + "gate_proj.weight"));
+      gu.select(0, e).narrow(0, I, I).copy_(ck.tensor(q + "up_proj.weight"));
+      dn.select(0, e).copy_(ck.tensor(q + "down_proj.weight"));
+    }
+    t.emplace_back(p + "gate_up_proj", gu);
+    t.emplace_back(p + "down_proj", dn);
+  }
+  auto m = Model::from_tensors(cfg, std::move(t), opts(WeightFormat::F32));
+  const Tensor lg = m->forward(ref.ids, true);
+  EXPECT_LT(rel_err(lg.data<float>(), ref.logits.data(), lg.numel()), 1e-4);
+}
+
+// The same weights as a GGUF (qwen3moe names, stacked experts, F16; written by
+// scripts/make_gguf_test_model.py) load through the GGUF path, expert slice by slice.
+TEST(LlmLoad, GgufMoEMatchesTransformers) {
+  const Reference ref = reference(models_dir() + "/tiny-qwen3-moe");
+  for (WeightFormat f : {WeightFormat::F32, WeightFormat::FP8}) {
+    auto m = Model::load(models_dir() + "/tiny-qwen3-moe.gguf", opts(f));
+    EXPECT_EQ(m->config().architecture, "qwen3_moe");
+    const Tensor lg = m->forward(ref.ids, true);
+    const double e = rel_err(lg.data<float>(), ref.logits.data(), lg.numel());
+    EXPECT_LT(e, f == WeightFormat::F32 ? 1e-4 : 0.2) << kiln::llm::weight_format_name(f);
+  }
 }
 
 TEST(LlmErrors, OneLineMessages) {
