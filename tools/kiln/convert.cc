@@ -125,10 +125,15 @@ int run_convert(ConvertFlags& c) {
       }
     }
   } else {
-    const auto files = tokenizer_files_from_gguf(io::GGUFFile::open(src));
-    write_text(c.out + "/tokenizer.json", files.tokenizer_json);
-    write_text(c.out + "/tokenizer_config.json", files.tokenizer_config_json);
-    tokenizer_note = "tokenizer.json, tokenizer_config.json (from the GGUF's tokenizer)";
+    const auto gguf = io::GGUFFile::open(src);
+    if (gguf.get_string_array("tokenizer.ggml.tokens") != nullptr) {
+      const auto files = tokenizer_files_from_gguf(gguf);
+      write_text(c.out + "/tokenizer.json", files.tokenizer_json);
+      write_text(c.out + "/tokenizer_config.json", files.tokenizer_config_json);
+      tokenizer_note = "tokenizer.json, tokenizer_config.json (from the GGUF's tokenizer)";
+    } else {
+      tokenizer_note = "no tokenizer (the GGUF has none)";
+    }
   }
   if (!c.model.quiet)
     std::fprintf(stderr, "wrote %s: model.safetensors (%.1f MB %s), config.json%s%s\n", c.out.c_str(),
