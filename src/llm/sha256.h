@@ -22,7 +22,7 @@ class Sha256 {
  private:
   void block(const uint8_t* p);  // one 64-byte block into state_
   uint32_t state_[8];
-  uint8_t buf_[64];
+  uint8_t buf_[64] = {};
   size_t buffered_ = 0;
   uint64_t total_ = 0;  // bytes fed
   bool done_ = false;
