@@ -27,6 +27,7 @@ struct GenerateFlags {
   std::string prompt_ids;  // "1 2 3": token ids instead of text
   SamplingFlags sampling;
   bool chat = false;
+  bool echo = false;
 };
 
 constexpr const char* kPositionalRule =
@@ -128,6 +129,12 @@ int run_generate(GenerateFlags& g) {
   llm::Generation gen(*model, std::move(ids), opt);
   std::string piece;
   bool wrote = false, ends_in_newline = false;
+  if (g.echo && !g.chat && g.prompt_ids.empty() && !g.prompt.empty()) {
+    std::fwrite(g.prompt.data(), 1, g.prompt.size(), stdout);
+    std::fflush(stdout);
+    wrote = true;
+    ends_in_newline = g.prompt.back() == '\n';
+  }
   size_t ids_shown = 0;
   for (;;) {
     const bool more = gen.next(piece);
@@ -167,6 +174,7 @@ Command add_generate(CLI::App& parent) {
   app->add_option("--prompt-ids", g->prompt_ids,
                   "The prompt as token ids (\"1 2 3\"); a model without a tokenizer prints ids, not text");
   add_sampling_flags(*app, g->sampling);
+  app->add_flag("--echo", g->echo, "Print the prompt before the continuation");
   app->add_flag("--chat", g->chat, "Wrap the prompt in the model's chat template as one user message");
   add_model_flags(*app, g->model);
   return {app, [g, prompt] {
