@@ -186,10 +186,10 @@ def test_generate_default_model(default_model):
 def test_generate_greedy_is_the_fixture_continuation(default_model):
     # tests/data/models/README.md: transformers' greedy continuation of its prompt on this GGUF.
     prompt = "The capital of France is Paris. The capital of Germany is"
-    r = kiln("generate", default_model, "--prompt", prompt, "-n", "4", "--temperature", "0", "--dtype", "f32", "-q",
+    r = kiln("generate", default_model, "--prompt", prompt, "-n", "12", "--temperature", "0", "--dtype", "f32", "-q",
              "--echo")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith(prompt + " Berlin"), r.stdout
+    assert r.stdout == prompt + " Berlin. The capital of the United States is New York City\n", r.stdout
     assert r.stderr == ""
 
 

@@ -164,7 +164,7 @@ Command add_generate(CLI::App& parent) {
       parent.add_subcommand("generate", "Continue a prompt with a language model, streaming the text.");
   app->footer(
       std::string(kPositionalRule) +
-      "\n\nSampling defaults: temperature 0.8, top-k 40, top-p 0.95, min-p 0.05, repetition penalty 1.1, "
+      "\n\nSampling defaults: temperature 0.8, top-k 40, top-p 0.95, min-p 0.05, no repetition penalty, "
       "seed 0, so a run is reproducible; --temperature 0 is greedy. Text goes to stdout; the load line "
       "and a final stats line (prompt tokens and prefill tok/s, generated tokens and decode tok/s, "
       "weight bytes, peak memory) go to stderr. Ctrl-C stops generation (exit status 130); a second "

@@ -26,7 +26,7 @@ struct ModelFlags {
 void add_model_flags(CLI::App& app, ModelFlags& f, bool with_quiet = true);
 
 // Sampling options shared by generate and chat. Defaults: temperature 0.8,
-// top-k 40, top-p 0.95, min-p 0.05, repetition penalty 1.1, seed 0 (runs are
+// top-k 40, top-p 0.95, min-p 0.05, no repetition penalty, seed 0 (runs are
 // reproducible; --temperature 0 is greedy).
 struct SamplingFlags {
   int64_t max_tokens = 128;
@@ -34,7 +34,7 @@ struct SamplingFlags {
   int64_t top_k = 40;
   double top_p = 0.95;
   double min_p = 0.05;
-  double repetition_penalty = 1.1;
+  double repetition_penalty = 1.0;
   uint64_t seed = 0;
   bool ignore_eos = false;
 };
