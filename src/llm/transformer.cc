@@ -126,9 +126,17 @@ Transformer::Transformer(io::ModelConfig cfg, const TensorSource& src, const Loa
   }
   final_norm_ = ld.f32("model.norm.weight");
   if (ld.has("lm_head.weight") && !c.tie_word_embeddings) lm_head_ = ld.linear("lm_head");
-  ld.finish();
 
-  const Tensor inv = rope_inv_freq(D_, c.rope_theta, rs);
+  Tensor inv = rope_inv_freq(D_, c.rope_theta, rs);
+  if (ld.has("rope_freqs.weight")) {
+    // GGUF (llama.cpp): inv_freq[i] / rope_freqs[i], the llama3 scaling precomputed.
+    const Tensor f = ld.f32("rope_freqs.weight");
+    KILN_CHECK(f.numel() == inv.numel(), ValueError,
+               "[llm] " << name_ << ": rope_freqs has " << f.numel() << " entries, expected " << inv.numel());
+    inv = inv.contiguous().clone();
+    for (int64_t i = 0; i < inv.numel(); ++i) inv.data<float>()[i] /= f.data<float>()[i];
+  }
+  ld.finish();
   auto tables = rope_cos_sin(0, max_ctx_, inv);
   rope_cos_ = tables.cos;
   rope_sin_ = tables.sin;

@@ -28,7 +28,9 @@ class GGUFSource final : public TensorSource {
   explicit GGUFSource(const std::string& path) : f_(io::GGUFFile::open(path)), path_(path) {
     const std::string arch = io::config_from_gguf(f_).architecture;
     for (const auto& t : f_.tensors()) {
-      const std::string hf = io::gguf_to_hf_name(t.name, arch);
+      std::string hf = io::gguf_to_hf_name(t.name, arch);
+      // Llama 3 GGUFs carry their rope scaling as per-frequency divisors.
+      if (t.name == "rope_freqs.weight") hf = t.name;
       if (!hf.empty()) names_[hf] = t.name;
       total_ += int64_t(t.nbytes);
     }
