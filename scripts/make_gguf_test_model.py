@@ -1,6 +1,8 @@
-"""Writes tests/data/models/tiny-qwen3-moe.gguf: the tiny-qwen3-moe fixture's
-weights as a GGUF file (llama.cpp's qwen3moe names, experts stacked, F16),
-so the GGUF MoE path is checked against the same transformers reference.
+"""Writes tests/data/models/tiny-qwen3-moe.gguf and tiny-llama.gguf: the tiny
+fixtures' weights as GGUF files, as llama.cpp's converter lays them out
+(qwen3moe: experts stacked; llama: Q/K rows permuted for interleaved rope and
+the Llama 3 rope scaling as a rope_freqs tensor), F16 matrices, so kiln's GGUF
+path is checked against the same transformers references.
 
     python scripts/make_gguf_test_model.py [tests/data/models]
 
@@ -8,6 +10,7 @@ Needs numpy and the `gguf` package (not needed by the tests).
 """
 
 import json
+import math
 import pathlib
 import sys
 
@@ -80,5 +83,64 @@ def main(root):
     w.close()
 
 
+def permute(x, n_head):
+    # llama.cpp convert_hf_to_gguf: rotate-half rows -> interleaved pairs per head.
+    return x.reshape(n_head, 2, x.shape[0] // n_head // 2, *x.shape[1:]).swapaxes(1, 2).reshape(x.shape)
+
+
+def llama(root):
+    src = pathlib.Path(root) / "tiny-llama"
+    cfg = json.loads((src / "config.json").read_text())
+    t = load_file(str(src / "model.safetensors"))
+    rp = cfg["rope_parameters"]
+    w = gguf.GGUFWriter(str(pathlib.Path(root) / "tiny-llama.gguf"), "llama")
+    L, H, nh, nkv, D = (cfg[k] for k in ("num_hidden_layers", "hidden_size", "num_attention_heads",
+                                         "num_key_value_heads", "head_dim"))
+    w.add_block_count(L)
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(H)
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(nh)
+    w.add_head_count_kv(nkv)
+    w.add_key_length(D)
+    w.add_value_length(D)
+    w.add_rope_dimension_count(D)
+    w.add_rope_freq_base(rp["rope_theta"])
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    w.add_vocab_size(cfg["vocab_size"])
+    # Llama 3 rope scaling as llama.cpp's converter precomputes it.
+    freqs = 1.0 / (rp["rope_theta"] ** (np.arange(0, D, 2, dtype=np.float32) / D))
+    old, fac, lo, hi = rp["original_max_position_embeddings"], rp["factor"], rp["low_freq_factor"], rp["high_freq_factor"]
+    factors = []
+    for f in freqs:
+        wavelen = 2 * math.pi / f
+        if wavelen < old / hi:
+            factors.append(1.0)
+        elif wavelen > old / lo:
+            factors.append(fac)
+        else:
+            smooth = (old / wavelen - lo) / (hi - lo)
+            factors.append(1 / ((1 - smooth) / fac + smooth))
+    w.add_tensor("rope_freqs.weight", np.array(factors, dtype=np.float32))
+    w.add_tensor("token_embd.weight", t["model.embed_tokens.weight"].astype(np.float16))
+    w.add_tensor("output_norm.weight", t["model.norm.weight"].astype(np.float32))
+    w.add_tensor("output.weight", t["lm_head.weight"].astype(np.float16))
+    for i in range(L):
+        p, g = f"model.layers.{i}.", f"blk.{i}."
+        w.add_tensor(g + "attn_norm.weight", t[p + "input_layernorm.weight"].astype(np.float32))
+        w.add_tensor(g + "ffn_norm.weight", t[p + "post_attention_layernorm.weight"].astype(np.float32))
+        w.add_tensor(g + "attn_q.weight", permute(t[p + "self_attn.q_proj.weight"], nh).astype(np.float16))
+        w.add_tensor(g + "attn_k.weight", permute(t[p + "self_attn.k_proj.weight"], nkv).astype(np.float16))
+        w.add_tensor(g + "attn_v.weight", t[p + "self_attn.v_proj.weight"].astype(np.float16))
+        w.add_tensor(g + "attn_output.weight", t[p + "self_attn.o_proj.weight"].astype(np.float16))
+        for a, b in (("gate", "gate_proj"), ("up", "up_proj"), ("down", "down_proj")):
+            w.add_tensor(g + f"ffn_{a}.weight", t[p + f"mlp.{b}.weight"].astype(np.float16))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 if __name__ == "__main__":
     main(sys.argv[1] if len(sys.argv) > 1 else "tests/data/models")
+    llama(sys.argv[1] if len(sys.argv) > 1 else "tests/data/models")

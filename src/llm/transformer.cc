@@ -91,6 +91,7 @@ Transformer::Transformer(io::ModelConfig cfg, const TensorSource& src, const Loa
     L.k = ld.linear(p + "self_attn.k_proj");
     L.v = ld.linear(p + "self_attn.v_proj");
     L.o = ld.linear(p + "self_attn.o_proj");
+    L.qkv = fuse_rows({&L.q, &L.k, &L.v});
     KILN_CHECK(L.q.w.size(0) == Hq_ * D_ && L.k.w.size(0) == Hk_ * D_ && L.v.w.size(0) == Hk_ * D_ &&
                    L.q.w.size(1) == H_ && L.o.w.size(0) == H_ && L.o.w.size(1) == Hq_ * D_,
                ValueError,
@@ -121,14 +122,23 @@ Transformer::Transformer(io::ModelConfig cfg, const TensorSource& src, const Loa
       L.gate = ld.linear(p + "mlp.gate_proj");
       L.up = ld.linear(p + "mlp.up_proj");
       L.down = ld.linear(p + "mlp.down_proj");
+      L.gate_up = fuse_rows({&L.gate, &L.up});
       max_I = std::max(max_I, L.gate.w.size(0));
     }
   }
   final_norm_ = ld.f32("model.norm.weight");
   if (ld.has("lm_head.weight") && !c.tie_word_embeddings) lm_head_ = ld.linear("lm_head");
-  ld.finish();
 
-  const Tensor inv = rope_inv_freq(D_, c.rope_theta, rs);
+  Tensor inv = rope_inv_freq(D_, c.rope_theta, rs);
+  if (ld.has("rope_freqs.weight")) {
+    // GGUF (llama.cpp): inv_freq[i] / rope_freqs[i], the llama3 scaling precomputed.
+    const Tensor f = ld.f32("rope_freqs.weight");
+    KILN_CHECK(f.numel() == inv.numel(), ValueError,
+               "[llm] " << name_ << ": rope_freqs has " << f.numel() << " entries, expected " << inv.numel());
+    inv = inv.contiguous().clone();
+    for (int64_t i = 0; i < inv.numel(); ++i) inv.data<float>()[i] /= f.data<float>()[i];
+  }
+  ld.finish();
   auto tables = rope_cos_sin(0, max_ctx_, inv);
   rope_cos_ = tables.cos;
   rope_sin_ = tables.sin;
@@ -147,6 +157,8 @@ Transformer::Transformer(io::ModelConfig cfg, const TensorSource& src, const Loa
   s_.up = empty({R, max_I});
   s_.act = empty({R, max_I});
   s_.last = empty({1, H_});
+  s_.qkv1 = empty({1, (Hq_ + 2 * Hk_) * D_});
+  s_.gate_up1 = empty({1, 2 * max_I});
   s_.logits1 = empty({1, V_});
   s_.ids = empty({R}, DType::Int32);
   if (c.is_moe()) {
@@ -259,9 +271,17 @@ void Transformer::attention(int64_t l, int64_t T) {
   Tensor attn = s_.attn.narrow(0, 0, T), tmp = s_.tmp.narrow(0, 0, T);
   rms_norm_out(x, &L.attn_norm, eps, xn);
   // xn [T, H] -> q [T, Hq*D], k/v [T, Hk*D]
-  linear_out(xn, L.q.w, L.q.scale, L.q.bias, q);
-  linear_out(xn, L.k.w, L.k.scale, L.k.bias, k);
-  linear_out(xn, L.v.w, L.v.scale, L.v.bias, v);
+  if (T == 1 && L.qkv.defined()) {
+    // Decode: one matrix-vector call; q/k/v are column ranges of its [1, N] output.
+    linear_out(xn, L.qkv.w, L.qkv.scale, L.qkv.bias, s_.qkv1);
+    q = s_.qkv1.narrow(1, 0, Hq_ * D_);
+    k = s_.qkv1.narrow(1, Hq_ * D_, Hk_ * D_);
+    v = s_.qkv1.narrow(1, (Hq_ + Hk_) * D_, Hk_ * D_);
+  } else {
+    linear_out(xn, L.q.w, L.q.scale, L.q.bias, q);
+    linear_out(xn, L.k.w, L.k.scale, L.k.bias, k);
+    linear_out(xn, L.v.w, L.v.scale, L.v.bias, v);
+  }
   bytes_read_ += L.q.bytes() + L.k.bytes() + L.v.bytes() + int64_t(L.attn_norm.nbytes());
   const Tensor q3 = q.view({T, Hq_, D_}), k3 = k.view({T, Hk_, D_}), v3 = v.view({T, Hk_, D_});
   if (L.q_norm.defined()) {
@@ -306,8 +326,15 @@ void Transformer::mlp(int64_t l, int64_t T) {
   auto rows = [&](const Tensor& b) { return b.view({-1}).narrow(0, 0, T * I).view({T, I}); };
   Tensor g = rows(s_.gate), u = rows(s_.up), a = rows(s_.act);
   rms_norm_out(x, &L.mlp_norm, cfg_.rms_norm_eps, xn);
-  linear_out(xn, L.gate.w, L.gate.scale, L.gate.bias, g);
-  linear_out(xn, L.up.w, L.up.scale, L.up.bias, u);
+  if (T == 1 && L.gate_up.defined()) {
+    Tensor gu = s_.gate_up1.narrow(1, 0, 2 * I);
+    linear_out(xn, L.gate_up.w, L.gate_up.scale, L.gate_up.bias, gu);
+    g = gu.narrow(1, 0, I);
+    u = gu.narrow(1, I, I);
+  } else {
+    linear_out(xn, L.gate.w, L.gate.scale, L.gate.bias, g);
+    linear_out(xn, L.up.w, L.up.scale, L.up.bias, u);
+  }
   swiglu_out(g, u, a);
   linear_out(a, L.down.w, L.down.scale, L.down.bias, tmp);
   bytes_read_ += L.gate.bytes() + L.up.bytes() + L.down.bytes() + int64_t(L.mlp_norm.nbytes());

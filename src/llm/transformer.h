@@ -32,6 +32,7 @@ struct LayerWeights {
   Linear q, k, v, o;
   Tensor q_norm, k_norm;  // [D] per head (qwen3), [Hq*D]/[Hk*D] whole (olmoe), or undefined
   Linear gate, up, down;  // dense MLP
+  Linear qkv, gate_up;    // q|k|v and gate|up stacked (q..up are then views), when fused
   std::unique_ptr<MoEWeights> moe;
 };
 
@@ -39,6 +40,7 @@ struct LayerWeights {
 struct Scratch {
   int64_t rows = 0;
   Tensor x, xn, q, k, v, attn, tmp;  // [rows, H] / [rows, Hq*D] / [rows, Hk*D]
+  Tensor qkv1, gate_up1;             // [1, (Hq+2Hk)*D], [1, 2I]: one decode step's fused outputs
   Tensor gate, up, act;              // [rows, I]
   Tensor last;                       // [1, H]
   Tensor logits1;                    // [1, V]

@@ -20,6 +20,43 @@ int64_t Linear::bytes() const {
   return b;
 }
 
+Linear fuse_rows(std::vector<Linear*> parts) {
+  Linear f;
+  int64_t N = 0;
+  const Linear& a = *parts[0];
+  for (const Linear* p : parts) {
+    const bool row_scale = !p->scale.defined() || (p->scale.numel() == p->w.size(0) && p->w.size(0) > 1);
+    if (!p->owned || !row_scale || p->w.dtype() != a.w.dtype() || p->w.size(1) != a.w.size(1) ||
+        p->scale.defined() != a.scale.defined() || p->bias.defined() != a.bias.defined())
+      return f;
+    N += p->w.size(0);
+  }
+  const int64_t K = a.w.size(1);
+  f.w = empty({N, K}, a.w.dtype());
+  if (a.scale.defined()) f.scale = empty({N, 1}, DType::Float32);
+  if (a.bias.defined()) f.bias = empty({N}, DType::Float32);
+  f.owned = true;
+  int64_t r = 0;
+  for (Linear* p : parts) {
+    const int64_t n = p->w.size(0);
+    Tensor w = f.w.narrow(0, r, n);
+    w.copy_(p->w);
+    p->w = w;
+    if (f.scale.defined()) {
+      Tensor sc = f.scale.narrow(0, r, n);
+      sc.copy_(p->scale.reshape({n, 1}));
+      p->scale = sc;
+    }
+    if (f.bias.defined()) {
+      Tensor b = f.bias.narrow(0, r, n);
+      b.copy_(p->bias);
+      p->bias = b;
+    }
+    r += n;
+  }
+  return f;
+}
+
 namespace {
 
 // ---- GGUF: tensors under their Hugging Face names, dequantized on request ----
@@ -28,7 +65,9 @@ class GGUFSource final : public TensorSource {
   explicit GGUFSource(const std::string& path) : f_(io::GGUFFile::open(path)), path_(path) {
     const std::string arch = io::config_from_gguf(f_).architecture;
     for (const auto& t : f_.tensors()) {
-      const std::string hf = io::gguf_to_hf_name(t.name, arch);
+      std::string hf = io::gguf_to_hf_name(t.name, arch);
+      // Llama 3 GGUFs carry their rope scaling as per-frequency divisors.
+      if (t.name == "rope_freqs.weight") hf = t.name;
       if (!hf.empty()) names_[hf] = t.name;
       total_ += int64_t(t.nbytes);
     }
@@ -239,7 +278,8 @@ Linear WeightLoader::linear(const std::string& prefix) {
     } else {
       L.w = t.to(d).contiguous();
     }
-    done(wn, !same_storage(L.w, t));
+    L.owned = !same_storage(L.w, t);
+    done(wn, L.owned);
   }
   if (src_.contains(prefix + ".bias")) L.bias = f32(prefix + ".bias");
   return L;

@@ -48,9 +48,16 @@ std::unique_ptr<TensorSource> memory_source(std::vector<std::pair<std::string, T
 // or [ceil(N/128), ceil(K/128)] per block (float32); bias: [N] float32 or undefined.
 struct Linear {
   Tensor w, scale, bias;
+  bool owned = false;  // converted at load (not a view of the source's bytes)
   int64_t bytes() const;
   bool defined() const { return w.defined(); }
 };
+
+// Several linears with one input (q/k/v, gate/up) stacked into one weight so a
+// decode step makes one matrix-vector call; the parts become row views of it.
+// Only for weights converted at load (a zero-copy source stays as it is) with
+// per-row or no scales; returns an undefined Linear when they do not qualify.
+Linear fuse_rows(std::vector<Linear*> parts);
 
 // Loads weights from a source, preparing them for `format`, and reports progress.
 class WeightLoader {

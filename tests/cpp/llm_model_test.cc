@@ -257,6 +257,16 @@ TEST(LlmLoad, GgufMoEMatchesTransformers) {
   }
 }
 
+// A llama GGUF as llama.cpp's converter writes it: Q/K rows permuted (kiln
+// un-permutes them) and the Llama 3 rope scaling as a rope_freqs tensor.
+TEST(LlmLoad, GgufLlamaWithRopeFreqsMatchesTransformers) {
+  const Reference ref = reference(models_dir() + "/tiny-llama");
+  auto m = Model::load(models_dir() + "/tiny-llama.gguf", opts(WeightFormat::F32));
+  EXPECT_EQ(m->config().architecture, "llama");
+  const Tensor lg = m->forward(ref.ids, true);
+  EXPECT_LT(rel_err(lg.data<float>(), ref.logits.data(), lg.numel()), 1e-4);
+}
+
 TEST(LlmErrors, OneLineMessages) {
   const fs::path tmp = fs::temp_directory_path() / "kiln_llm_errors";
   fs::create_directories(tmp);
