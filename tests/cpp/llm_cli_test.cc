@@ -83,15 +83,17 @@ TEST_P(ConvertRoundTrip, SameLogitsAsTheSource) {
   EXPECT_LE(max_diff, 1e-5 * std::max(1.0, max_abs)) << name << " " << dtype;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Fixtures, ConvertRoundTrip,
-    ::testing::Combine(::testing::Values("tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-qwen3-moe",
-                                         "tiny-mixtral", "tiny-olmoe", "tiny-qwen3-moe-fp8-block",
-                                         "tiny-qwen3-moe-fp8-channel", "tiny-qwen3-moe.gguf"),
-                       ::testing::Values("f32", "bf16", "fp8")),
-    [](const auto& info) {
-      std::string s = std::string(std::get<0>(info.param)) + "_" + std::get<1>(info.param);
-      for (char& c : s)
-        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-      return s;
-    });
+INSTANTIATE_TEST_SUITE_P(Fixtures, ConvertRoundTrip,
+                         ::testing::Combine(::testing::Values("tiny-llama", "tiny-qwen2", "tiny-qwen3",
+                                                              "tiny-qwen3-moe", "tiny-mixtral", "tiny-olmoe",
+                                                              "tiny-qwen3-moe-fp8-block",
+                                                              "tiny-qwen3-moe-fp8-channel",
+                                                              "tiny-qwen3-moe.gguf", "tiny-llama.gguf"),
+                                            ::testing::Values("f32", "bf16", "fp8")),
+                         [](const auto& info) {
+                           std::string s =
+                               std::string(std::get<0>(info.param)) + "_" + std::get<1>(info.param);
+                           for (char& c : s)
+                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return s;
+                         });

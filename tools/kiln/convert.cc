@@ -64,7 +64,17 @@ int run_convert(ConvertFlags& c) {
     throw ValueError("OUT_DIR must not be the source model's directory");
 
   // Weights, streamed tensor by tensor into the file.
-  const auto weights = model->named_weights();
+  auto weights = model->named_weights();
+  const bool src_is_gguf = !fs::is_directory(src);
+  if (src_is_gguf) {
+    // llama.cpp's precomputed Llama 3 rope scaling: the GGUF metadata does not
+    // say it otherwise, and kiln reads the same tensor from safetensors.
+    const auto gguf = io::GGUFFile::open(src);
+    bool listed = false;
+    for (const auto& [n, t] : weights) listed |= n == "rope_freqs.weight";
+    if (!listed && gguf.find_tensor("rope_freqs.weight") != nullptr)
+      weights.emplace_back("rope_freqs.weight", gguf.dequantize("rope_freqs.weight").contiguous());
+  }
   std::set<std::string> names;
   for (const auto& [n, t] : weights) names.insert(n);
   if (!c.model.quiet)
