@@ -24,5 +24,9 @@ Command add_bench_sample(CLI::App& bench);     // bench_sample.cc
 Command add_tokenize(CLI::App& parent);   // tokenize.cc
 Command add_bench_tokenizer(CLI::App& bench);  // bench_tokenizer.cc
 Command add_bench_linalg(CLI::App& bench);  // bench_linalg.cc
+Command add_generate(CLI::App& parent);     // generate.cc
+Command add_chat(CLI::App& parent);         // chat.cc
+Command add_perplexity(CLI::App& parent);   // perplexity.cc
+Command add_convert(CLI::App& parent);      // convert.cc
 
 }  // namespace kiln::cli

@@ -19,6 +19,10 @@ int main(int argc, char** argv) {
   std::vector<kiln::cli::Command> commands;
   commands.push_back(kiln::cli::add_info(app));
   commands.push_back(kiln::cli::add_tokenize(app));
+  commands.push_back(kiln::cli::add_generate(app));
+  commands.push_back(kiln::cli::add_chat(app));
+  commands.push_back(kiln::cli::add_perplexity(app));
+  commands.push_back(kiln::cli::add_convert(app));
   CLI::App* bench = app.add_subcommand("bench", "Measure kiln's speed against the machine's memory roof.");
   bench->require_subcommand(0, 1);
   commands.push_back(kiln::cli::add_bench_ops(*bench));

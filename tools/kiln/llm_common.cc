@@ -1,0 +1,197 @@
+// Shared pieces of the LLM commands; see llm_common.h.
+#include "kiln/llm_common.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "kiln/error.h"
+#include "kiln/llm/default_model.h"
+#include "kiln/thread_pool.h"
+
+namespace kiln::cli {
+
+void add_model_flags(CLI::App& app, ModelFlags& f, bool with_quiet) {
+  app.add_option("--dtype", f.dtype,
+                 "Linear-layer weights while running: fp8 (per-row e4m3 at load; native FP8 checkpoints as "
+                 "they are), bf16 or f32")
+      ->check(CLI::IsMember({"fp8", "bf16", "f32"}))
+      ->capture_default_str();
+  app.add_option("--context", f.context, "KV-cache positions (0: the model's, at most 4096)")
+      ->check(non_negative());
+  app.add_option("--threads", f.threads, "Worker threads (0: one per core, or KILN_NUM_THREADS)")
+      ->check(non_negative());
+  if (with_quiet) app.add_flag("-q,--quiet", f.quiet, "No progress, load or stats lines on stderr");
+}
+
+void add_sampling_flags(CLI::App& app, SamplingFlags& s) {
+  app.add_option("-n,--max-tokens", s.max_tokens, "Tokens to generate at most")
+      ->check(non_negative())
+      ->capture_default_str();
+  app.add_option("--temperature", s.temperature, "Sampling temperature (0: greedy)")
+      ->check(non_negative())
+      ->capture_default_str();
+  app.add_option("--top-k", s.top_k, "Keep the k most likely tokens (0: off)")
+      ->check(non_negative())
+      ->capture_default_str();
+  app.add_option("--top-p", s.top_p, "Nucleus sampling mass, in (0, 1] (1: off)")
+      ->check(in_open_closed_unit())
+      ->capture_default_str();
+  app.add_option("--min-p", s.min_p, "Drop tokens below min-p x the top probability, in [0, 1] (0: off)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--repetition-penalty", s.repetition_penalty,
+                 "Divide seen tokens' positive logits by this, multiply negative ones (1: off)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--seed", s.seed, "Sampling seed (the same seed gives the same text)")
+      ->capture_default_str();
+  app.add_flag("--ignore-eos", s.ignore_eos, "Keep generating past the end-of-sequence token");
+}
+
+llm::GenerateOptions generate_options(const SamplingFlags& s) {
+  llm::GenerateOptions opt;
+  opt.max_tokens = s.max_tokens;
+  opt.sampling.temperature = s.temperature;
+  opt.sampling.top_k = s.top_k;
+  opt.sampling.top_p = s.top_p;
+  opt.sampling.min_p = s.min_p;
+  opt.sampling.repetition_penalty = s.repetition_penalty;
+  opt.seed = s.seed;
+  opt.stop_at_eos = !s.ignore_eos;
+  return opt;
+}
+
+bool is_existing_path(const std::string& arg) {
+  struct stat st {};
+  return !arg.empty() && ::stat(arg.c_str(), &st) == 0;
+}
+
+std::string resolve_model_path(const std::string& model, bool quiet) {
+  if (!model.empty() && model != "default") {
+    if (!is_existing_path(model))
+      throw ValueError("model " + model + " not found (no such file or directory)");
+    return model;
+  }
+  // Quiet: no callback, so pip's own output is captured too (and shown only in an error).
+  std::function<void(const std::string&)> say;
+  if (!quiet) say = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  return llm::ensure_default_model(say);
+}
+
+std::unique_ptr<llm::Model> load_model(const ModelFlags& f) {
+  const std::string path = resolve_model_path(f.model, f.quiet);
+  if (f.threads > 0) set_num_threads(f.threads);
+  llm::LoadOptions lo;
+  lo.weights = llm::weight_format_from_name(f.dtype);
+  lo.max_context = f.context;
+  const bool tty = ::isatty(2) != 0;
+  if (!f.quiet && tty) {
+    lo.progress = [last = -1](int64_t done, int64_t total) mutable {
+      const int pct = total > 0 ? int(done * 100 / total) : 100;
+      if (pct != last) std::fprintf(stderr, "\rloading weights %3d%%", pct);
+      last = pct;
+    };
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto model = llm::Model::load(path, lo);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!f.quiet) {
+    const auto& c = model->config();
+    const std::string name =
+        path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+    std::fprintf(stderr, "%sloaded %s (%s, %lld layers, %s weights, context %lld) in %.2f s\n",
+                 tty ? "\r" : "", name.c_str(), c.architecture.c_str(), (long long)c.num_hidden_layers,
+                 llm::weight_format_name(model->weight_format()), (long long)model->max_context(), secs);
+  }
+  return model;
+}
+
+int64_t peak_rss_bytes() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;  // "VmHWM:  1234 kB"
+  return 0;
+}
+
+std::string stats_line(const llm::GenerateStats& s, const llm::Model& m) {
+  char buf[512];
+  std::snprintf(
+      buf, sizeof buf,
+      "prompt %lld tokens (%.1f tok/s prefill) | %lld tokens (%.1f tok/s decode) | weights %.1f MB %s | "
+      "peak memory %.1f MB | stop %s",
+      (long long)s.prompt_tokens, s.prefill_tokens_per_second(), (long long)s.generated_tokens,
+      s.decode_tokens_per_second(), double(m.weight_bytes()) / 1e6,
+      llm::weight_format_name(m.weight_format()), double(peak_rss_bytes()) / 1e6,
+      s.stop_reason.empty() ? "-" : s.stop_reason.c_str());
+  return buf;
+}
+
+// ---- Ctrl-C ---------------------------------------------------------------------
+
+namespace {
+std::atomic<bool> g_cancel{false};
+void on_sigint(int) {
+  if (g_cancel.exchange(true)) {
+    static const char msg[] = "\n";
+    (void)!::write(2, msg, 1);
+    ::_exit(130);  // the second Ctrl-C: leave now
+  }
+}
+}  // namespace
+
+struct InterruptGuard::Saved {
+  struct sigaction old {};
+};
+
+InterruptGuard::InterruptGuard() : saved_(std::make_unique<Saved>()) {
+  g_cancel = false;
+  struct sigaction sa {};
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  ::sigaction(SIGINT, &sa, &saved_->old);
+}
+InterruptGuard::~InterruptGuard() { ::sigaction(SIGINT, &saved_->old, nullptr); }
+const std::atomic<bool>* InterruptGuard::cancel() { return &g_cancel; }
+bool InterruptGuard::interrupted() { return g_cancel.load(); }
+void InterruptGuard::clear() { g_cancel = false; }
+
+// ---- validators -------------------------------------------------------------------
+
+CLI::Validator in_open_closed_unit() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        try {
+          size_t pos = 0;
+          const double v = std::stod(s, &pos);
+          if (pos == s.size() && v > 0 && v <= 1) return {};
+        } catch (...) {
+        }
+        return "must be in (0, 1], got " + s;
+      },
+      "(0,1]");
+}
+
+CLI::Validator non_negative() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        try {
+          size_t pos = 0;
+          const double v = std::stod(s, &pos);
+          if (pos == s.size() && v >= 0) return {};
+        } catch (...) {
+        }
+        return "must be >= 0, got " + s;
+      },
+      ">=0");
+}
+
+}  // namespace kiln::cli

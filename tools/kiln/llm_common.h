@@ -1,0 +1,85 @@
+// What the LLM commands (generate, chat, perplexity, convert) share: finding
+// the model (a path, or the default model fetched on first use), loading it
+// with progress on stderr, flag validators, Ctrl-C, and the peak-memory and
+// stats figures printed at the end.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kiln/llm/generate.h"
+#include "kiln/llm/model.h"
+
+namespace kiln::cli {
+
+// Options every model-running command takes.
+struct ModelFlags {
+  std::string model;  // a path, "default" or empty (the default model)
+  std::string dtype = "fp8";
+  int64_t context = 0;  // 0: the runtime's choice
+  int threads = 0;      // 0: the pool's default
+  bool quiet = false;   // no progress or load lines on stderr
+};
+void add_model_flags(CLI::App& app, ModelFlags& f, bool with_quiet = true);
+
+// Sampling options shared by generate and chat. Defaults: temperature 0.8,
+// top-k 40, top-p 0.95, min-p 0.05, no repetition penalty, seed 0 (runs are
+// reproducible; --temperature 0 is greedy).
+struct SamplingFlags {
+  int64_t max_tokens = 128;
+  double temperature = 0.8;
+  int64_t top_k = 40;
+  double top_p = 0.95;
+  double min_p = 0.05;
+  double repetition_penalty = 1.0;
+  uint64_t seed = 0;
+  bool ignore_eos = false;
+};
+void add_sampling_flags(CLI::App& app, SamplingFlags& s);
+llm::GenerateOptions generate_options(const SamplingFlags& s);
+
+// True when `arg` names an existing file or directory (then it is a MODEL,
+// not a prompt).
+bool is_existing_path(const std::string& arg);
+
+// The model path: MODEL as given (ValueError when it does not exist), or the
+// default model for "" and "default", fetched with progress on stderr.
+std::string resolve_model_path(const std::string& model, bool quiet);
+
+// Resolves, applies --threads, loads with progress and prints
+// "loaded NAME (arch, layers, dtype) in S s" unless quiet.
+std::unique_ptr<llm::Model> load_model(const ModelFlags& f);
+
+// VmHWM of this process in bytes (0 when /proc does not say).
+int64_t peak_rss_bytes();
+
+// "prompt 5 tokens (612.0 tok/s prefill) | 64 tokens (48.2 tok/s decode) |
+//  weights 162.9 MB fp8 | peak memory 301.4 MB | stop length"
+std::string stats_line(const llm::GenerateStats& s, const llm::Model& m);
+
+// Ctrl-C while alive: the first sets cancel() (generation stops after the
+// current token), a second exits at once with status 130. The previous
+// handler comes back on destruction.
+class InterruptGuard {
+ public:
+  InterruptGuard();
+  ~InterruptGuard();
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+  static const std::atomic<bool>* cancel();
+  static bool interrupted();
+  static void clear();  // re-arm for the next generation (chat)
+
+ private:
+  struct Saved;
+  std::unique_ptr<Saved> saved_;
+};
+
+// CLI11 validators with one-line messages.
+CLI::Validator in_open_closed_unit();  // (0, 1]
+CLI::Validator non_negative();         // >= 0
+
+}  // namespace kiln::cli

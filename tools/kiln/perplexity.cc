@@ -1,0 +1,72 @@
+// `kiln perplexity MODEL FILE`: exp(mean negative log-likelihood) of a text's
+// tokens under a model, with the token count and speed.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "kiln/commands.h"
+#include "kiln/error.h"
+#include "kiln/llm/generate.h"
+#include "kiln/llm_common.h"
+
+namespace kiln::cli {
+namespace {
+
+struct PerplexityFlags {
+  ModelFlags model;
+  std::string file;
+  int64_t window = 0;
+  bool json = false;
+};
+
+int run_perplexity(PerplexityFlags& p) {
+  std::ifstream in(p.file, std::ios::binary);
+  if (!in) throw ValueError("cannot read " + p.file);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto model = load_model(p.model);
+  const std::vector<int32_t> ids = model->tokenizer().encode(text, /*add_special_tokens=*/true);
+  if (ids.size() < 2) throw ValueError(p.file + " has fewer than 2 tokens; perplexity needs at least 2");
+  const int64_t window = p.window > 0 ? p.window : model->max_context();
+  const auto t0 = std::chrono::steady_clock::now();
+  const double ppl = llm::perplexity(*model, ids, window);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double tps = secs > 0 ? double(ids.size()) / secs : 0;
+  if (p.json) {
+    nlohmann::ordered_json j{{"perplexity", ppl},
+                             {"tokens", ids.size()},
+                             {"window", window},
+                             {"dtype", llm::weight_format_name(model->weight_format())},
+                             {"seconds", secs},
+                             {"tokens_per_second", tps},
+                             {"weight_bytes", model->weight_bytes()},
+                             {"peak_rss_bytes", peak_rss_bytes()}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("perplexity %.4f over %zu tokens (window %lld, %s weights) in %.2f s, %.1f tok/s\n", ppl,
+                ids.size(), (long long)window, llm::weight_format_name(model->weight_format()), secs, tps);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_perplexity(CLI::App& parent) {
+  auto p = std::make_shared<PerplexityFlags>();
+  CLI::App* app = parent.add_subcommand("perplexity", "Perplexity of a model on a text file.");
+  app->footer(
+      "MODEL is a .gguf file, a model directory, or \"default\" (the default model, fetched on first "
+      "use). The text is tokenized as a whole (with the model's BOS token when it adds one) and scored in "
+      "windows of at most --window tokens, each starting from an empty cache.");
+  app->add_option("model", p->model.model, "Model file or directory, or \"default\"")->required();
+  app->add_option("file", p->file, "UTF-8 text file")->required();
+  app->add_option("--window", p->window, "Tokens per window (0: the context length)")->check(non_negative());
+  app->add_flag("--json", p->json, "Print one JSON object instead of the text line");
+  add_model_flags(*app, p->model);
+  return {app, [p] { return run_perplexity(*p); }};
+}
+
+}  // namespace kiln::cli
