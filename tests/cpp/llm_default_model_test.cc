@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -66,6 +67,15 @@ LoadOptions opts(WeightFormat f) {
   return o;
 }
 
+// One load per weight format for the whole test program (each test resets the cache).
+Model& loaded(const std::string& path, WeightFormat f) {
+  static std::map<std::pair<std::string, WeightFormat>, std::unique_ptr<Model>> models;
+  auto& m = models[{path, f}];
+  if (!m) m = Model::load(path, opts(f));
+  m->reset();
+  return *m;
+}
+
 std::vector<int32_t> greedy(Model& m, const std::vector<int32_t>& prompt, int64_t n) {
   m.reset();
   kiln::llm::GenerateOptions o;
@@ -104,7 +114,7 @@ DefaultReference default_reference() {
 TEST(LlmDefaultModel, F32LogitsAndGreedyMatchTransformers) {
   REQUIRE_DEFAULT_MODEL(path);
   const DefaultReference ref = default_reference();
-  auto m = Model::load(path, opts(WeightFormat::F32));
+  Model* m = &loaded(path, WeightFormat::F32);
   EXPECT_EQ(m->tokenizer().encode(ref.prompt), ref.ids);
   const Tensor lg = m->forward(ref.ids, true);
   const int64_t V = lg.size(1);
@@ -130,7 +140,7 @@ TEST(LlmDefaultModel, Bf16AndFp8GreedyAgreeWithF32On32Tokens) {
   const int64_t P = int64_t(ref.ids.size());
   auto argmax = [&](const float* row) { return int32_t(std::max_element(row, row + V) - row); };
   {
-    auto m = Model::load(path, opts(WeightFormat::F32));
+    Model* m = &loaded(path, WeightFormat::F32);
     want = greedy(*m, ref.ids, kN);
     seq = ref.ids;
     seq.insert(seq.end(), want.begin(), want.end() - 1);
@@ -140,7 +150,7 @@ TEST(LlmDefaultModel, Bf16AndFp8GreedyAgreeWithF32On32Tokens) {
     f32_logits.assign(lg.data<float>(), lg.data<float>() + lg.numel());
   }
   for (WeightFormat f : {WeightFormat::BF16, WeightFormat::FP8}) {
-    auto m = Model::load(path, opts(f));
+    Model* m = &loaded(path, f);
     const std::vector<int32_t> got = greedy(*m, ref.ids, kN);
     int64_t same = 0;
     while (same < kN && got[size_t(same)] == want[size_t(same)]) ++same;
@@ -224,7 +234,7 @@ TEST(LlmUpcycledMoE, EqualsTheDefaultModel) {
   REQUIRE_DEFAULT_MODEL(path);
   const DefaultReference ref = default_reference();
   // FP8: the experts hold the very bytes of the dense MLP (and a third of the memory of f32).
-  auto dense = Model::load(path, opts(WeightFormat::FP8));
+  Model* dense = &loaded(path, WeightFormat::FP8);
   expect_upcycled_equal(*dense, ref.ids, opts(WeightFormat::FP8));
 }
 
@@ -242,7 +252,7 @@ TEST(LlmDefaultModel, Bf16AndFp8PerplexityCloseToF32) {
   double ppl[3] = {};
   int i = 0;
   for (WeightFormat w : {WeightFormat::F32, WeightFormat::BF16, WeightFormat::FP8}) {
-    auto m = Model::load(path, opts(w));
+    Model* m = &loaded(path, w);
     std::vector<int32_t> ids = m->tokenizer().encode(text);
     ASSERT_GT(ids.size(), 256u);
     ids.resize(256);
