@@ -1,7 +1,11 @@
 // The machine's memory read roof: a STREAM-like read of a buffer several times
-// larger than the last-level cache, by every thread of kiln's pool. Benchmarks
-// report memory-bound results as a fraction of this figure, measured in the
-// same run (see BENCHMARKS.md), because shared VMs drift by tens of percent.
+// larger than the last-level cache, by every thread of kiln's pool, with the
+// loads a good streaming kernel uses (full-width SIMD, eight independent
+// accumulators, one contiguous share of the buffer per thread; see
+// cpu/stream_read.h). Benchmarks report memory-bound results as a fraction of
+// the best pass measured beside them in the same run (see BENCHMARKS.md),
+// because shared VMs drift by tens of percent and a pass can only be slowed
+// by other work, never sped up.
 #pragma once
 
 #include <cstddef>
@@ -20,8 +24,8 @@ struct RoofStats {
 // Median, min and max of samples (which it sorts); zeros when empty.
 RoofStats summarize_gbps(std::vector<double> gbps);
 
-// The default roof buffer: 4x the last-level cache, at least 64 MiB, at most a
-// quarter of the memory available now (a shared machine must not be starved).
+// The default roof buffer: 4x the last-level cache, at least 256 MiB, at most
+// a quarter of the memory available now (a shared machine must not be starved).
 size_t default_roof_bytes();
 
 class ReadRoof {
@@ -35,7 +39,7 @@ class ReadRoof {
 
   size_t bytes() const { return bytes_; }
   // One timed pass over the whole buffer with kiln::num_threads() threads;
-  // returns GB/s.
+  // returns GB/s. Every other pass also prefetches in software.
   double pass_gbps() const;
   // Passes until at least min_passes are done and budget_s has been spent,
   // or max_passes are done.
@@ -44,6 +48,7 @@ class ReadRoof {
  private:
   uint64_t* data_ = nullptr;
   size_t bytes_ = 0;
+  mutable uint64_t passes_ = 0;
 };
 
 }  // namespace kiln::sys

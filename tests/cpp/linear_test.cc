@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "kiln/kiln.h"
 #include "matmul_test_util.h"
@@ -170,6 +171,40 @@ TEST(Linear, FP8ExtremesAreExact) {
       x.data<float>()[k] = 1.0f;
       const double want = dvals(w)[size_t(k)];
       EXPECT_EQ(dvals(linear(x, w))[0], want) << name(wd) << " code " << int(codes[size_t(k)]);
+    }
+  }
+}
+
+TEST(Linear, FP8EdgeCodesWithTinyAndHugeActivations) {
+  // Subnormal, smallest-normal and saturated codes of both formats, through the
+  // one-token and few-row kernels (K = 300: vector body plus scalar tail), with
+  // activation rows of magnitude ~1e-30, ~1 and ~1e30: the widening and the
+  // per-row scale must stay exact relative to each row's own terms.
+  for (DType wd : {DType::Float8_e4m3fn, DType::Float8_e5m2}) {
+    const bool e4 = wd == DType::Float8_e4m3fn;
+    // e4m3: subnormals 0x01..0x07, min normal 0x08, max 0x7E (448);
+    // e5m2: subnormals 0x01..0x03, min normal 0x04, max 0x7B (57344).
+    const std::vector<uint8_t> edge = e4 ? std::vector<uint8_t>{0x01, 0x02, 0x03, 0x07, 0x08, 0x09, 0x7E, 0x7D}
+                                         : std::vector<uint8_t>{0x01, 0x02, 0x03, 0x04, 0x05, 0x7B, 0x7A};
+    const int64_t N = 37, K = 300;
+    std::vector<uint8_t> codes(size_t(N * K));
+    uint64_t st = 12345;
+    for (auto& c : codes) {
+      st = st * 6364136223846793005ull + 1442695040888963407ull;
+      c = uint8_t(edge[(st >> 33) % edge.size()] | ((st >> 20) & 1 ? 0x80 : 0));
+    }
+    const Tensor w = from_buffer_copy(codes.data(), {N, K}, wd);
+    const Tensor scale = add(rand({N, 1}, DType::Float32), Scalar(0.5));
+    for (int64_t M : {1, 3}) {
+      Tensor x = randn_as({M, K}, DType::Float32, 9);
+      for (int64_t m = 0; m < M; ++m) {
+        const float mag = M == 1 ? 1e-30f : m == 0 ? 1e-30f : m == 1 ? 1.0f : 1e30f;
+        for (int64_t k = 0; k < K; ++k) x.data<float>()[m * K + k] *= mag;
+      }
+      SCOPED_TRACE(std::string(name(wd)) + " M " + std::to_string(M));
+      std::vector<double> want, mag;
+      reference(x, w, Tensor(), scale, want, mag);
+      test::expect_close(linear(x, w, Tensor(), scale), want, 0, 0, &mag, 1e-5);
     }
   }
 }

@@ -90,8 +90,12 @@ Result Runner::memory_case(const std::string& name, double bytes, const Rotation
   res.repeat = opt_.repeat;
   res.bytes = bytes;
   res.gbps = t.median > 0 ? bytes / t.median / 1e9 : 0;
-  res.roof_gbps = summarize(roofs).median;
+  // The best pass beside the case: other work can only slow a pass down, so
+  // the best one is the closest to what the machine can read.
+  const Summary rs = summarize(roofs);
+  res.roof_gbps = rs.max;
   res.roof_fraction = res.roof_gbps > 0 ? res.gbps / res.roof_gbps : 0;
+  res.extra["roof_median_gbps"] = rs.median;
   res.extra["rotation"] = rot.to_json();
   return res;
 }
@@ -134,7 +138,7 @@ json machine_json(const sys::RoofStats& roof) {
           {"l2_bytes", info.l2_bytes},
           {"l3_bytes", info.l3_bytes},
           {"llc_bytes", info.llc_bytes()},
-          {"roof_gbps", roof.median_gbps},
+          {"roof_gbps", roof.max_gbps},  // best pass, as the fractions use
           {"roof",
            {{"median_gbps", roof.median_gbps},
             {"min_gbps", roof.min_gbps},

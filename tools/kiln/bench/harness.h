@@ -47,7 +47,7 @@ struct Result {
   int repeat = 0;
   double bytes = 0;  // bytes one call must move; 0 when not memory-bound
   double gbps = 0;
-  double roof_gbps = 0;  // median of the roof passes interleaved with this case
+  double roof_gbps = 0;  // best of the roof passes interleaved with this case
   double roof_fraction = 0;
   json extra = json::object();  // case details: numel, dtypes, rotation, ...
   json to_json() const;
