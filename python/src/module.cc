@@ -15,6 +15,7 @@ void init_matmul(nb::module_& m);   // matmul.cc: matmul, linear, FP8 quantize, 
 void init_nn(nb::module_& m);       // nn.cc: softmax, attention, norms, rope, embedding, KV cache, sampling
 void init_tokenizer(nb::module_& m);  // tokenizer.cc: Tokenizer, StreamDecoder, chat templates
 void init_linalg(nb::module_& m);   // linalg.cc: kiln.linalg
+void init_llm(nb::module_& m);      // llm.cc: kiln.llm (load, LanguageModel, Generation)
 
 NB_MODULE(_C, m) {
   m.doc() = "kiln: tensors, FP8 and LLM kernels for the CPU";
@@ -44,4 +45,5 @@ NB_MODULE(_C, m) {
   init_nn(m);
   init_tokenizer(m);
   init_linalg(m);
+  init_llm(m);
 }

@@ -69,6 +69,16 @@ void MappedFile::will_need(size_t offset, size_t length) const {
   ::madvise(const_cast<uint8_t*>(data_) + begin, end - begin, MADV_WILLNEED);
 }
 
+void MappedFile::dont_need(size_t offset, size_t length) const {
+  if (!mapped_ || offset >= size_) return;
+  const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t base = reinterpret_cast<uintptr_t>(data_);
+  // Only pages wholly inside the range: neighbours may still be in use.
+  const uintptr_t b = (base + offset + page - 1) / page * page;
+  const uintptr_t e = (base + offset + std::min(length, size_ - offset)) / page * page;
+  if (e > b) ::madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
+}
+
 std::shared_ptr<const MappedFile> MappedFile::self() const {
   auto s = weak_self_.lock();
   KILN_CHECK(s != nullptr, ValueError, "[io] file " << path_ << " is no longer open");

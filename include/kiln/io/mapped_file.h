@@ -31,6 +31,10 @@ class MappedFile {
   }
   // Advises the kernel that [offset, offset + length) will be read soon.
   void will_need(size_t offset, size_t length) const;
+  // Advises the kernel that the whole pages inside [offset, offset + length)
+  // are no longer needed (they are re-read from the file if touched again).
+  // A no-op for in-memory bytes. Never call it on a range a caller has written.
+  void dont_need(size_t offset, size_t length) const;
 
   // A tensor viewing bytes [offset, offset + numel*itemsize) of the file without
   // copying, keeping this file alive. The caller has checked the range. A range

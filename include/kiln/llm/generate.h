@@ -59,6 +59,7 @@ class Generation {
   std::vector<float> logits_row_;
   GenerateStats stats_;
   bool started_ = false, done_ = false;
+  bool has_tokenizer_ = false;  // a model without one yields ids and empty pieces
 };
 
 // Runs a whole generation, calling on_piece for every non-empty text piece.

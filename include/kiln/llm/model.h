@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -48,6 +49,14 @@ class Model {
   // Loads PATH (a .gguf file or a model directory). Errors are kiln exceptions
   // with one-line messages naming the file ("[llm] ...").
   static std::unique_ptr<Model> load(const std::string& path, const LoadOptions& options = {});
+  // Builds a model from a config and tensors under Hugging Face names (as a
+  // checkpoint would hold them, or as named_weights() gives them), without
+  // files: for synthetic and derived models. The tensors are prepared as
+  // options say; tensors already in the held form are used without a copy.
+  static std::unique_ptr<Model> from_tensors(const io::ModelConfig& config,
+                                             std::vector<std::pair<std::string, Tensor>> tensors,
+                                             const LoadOptions& options = {},
+                                             std::optional<Tokenizer> tokenizer = std::nullopt);
   virtual ~Model() = default;
 
   virtual const io::ModelConfig& config() const = 0;

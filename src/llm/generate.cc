@@ -1,0 +1,133 @@
+// Generation: prefill, then one decode step per call, sampling each token and
+// streaming whole UTF-8 pieces.
+#include "kiln/llm/generate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "kiln/error.h"
+
+namespace kiln::llm {
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The model's tokenizer, or (for a model without one) a one-token stand-in so
+// the stream decoder exists; pieces are then left empty.
+Tokenizer tokenizer_or_stub(const Model& m, bool& has) {
+  try {
+    Tokenizer t = m.tokenizer();
+    has = true;
+    return t;
+  } catch (const Error&) {
+    has = false;
+    TokenizerParts p;
+    p.tokens = {"a"};
+    return Tokenizer::from_parts(p);
+  }
+}
+
+bool has_tokenizer(const Model& m) {
+  bool h = false;
+  (void)tokenizer_or_stub(m, h);
+  return h;
+}
+
+}  // namespace
+
+double GenerateStats::prefill_tokens_per_second() const {
+  return prefill_seconds > 0 ? double(prompt_tokens) / prefill_seconds : 0.0;
+}
+double GenerateStats::decode_tokens_per_second() const {
+  return decode_seconds > 0 && generated_tokens > 1 ? double(generated_tokens - 1) / decode_seconds : 0.0;
+}
+
+Generation::Generation(Model& model, std::vector<int32_t> prompt, GenerateOptions options)
+    : model_(model),
+      prompt_(std::move(prompt)),
+      options_(std::move(options)),
+      gen_(options_.seed),
+      decoder_([&] {
+        bool h = false;
+        return tokenizer_or_stub(model, h);
+      }()) {
+  KILN_CHECK(!prompt_.empty(), ValueError, "[llm] the prompt is empty");
+  const int64_t n = int64_t(prompt_.size()), pos = model_.position(), ctx = model_.max_context();
+  KILN_CHECK(
+      pos + n <= ctx, ValueError,
+      "[llm] the prompt of " << n << " tokens does not fit the context of " << ctx << " tokens"
+                             << (pos > 0 ? " (" + std::to_string(pos) + " already used)" : std::string()));
+  const int64_t V = model_.config().vocab_size;
+  for (size_t i = 0; i < prompt_.size(); ++i)
+    KILN_CHECK(prompt_[i] >= 0 && prompt_[i] < V, ValueError,
+               "[llm] prompt token id " << prompt_[i] << " at index " << i
+                                        << " is outside the vocabulary [0, " << V << ")");
+  has_tokenizer_ = has_tokenizer(model_);
+  history_.assign(prompt_.begin(), prompt_.end());
+  history_.reserve(prompt_.size() + size_t(std::max<int64_t>(0, options_.max_tokens)));
+  generated_.reserve(size_t(std::max<int64_t>(0, std::min<int64_t>(options_.max_tokens, ctx))));
+  stats_.prompt_tokens = n;
+}
+
+bool Generation::next(std::string& piece) {
+  piece.clear();
+  if (done_) return false;
+  auto finish = [&](const char* why) {
+    stats_.stop_reason = why;
+    done_ = true;
+    piece += decoder_.flush();
+    return false;
+  };
+  if (options_.cancel && options_.cancel->load()) return finish("cancelled");
+  if (int64_t(generated_.size()) >= options_.max_tokens) return finish("length");
+  Tensor logits;
+  if (!started_) {
+    started_ = true;
+    const double t0 = now();
+    logits = model_.forward(prompt_);
+    stats_.prefill_seconds = now() - t0;
+  } else {
+    if (model_.position() + 1 > model_.max_context()) return finish("context");
+    const double t0 = now();
+    const int32_t last = generated_.back();
+    logits = model_.forward(std::span<const int32_t>(&last, 1));
+    stats_.decode_seconds += now() - t0;
+  }
+  const int64_t V = logits.size(-1);
+  logits_row_.resize(size_t(V));
+  std::memcpy(logits_row_.data(), logits.data<float>(), size_t(V) * sizeof(float));
+  const int64_t tok =
+      sample_row_(logits_row_.data(), V, options_.sampling, history_.data(), int64_t(history_.size()), gen_);
+  generated_.push_back(int32_t(tok));
+  history_.push_back(tok);
+  stats_.generated_tokens = int64_t(generated_.size());
+  if (options_.stop_at_eos) {
+    bool eos = false;
+    for (int64_t e : model_.config().eos_token_ids) eos |= e == tok;
+    if (!eos && has_tokenizer_) {
+      const auto te = model_.tokenizer().eos_id();
+      eos = te && *te == tok;
+    }
+    if (eos) return finish("eos");
+  }
+  if (has_tokenizer_) piece = decoder_.push(int32_t(tok));
+  return true;
+}
+
+GenerateStats generate(Model& model, const std::vector<int32_t>& prompt, const GenerateOptions& options,
+                       const std::function<void(std::string_view)>& on_piece) {
+  Generation g(model, prompt, options);
+  std::string piece;
+  bool more = true;
+  while (more) {
+    more = g.next(piece);
+    if (!piece.empty() && on_piece) on_piece(piece);
+  }
+  return g.stats();
+}
+
+}  // namespace kiln::llm

@@ -1,0 +1,109 @@
+// Model::load: picks the source (GGUF file, Hugging Face / kiln directory,
+// safetensors file) and tokenizer, then builds the transformer from it.
+#include "kiln/llm/model.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "kiln/error.h"
+#include "kiln/io/gguf.h"
+#include "kiln/io/gguf_tokenizer.h"
+#include "llm/transformer.h"
+
+namespace kiln::llm {
+
+namespace fs = std::filesystem;
+
+WeightFormat weight_format_from_name(const std::string& name) {
+  if (name == "fp8" || name == "float8_e4m3fn") return WeightFormat::FP8;
+  if (name == "bf16" || name == "bfloat16") return WeightFormat::BF16;
+  if (name == "f32" || name == "float32") return WeightFormat::F32;
+  KILN_CHECK(false, ValueError, "[llm] unknown weight dtype '" << name << "' (fp8, bf16 or f32)");
+  return WeightFormat::FP8;
+}
+
+const char* weight_format_name(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::FP8:
+      return "fp8";
+    case WeightFormat::BF16:
+      return "bf16";
+    case WeightFormat::F32:
+      return "f32";
+  }
+  return "?";
+}
+
+namespace {
+
+bool has_gguf_magic(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char m[4] = {};
+  return f.read(m, 4) && std::memcmp(m, "GGUF", 4) == 0;
+}
+
+// Runs fn, turning any kiln error that does not already start "[llm]" into one
+// that does and names the path (same exception type).
+template <typename F>
+auto with_context(const std::string& path, F&& fn) {
+  auto msg = [&](const std::exception& e) {
+    const std::string w = e.what();
+    return w.rfind("[llm]", 0) == 0 ? w : "[llm] cannot load " + path + ": " + w;
+  };
+  try {
+    return fn();
+  } catch (const NotImplementedError& e) {
+    throw NotImplementedError(msg(e));
+  } catch (const TypeError& e) {
+    throw TypeError(msg(e));
+  } catch (const IndexError& e) {
+    throw ValueError(msg(e));
+  } catch (const ValueError& e) {
+    throw ValueError(msg(e));
+  } catch (const Error& e) {
+    throw Error(msg(e));
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& options) {
+  std::error_code ec;
+  KILN_CHECK(fs::exists(path, ec), ValueError, "[llm] model path " << path << " does not exist");
+  return with_context(path, [&]() -> std::unique_ptr<Model> {
+    if (fs::is_regular_file(path, ec) && has_gguf_magic(path)) {
+      const io::GGUFFile g = io::GGUFFile::open(path);
+      const io::ModelConfig cfg = io::config_from_gguf(g);
+      std::optional<Tokenizer> tok;
+      try {
+        tok = io::load_gguf_tokenizer(g);
+      } catch (const Error&) {
+        // A GGUF without a (supported) tokenizer still runs on token ids.
+      }
+      auto src = detail::gguf_source(path);
+      return std::make_unique<detail::Transformer>(cfg, *src, options, std::move(tok), path);
+    }
+    KILN_CHECK(!fs::is_regular_file(path, ec) || fs::path(path).extension() == ".safetensors" ||
+                   fs::path(path).filename() == "model.safetensors.index.json",
+               ValueError, "[llm] " << path << " is neither a GGUF file nor a model directory");
+    const fs::path dir = fs::is_directory(path, ec) ? fs::path(path) : fs::path(path).parent_path();
+    KILN_CHECK(fs::exists(dir / "config.json", ec), ValueError,
+               "[llm] " << path
+                        << " holds no config.json (expected a Hugging Face model directory or a .gguf file)");
+    const io::ModelConfig cfg = io::load_hf_config(dir.string());
+    std::optional<Tokenizer> tok;
+    if (fs::exists(dir / "tokenizer.json", ec)) tok = Tokenizer::from_file((dir / "tokenizer.json").string());
+    auto src = detail::safetensors_source(path);
+    return std::make_unique<detail::Transformer>(cfg, *src, options, std::move(tok), path);
+  });
+}
+
+std::unique_ptr<Model> Model::from_tensors(const io::ModelConfig& config,
+                                           std::vector<std::pair<std::string, Tensor>> tensors,
+                                           const LoadOptions& options, std::optional<Tokenizer> tokenizer) {
+  auto src = detail::memory_source(std::move(tensors));
+  return std::make_unique<detail::Transformer>(config, *src, options, std::move(tokenizer), "<tensors>");
+}
+
+}  // namespace kiln::llm

@@ -1,0 +1,358 @@
+// Loading and running the decoder-only transformer (attention, dense MLP, the
+// token loop); the MoE block is in moe_block.cc.
+#include "llm/transformer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kiln/attention.h"
+#include "kiln/error.h"
+#include "kiln/linear.h"
+#include "kiln/nn.h"
+
+namespace kiln::llm::detail {
+
+namespace {
+
+RopeScaling rope_scaling_of(const io::ModelConfig& c) {
+  RopeScaling r;
+  const auto& s = c.rope_scaling;
+  if (s.type.empty() || s.type == "default") return r;
+  if (s.type == "linear") {
+    r.kind = RopeScaling::Kind::Linear;
+    r.factor = s.factor;
+    return r;
+  }
+  if (s.type == "llama3") {
+    r.kind = RopeScaling::Kind::Llama3;
+    r.factor = s.factor;
+    r.low_freq_factor = s.low_freq_factor;
+    r.high_freq_factor = s.high_freq_factor;
+    if (s.original_max_position_embeddings > 0)
+      r.original_max_position_embeddings = s.original_max_position_embeddings;
+    return r;
+  }
+  KILN_CHECK(false, NotImplementedError,
+             "[llm] rope scaling '" << s.type << "' is not supported (default, linear, llama3)");
+  return r;
+}
+
+// x[i] += y[i] over n floats.
+void add_(float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+}  // namespace
+
+int64_t MoEWeights::expert_bytes() const {
+  int64_t b = (gate_up.nbytes() + down.nbytes()) / E;
+  if (gate_up_scale.defined()) b += (gate_up_scale.nbytes() + down_scale.nbytes()) / E;
+  return b;
+}
+
+Transformer::Transformer(io::ModelConfig cfg, const TensorSource& src, const LoadOptions& options,
+                         std::optional<Tokenizer> tokenizer, std::string name)
+    : cfg_(std::move(cfg)),
+      format_(options.weights),
+      tokenizer_(std::move(tokenizer)),
+      name_(std::move(name)) {
+  const auto& c = cfg_;
+  H_ = c.hidden_size;
+  Hq_ = c.num_attention_heads;
+  Hk_ = c.num_key_value_heads > 0 ? c.num_key_value_heads : Hq_;
+  D_ = c.head_dim > 0 ? c.head_dim : H_ / Hq_;
+  V_ = c.vocab_size;
+  KILN_CHECK(
+      H_ > 0 && Hq_ > 0 && D_ > 0 && V_ > 0 && c.num_hidden_layers > 0 && Hq_ % Hk_ == 0 && D_ % 2 == 0,
+      ValueError, "[llm] " << name_ << ": inconsistent config (" << c.summary() << ")");
+  olmoe_qk_norm_ = c.architecture == "olmoe";
+  const RopeScaling rs = rope_scaling_of(c);
+
+  max_ctx_ = options.max_context > 0
+                 ? options.max_context
+                 : std::min<int64_t>(c.max_position_embeddings > 0 ? c.max_position_embeddings : 4096, 4096);
+  // A sliding window at least as long as the context never slides.
+  if (c.sliding_window && *c.sliding_window > 0) max_ctx_ = std::min(max_ctx_, *c.sliding_window);
+
+  WeightLoader ld(src, cfg_, options);
+  embed_ = ld.embedding("model.embed_tokens.weight");
+  KILN_CHECK(embed_.size(0) >= V_ && embed_.size(1) == H_, ValueError,
+             "[llm] " << name_ << ": embedding table " << embed_.shape_str() << " does not match vocab " << V_
+                      << " x hidden " << H_);
+  V_ = embed_.size(0);
+  layers_.resize(size_t(c.num_hidden_layers));
+  int64_t max_I = c.intermediate_size;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    auto& L = layers_[size_t(l)];
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    L.attn_norm = ld.f32(p + "input_layernorm.weight");
+    L.q = ld.linear(p + "self_attn.q_proj");
+    L.k = ld.linear(p + "self_attn.k_proj");
+    L.v = ld.linear(p + "self_attn.v_proj");
+    L.o = ld.linear(p + "self_attn.o_proj");
+    KILN_CHECK(L.q.w.size(0) == Hq_ * D_ && L.k.w.size(0) == Hk_ * D_ && L.v.w.size(0) == Hk_ * D_ &&
+                   L.q.w.size(1) == H_ && L.o.w.size(0) == H_ && L.o.w.size(1) == Hq_ * D_,
+               ValueError,
+               "[llm] " << name_ << ": attention weights of layer " << l << " do not match the config");
+    if (c.qk_norm || ld.has(p + "self_attn.q_norm.weight")) {
+      L.q_norm = ld.f32(p + "self_attn.q_norm.weight");
+      L.k_norm = ld.f32(p + "self_attn.k_norm.weight");
+    }
+    L.mlp_norm = ld.f32(p + "post_attention_layernorm.weight");
+    if (c.is_moe() && c.layer_is_moe(l)) {
+      auto m = std::make_unique<MoEWeights>();
+      m->E = c.num_experts;
+      m->top_k = c.num_experts_per_tok;
+      m->I = c.moe_intermediate_size > 0 ? c.moe_intermediate_size : c.intermediate_size;
+      m->norm_topk_prob = c.norm_topk_prob;
+      m->mixtral_names = c.architecture == "mixtral";
+      m->prefix = p + (m->mixtral_names ? "block_sparse_moe" : "mlp");
+      KILN_CHECK(m->top_k >= 1 && m->top_k <= m->E, ValueError,
+                 "[llm] " << name_ << ": num_experts_per_tok " << m->top_k << " outside [1, " << m->E << "]");
+      m->router = ld.f32(m->prefix + ".gate.weight");
+      auto x = ld.experts(m->prefix, m->E, m->I, H_, m->mixtral_names);
+      m->gate_up = x.gate_up;
+      m->gate_up_scale = x.gate_up_scale;
+      m->down = x.down;
+      m->down_scale = x.down_scale;
+      L.moe = std::move(m);
+    } else {
+      L.gate = ld.linear(p + "mlp.gate_proj");
+      L.up = ld.linear(p + "mlp.up_proj");
+      L.down = ld.linear(p + "mlp.down_proj");
+      max_I = std::max(max_I, L.gate.w.size(0));
+    }
+  }
+  final_norm_ = ld.f32("model.norm.weight");
+  if (ld.has("lm_head.weight") && !c.tie_word_embeddings) lm_head_ = ld.linear("lm_head");
+
+  const Tensor inv = rope_inv_freq(D_, c.rope_theta, rs);
+  auto tables = rope_cos_sin(0, max_ctx_, inv);
+  rope_cos_ = tables.cos;
+  rope_sin_ = tables.sin;
+  cache_ = KVCache(c.num_hidden_layers, 1, Hk_, max_ctx_, D_, options.kv_dtype);
+
+  const int64_t R = std::min(kMaxChunk, max_ctx_);
+  s_.rows = R;
+  s_.x = empty({R, H_});
+  s_.xn = empty({R, H_});
+  s_.tmp = empty({R, H_});
+  s_.q = empty({R, Hq_ * D_});
+  s_.attn = empty({R, Hq_ * D_});
+  s_.k = empty({R, Hk_ * D_});
+  s_.v = empty({R, Hk_ * D_});
+  s_.gate = empty({R, max_I});
+  s_.up = empty({R, max_I});
+  s_.act = empty({R, max_I});
+  s_.last = empty({1, H_});
+  s_.logits1 = empty({1, V_});
+  s_.ids = empty({R}, DType::Int32);
+  if (c.is_moe()) {
+    const int64_t E = c.num_experts, k = c.num_experts_per_tok;
+    const int64_t I = c.moe_intermediate_size > 0 ? c.moe_intermediate_size : c.intermediate_size;
+    s_.router_logits = empty({R, E});
+    s_.route_w = empty({R, k});
+    s_.route_ids = empty({R, k}, DType::Int32);
+    s_.perm = empty({R * k}, DType::Int32);
+    s_.offs = empty({E}, DType::Int32);
+    s_.xp = empty({R * k, H_});
+    s_.h = empty({R * k, 2 * I});
+    s_.mact = empty({R * k, I});
+    s_.yp = empty({R * k, H_});
+    expert_seen_.assign(size_t(E), 0);
+    s_.probs.resize(size_t(E));
+    s_.order.resize(size_t(E));
+    s_.inv.resize(size_t(R * k));
+    s_.counts.resize(size_t(E) + 1);
+  }
+}
+
+const Tokenizer& Transformer::tokenizer() const {
+  KILN_CHECK(tokenizer_.has_value(), ValueError,
+             "[llm] " << name_ << " has no tokenizer (no tokenizer.json beside the weights)");
+  return *tokenizer_;
+}
+
+void Transformer::reset(int64_t position) {
+  KILN_CHECK(position >= 0 && position <= pos_, ValueError,
+             "[llm] reset position " << position << " outside [0, " << pos_ << "]");
+  cache_.truncate(position);
+  pos_ = position;
+}
+
+int64_t Transformer::weight_bytes() const {
+  int64_t b = int64_t(embed_.nbytes() + final_norm_.nbytes()) + lm_head_.bytes();
+  for (const auto& L : layers_) {
+    b += int64_t(L.attn_norm.nbytes() + L.mlp_norm.nbytes());
+    for (const Linear* x : {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down}) b += x->bytes();
+    if (L.q_norm.defined()) b += int64_t(L.q_norm.nbytes() + L.k_norm.nbytes());
+    if (L.moe) {
+      const auto& m = *L.moe;
+      for (const Tensor* t : {&m.router, &m.gate_up, &m.gate_up_scale, &m.down, &m.down_scale})
+        if (t->defined()) b += int64_t(t->nbytes());
+    }
+  }
+  return b;
+}
+
+int64_t Transformer::kv_cache_bytes() const {
+  return 2 * cfg_.num_hidden_layers * Hk_ * max_ctx_ * D_ * int64_t(itemsize(cache_.dtype()));
+}
+
+Tensor Transformer::forward(std::span<const int32_t> tokens, bool all_logits) {
+  const int64_t n = int64_t(tokens.size());
+  KILN_CHECK(n > 0, ValueError, "[llm] forward needs at least one token");
+  KILN_CHECK(pos_ + n <= max_ctx_, ValueError,
+             "[llm] " << n << " tokens at position " << pos_ << " do not fit the context of " << max_ctx_
+                      << " tokens");
+  for (int64_t i = 0; i < n; ++i)
+    KILN_CHECK(tokens[size_t(i)] >= 0 && tokens[size_t(i)] < V_, ValueError,
+               "[llm] token id " << tokens[size_t(i)] << " at index " << i
+                                 << " is outside the vocabulary [0, " << V_ << ")");
+  bytes_read_ = 0;
+  std::fill(expert_seen_.begin(), expert_seen_.end(), 0);
+  if (all_logits && (!all_logits_.defined() || all_logits_.size(0) < n)) all_logits_ = empty({n, V_});
+  for (int64_t i = 0; i < n; i += s_.rows) {
+    const int64_t T = std::min(s_.rows, n - i);
+    Tensor out = all_logits ? all_logits_.narrow(0, i, T) : Tensor();
+    forward_chunk(tokens.data() + i, T, all_logits ? &out : (i + T == n ? &s_.logits1 : nullptr));
+  }
+  return all_logits ? all_logits_.narrow(0, 0, n) : s_.logits1;
+}
+
+void Transformer::forward_chunk(const int32_t* ids, int64_t T, Tensor* logits_out) {
+  // x [T, H] = embedding rows.
+  Tensor x = s_.x.narrow(0, 0, T);
+  for (int64_t t = 0; t < T; ++t) x.narrow(0, t, 1).copy_(embed_.narrow(0, ids[t], 1));
+  bytes_read_ += T * H_ * int64_t(embed_.itemsize());
+  for (int64_t l = 0; l < int64_t(layers_.size()); ++l) {
+    attention(l, T);
+    if (layers_[size_t(l)].moe)
+      moe(l, T);
+    else
+      mlp(l, T);
+  }
+  pos_ += T;
+  if (!logits_out) return;
+  const Linear head = lm_head_.defined() ? lm_head_ : Linear{embed_, Tensor(), Tensor()};
+  bytes_read_ += head.bytes() + int64_t(final_norm_.nbytes());
+  if (logits_out->size(0) == T) {
+    Tensor xn = s_.xn.narrow(0, 0, T);
+    rms_norm_out(x, &final_norm_, cfg_.rms_norm_eps, xn);
+    linear_out(xn, head.w, head.scale, head.bias, *logits_out);
+  } else {  // the last token only: [1, V]
+    rms_norm_out(x.narrow(0, T - 1, 1), &final_norm_, cfg_.rms_norm_eps, s_.last);
+    linear_out(s_.last, head.w, head.scale, head.bias, *logits_out);
+  }
+}
+
+void Transformer::attention(int64_t l, int64_t T) {
+  auto& L = layers_[size_t(l)];
+  const double eps = cfg_.rms_norm_eps;
+  Tensor x = s_.x.narrow(0, 0, T), xn = s_.xn.narrow(0, 0, T);
+  Tensor q = s_.q.narrow(0, 0, T), k = s_.k.narrow(0, 0, T), v = s_.v.narrow(0, 0, T);
+  Tensor attn = s_.attn.narrow(0, 0, T), tmp = s_.tmp.narrow(0, 0, T);
+  rms_norm_out(x, &L.attn_norm, eps, xn);
+  // xn [T, H] -> q [T, Hq*D], k/v [T, Hk*D]
+  linear_out(xn, L.q.w, L.q.scale, L.q.bias, q);
+  linear_out(xn, L.k.w, L.k.scale, L.k.bias, k);
+  linear_out(xn, L.v.w, L.v.scale, L.v.bias, v);
+  bytes_read_ += L.q.bytes() + L.k.bytes() + L.v.bytes() + int64_t(L.attn_norm.nbytes());
+  const Tensor q3 = q.view({T, Hq_, D_}), k3 = k.view({T, Hk_, D_}), v3 = v.view({T, Hk_, D_});
+  if (L.q_norm.defined()) {
+    // qwen3: RMSNorm over each head; olmoe: over the whole projection.
+    // Contiguous [T, Hk*D] scratch for k's norm output (the first T*Hk*D floats of attn).
+    Tensor ak = s_.attn.view({-1}).narrow(0, 0, T * Hk_ * D_).view({T, Hk_ * D_});
+    if (olmoe_qk_norm_) {
+      rms_norm_out(q, &L.q_norm, eps, attn);
+      q.copy_(attn);
+      rms_norm_out(k, &L.k_norm, eps, ak);
+      k.copy_(ak);
+    } else {
+      rms_norm_out(q3, &L.q_norm, eps, attn.view({T, Hq_, D_}));
+      q.copy_(attn);
+      rms_norm_out(k3, &L.k_norm, eps, ak.view({T, Hk_, D_}));
+      k.copy_(ak);
+    }
+    bytes_read_ += int64_t(L.q_norm.nbytes() + L.k_norm.nbytes());
+  }
+  const Tensor cos = rope_cos_.narrow(0, pos_, T), sin = rope_sin_.narrow(0, pos_, T);
+  apply_rotary_emb_(q3, cos, sin);
+  apply_rotary_emb_(k3, cos, sin);
+  // [T, Hk, D] -> cache [Hk, S, D]
+  const int64_t S = cache_.append(l, k3.transpose(0, 1), v3.transpose(0, 1));
+  AttentionOptions opt;
+  opt.is_causal = true;
+  opt.causal_offset = S - T;
+  opt.enable_gqa = true;
+  scaled_dot_product_attention_out(q3.transpose(0, 1), cache_.keys(l).select(0, 0),
+                                   cache_.values(l).select(0, 0), opt,
+                                   attn.view({T, Hq_, D_}).transpose(0, 1));
+  linear_out(attn, L.o.w, L.o.scale, L.o.bias, tmp);
+  bytes_read_ += L.o.bytes();
+  add_(x.data<float>(), tmp.data<float>(), T * H_);
+}
+
+void Transformer::mlp(int64_t l, int64_t T) {
+  auto& L = layers_[size_t(l)];
+  const int64_t I = L.gate.w.size(0);
+  Tensor x = s_.x.narrow(0, 0, T), xn = s_.xn.narrow(0, 0, T), tmp = s_.tmp.narrow(0, 0, T);
+  // Contiguous [T, I] views of the [rows, max I] buffers.
+  auto rows = [&](const Tensor& b) { return b.view({-1}).narrow(0, 0, T * I).view({T, I}); };
+  Tensor g = rows(s_.gate), u = rows(s_.up), a = rows(s_.act);
+  rms_norm_out(x, &L.mlp_norm, cfg_.rms_norm_eps, xn);
+  linear_out(xn, L.gate.w, L.gate.scale, L.gate.bias, g);
+  linear_out(xn, L.up.w, L.up.scale, L.up.bias, u);
+  swiglu_out(g, u, a);
+  linear_out(a, L.down.w, L.down.scale, L.down.bias, tmp);
+  bytes_read_ += L.gate.bytes() + L.up.bytes() + L.down.bytes() + int64_t(L.mlp_norm.nbytes());
+  add_(x.data<float>(), tmp.data<float>(), T * H_);
+}
+
+std::vector<std::pair<std::string, Tensor>> Transformer::named_weights() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  auto lin = [&](const std::string& p, const Linear& L) {
+    if (!L.defined()) return;
+    out.emplace_back(p + ".weight", L.w);
+    if (L.scale.defined()) {
+      const bool row = L.scale.numel() == L.w.size(0) && L.w.size(0) != 1;
+      out.emplace_back(p + (row || L.scale.numel() == 1 ? ".weight_scale" : ".weight_scale_inv"),
+                       row ? L.scale.view({L.w.size(0), 1}) : L.scale);
+    }
+    if (L.bias.defined()) out.emplace_back(p + ".bias", L.bias);
+  };
+  out.emplace_back("model.embed_tokens.weight", embed_);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const auto& L = layers_[l];
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    out.emplace_back(p + "input_layernorm.weight", L.attn_norm);
+    out.emplace_back(p + "post_attention_layernorm.weight", L.mlp_norm);
+    lin(p + "self_attn.q_proj", L.q);
+    lin(p + "self_attn.k_proj", L.k);
+    lin(p + "self_attn.v_proj", L.v);
+    lin(p + "self_attn.o_proj", L.o);
+    if (L.q_norm.defined()) {
+      out.emplace_back(p + "self_attn.q_norm.weight", L.q_norm);
+      out.emplace_back(p + "self_attn.k_norm.weight", L.k_norm);
+    }
+    lin(p + "mlp.gate_proj", L.gate);
+    lin(p + "mlp.up_proj", L.up);
+    lin(p + "mlp.down_proj", L.down);
+    if (L.moe) {
+      const auto& m = *L.moe;
+      const std::string e = m.prefix + ".experts.";
+      out.emplace_back(m.prefix + ".gate.weight", m.router);
+      out.emplace_back(e + "gate_up_proj.weight", m.gate_up);
+      out.emplace_back(e + "down_proj.weight", m.down);
+      if (m.gate_up_scale.defined()) {
+        out.emplace_back(e + "gate_up_proj.weight_scale", m.gate_up_scale.view({m.E, 2 * m.I, 1}));
+        out.emplace_back(e + "down_proj.weight_scale", m.down_scale.view({m.E, H_, 1}));
+      }
+    }
+  }
+  out.emplace_back("model.norm.weight", final_norm_);
+  lin("lm_head", lm_head_);
+  return out;
+}
+
+}  // namespace kiln::llm::detail

@@ -1,0 +1,103 @@
+// The decoder-only transformer behind every supported architecture (llama,
+// qwen2, qwen3, qwen3_moe, mixtral, olmoe): plain structs of weights, a KV
+// cache and scratch buffers allocated once at load.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kiln/kv_cache.h"
+#include "kiln/llm/model.h"
+#include "llm/weights.h"
+
+namespace kiln::llm::detail {
+
+struct MoEWeights {
+  int64_t E = 0, top_k = 0, I = 0;
+  bool norm_topk_prob = false;
+  Tensor router;                  // [E, H] float32
+  Tensor gate_up, gate_up_scale;  // [E, 2I, H], [E, 2I] (FP8 only)
+  Tensor down, down_scale;        // [E, H, I], [E, H] (FP8 only)
+  bool mixtral_names = false;
+  std::string prefix;            // "model.layers.N.mlp" / "...block_sparse_moe"
+  int64_t expert_bytes() const;  // one expert's gate_up + down bytes (scales included)
+};
+
+struct LayerWeights {
+  Tensor attn_norm, mlp_norm;  // [H] float32
+  Linear q, k, v, o;
+  Tensor q_norm, k_norm;  // [D] per head (qwen3), [Hq*D]/[Hk*D] whole (olmoe), or undefined
+  Linear gate, up, down;  // dense MLP
+  std::unique_ptr<MoEWeights> moe;
+};
+
+// Activation buffers for up to `rows` tokens, float32, allocated once.
+struct Scratch {
+  int64_t rows = 0;
+  Tensor x, xn, q, k, v, attn, tmp;  // [rows, H] / [rows, Hq*D] / [rows, Hk*D]
+  Tensor gate, up, act;              // [rows, I]
+  Tensor last;                       // [1, H]
+  Tensor logits1;                    // [1, V]
+  // MoE
+  Tensor router_logits, route_w;  // [rows, E], [rows, k]
+  Tensor route_ids, perm, offs;   // int32 [rows, k], [rows*k], [E]
+  Tensor xp, h, mact, yp;         // [rows*k, H], [rows*k, 2I], [rows*k, I], [rows*k, H]
+  Tensor ids;                     // int32 [rows] token ids of the chunk
+  std::vector<float> probs;       // [E] router probabilities of one token
+  std::vector<int32_t> order;     // [E]
+  std::vector<int32_t> inv;       // [rows*k] slot -> row in expert order
+  std::vector<int64_t> counts;    // [E + 1]
+};
+
+class Transformer final : public Model {
+ public:
+  // Builds from a weight source (weights prepared as options say).
+  Transformer(io::ModelConfig cfg, const TensorSource& src, const LoadOptions& options,
+              std::optional<Tokenizer> tokenizer, std::string name);
+
+  const io::ModelConfig& config() const override { return cfg_; }
+  const Tokenizer& tokenizer() const override;
+  WeightFormat weight_format() const override { return format_; }
+  int64_t max_context() const override { return max_ctx_; }
+  int64_t position() const override { return pos_; }
+  void reset(int64_t position = 0) override;
+  Tensor forward(std::span<const int32_t> tokens, bool all_logits = false) override;
+  int64_t weight_bytes() const override;
+  int64_t bytes_read_last_forward() const override { return bytes_read_; }
+  int64_t kv_cache_bytes() const override;
+  std::vector<std::pair<std::string, Tensor>> named_weights() const override;
+
+ private:
+  void forward_chunk(const int32_t* ids, int64_t T, Tensor* logits_out);
+  void attention(int64_t l, int64_t T);
+  void mlp(int64_t l, int64_t T);
+  void moe(int64_t l, int64_t T);
+  void add_linear_bytes(const Linear& L) { bytes_read_ += L.bytes(); }
+
+  io::ModelConfig cfg_;
+  WeightFormat format_;
+  std::optional<Tokenizer> tokenizer_;
+  std::string name_;
+  int64_t max_ctx_ = 0, pos_ = 0;
+  int64_t H_ = 0, Hq_ = 0, Hk_ = 0, D_ = 0, V_ = 0;
+  bool olmoe_qk_norm_ = false;
+  Tensor embed_;    // [V, H] bf16 or f32
+  Linear lm_head_;  // untied only; tied uses embed_
+  Tensor final_norm_;
+  std::vector<LayerWeights> layers_;
+  Tensor rope_cos_, rope_sin_;  // [max_ctx, rotary_dim / 2]
+  KVCache cache_;
+  Scratch s_;
+  Tensor all_logits_;  // grown on demand for forward(all_logits)
+  int64_t bytes_read_ = 0;
+  std::vector<uint8_t> expert_seen_;  // per forward: experts already counted, [E]
+};
+
+// Rows of one chunk of a prefill (scratch height).
+inline constexpr int64_t kMaxChunk = 512;
+
+}  // namespace kiln::llm::detail

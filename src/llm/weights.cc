@@ -1,0 +1,375 @@
+// Weight sources (GGUF, safetensors, memory) and per-tensor weight preparation.
+#include "llm/weights.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "kiln/error.h"
+#include "kiln/io/gguf.h"
+#include "kiln/io/gguf_names.h"
+#include "kiln/io/safetensors.h"
+#include "kiln/quantize.h"
+
+namespace kiln::llm::detail {
+
+int64_t Linear::bytes() const {
+  int64_t b = 0;
+  for (const Tensor* t : {&w, &scale, &bias})
+    if (t->defined()) b += int64_t(t->nbytes());
+  return b;
+}
+
+namespace {
+
+// ---- GGUF: tensors under their Hugging Face names, dequantized on request ----
+class GGUFSource final : public TensorSource {
+ public:
+  explicit GGUFSource(const std::string& path) : f_(io::GGUFFile::open(path)), path_(path) {
+    const std::string arch = io::config_from_gguf(f_).architecture;
+    for (const auto& t : f_.tensors()) {
+      const std::string hf = io::gguf_to_hf_name(t.name, arch);
+      if (!hf.empty()) names_[hf] = t.name;
+      total_ += int64_t(t.nbytes);
+    }
+  }
+  const io::GGUFFile& file() const { return f_; }
+  bool contains(const std::string& n) const override { return names_.count(n) != 0; }
+  Tensor get(const std::string& n) const override { return f_.load_hf(gguf_name(n), DType::Float32); }
+  int64_t stored_bytes(const std::string& n) const override {
+    auto it = names_.find(n);
+    return it == names_.end() ? 0 : int64_t(f_.tensor_info(it->second).nbytes);
+  }
+  int64_t total_bytes() const override { return total_; }
+  void release(const std::string& n) const override {
+    const auto& info = f_.tensor_info(gguf_name(n));
+    f_.file()->dont_need(size_t(info.offset), size_t(info.nbytes));
+  }
+  std::string describe() const override { return path_; }
+
+ private:
+  const std::string& gguf_name(const std::string& n) const {
+    auto it = names_.find(n);
+    KILN_CHECK(it != names_.end(), ValueError, "[llm] tensor " << n << " is missing from " << path_);
+    return it->second;
+  }
+  io::GGUFFile f_;
+  std::string path_;
+  std::map<std::string, std::string> names_;  // HF name -> GGUF name
+  int64_t total_ = 0;
+};
+
+// ---- safetensors (single file or sharded index): zero-copy views ----
+class SafetensorsSource final : public TensorSource {
+ public:
+  explicit SafetensorsSource(const std::string& path)
+      : ck_(io::SafetensorsCheckpoint::open(path)), path_(path) {
+    for (const auto& n : ck_.names()) {
+      const auto& e = ck_.entry(n);
+      total_ += int64_t(e.end - e.begin);
+    }
+  }
+  bool contains(const std::string& n) const override { return ck_.contains(n); }
+  Tensor get(const std::string& n) const override {
+    KILN_CHECK(ck_.contains(n), ValueError, "[llm] tensor " << n << " is missing from " << path_);
+    return ck_.tensor(n);
+  }
+  int64_t stored_bytes(const std::string& n) const override {
+    if (!ck_.contains(n)) return 0;
+    const auto& e = ck_.entry(n);
+    return int64_t(e.end - e.begin);
+  }
+  int64_t total_bytes() const override { return total_; }
+  void release(const std::string& n) const override {
+    for (const auto& s : ck_.shards())
+      if (const auto* e = s.find(n)) {
+        s.file()->dont_need(size_t(e->begin), size_t(e->end - e->begin));
+        return;
+      }
+  }
+  std::string describe() const override { return path_; }
+
+ private:
+  io::SafetensorsCheckpoint ck_;
+  std::string path_;
+  int64_t total_ = 0;
+};
+
+class MemorySource final : public TensorSource {
+ public:
+  explicit MemorySource(std::vector<std::pair<std::string, Tensor>> t) {
+    for (auto& [n, x] : t) {
+      total_ += int64_t(x.nbytes());
+      map_[n] = std::move(x);
+    }
+  }
+  bool contains(const std::string& n) const override { return map_.count(n) != 0; }
+  Tensor get(const std::string& n) const override {
+    auto it = map_.find(n);
+    KILN_CHECK(it != map_.end(), ValueError, "[llm] tensor " << n << " is missing from the given tensors");
+    return it->second;
+  }
+  int64_t stored_bytes(const std::string& n) const override {
+    auto it = map_.find(n);
+    return it == map_.end() ? 0 : int64_t(it->second.nbytes());
+  }
+  int64_t total_bytes() const override { return total_; }
+  std::string describe() const override { return "<memory>"; }
+
+ private:
+  std::map<std::string, Tensor> map_;
+  int64_t total_ = 0;
+};
+
+bool same_storage(const Tensor& a, const Tensor& b) { return a.storage() == b.storage(); }
+
+DType linear_dtype(WeightFormat f) {
+  return f == WeightFormat::FP8    ? DType::Float8_e4m3fn
+         : f == WeightFormat::BF16 ? DType::BFloat16
+                                   : DType::Float32;
+}
+
+// Row scales [N] for a native FP8 weight [N, K] with its checkpoint scale, or
+// undefined when the scale varies along K (block scales with several K blocks).
+Tensor row_scale_of(const Tensor& scale, int64_t N, int64_t K) {
+  const Tensor s = scale.to(DType::Float32).contiguous();
+  Tensor r = empty({N}, DType::Float32);
+  float* rp = r.data<float>();
+  const float* sp = s.data<float>();
+  if (s.numel() == 1) {
+    std::fill(rp, rp + N, sp[0]);
+  } else if (s.numel() == N) {
+    std::copy(sp, sp + N, rp);
+  } else if (s.dim() == 2 && s.size(0) == (N + 127) / 128 && s.size(1) == 1 && K <= 128 * s.size(1)) {
+    for (int64_t n = 0; n < N; ++n) rp[n] = sp[n / 128];
+  } else {
+    return Tensor();
+  }
+  return r;
+}
+
+}  // namespace
+
+std::unique_ptr<TensorSource> gguf_source(const std::string& path) {
+  return std::make_unique<GGUFSource>(path);
+}
+std::unique_ptr<TensorSource> safetensors_source(const std::string& path) {
+  return std::make_unique<SafetensorsSource>(path);
+}
+std::unique_ptr<TensorSource> memory_source(std::vector<std::pair<std::string, Tensor>> tensors) {
+  return std::make_unique<MemorySource>(std::move(tensors));
+}
+
+WeightLoader::WeightLoader(const TensorSource& src, const io::ModelConfig& cfg, const LoadOptions& opt)
+    : src_(src), cfg_(cfg), opt_(opt), total_bytes_(src.total_bytes()) {}
+
+void WeightLoader::done(const std::string& name, bool converted) {
+  done_bytes_ += src_.stored_bytes(name);
+  if (converted) src_.release(name);
+  if (opt_.progress) opt_.progress(std::min(done_bytes_, total_bytes_), total_bytes_);
+}
+
+Tensor WeightLoader::f32(const std::string& name) {
+  const Tensor t = src_.get(name);
+  Tensor r = t.to(DType::Float32).contiguous();
+  done(name, !same_storage(r, t));
+  return r;
+}
+
+Tensor WeightLoader::embedding(const std::string& name) {
+  const Tensor t = src_.get(name);
+  KILN_CHECK(t.dim() == 2, ValueError, "[llm] " << name << " must be 2-D, got " << t.shape_str());
+  const DType d = opt_.weights == WeightFormat::F32 ? DType::Float32 : DType::BFloat16;
+  Tensor r = is_fp8(t.dtype()) ? t.to(DType::Float32).to(d) : t.to(d).contiguous();
+  done(name, !same_storage(r, t));
+  return r;
+}
+
+Linear WeightLoader::linear(const std::string& prefix) {
+  const std::string wn = prefix + ".weight";
+  const Tensor t = src_.get(wn);
+  KILN_CHECK(t.dim() == 2, ValueError, "[llm] " << wn << " must be 2-D, got " << t.shape_str());
+  Linear L;
+  if (is_fp8(t.dtype())) {
+    // A native FP8 checkpoint: used as it is, with its scale.
+    std::string sn;
+    for (const char* suffix : {".weight_scale_inv", ".weight_scale"})
+      if (src_.contains(prefix + suffix)) sn = prefix + suffix;
+    KILN_CHECK(
+        !sn.empty(), ValueError,
+        "[llm] FP8 weight " << wn << " has no weight_scale or weight_scale_inv in " << src_.describe());
+    Tensor s = src_.get(sn);
+    if (cfg_.quant.scheme == io::QuantScheme::Fp8Block)
+      KILN_CHECK((cfg_.quant.block_n == 0 || cfg_.quant.block_n == 128) &&
+                     (cfg_.quant.block_k == 0 || cfg_.quant.block_k == 128),
+                 NotImplementedError,
+                 "[llm] FP8 block size [" << cfg_.quant.block_n << ", " << cfg_.quant.block_k
+                                          << "] is not supported (only [128, 128])");
+    L.w = t;
+    L.scale = s.to(DType::Float32).contiguous();
+    done(wn, false);
+    done(sn, !same_storage(L.scale, s));
+  } else {
+    const DType d = linear_dtype(opt_.weights);
+    if (d == DType::Float8_e4m3fn) {
+      auto [q, s] = quantize_fp8(t, QuantGranularity::Row);
+      L.w = q;
+      L.scale = s;
+    } else {
+      L.w = t.to(d).contiguous();
+    }
+    done(wn, !same_storage(L.w, t));
+  }
+  if (src_.contains(prefix + ".bias")) L.bias = f32(prefix + ".bias");
+  return L;
+}
+
+WeightLoader::Experts WeightLoader::experts(const std::string& prefix, int64_t E, int64_t I, int64_t H,
+                                            bool mixtral_names) {
+  const char* gname = mixtral_names ? "w1" : "gate_proj";
+  const char* uname = mixtral_names ? "w3" : "up_proj";
+  const char* dname = mixtral_names ? "w2" : "down_proj";
+  // One expert's projection: weight [N, K] and its native scale (if any).
+  struct Proj {
+    Tensor w, s;
+    std::string wn, sn;
+  };
+  auto per_expert = [&](int64_t e, const char* p) {
+    Proj r;
+    const std::string base = prefix + ".experts." + std::to_string(e) + "." + p;
+    r.wn = base + ".weight";
+    r.w = src_.get(r.wn);
+    for (const char* suffix : {".weight_scale_inv", ".weight_scale"})
+      if (src_.contains(base + suffix)) r.sn = base + suffix;
+    if (!r.sn.empty()) r.s = src_.get(r.sn);
+    return r;
+  };
+  const std::string st = prefix + ".experts.";
+  // kiln's own stacked layout (named_weights): gate_up_proj.weight [E, 2I, H],
+  // down_proj.weight [E, H, I], FP8 with weight_scale [E, N, 1]; used as it is
+  // when already in the held dtype.
+  if (src_.contains(st + "gate_up_proj.weight")) {
+    Experts x;
+    auto take = [&](const std::string& wn, int64_t N, int64_t K, Tensor& w, Tensor& sc) {
+      const Tensor t = src_.get(wn);
+      KILN_CHECK(t.dim() == 3 && t.size(0) == E && t.size(1) == N && t.size(2) == K, ValueError,
+                 "[llm] " << wn << " has shape " << t.shape_str() << ", expected [" << E << ", " << N << ", "
+                          << K << "]");
+      if (is_fp8(t.dtype())) {
+        const std::string sn = wn + "_scale";
+        const Tensor s = src_.get(sn);
+        KILN_CHECK(
+            s.numel() == E * N, ValueError,
+            "[llm] " << sn << " has shape " << s.shape_str() << ", expected [" << E << ", " << N << ", 1]");
+        w = t;
+        sc = s.to(DType::Float32).contiguous().view({E, N});
+        done(wn, false);
+        done(sn, !same_storage(sc, s));
+      } else if (linear_dtype(opt_.weights) == DType::Float8_e4m3fn) {
+        auto [q, qs] = quantize_fp8(t, QuantGranularity::Row);
+        w = q;
+        sc = qs.view({E, N});
+        done(wn, true);
+      } else {
+        w = t.to(linear_dtype(opt_.weights)).contiguous();
+        done(wn, !same_storage(w, t));
+      }
+    };
+    take(st + "gate_up_proj.weight", 2 * I, H, x.gate_up, x.gate_up_scale);
+    take(st + "down_proj.weight", H, I, x.down, x.down_scale);
+    return x;
+  }
+  // Stacked layouts: GGUF (experts.gate_proj.weight [E, I, H]) and
+  // transformers 5's fused experts (experts.gate_up_proj [E, 2I, H], experts.down_proj [E, H, I]).
+  const bool stacked = src_.contains(st + gname + ".weight");
+  const bool fused = src_.contains(st + "gate_up_proj");
+  const bool fp8_src = [&] {
+    if (stacked) return is_fp8(src_.get(st + gname + ".weight").dtype());
+    if (fused) return is_fp8(src_.get(st + "gate_up_proj").dtype());
+    return is_fp8(per_expert(0, gname).w.dtype());
+  }();
+  const DType d = fp8_src ? DType::Float8_e4m3fn : linear_dtype(opt_.weights);
+  const bool q8 = d == DType::Float8_e4m3fn;
+  Experts x;
+  x.gate_up = empty({E, 2 * I, H}, d);
+  x.down = empty({E, H, I}, d);
+  if (q8) {
+    x.gate_up_scale = empty({E, 2 * I}, DType::Float32);
+    x.down_scale = empty({E, H}, DType::Float32);
+  }
+  // Writes one [N, K] projection (with its native scale, if any) into dst [N, K] / dscale [N].
+  auto put = [&](const Tensor& w, const Tensor& s, Tensor dst, Tensor dscale) {
+    KILN_CHECK(w.dim() == 2 && w.size(0) == dst.size(0) && w.size(1) == dst.size(1), ValueError,
+               "[llm] expert weight in " << prefix << " has shape " << w.shape_str() << ", expected "
+                                         << dst.shape_str());
+    if (!q8) {
+      dst.copy_(w);
+      return;
+    }
+    if (is_fp8(w.dtype())) {
+      const Tensor rs = s.defined() ? row_scale_of(s, w.size(0), w.size(1)) : ones({w.size(0)});
+      if (rs.defined() && w.dtype() == d) {
+        dst.copy_(w);
+        dscale.copy_(rs);
+        return;
+      }
+      // Block scales that vary along K cannot drive the per-row grouped
+      // kernel: these experts alone are re-quantized per row.
+      auto [q, qs] = quantize_fp8(dequantize(w, s), QuantGranularity::Row);
+      dst.copy_(q);
+      dscale.copy_(qs.view({-1}));
+      return;
+    }
+    auto [q, qs] = quantize_fp8(w, QuantGranularity::Row);
+    dst.copy_(q);
+    dscale.copy_(qs.view({-1}));
+  };
+  auto scale_rows = [&](Tensor& s, int64_t e, int64_t r0, int64_t n) {
+    return s.defined() ? s.select(0, e).narrow(0, r0, n) : Tensor();
+  };
+  if (stacked || fused) {
+    KILN_CHECK(!fp8_src, NotImplementedError,
+               "[llm] stacked FP8 experts in " << prefix << " are not supported; store them per expert");
+    Tensor g, u, dn;
+    std::vector<std::string> names;
+    if (stacked) {
+      names = {st + gname + ".weight", st + uname + ".weight", st + dname + ".weight"};
+      g = src_.get(names[0]);
+      u = src_.get(names[1]);
+      dn = src_.get(names[2]);
+    } else {
+      names = {st + "gate_up_proj", st + "down_proj"};
+      Tensor gu = src_.get(names[0]);
+      if (gu.dim() == 3 && gu.size(1) == H && gu.size(2) == 2 * I) gu = gu.transpose(1, 2);
+      g = gu.narrow(1, 0, I);
+      u = gu.narrow(1, I, I);
+      dn = src_.get(names[1]);
+      if (dn.dim() == 3 && dn.size(1) == I && dn.size(2) == H && I != H) dn = dn.transpose(1, 2);
+    }
+    KILN_CHECK(g.dim() == 3 && g.size(0) == E && dn.dim() == 3 && dn.size(0) == E, ValueError,
+               "[llm] stacked experts in " << prefix << " have shapes " << g.shape_str() << " / "
+                                           << dn.shape_str() << ", expected " << E << " experts");
+    for (int64_t e = 0; e < E; ++e) {
+      put(g.select(0, e), Tensor(), x.gate_up.select(0, e).narrow(0, 0, I),
+          scale_rows(x.gate_up_scale, e, 0, I));
+      put(u.select(0, e), Tensor(), x.gate_up.select(0, e).narrow(0, I, I),
+          scale_rows(x.gate_up_scale, e, I, I));
+      put(dn.select(0, e), Tensor(), x.down.select(0, e), scale_rows(x.down_scale, e, 0, H));
+    }
+    for (const auto& n : names) done(n, true);
+    return x;
+  }
+  for (int64_t e = 0; e < E; ++e) {
+    const Proj g = per_expert(e, gname), u = per_expert(e, uname), dn = per_expert(e, dname);
+    put(g.w, g.s, x.gate_up.select(0, e).narrow(0, 0, I), scale_rows(x.gate_up_scale, e, 0, I));
+    put(u.w, u.s, x.gate_up.select(0, e).narrow(0, I, I), scale_rows(x.gate_up_scale, e, I, I));
+    put(dn.w, dn.s, x.down.select(0, e), scale_rows(x.down_scale, e, 0, H));
+    for (const Proj* p : {&g, &u, &dn}) {
+      done(p->wn, true);
+      if (!p->sn.empty()) done(p->sn, true);
+    }
+  }
+  return x;
+}
+
+}  // namespace kiln::llm::detail

@@ -1,0 +1,80 @@
+// Weight sources and weight preparation for the LLM runtime: a checkpoint is
+// read tensor by tensor under Hugging Face names (from a GGUF file, a
+// safetensors checkpoint or tensors in memory) and each linear weight is turned
+// into the dtype the model runs with, one tensor at a time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kiln/io/model_config.h"
+#include "kiln/llm/model.h"
+#include "kiln/tensor.h"
+
+namespace kiln::llm::detail {
+
+// A named tensor store under Hugging Face names.
+class TensorSource {
+ public:
+  virtual ~TensorSource() = default;
+  virtual bool contains(const std::string& name) const = 0;
+  // The tensor as stored (a zero-copy view where possible; GGUF: dequantized
+  // to float32 in Hugging Face layout). ValueError naming the tensor when absent.
+  virtual Tensor get(const std::string& name) const = 0;
+  // The source's bytes for `name` (for progress), 0 when absent.
+  virtual int64_t stored_bytes(const std::string& name) const = 0;
+  virtual int64_t total_bytes() const = 0;
+  // Drops the pages backing `name` from memory once it has been converted
+  // (madvise DONTNEED on a mapped file); a no-op for in-memory sources.
+  virtual void release(const std::string& name) const { (void)name; }
+  virtual std::string describe() const = 0;
+};
+
+std::unique_ptr<TensorSource> gguf_source(const std::string& path);
+std::unique_ptr<TensorSource> safetensors_source(const std::string& path);
+std::unique_ptr<TensorSource> memory_source(std::vector<std::pair<std::string, Tensor>> tensors);
+
+// A linear layer as held: y = x @ (w * scale)^T + bias.
+// w: [N, K] f32 / bf16 / FP8; scale: undefined, [N, 1] per row, [] per tensor
+// or [ceil(N/128), ceil(K/128)] per block (float32); bias: [N] float32 or undefined.
+struct Linear {
+  Tensor w, scale, bias;
+  int64_t bytes() const;
+  bool defined() const { return w.defined(); }
+};
+
+// Loads weights from a source, preparing them for `format`, and reports progress.
+class WeightLoader {
+ public:
+  WeightLoader(const TensorSource& src, const io::ModelConfig& cfg, const LoadOptions& opt);
+
+  bool has(const std::string& name) const { return src_.contains(name); }
+  // "X" -> X.weight (+ X.weight_scale(_inv), X.bias), prepared for the format.
+  // Native FP8 weights (with their scales) are used as they are.
+  Linear linear(const std::string& prefix);
+  // A vector (norm weight, bias) or router as float32 contiguous.
+  Tensor f32(const std::string& name);
+  // The embedding table: bfloat16, or float32 when the format is f32.
+  Tensor embedding(const std::string& name);
+  // Experts of one MoE layer stacked for the grouped kernel:
+  // gate_up [E, 2I, H] (gate rows first), down [E, H, I], with per-expert row
+  // scales [E, 2I] / [E, H] when FP8. `prefix` is the layer's MoE module
+  // ("model.layers.3.mlp" or "...block_sparse_moe").
+  struct Experts {
+    Tensor gate_up, gate_up_scale, down, down_scale;
+  };
+  Experts experts(const std::string& prefix, int64_t E, int64_t I, int64_t H, bool mixtral_names);
+
+ private:
+  void done(const std::string& name, bool converted);
+  const TensorSource& src_;
+  const io::ModelConfig& cfg_;
+  LoadOptions opt_;
+  int64_t done_bytes_ = 0, total_bytes_ = 0;
+};
+
+}  // namespace kiln::llm::detail
