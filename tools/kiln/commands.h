@@ -24,5 +24,6 @@ Command add_bench_sample(CLI::App& bench);     // bench_sample.cc
 Command add_tokenize(CLI::App& parent);   // tokenize.cc
 Command add_bench_tokenizer(CLI::App& bench);  // bench_tokenizer.cc
 Command add_bench_linalg(CLI::App& bench);  // bench_linalg.cc
+Command add_bench_generate(CLI::App& bench);  // bench_generate.cc
 
 }  // namespace kiln::cli
