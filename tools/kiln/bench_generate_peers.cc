@@ -41,7 +41,17 @@ prefill, per_tok, gen_ids = [], [], []
 if kind == "llama_cpp":
     import numpy as np
     import llama_cpp
+    import llama_cpp.llama_cpp as lc
     from llama_cpp import Llama
+    if cfg.get("no_extra_bufts", True):
+        # ggml's AMX buffer type faults (SIGILL, tilezero) in VMs that do not
+        # grant AMX state; extra buffer types are off so plain CPU kernels run.
+        _defaults = lc.llama_model_default_params
+        def _params():
+            p = _defaults()
+            p.use_extra_bufts = False
+            return p
+        lc.llama_model_default_params = _params
     n_ctx = (len(prompt) + N + 16 + 255) // 256 * 256
     llm = Llama(model_path=path, n_ctx=n_ctx, n_batch=max(len(prompt), 32), n_threads=threads,
                 n_threads_batch=threads, logits_all=False, verbose=False)
@@ -66,7 +76,7 @@ if kind == "llama_cpp":
             prefill.append(t1 - t0)
             per_tok.append(sum(steps) / N)
             gen_ids = ids
-    version = llama_cpp.__version__
+    version = llama_cpp.__version__ + (" (no extra buffer types)" if cfg.get("no_extra_bufts", True) else "")
 elif kind == "transformers":
     import torch, transformers
     from transformers import AutoModelForCausalLM
