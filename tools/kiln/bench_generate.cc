@@ -165,13 +165,14 @@ json decode_split(const llm::Model& m, double per_token_s) {
       }
       continue;
     }
-    std::string g = n.find("self_attn") != std::string::npos ? "attention linears"
-                    : n.rfind("lm_head", 0) == 0           ? "lm_head"
+    std::string g = n.find("self_attn") != std::string::npos    ? "attention linears"
+                    : n.rfind("lm_head", 0) == 0                ? "lm_head"
                     : n.find(".mlp.gate.") != std::string::npos ? "router"
-                                                               : "mlp linears";
+                                                                : "mlp linears";
     calls.push_back({g, t, scale});
   }
-  if (!find("lm_head.weight").defined()) calls.push_back({"lm_head", find("model.embed_tokens.weight"), Tensor()});
+  if (!find("lm_head.weight").defined())
+    calls.push_back({"lm_head", find("model.embed_tokens.weight"), Tensor()});
   std::vector<Tensor> xs, ys;
   for (const auto& cl : calls) {
     xs.push_back(full({1, cl.w.size(1)}, 0.01, DType::Float32));
@@ -192,15 +193,17 @@ json decode_split(const llm::Model& m, double per_token_s) {
       total += s;
     }
   }
-  for (const auto& cl : calls) bytes += double(cl.w.nbytes()) + (cl.scale.defined() ? double(cl.scale.nbytes()) : 0.0);
-  return {{"linear_calls", calls.size()},
-          {"linears_s", groups},
-          {"linears_total_s", total},
-          {"linears_bytes", bytes},
-          {"linears_gbps", total > 0 ? bytes / total / 1e9 : 0},
-          {"decode_s_per_token", per_token_s},
-          {"rest_s", per_token_s - total},
-          {"note", "rest = attention over the cache, norms, rope, routing, embedding, thread fork/join, ..."}};
+  for (const auto& cl : calls)
+    bytes += double(cl.w.nbytes()) + (cl.scale.defined() ? double(cl.scale.nbytes()) : 0.0);
+  return {
+      {"linear_calls", calls.size()},
+      {"linears_s", groups},
+      {"linears_total_s", total},
+      {"linears_bytes", bytes},
+      {"linears_gbps", total > 0 ? bytes / total / 1e9 : 0},
+      {"decode_s_per_token", per_token_s},
+      {"rest_s", per_token_s - total},
+      {"note", "rest = attention over the cache, norms, rope, routing, embedding, thread fork/join, ..."}};
 }
 
 json run_one(const GenOptions& opt) {
@@ -286,7 +289,8 @@ json run_one(const GenOptions& opt) {
   r["prompt_tokens"] = P;
   r["decode_tokens"] = N;
   r["prompt_ids"] = prompt;
-  r["greedy_ids"] = std::vector<int32_t>(last.ids.begin(), last.ids.begin() + std::min<size_t>(8, last.ids.size()));
+  r["greedy_ids"] =
+      std::vector<int32_t>(last.ids.begin(), last.ids.begin() + std::min<size_t>(8, last.ids.size()));
   r["greedy_repeatable"] = last.ids == warm.ids;
   r["threads"] = kiln::num_threads();
   r["load_s"] = load_s;
@@ -342,12 +346,13 @@ std::string quote(const std::string& s) {
 }
 
 // Runs `kiln bench generate --one` for one model and dtype; the child's JSON.
-json run_child(const GenOptions& opt, const std::string& name, const std::string& path, const std::string& dtype,
-               std::string& why) {
+json run_child(const GenOptions& opt, const std::string& name, const std::string& path,
+               const std::string& dtype, std::string& why) {
   std::ostringstream cmd;
-  cmd << quote(self_exe()) << " bench generate --one --one-path " << quote(path) << " --one-name " << quote(name)
-      << " --dtypes " << dtype << " --tokens " << opt.tokens << " --prompt-tokens " << opt.prompt_tokens
-      << " --repeat " << opt.repeat << (opt.quick ? " --quick" : "") << (opt.split ? " --split" : "") << " 2>&1";
+  cmd << quote(self_exe()) << " bench generate --one --one-path " << quote(path) << " --one-name "
+      << quote(name) << " --dtypes " << dtype << " --tokens " << opt.tokens << " --prompt-tokens "
+      << opt.prompt_tokens << " --repeat " << opt.repeat << (opt.quick ? " --quick" : "")
+      << (opt.split ? " --split" : "") << " 2>&1";
   std::fflush(nullptr);
   std::string out;
   int code = -1;
@@ -394,7 +399,8 @@ ModelSpec resolve(const GenOptions& opt, const std::string& m) {
     s.kiln_path = opt.default_model.empty() ? llm::ensure_default_model() : opt.default_model;
     s.hf_path = s.kiln_path;  // transformers dequantizes the same Q4_1 GGUF
     s.dtypes = {"fp8", "bf16", "f32"};
-    s.llama = {{"fp8", dir + "/smollm2-135m-instruct.q8_0.gguf"}, {"bf16", dir + "/smollm2-135m-instruct.bf16.gguf"}};
+    s.llama = {{"fp8", dir + "/smollm2-135m-instruct.q8_0.gguf"},
+               {"bf16", dir + "/smollm2-135m-instruct.bf16.gguf"}};
     s.hf_dtypes = {"bf16", "f32"};
   } else if (m == "moe") {
     const std::string base = dir + "/qwen3-30b-a3b-widths-L" + std::to_string(opt.moe_layers);
@@ -480,13 +486,16 @@ int run_generate(GenOptions opt) {
                 {"kiln", k}};
       e["peer_median_s"] = json::object();
       if (peers) {
-        const json base = {{"prompt_ids", k["prompt_ids"]}, {"tokens", opt.tokens}, {"repeat", opt.repeat},
+        const json base = {{"prompt_ids", k["prompt_ids"]},
+                           {"tokens", opt.tokens},
+                           {"repeat", opt.repeat},
                            {"threads", kiln::num_threads()}};
         for (const auto& [kdt, gguf] : spec.llama) {
           if (kdt != dt) continue;
           const std::string py = opt.llama_python;
           if (py.empty()) {
-            missing.push_back({{"name", "llama.cpp " + spec.name + " " + dt}, {"why", "pass --llama-python PATH"}});
+            missing.push_back(
+                {{"name", "llama.cpp " + spec.name + " " + dt}, {"why", "pass --llama-python PATH"}});
             continue;
           }
           std::fprintf(stderr, "kiln bench generate: llama.cpp %s ...\n", fs::path(gguf).filename().c_str());
@@ -509,7 +518,8 @@ int run_generate(GenOptions opt) {
             hf_runs["_noted"] = true;
           } else {
             if (!hf_runs.contains(hdt)) {
-              std::fprintf(stderr, "kiln bench generate: transformers %s %s ...\n", spec.name.c_str(), hdt.c_str());
+              std::fprintf(stderr, "kiln bench generate: transformers %s %s ...\n", spec.name.c_str(),
+                           hdt.c_str());
               json cfg = base;
               cfg["kind"] = "transformers";
               cfg["tokens"] = std::min(opt.tokens, opt.hf_tokens);
@@ -518,7 +528,8 @@ int run_generate(GenOptions opt) {
               cfg["dtype"] = hdt;
               const GeneratePeer p = run_generate_peer(opt.peer_python, cfg);
               hf_runs[hdt] = p.ok ? p.doc : json();
-              if (!p.ok) missing.push_back({{"name", "transformers " + spec.name + " " + hdt}, {"why", p.why}});
+              if (!p.ok)
+                missing.push_back({{"name", "transformers " + spec.name + " " + hdt}, {"why", p.why}});
             }
             if (!hf_runs[hdt].is_null()) attach_peer(e, "transformers", hf_runs[hdt]);
           }
@@ -534,27 +545,29 @@ int run_generate(GenOptions opt) {
   roof.bytes = opt.quick ? size_t(8) << 20 : sys::default_roof_bytes();
   double load[3] = {0, 0, 0};
   const bool have_load = getloadavg(load, 3) == 3;
-  json doc = {{"kiln_version", kiln::kVersion},
-              {"command", "bench generate"},
-              {"machine", bench::machine_json(roof)},
-              {"load_average", have_load ? json({load[0], load[1], load[2]}) : json()},
-              {"settings",
-               {{"prompt_tokens", opt.prompt_tokens},
-                {"decode_tokens", opt.tokens},
-                {"repeat", opt.repeat},
-                {"quick", opt.quick},
-                {"decoding", "greedy (argmax), same prompt ids for every engine"},
-                {"timing_rule", "each timed generation follows one pass of the read roof"},
-                {"bound", "bytes per token = weights read (MoE: selected experts) + K/V read at that position"}}},
-              {"results", results},
-              {"missing", missing}};
+  json doc = {
+      {"kiln_version", kiln::kVersion},
+      {"command", "bench generate"},
+      {"machine", bench::machine_json(roof)},
+      {"load_average", have_load ? json({load[0], load[1], load[2]}) : json()},
+      {"settings",
+       {{"prompt_tokens", opt.prompt_tokens},
+        {"decode_tokens", opt.tokens},
+        {"repeat", opt.repeat},
+        {"quick", opt.quick},
+        {"decoding", "greedy (argmax), same prompt ids for every engine"},
+        {"timing_rule", "each timed generation follows one pass of the read roof"},
+        {"bound", "bytes per token = weights read (MoE: selected experts) + K/V read at that position"}}},
+      {"results", results},
+      {"missing", missing}};
   if (!opt.out.empty()) std::ofstream(opt.out) << doc.dump(2) << "\n";
   if (opt.json) {
     std::printf("%s\n", doc.dump(2).c_str());
     return 0;
   }
-  std::printf("kiln %s bench generate: %d prompt + %d decode tokens, greedy, %d threads, roof %.1f GB/s, load %.2f\n",
-              kiln::kVersion, opt.prompt_tokens, opt.tokens, kiln::num_threads(), roof.median_gbps, load[0]);
+  std::printf(
+      "kiln %s bench generate: %d prompt + %d decode tokens, greedy, %d threads, roof %.1f GB/s, load %.2f\n",
+      kiln::kVersion, opt.prompt_tokens, opt.tokens, kiln::num_threads(), roof.median_gbps, load[0]);
   std::printf("%-34s %9s %9s %7s %9s %10s %10s %9s %9s\n", "case", "decode/s", "bound/s", "of roof",
               "prefill/s", "llama.cpp", "transf.", "RSS MB", "limit MB");
   for (const auto& e : results) {
@@ -565,14 +578,15 @@ int run_generate(GenOptions opt) {
         std::snprintf(b, sizeof b, "%.1f", 1.0 / e["peer_median_s"][p].get<double>());
       return std::string(b);
     };
-    std::printf("%-34s %9.1f %9.1f %6.0f%% %9.1f %10s %10s %9.0f %9.0f\n", e["name"].get<std::string>().c_str(),
-                k["decode_tok_s"].get<double>(), k["bound_tok_s"].get<double>(),
-                k["roof_fraction"].get<double>() * 100, k["prefill_tok_s"].get<double>(), peer("llama.cpp").c_str(),
-                peer("transformers").c_str(), k["memory"]["rss_generating"].get<double>() / 1e6,
-                k["memory"]["limit"].get<double>() / 1e6);
+    std::printf("%-34s %9.1f %9.1f %6.0f%% %9.1f %10s %10s %9.0f %9.0f\n",
+                e["name"].get<std::string>().c_str(), k["decode_tok_s"].get<double>(),
+                k["bound_tok_s"].get<double>(), k["roof_fraction"].get<double>() * 100,
+                k["prefill_tok_s"].get<double>(), peer("llama.cpp").c_str(), peer("transformers").c_str(),
+                k["memory"]["rss_generating"].get<double>() / 1e6, k["memory"]["limit"].get<double>() / 1e6);
   }
   for (const auto& mm : missing)
-    std::printf("missing: %s: %s\n", mm["name"].get<std::string>().c_str(), mm["why"].get<std::string>().c_str());
+    std::printf("missing: %s: %s\n", mm["name"].get<std::string>().c_str(),
+                mm["why"].get<std::string>().c_str());
   return 0;
 }
 
@@ -581,25 +595,30 @@ int run_generate(GenOptions opt) {
 Command add_bench_generate(CLI::App& bench) {
   auto opt = std::make_shared<GenOptions>();
   CLI::App* app = bench.add_subcommand(
-      "generate", "End-to-end decode/prefill tok/s of real models vs the memory roof, llama.cpp and transformers.");
+      "generate",
+      "End-to-end decode/prefill tok/s of real models vs the memory roof, llama.cpp and transformers.");
   app->add_flag("--json", opt->json, "Print one JSON object instead of the table");
   app->add_option("--out", opt->out, "Also write the JSON object to FILE");
-  app->add_flag("--quick", opt->quick, "A few tokens, one repetition, no peers: a smoke run (needs --models)");
+  app->add_flag("--quick", opt->quick,
+                "A few tokens, one repetition, no peers: a smoke run (needs --models)");
   app->add_option("--models", opt->models,
                   "default (SmolLM2-135M), moe (synthetic Qwen3-30B-A3B widths) and/or model paths; "
                   "default: default moe");
   app->add_option("--dtypes", opt->dtypes, "kiln weight formats to run (fp8 bf16 f32; default per model)");
-  app->add_option("--tokens", opt->tokens, "Tokens to decode per generation (default 64)")->check(CLI::Range(1, 4096));
+  app->add_option("--tokens", opt->tokens, "Tokens to decode per generation (default 64)")
+      ->check(CLI::Range(1, 4096));
   app->add_option("--prompt-tokens", opt->prompt_tokens, "Prompt length in tokens (default 32)")
       ->check(CLI::Range(1, 4096));
-  app->add_option("--repeat", opt->repeat, "Timed generations per case (default 3)")->check(CLI::Range(1, 100));
+  app->add_option("--repeat", opt->repeat, "Timed generations per case (default 3)")
+      ->check(CLI::Range(1, 100));
   app->add_option("--peer-python", opt->peer_python, "A Python with torch + transformers (+ gguf) as a peer");
   app->add_option("--hf-tokens", opt->hf_tokens, "Decode tokens per transformers run (default 16)")
       ->check(CLI::Range(1, 4096));
   app->add_option("--hf-repeat", opt->hf_repeat, "Timed transformers runs (default 1, after a short warm-up)")
       ->check(CLI::Range(1, 100));
   app->add_option("--llama-python", opt->llama_python, "A Python with llama-cpp-python as a peer");
-  app->add_option("--default-model", opt->default_model, "The default model's GGUF (default: fetched into the cache)");
+  app->add_option("--default-model", opt->default_model,
+                  "The default model's GGUF (default: fetched into the cache)");
   app->add_option("--model-dir", opt->model_dir,
                   "Where scripts/make_bench_models.py wrote the peer GGUFs and the synthetic MoE "
                   "(default: <cache>/bench)");

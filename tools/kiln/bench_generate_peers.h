@@ -7,9 +7,8 @@
 // column, never a failure.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace kiln::cli {
 
