@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   commands.push_back(kiln::cli::add_bench_sample(*bench));
   commands.push_back(kiln::cli::add_bench_tokenizer(*bench));
   commands.push_back(kiln::cli::add_bench_linalg(*bench));
+  commands.push_back(kiln::cli::add_bench_generate(*bench));
 
   try {
     app.parse(argc, argv);
