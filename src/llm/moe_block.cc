@@ -84,10 +84,8 @@ void Transformer::moe(int64_t l, int64_t T) {
   for (int64_t e = 0; e < E; ++e) {
     cnt[e + 1] += cnt[e];
     offs[e] = int32_t(cnt[e + 1]);
-    if (cnt[e + 1] > cnt[e] && !expert_seen_[size_t(e)]) {
-      expert_seen_[size_t(e)] = 1;
-      bytes_read_ += m.expert_bytes();
-    }
+    // Each layer's experts are distinct weights: count every expert this call reads.
+    if (cnt[e + 1] > cnt[e]) bytes_read_ += m.expert_bytes();
   }
   int32_t* perm = s_.perm.data<int32_t>();
   int32_t* inv = s_.inv.data();

@@ -173,7 +173,6 @@ Transformer::Transformer(io::ModelConfig cfg, const TensorSource& src, const Loa
     s_.h = empty({R * k, 2 * I});
     s_.mact = empty({R * k, I});
     s_.yp = empty({R * k, H_});
-    expert_seen_.assign(size_t(E), 0);
     s_.probs.resize(size_t(E));
     s_.order.resize(size_t(E));
     s_.inv.resize(size_t(R * k));
@@ -227,7 +226,6 @@ Tensor Transformer::forward(std::span<const int32_t> tokens, bool all_logits) {
                "[llm] token id " << tokens[size_t(i)] << " at index " << i
                                  << " is outside the vocabulary [0, " << V_ << ")");
   bytes_read_ = 0;
-  std::fill(expert_seen_.begin(), expert_seen_.end(), 0);
   if (all_logits && (!all_logits_.defined() || all_logits_.size(0) < n)) all_logits_ = empty({n, V_});
   for (int64_t i = 0; i < n; i += s_.rows) {
     const int64_t T = std::min(s_.rows, n - i);

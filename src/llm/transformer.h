@@ -96,7 +96,6 @@ class Transformer final : public Model {
   Scratch s_;
   Tensor all_logits_;  // grown on demand for forward(all_logits)
   int64_t bytes_read_ = 0;
-  std::vector<uint8_t> expert_seen_;  // per forward: experts already counted, [E]
 };
 
 // Rows of one chunk of a prefill (scratch height).
