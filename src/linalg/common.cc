@@ -1,6 +1,7 @@
 #include "linalg/common.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <sstream>
 
@@ -62,6 +63,30 @@ int64_t numel_of(const Shape& s) {
   return n;
 }
 
+namespace {
+
+struct Bytes16 {
+  uint64_t lo, hi;
+};
+
+// in: count row-major [m, n] matrices -> out: count [n, m] (column-major of each).
+template <typename E>
+void transpose_tiles(const uint8_t* in_bytes, uint8_t* out_bytes, int64_t count, int64_t m, int64_t n) {
+  constexpr int64_t kTile = 32;
+  for (int64_t b = 0; b < count; ++b) {
+    const E* in = reinterpret_cast<const E*>(in_bytes) + b * m * n;
+    E* out = reinterpret_cast<E*>(out_bytes) + b * m * n;
+    for (int64_t i0 = 0; i0 < m; i0 += kTile)
+      for (int64_t j0 = 0; j0 < n; j0 += kTile) {
+        const int64_t i1 = std::min(m, i0 + kTile), j1 = std::min(n, j0 + kTile);
+        for (int64_t j = j0; j < j1; ++j)
+          for (int64_t i = i0; i < i1; ++i) out[j * m + i] = in[i * n + j];
+      }
+  }
+}
+
+}  // namespace
+
 Tensor colmajor_copy(const Tensor& A, const Shape& batch) {
   const int64_t m = A.size(-2), n = A.size(-1);
   // LAPACK's integers are 32-bit: a matrix may hold any number of elements,
@@ -71,6 +96,20 @@ Tensor colmajor_copy(const Tensor& A, const Shape& batch) {
   const Shape b = batch.empty() && A.dim() > 2 ? batch_shape(A) : batch;
   Tensor src = A.expand(with_matrix(b, m, n));
   Tensor buf = empty(with_matrix(b, n, m), A.dtype());
+  if (A.is_contiguous() && src.sizes() == A.sizes()) {
+    // The common case (a plain row-major batch): a tiled transpose per matrix,
+    // several times faster than the general strided copy on tall matrices.
+    const int64_t count = m * n == 0 ? 0 : A.numel() / (m * n);
+    const auto* in = static_cast<const uint8_t*>(A.data_ptr());
+    auto* out = static_cast<uint8_t*>(buf.data_ptr());
+    switch (A.itemsize()) {
+      case 4: transpose_tiles<uint32_t>(in, out, count, m, n); break;
+      case 8: transpose_tiles<uint64_t>(in, out, count, m, n); break;
+      case 16: transpose_tiles<Bytes16>(in, out, count, m, n); break;
+      default: buf.copy_(src.transpose(-2, -1));
+    }
+    return buf;
+  }
   buf.copy_(src.transpose(-2, -1));
   return buf;
 }
