@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "bind_util.h"
+#include "config_dict.h"
 #include "kiln/io/gguf.h"
 #include "kiln/io/gguf_names.h"
 #include "kiln/io/model_config.h"
@@ -89,7 +90,10 @@ nb::dict tensor_info_dict(const GGUFTensorInfo& t) {
   return d;
 }
 
-nb::dict config_dict(const ModelConfig& c) {
+}  // namespace
+
+// Declared in config_dict.h: kiln.io.load_config's dict, also LanguageModel.config.
+nb::dict config_dict(const kiln::io::ModelConfig& c) {
   nb::dict d;
   d["architecture"] = c.architecture;
   d["vocab_size"] = c.vocab_size;
@@ -144,6 +148,8 @@ nb::dict config_dict(const ModelConfig& c) {
   d["parameter_count"] = c.parameter_count();
   return d;
 }
+
+namespace {
 
 bool looks_like_gguf(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

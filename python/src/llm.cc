@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bind_util.h"
+#include "config_dict.h"
 #include "kiln/llm/default_model.h"
 #include "kiln/llm/generate.h"
 #include "kiln/llm/model.h"
@@ -39,28 +40,6 @@ std::vector<int32_t> to_ids(nb::handle h) {
   return v;
 }
 
-nb::dict config_dict(const kiln::io::ModelConfig& c) {
-  nb::dict d;
-  d["architecture"] = c.architecture;
-  d["vocab_size"] = c.vocab_size;
-  d["hidden_size"] = c.hidden_size;
-  d["intermediate_size"] = c.intermediate_size;
-  d["num_hidden_layers"] = c.num_hidden_layers;
-  d["num_attention_heads"] = c.num_attention_heads;
-  d["num_key_value_heads"] = c.num_key_value_heads;
-  d["head_dim"] = c.head_dim;
-  d["max_position_embeddings"] = c.max_position_embeddings;
-  d["rms_norm_eps"] = c.rms_norm_eps;
-  d["rope_theta"] = c.rope_theta;
-  d["tie_word_embeddings"] = c.tie_word_embeddings;
-  d["eos_token_ids"] = c.eos_token_ids;
-  d["num_experts"] = c.num_experts;
-  d["num_experts_per_tok"] = c.num_experts_per_tok;
-  d["moe_intermediate_size"] = c.moe_intermediate_size;
-  d["norm_topk_prob"] = c.norm_topk_prob;
-  d["quantization"] = std::string(kiln::io::quant_scheme_name(c.quant.scheme));
-  return d;
-}
 
 // A Python iterator over the text pieces of one generation.
 struct PyGeneration {

@@ -10,13 +10,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "kiln/bench/python_side.h"
+
 namespace kiln::cli {
 
-struct GeneratePeer {
-  bool ok = false;
-  std::string why;     // when !ok: one line
-  nlohmann::json doc;  // {peer, version, prefill_s, decode_s_per_token{median,min,max}, ...}
-};
+using GeneratePeer = bench::PythonRun;  // {ok, why (one line when !ok), doc (the script's JSON)}
 
 // config: {"kind": "llama_cpp" | "transformers", "path", "dtype" ("bf16"|"f32",
 // transformers only), "prompt_ids": [...], "tokens", "repeat", "threads"}.

@@ -74,52 +74,12 @@ for c in cfg["cases"]:
 print(json.dumps({"torch_version": torch.__version__, "threads": torch.get_num_threads(), "results": out}))
 )PY";
 
-std::string quote(const std::string& s) {
-  std::string r = "'";
-  for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return r + "'";
-}
 
 }  // namespace
 
 TorchPeer run_torch_peer(const std::string& python, const nlohmann::json& config) {
-  TorchPeer r;
-  if (python.empty()) {
-    r.why = "no --peer-python given";
-    return r;
-  }
-  char dir[] = "/tmp/kiln-peer-XXXXXX";
-  if (mkdtemp(dir) == nullptr) {
-    r.why = "cannot create a temporary directory";
-    return r;
-  }
-  const std::string d(dir), script = d + "/peer.py", in = d + "/in.json", out = d + "/out.json",
-                            err = d + "/err.txt";
-  std::ofstream(script) << kScript;
-  std::ofstream(in) << config.dump();
-  const std::string cmd =
-      quote(python) + " " + quote(script) + " <" + quote(in) + " >" + quote(out) + " 2>" + quote(err);
-  const int st = std::system(cmd.c_str());
-  const int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  std::ifstream fo(out);
-  std::string text((std::istreambuf_iterator<char>(fo)), std::istreambuf_iterator<char>());
-  if (code != 0) {
-    std::ifstream fe(err);
-    std::string line, last;
-    while (std::getline(fe, line))
-      if (!line.empty()) last = line;
-    r.why = python + " exited with " + std::to_string(code) + (last.empty() ? "" : ": " + last);
-  } else {
-    try {
-      r.doc = nlohmann::json::parse(text);
-      r.ok = true;
-    } catch (const std::exception& e) {
-      r.why = std::string("bad JSON from the torch peer: ") + e.what();
-    }
-  }
-  for (const std::string& f : {script, in, out, err}) std::remove(f.c_str());
-  rmdir(dir);
-  return r;
+  if (python.empty()) return TorchPeer{false, "no --peer-python given", {}};
+  return bench::run_python_script(python, kScript, config, "torch peer");
 }
 
 void merge_torch_peer(nlohmann::json& results, const TorchPeer& peer) {

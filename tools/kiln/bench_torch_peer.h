@@ -9,13 +9,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "kiln/bench/python_side.h"
+
 namespace kiln::cli {
 
-struct TorchPeer {
-  bool ok = false;
-  std::string why;     // when !ok
-  nlohmann::json doc;  // the script's JSON
-};
+using TorchPeer = bench::PythonRun;  // {ok, why (one line when !ok), doc (the script's JSON)}
 
 // config: {"cases": [...], "repeat", "warmup", "threads", "flush_mb"}; each case
 // has "name" and "kind" ("softmax" | "attention" | "sample") and its sizes.

@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <cstdlib>
+#include <iterator>
 
 namespace kiln::cli::bench {
 namespace {
@@ -28,6 +31,44 @@ std::string find_python(const std::string& explicit_path) {
     if (access(p.c_str(), X_OK) == 0) return p.string();
   }
   return "";
+}
+
+PythonRun run_python_script(const std::string& python, const std::string& script_text, const nlohmann::json& input,
+                            const std::string& who) {
+  PythonRun r;
+  char dir[] = "/tmp/kiln-script-XXXXXX";
+  if (mkdtemp(dir) == nullptr) {
+    r.why = "cannot create a temporary directory";
+    return r;
+  }
+  const std::string d(dir), script = d + "/peer.py", in = d + "/in.json", out = d + "/out.json",
+                            err = d + "/err.txt";
+  std::ofstream(script) << script_text;
+  std::ofstream(in) << input.dump();
+  const std::string cmd =
+      shell_quote(python) + " " + shell_quote(script) + " <" + shell_quote(in) + " >" + shell_quote(out) + " 2>" + shell_quote(err);
+  std::fflush(nullptr);
+  const int st = std::system(cmd.c_str());
+  const int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  std::ifstream fo(out);
+  std::string text((std::istreambuf_iterator<char>(fo)), std::istreambuf_iterator<char>());
+  if (code != 0) {
+    std::ifstream fe(err);
+    std::string line, last;
+    while (std::getline(fe, line))
+      if (!line.empty()) last = line;
+    r.why = python + " exited with " + std::to_string(code) + (last.empty() ? "" : ": " + last);
+  } else {
+    try {
+      r.doc = nlohmann::json::parse(text);
+      r.ok = true;
+    } catch (const std::exception& e) {
+      r.why = "bad JSON from the " + who + ": " + e.what();
+    }
+  }
+  for (const std::string& f : {script, in, out, err}) std::remove(f.c_str());
+  rmdir(dir);
+  return r;
 }
 
 PythonRun run_python_bench(const std::string& python, const std::string& args) {

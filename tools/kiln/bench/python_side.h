@@ -21,6 +21,12 @@ struct PythonRun {
   nlohmann::json doc;
 };
 
+// Runs the Python source `script` under `python` with `input` as JSON on
+// stdin and parses the JSON it prints. `who` names the script in errors
+// ("bad JSON from the <who>"). A failure is reported in `why`, never thrown.
+PythonRun run_python_script(const std::string& python, const std::string& script, const nlohmann::json& input,
+                            const std::string& who);
+
 // Runs `python -m kiln.bench <args> --json` and parses its stdout.
 PythonRun run_python_bench(const std::string& python, const std::string& args);
 
