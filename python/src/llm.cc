@@ -40,7 +40,6 @@ std::vector<int32_t> to_ids(nb::handle h) {
   return v;
 }
 
-
 // A Python iterator over the text pieces of one generation.
 struct PyGeneration {
   std::unique_ptr<kiln::llm::Generation> g;

@@ -1,8 +1,6 @@
 // The generate peers' script and its runner (see bench_generate_peers.h).
 #include "kiln/bench_generate_peers.h"
 
-#include "kiln/bench/python_side.h"
-
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +8,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+
+#include "kiln/bench/python_side.h"
 
 namespace kiln::cli {
 namespace {
@@ -126,7 +126,6 @@ print(json.dumps({
     "greedy_ids": gen_ids[:8], "repeat": R, "decode_tokens": N,
 }))
 )PY";
-
 
 }  // namespace
 

@@ -74,7 +74,6 @@ for c in cfg["cases"]:
 print(json.dumps({"torch_version": torch.__version__, "threads": torch.get_num_threads(), "results": out}))
 )PY";
 
-
 }  // namespace
 
 TorchPeer run_torch_peer(const std::string& python, const nlohmann::json& config) {

@@ -4,11 +4,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <string>
-#include <cstdlib>
 #include <iterator>
+#include <string>
 
 namespace kiln::cli::bench {
 namespace {
@@ -33,8 +33,8 @@ std::string find_python(const std::string& explicit_path) {
   return "";
 }
 
-PythonRun run_python_script(const std::string& python, const std::string& script_text, const nlohmann::json& input,
-                            const std::string& who) {
+PythonRun run_python_script(const std::string& python, const std::string& script_text,
+                            const nlohmann::json& input, const std::string& who) {
   PythonRun r;
   char dir[] = "/tmp/kiln-script-XXXXXX";
   if (mkdtemp(dir) == nullptr) {
@@ -45,8 +45,8 @@ PythonRun run_python_script(const std::string& python, const std::string& script
                             err = d + "/err.txt";
   std::ofstream(script) << script_text;
   std::ofstream(in) << input.dump();
-  const std::string cmd =
-      shell_quote(python) + " " + shell_quote(script) + " <" + shell_quote(in) + " >" + shell_quote(out) + " 2>" + shell_quote(err);
+  const std::string cmd = shell_quote(python) + " " + shell_quote(script) + " <" + shell_quote(in) + " >" +
+                          shell_quote(out) + " 2>" + shell_quote(err);
   std::fflush(nullptr);
   const int st = std::system(cmd.c_str());
   const int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -101,7 +101,8 @@ PythonRun run_python_bench(const std::string& python, const std::string& args) {
         }
         std::fclose(e);
       }
-      r.why = python + " -m kiln.bench exited with " + std::to_string(code) + (last.empty() ? "" : ": " + last);
+      r.why =
+          python + " -m kiln.bench exited with " + std::to_string(code) + (last.empty() ? "" : ": " + last);
     }
   } else {
     r.why = "cannot run " + python;
@@ -118,7 +119,8 @@ PythonRun run_python_bench(const std::string& python, const std::string& args) {
   return r;
 }
 
-std::string plot_with_python(const std::string& python, const nlohmann::json& doc, const std::string& out_png) {
+std::string plot_with_python(const std::string& python, const nlohmann::json& doc,
+                             const std::string& out_png) {
   if (python.empty()) return "no python next to the kiln binary to draw with";
   char json_path[] = "/tmp/kiln-bench-plot-XXXXXX";
   const int fd = mkstemp(json_path);
