@@ -35,7 +35,7 @@ void gemv(DType w_dtype, const GemvArgs& a) {
   // pays for itself; boundaries on multiples of 8 rows (the kernel's row group)
   // and, for block scales, not needed: the kernel handles any row range.
   const int64_t row_bytes = std::max<int64_t>(1, a.K * int64_t(itemsize(w_dtype)));
-  const int64_t grain_rows = std::max<int64_t>(8, (int64_t(256) << 10) / row_bytes);
+  const int64_t grain_rows = std::max<int64_t>(8, (int64_t(32) << 10) / row_bytes);
   const int64_t groups = (a.N + 7) / 8;
   parallel_for(0, groups, std::max<int64_t>(1, grain_rows / 8),
                [&](int64_t g0, int64_t g1) { gemv_rows(w_dtype, a, g0 * 8, std::min(a.N, g1 * 8)); });
