@@ -3,6 +3,7 @@
 // roof measured beside them, prefill (M = 512) against OpenBLAS sgemm, FP8
 // scaled_mm, and one MoE layer per config. An optional PyTorch peer runs the
 // same cases through a Python interpreter given with --peer-python.
+#include <cblas.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,8 +17,6 @@
 #include <string>
 #include <tuple>
 #include <vector>
-
-#include <cblas.h>
 
 #include "core/bandwidth.h"
 #include "core/sysinfo.h"
@@ -220,22 +219,31 @@ void decode_cases(Ctx& c, bool scaled) {
       const std::string name = std::string(scaled ? "scaled_mm " : "linear ") + kn + " " +
                                s.value("model", "") + " " + s.value("layer", "") + " " + std::to_string(N) +
                                "x" + std::to_string(K);
+      // Layers under 16 MiB are timed as a run of consecutive calls on
+      // successive (cold) copies, as a model's layers follow one another.
+      const int calls = std::max(1, std::min(rot.copies / 2, int(std::ceil(double(16 << 20) / per_copy))));
       bench::Result r;
       if (!scaled) {
         const Tensor x = randn({1, K});
         Tensor out = empty({1, N});
-        r = c.runner.memory_case(name, per_copy + 4.0 * K + 4.0 * N, rot, [&](int i) {
-          linear_out(x, ws[size_t(i % rot.copies)], ss[size_t(i % rot.copies)], Tensor(), out);
-        });
+        r = c.runner.memory_case(
+            name, per_copy + 4.0 * K + 4.0 * N, rot,
+            [&](int i) {
+              linear_out(x, ws[size_t(i % rot.copies)], ss[size_t(i % rot.copies)], Tensor(), out);
+            },
+            calls);
       } else {
         const Tensor a = randn({1, K}).to(DType::Float8_e4m3fn);
         const Tensor sa = wk.scale == 1 ? ones({}) : ones({1, 1});
         std::vector<Tensor> sbs;
         for (const Tensor& sc : ss) sbs.push_back(wk.scale == 1 ? sc : sc.view({1, N}));
-        r = c.runner.memory_case(name, per_copy + 1.0 * K + 2.0 * N, rot, [&](int i) {
-          Tensor y = scaled_mm(a, ws[size_t(i % rot.copies)].t(), sa, sbs[size_t(i % rot.copies)], Tensor(),
-                               Tensor(), DType::BFloat16);
-        });
+        r = c.runner.memory_case(
+            name, per_copy + 1.0 * K + 2.0 * N, rot,
+            [&](int i) {
+              Tensor y = scaled_mm(a, ws[size_t(i % rot.copies)].t(), sa, sbs[size_t(i % rot.copies)],
+                                   Tensor(), Tensor(), DType::BFloat16);
+            },
+            calls);
       }
       r.extra["kind"] = kn;
       r.extra["N"] = N;
@@ -414,7 +422,9 @@ int run_matmul(MatOptions opt) {
               {"rotation_rule",
                "weights cycle through copies so the working set is >= 4x the LLC where memory "
                "allows (see each result's rotation); moe rotates tokens, so routing spreads "
-               "reads over every expert; not in --quick"},
+               "reads over every expert; not in --quick. A decode repetition times "
+               "calls_per_sample consecutive calls (on successive copies, enough for 16 MiB of "
+               "weights) and reports the time per call"},
               {"roof_rule",
                "one roof pass (full-width SIMD loads, 8 accumulators, all threads, buffer >= 4x "
                "the LLC; every other pass also prefetches in software) right before every timed "
@@ -456,7 +466,8 @@ Command add_one(CLI::App& bench, const std::string& what, const std::string& hel
   app->add_option("--threads", opt->threads, "Threads (default: KILN_NUM_THREADS or all cores)")
       ->check(CLI::Range(1, 4096));
   app->add_flag("--quick", opt->quick, "Tiny sizes and few repeats: a smoke run, not a measurement");
-  app->add_option("--plot", opt->plot, "Also draw the roof fraction per case and weight kind into this PNG (matplotlib)");
+  app->add_option("--plot", opt->plot,
+                  "Also draw the roof fraction per case and weight kind into this PNG (matplotlib)");
   if (what != "moe") {
     app->add_option("--limit", opt->limit, "Only the first N shapes of the case file");
     app->add_flag("--no-prefill", opt->no_prefill, "Skip the M = 512 prefill cases");

@@ -53,17 +53,24 @@ Rotation plan_rotation(double per_copy_bytes, double shared_bytes, int max_copie
 }
 
 json Result::to_json() const {
-  json j = {{"name", name},       {"unit", unit},   {"median_s", median_s},
-            {"min_s", min_s},     {"max_s", max_s}, {"repeat", repeat},
-            {"bytes", nullable(bytes)}, {"gbps", nullable(gbps)},
-            {"roof_gbps", nullable(roof_gbps)}, {"roof_fraction", nullable(roof_fraction)}};
+  json j = {{"name", name},
+            {"unit", unit},
+            {"median_s", median_s},
+            {"min_s", min_s},
+            {"max_s", max_s},
+            {"repeat", repeat},
+            {"bytes", nullable(bytes)},
+            {"gbps", nullable(gbps)},
+            {"roof_gbps", nullable(roof_gbps)},
+            {"roof_fraction", nullable(roof_fraction)}};
   if (unit == "ns/call") j["ns_per_call"] = median_s * 1e9;
   for (auto& [k, v] : extra.items()) j[k] = v;
   return j;
 }
 
 Result Runner::memory_case(const std::string& name, double bytes, const Rotation& rot,
-                           const std::function<void(int)>& fn) {
+                           const std::function<void(int)>& fn, int calls) {
+  calls = std::max(calls, 1);
   int call = 0;
   for (int i = 0; i < opt_.warmup; ++i) fn(call++);
   std::vector<double> times, roofs;
@@ -76,8 +83,8 @@ Result Runner::memory_case(const std::string& name, double bytes, const Rotation
     // OpenMP threads spin far longer after its flush).
     kiln::parallel_for(0, kiln::num_threads(), 1, [](int64_t, int64_t) {});
     const double t0 = now_s();
-    fn(call++);
-    times.push_back(now_s() - t0);
+    for (int i = 0; i < calls; ++i) fn(call++);
+    times.push_back((now_s() - t0) / calls);
   }
   roof_samples_.insert(roof_samples_.end(), roofs.begin(), roofs.end());
   const Summary t = summarize(times);
@@ -97,6 +104,7 @@ Result Runner::memory_case(const std::string& name, double bytes, const Rotation
   res.roof_fraction = res.roof_gbps > 0 ? res.gbps / res.roof_gbps : 0;
   res.extra["roof_median_gbps"] = rs.median;
   res.extra["rotation"] = rot.to_json();
+  res.extra["calls_per_sample"] = calls;
   return res;
 }
 
@@ -173,8 +181,8 @@ double num(const json& j, const char* key) {
 std::string format_table(const json& results) {
   std::string out;
   char line[256];
-  std::snprintf(line, sizeof line, "%-34s %11s %11s %11s %9s %9s %7s\n", "case", "median",
-                "min", "max", "GB/s", "roof", "of roof");
+  std::snprintf(line, sizeof line, "%-34s %11s %11s %11s %9s %9s %7s\n", "case", "median", "min", "max",
+                "GB/s", "roof", "of roof");
   out += line;
   for (const json& r : results) {
     const std::string name = r.value("name", std::string("?"));
@@ -196,8 +204,8 @@ std::string format_table(const json& results) {
     for (auto& [peer, t] : it->items()) {
       if (!t.is_number()) continue;
       const double speedup = num(r, ("speedup_vs_" + peer).c_str());
-      std::snprintf(line, sizeof line, "%s%s %s (kiln speedup %.2fx)", peers.empty() ? "" : ", ", peer.c_str(),
-                    fmt_time(t.get<double>()).c_str(), speedup);
+      std::snprintf(line, sizeof line, "%s%s %s (kiln speedup %.2fx)", peers.empty() ? "" : ", ",
+                    peer.c_str(), fmt_time(t.get<double>()).c_str(), speedup);
       peers += line;
     }
     out += "  " + r.value("name", std::string("?")) + " vs " + peers + "\n";

@@ -7,10 +7,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/bandwidth.h"
 #include "core/sysinfo.h"
@@ -42,7 +41,7 @@ Rotation plan_rotation(double per_copy_bytes, double shared_bytes, int max_copie
 
 struct Result {
   std::string name;
-  std::string unit;  // "GB/s" for memory-bound cases, "ns/call" for latency
+  std::string unit;                           // "GB/s" for memory-bound cases, "ns/call" for latency
   double median_s = 0, min_s = 0, max_s = 0;  // per call
   int repeat = 0;
   double bytes = 0;  // bytes one call must move; 0 when not memory-bound
@@ -58,9 +57,12 @@ class Runner {
   Runner(const sys::ReadRoof& roof, Options opt) : roof_(roof), opt_(opt) {}
 
   // fn(i) performs call i; i % rotation.copies picks the inputs. `bytes` is
-  // what one call must read plus write.
+  // what one call must read plus write. Each repetition times `calls`
+  // consecutive calls (each on the next copy, so each still reads cold
+  // inputs) and reports the time per call: a run of small layers, as in
+  // decoding, rather than one call with cold code and thread pool.
   Result memory_case(const std::string& name, double bytes, const Rotation& rot,
-                     const std::function<void(int)>& fn);
+                     const std::function<void(int)>& fn, int calls = 1);
   // Times batches of `calls` calls of fn; the result is per call.
   Result latency_case(const std::string& name, int calls, const std::function<void()>& fn);
 
