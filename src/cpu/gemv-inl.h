@@ -25,6 +25,9 @@
 
 #include <hwy/highway.h>
 
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "cpu/gemv.h"
@@ -148,6 +151,68 @@ struct WidenE4M3 : WidenFP8Base<WidenE4M3> {
 };
 #endif  // HWY_TARGET == HWY_SCALAR
 
+#undef KILN_GEMV_E4M3_TINY  // set per target: this file is read once per target
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+#define KILN_GEMV_E4M3_TINY 1
+// e4m3fn straight to float32 bits with integer ops only, for AVX-512, where
+// vcvtph2ps (two uops per 16 weights, on the ports the shifts and FMAs need)
+// made the f16 route compute-bound near 12 GB/s per core. S.EEEE.MMM becomes
+// S.0000EEEE.MMM0...0: a "tiny" float equal to the weight times 2^-120, exact
+// for normal codes (E >= 1) and zero. The activations are scaled by 2^k per row
+// (PermuteX) so tiny * x' stays normal; the sums are scaled back once per row.
+// Subnormal codes (E = 0, M != 0) would be float32 denormals, which cost ~70x
+// per FMA on Intel: a 4L-byte step that holds one (rare: ~2e-5 of real model
+// weights) is detected with two mask tests and done exactly in scalar instead.
+// Lanes come out as weights 4i+0, 4i+1, 4i+2, 4i+3 of lane i (x permuted to match).
+struct WidenE4M3Tiny {
+  using T = float8_e4m3fn;
+  static constexpr int kChunk = 4;
+  static constexpr float kMult = 1.0f;
+  // One bit per byte of the step that is a subnormal code (E = 0, M != 0).
+  static HWY_INLINE uint64_t Subnormals(const T* HWY_RESTRICT p) {
+    const __m512i v = _mm512_loadu_si512(p);
+    const __mmask64 mant = _mm512_test_epi8_mask(v, _mm512_set1_epi8(0x07));
+    return _mm512_mask_testn_epi8_mask(mant, v, _mm512_set1_epi8(0x78));
+  }
+  static HWY_INLINE void Load(const T* HWY_RESTRICT p, VF* out) {
+    const hn::Repartition<int16_t, DF> d16;
+    Widen(hn::LoadU(d16, reinterpret_cast<const int16_t*>(p)), out);
+  }
+  // The step with the codes marked in `skip` read as zero.
+  static HWY_INLINE void LoadSkipping(const T* HWY_RESTRICT p, uint64_t skip, VF* out) {
+    const hn::Repartition<int16_t, DF> d16;
+    Widen(hn::Vec<decltype(d16)>{_mm512_maskz_loadu_epi8(~skip, p)}, out);
+  }
+  template <class V16>
+  static HWY_INLINE void Widen(V16 v, VF* out) {
+    const DF df;
+    const hn::Repartition<int16_t, DF> d16;
+    const hn::RebindToUnsigned<DF> du;
+    // In each u16 lane: the high byte, shifted right 4 (arithmetic: the sign
+    // stays in bit 15) and masked to S.000.0EEEE.MMM.0000 (bf16 of the tiny
+    // float); the low byte first moved up by 8.
+    const auto m = hn::Set(d16, int16_t(0x87F0));
+    const auto hi = hn::BitCast(du, hn::And(hn::ShiftRight<4>(v), m));
+    const auto lo = hn::BitCast(du, hn::And(hn::ShiftRight<4>(hn::ShiftLeft<8>(v)), m));
+    const auto top = hn::Set(du, 0xFFFF0000u);
+    out[0] = hn::BitCast(df, hn::ShiftLeft<16>(lo));  // byte 0 of each u32
+    out[1] = hn::BitCast(df, hn::ShiftLeft<16>(hi));  // byte 1
+    out[2] = hn::BitCast(df, hn::And(lo, top));       // byte 2
+    out[3] = hn::BitCast(df, hn::And(hi, top));       // byte 3
+  }
+  static float One(T v) { return float(v); }
+};
+#endif
+
+template <class W>
+constexpr bool IsTiny() {
+#ifdef KILN_GEMV_E4M3_TINY
+  return std::is_same_v<W, WidenE4M3Tiny>;
+#else
+  return false;
+#endif
+}
+
 // A read prefetch into L2 (not L1: the line is used a whole tile later).
 HWY_INLINE void PrefetchL2(const void* p) {
 #if defined(__GNUC__) || defined(__clang__)
@@ -186,9 +251,11 @@ HWY_INLINE void store_out(const GemvArgs& a, int64_t m, int64_t n, float v) {
 
 // y[m0 .. m0+MT, n0 .. n0+R] for one tile. xp: activations in the loaders'
 // chunk order (rows ldxp apart), used for the vector part; a.x for the tail.
+// vfac (or null for 1): per activation row, what the vector sums are
+// multiplied by to undo the scaling of xp (the tiny-float loader's).
 template <class W, int R, int MT, bool kBlock>
-HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t ldxp, int64_t n0,
-                       int64_t m0) {
+HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t ldxp, const double* vfac,
+                       int64_t n0, int64_t m0) {
   using T = typename W::T;
   constexpr int C = W::kChunk;
   const DF df;
@@ -219,7 +286,11 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
   for (int64_t kb = 0; kb < K; kb += block) {
     const int64_t ke = kb + block < K ? kb + block : K;
     VF acc[R * MT];
-    for (int i = 0; i < R * MT; ++i) acc[i] = hn::Zero(df);
+    float tail[R * MT];  // scalar terms: the K tail and, for the tiny loader, skipped steps
+    for (int i = 0; i < R * MT; ++i) {
+      acc[i] = hn::Zero(df);
+      tail[i] = 0.0f;
+    }
     int64_t k = kb;
     for (; k + CL <= ke; k += CL) {
       if (prefetch)
@@ -227,6 +298,29 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
       VF xv[MT * C];
       for (int m = 0; m < MT; ++m)
         for (int c = 0; c < C; ++c) xv[m * C + c] = hn::LoadU(df, xq[m] + k + c * L);
+      if constexpr (IsTiny<W>()) {
+        // One test per step for all R rows; in a row whose step holds
+        // subnormal codes, those read as zero in the vector part and their
+        // terms are added exactly in scalar.
+        uint64_t any = 0;
+        for (int r = 0; r < R; ++r) any |= W::Subnormals(w[r] + k);
+        if (HWY_UNLIKELY(any != 0)) {
+          for (int r = 0; r < R; ++r) {
+            const uint64_t sub = W::Subnormals(w[r] + k);
+            for (uint64_t b = sub; b != 0; b &= b - 1) {
+              const int64_t j = k + __builtin_ctzll(b);
+              const float wj = W::One(w[r][j]);
+              for (int m = 0; m < MT; ++m) tail[r * MT + m] += wj * x[m][j];
+            }
+            VF wv[C];
+            W::LoadSkipping(w[r] + k, sub, wv);
+            for (int c = 0; c < C; ++c)
+              for (int m = 0; m < MT; ++m)
+                acc[r * MT + m] = hn::MulAdd(wv[c], xv[m * C + c], acc[r * MT + m]);
+          }
+          continue;
+        }
+      }
       for (int r = 0; r < R; ++r) {
         VF wv[C];
         W::Load(w[r] + k, wv);
@@ -234,8 +328,6 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
           for (int m = 0; m < MT; ++m) acc[r * MT + m] = hn::MulAdd(wv[c], xv[m * C + c], acc[r * MT + m]);
       }
     }
-    float tail[R * MT];
-    for (int i = 0; i < R * MT; ++i) tail[i] = 0.0f;
     for (; k < ke; ++k)
       for (int r = 0; r < R; ++r) {
         const float wv = W::One(w[r][k]);
@@ -262,28 +354,63 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
     const float mult = W::kMult * (kBlock ? 1.0f : row_scale(a, n0 + r));
     const float b = a.bias ? a.bias[n0 + r] : 0.0f;
     for (int m = 0; m < MT; ++m) {
-      const float sum = hn::GetLane(hn::SumOfLanes(df, tot[r * MT + m])) + stot[r * MT + m];
-      store_out(a, m0 + m, n0 + r, sum * mult + b);
+      const double v = double(hn::GetLane(hn::SumOfLanes(df, tot[r * MT + m])));
+      const double sum = (vfac ? v * vfac[m0 + m] : v) + double(stot[r * MT + m]);
+      store_out(a, m0 + m, n0 + r, float(sum * double(mult) + double(b)));
     }
   }
 }
 
 // All M rows for weight rows [n0, n0 + R): activation rows in tiles of MT.
 template <class W, int R, int MT, bool kBlock>
-HWY_INLINE void RowGroup(const GemvArgs& a, const float* xp, int64_t ldxp, int64_t n0) {
+HWY_INLINE void RowGroup(const GemvArgs& a, const float* xp, int64_t ldxp, const double* vfac, int64_t n0) {
   int64_t m = 0;
-  for (; m + MT <= a.M; m += MT) Tile<W, R, MT, kBlock>(a, xp, ldxp, n0, m);
+  for (; m + MT <= a.M; m += MT) Tile<W, R, MT, kBlock>(a, xp, ldxp, vfac, n0, m);
   if constexpr (MT > 1) {
-    for (; m < a.M; ++m) Tile<W, R, 1, kBlock>(a, xp, ldxp, n0, m);
+    for (; m < a.M; ++m) Tile<W, R, 1, kBlock>(a, xp, ldxp, vfac, n0, m);
   }
 }
 
 template <class W, int R, int MT, bool kBlock>
-HWY_INLINE void RowsFixed(const GemvArgs& a, const float* xp, int64_t ldxp, int64_t n0, int64_t n1) {
+HWY_INLINE void RowsFixed(const GemvArgs& a, const float* xp, int64_t ldxp, const double* vfac, int64_t n0,
+                          int64_t n1) {
   int64_t n = n0;
-  for (; n + R <= n1; n += R) RowGroup<W, R, MT, kBlock>(a, xp, ldxp, n);
-  for (; n < n1; ++n) RowGroup<W, 1, MT, kBlock>(a, xp, ldxp, n);
+  for (; n + R <= n1; n += R) RowGroup<W, R, MT, kBlock>(a, xp, ldxp, vfac, n);
+  for (; n < n1; ++n) RowGroup<W, 1, MT, kBlock>(a, xp, ldxp, vfac, n);
 }
+
+#ifdef KILN_GEMV_E4M3_TINY
+// For the tiny-float loader: x rows in lane order (weight 4i+j of a chunk at
+// j * L + i), each row scaled by 2^k so its largest |x| lands in [2^119, 2^120):
+// tiny weights are >= 2^-126 (normal codes), so every product of a term that
+// matters stays a normal float, and no sum can overflow. vfac[m] = 2^(120-k).
+// Null when a row is not finite or its largest |x| is below 2^-60 (the f16
+// route handles those exactly).
+inline const float* PermuteScaleX(const GemvArgs& a, int64_t& ldxp, const double*& vfac) {
+  const int64_t L = int64_t(hn::Lanes(DF())), CL = 4 * L;
+  const int64_t kv = a.K / CL * CL;
+  thread_local std::vector<float> buf;
+  thread_local std::vector<double> fac;
+  if (buf.size() < size_t(a.M * kv)) buf.resize(size_t(a.M * kv));
+  if (fac.size() < size_t(a.M)) fac.resize(size_t(a.M));
+  for (int64_t m = 0; m < a.M; ++m) {
+    const float* src = a.x + m * a.ldx;
+    float amax = 0.0f;
+    for (int64_t k = 0; k < a.K; ++k) amax = std::max(amax, std::fabs(src[k]));
+    if (!std::isfinite(amax) || (amax != 0.0f && amax < 0x1p-60f)) return nullptr;
+    const int e = amax == 0.0f ? 0 : std::ilogb(amax);  // amax in [2^e, 2^(e+1))
+    const double up = std::ldexp(1.0, 119 - e);
+    fac[size_t(m)] = std::ldexp(1.0, e + 1);
+    float* dst = buf.data() + m * kv;
+    for (int64_t c = 0; c < kv; c += CL)
+      for (int64_t i = 0; i < L; ++i)
+        for (int64_t j = 0; j < 4; ++j) dst[c + j * L + i] = float(double(src[c + 4 * i + j]) * up);
+  }
+  ldxp = kv;
+  vfac = fac.data();
+  return buf.data();
+}
+#endif
 
 // x rows in the loader's chunk order (evens, then odds, per chunk of
 // kChunk * L); only whole chunks are used, the tail reads x itself.
@@ -316,16 +443,27 @@ const float* PermuteX(const GemvArgs& a, int64_t& ldxp) {
 template <class W>
 void Rows(const GemvArgs& a, int64_t n0, int64_t n1) {
   int64_t ldxp = 0;
-  const float* xp = PermuteX<W>(a, ldxp);
-  if (a.scale_kind == ScaleKind::Block) {
-    if (a.M == 1) return RowsFixed<W, 4, 1, true>(a, xp, ldxp, n0, n1);
-    if (a.M == 2) return RowsFixed<W, 2, 2, true>(a, xp, ldxp, n0, n1);
-    return RowsFixed<W, 1, 4, true>(a, xp, ldxp, n0, n1);
+  const double* vfac = nullptr;
+  const float* xp = nullptr;
+#ifdef KILN_GEMV_E4M3_TINY
+  if constexpr (IsTiny<W>()) {
+    xp = PermuteScaleX(a, ldxp, vfac);
+    if (!xp) return Rows<WidenE4M3>(a, n0, n1);
+  } else {
+    xp = PermuteX<W>(a, ldxp);
   }
-  if (a.M == 1) return RowsFixed<W, 8, 1, false>(a, xp, ldxp, n0, n1);
-  if (a.M == 2) return RowsFixed<W, 4, 2, false>(a, xp, ldxp, n0, n1);
-  if (a.M == 3) return RowsFixed<W, 2, 3, false>(a, xp, ldxp, n0, n1);
-  return RowsFixed<W, 2, 4, false>(a, xp, ldxp, n0, n1);
+#else
+  xp = PermuteX<W>(a, ldxp);
+#endif
+  if (a.scale_kind == ScaleKind::Block) {
+    if (a.M == 1) return RowsFixed<W, 4, 1, true>(a, xp, ldxp, vfac, n0, n1);
+    if (a.M == 2) return RowsFixed<W, 2, 2, true>(a, xp, ldxp, vfac, n0, n1);
+    return RowsFixed<W, 1, 4, true>(a, xp, ldxp, vfac, n0, n1);
+  }
+  if (a.M == 1) return RowsFixed<W, 8, 1, false>(a, xp, ldxp, vfac, n0, n1);
+  if (a.M == 2) return RowsFixed<W, 4, 2, false>(a, xp, ldxp, vfac, n0, n1);
+  if (a.M == 3) return RowsFixed<W, 2, 3, false>(a, xp, ldxp, vfac, n0, n1);
+  return RowsFixed<W, 2, 4, false>(a, xp, ldxp, vfac, n0, n1);
 }
 
 }  // namespace gemv

@@ -12,7 +12,13 @@
 HWY_BEFORE_NAMESPACE();
 namespace kiln::cpu {
 namespace HWY_NAMESPACE {
-void GemvRowsE4M3(const GemvArgs& a, int64_t n0, int64_t n1) { gemv::Rows<gemv::WidenE4M3>(a, n0, n1); }
+void GemvRowsE4M3(const GemvArgs& a, int64_t n0, int64_t n1) {
+#ifdef KILN_GEMV_E4M3_TINY
+  gemv::Rows<gemv::WidenE4M3Tiny>(a, n0, n1);
+#else
+  gemv::Rows<gemv::WidenE4M3>(a, n0, n1);
+#endif
+}
 }  // namespace HWY_NAMESPACE
 }  // namespace kiln::cpu
 HWY_AFTER_NAMESPACE();

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -184,8 +185,9 @@ TEST(Linear, FP8EdgeCodesWithTinyAndHugeActivations) {
     const bool e4 = wd == DType::Float8_e4m3fn;
     // e4m3: subnormals 0x01..0x07, min normal 0x08, max 0x7E (448);
     // e5m2: subnormals 0x01..0x03, min normal 0x04, max 0x7B (57344).
-    const std::vector<uint8_t> edge = e4 ? std::vector<uint8_t>{0x01, 0x02, 0x03, 0x07, 0x08, 0x09, 0x7E, 0x7D}
-                                         : std::vector<uint8_t>{0x01, 0x02, 0x03, 0x04, 0x05, 0x7B, 0x7A};
+    const std::vector<uint8_t> edge =
+        e4 ? std::vector<uint8_t>{0x01, 0x02, 0x03, 0x07, 0x08, 0x09, 0x7E, 0x7D}
+           : std::vector<uint8_t>{0x01, 0x02, 0x03, 0x04, 0x05, 0x7B, 0x7A};
     const int64_t N = 37, K = 300;
     std::vector<uint8_t> codes(size_t(N * K));
     uint64_t st = 12345;
@@ -205,6 +207,59 @@ TEST(Linear, FP8EdgeCodesWithTinyAndHugeActivations) {
       std::vector<double> want, mag;
       reference(x, w, Tensor(), scale, want, mag);
       test::expect_close(linear(x, w, Tensor(), scale), want, 0, 0, &mag, 1e-5);
+    }
+  }
+}
+
+TEST(Linear, FP8RowsWithScatteredSubnormalsAndMixedActivations) {
+  // Long e4m3 rows (whole SIMD steps plus a tail) where ~2% of codes are
+  // subnormal and some are zero, against activation rows that mix magnitudes
+  // 1e30 .. 1e-30 and zeros, an all-zero row, a row too small for the AVX-512
+  // loader's activation scaling, and rows holding inf or NaN.
+  const int64_t N = 41, K = 1000;
+  std::vector<uint8_t> codes(size_t(N * K));
+  uint64_t st = 99;
+  auto next = [&] {
+    st = st * 6364136223846793005ull + 1442695040888963407ull;
+    return st >> 33;
+  };
+  for (auto& c : codes) {
+    const uint64_t r = next() % 100;
+    // subnormal, zero, or one of the smallest normals (so subnormal terms matter)
+    c = r < 2 ? uint8_t(1 + next() % 7) : r < 3 ? 0 : uint8_t(8 + next() % 16);
+    if (next() & 1) c |= 0x80;
+  }
+  const Tensor w = from_buffer_copy(codes.data(), {N, K}, DType::Float8_e4m3fn);
+  const Tensor scale = add(rand({N, 1}, DType::Float32), Scalar(0.5));
+  const int64_t M = 6;
+  Tensor x = randn_as({M, K}, DType::Float32, 21);
+  float* xp = x.data<float>();
+  for (int64_t k = 0; k < K; ++k) {
+    xp[0 * K + k] *= k % 3 == 0 ? 1e30f : k % 3 == 1 ? 1e-30f : 0.0f;  // mixed
+    xp[2 * K + k] = 0.0f;                                              // all zero
+    xp[3 * K + k] *= 1e-25f;                                           // tiny row
+  }
+  for (int64_t m0 : {int64_t(0), int64_t(1), int64_t(3)}) {  // M = 1, 2 and 3 row tiles
+    for (int64_t rows : {int64_t(1), int64_t(2), int64_t(3)}) {
+      if (m0 + rows > 4) continue;
+      const Tensor xs = x.narrow(0, m0, rows).contiguous();
+      SCOPED_TRACE("rows " + std::to_string(m0) + ".." + std::to_string(m0 + rows));
+      std::vector<double> want, mag;
+      reference(xs, w, Tensor(), scale, want, mag);
+      test::expect_close(linear(xs, w, Tensor(), scale), want, 0, 0, &mag, 1e-5);
+    }
+  }
+  // inf and NaN propagate as in the double reference.
+  xp[4 * K + 10] = std::numeric_limits<float>::infinity();
+  xp[5 * K + 10] = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t m : {int64_t(4), int64_t(5)}) {
+    const Tensor xs = x.narrow(0, m, 1).contiguous();
+    std::vector<double> want, mag;
+    reference(xs, w, Tensor(), scale, want, mag);
+    const std::vector<double> got = dvals(linear(xs, w, Tensor(), scale));
+    for (size_t n = 0; n < want.size(); ++n) {
+      EXPECT_EQ(std::isnan(got[n]), std::isnan(want[n])) << "m " << m << " n " << n;
+      if (!std::isnan(want[n])) EXPECT_EQ(got[n], want[n]) << "m " << m << " n " << n;
     }
   }
 }
