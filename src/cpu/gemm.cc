@@ -1,5 +1,6 @@
-// Prefill GEMM (see gemm.h). Widening is threaded on kiln's pool; each panel's
-// sgemm runs on OpenBLAS's own threads (the two never run at once).
+// Prefill GEMM (see gemm.h): while x fits in L2, slices of W's rows on kiln's
+// pool, each one OpenBLAS sgemm on one thread; beyond, OpenBLAS's own threads
+// over the whole (widened) matrix.
 #include "cpu/gemm.h"
 
 #include <cblas.h>
@@ -62,6 +63,45 @@ void widen_weight_rows(DType w_dtype, const GemvArgs& a, int64_t n0, int64_t n1,
   }
 }
 
+namespace {
+
+// x fits in L2 (the caller checks): each thread multiplies slices of W's rows
+// with a one-thread sgemm, so OpenBLAS's threads never spin against kiln's
+// and repacking x per slice is cheap; weights other than plain float32 are
+// first widened into the thread's own panel, which stays in L2, so the
+// widened copy never goes to memory.
+void gemm_slices(DType w_dtype, const GemvArgs& a, float beta) {
+  float* y = static_cast<float*>(a.y);
+  const bool direct = w_dtype == DType::Float32 && a.scale_kind == ScaleKind::None;
+  const int64_t slice =
+      std::max<int64_t>(64, ((int64_t(512) << 10) / std::max<int64_t>(1, a.K * 4)) / 16 * 16);
+  const int64_t slices = (a.N + slice - 1) / slice;
+  const int prev_threads = openblas_get_num_threads();
+  if (prev_threads != 1) openblas_set_num_threads(1);
+  try {
+    parallel_for(0, slices, 1, [&](int64_t s0, int64_t s1) {
+      thread_local std::vector<float> panel;
+      for (int64_t s = s0; s < s1; ++s) {
+        const int64_t n0 = s * slice, n1 = std::min(a.N, n0 + slice);
+        if (direct) {
+          sgemm(true, a.M, n1 - n0, a.K, 1.0f, a.x, a.ldx, static_cast<const float*>(a.w) + n0 * a.ldw, a.ldw,
+                beta, y + n0, a.ldy);
+          continue;
+        }
+        if (panel.size() < size_t((n1 - n0) * a.K)) panel.resize(size_t(slice * a.K));
+        widen_weight_rows(w_dtype, a, n0, n1, panel.data());
+        sgemm(true, a.M, n1 - n0, a.K, 1.0f, a.x, a.ldx, panel.data(), a.K, beta, y + n0, a.ldy);
+      }
+    });
+  } catch (...) {
+    if (prev_threads != 1) openblas_set_num_threads(prev_threads);
+    throw;
+  }
+  if (prev_threads != 1) openblas_set_num_threads(prev_threads);
+}
+
+}  // namespace
+
 void gemm(DType w_dtype, const GemvArgs& a) {
   if (a.M <= 0 || a.N <= 0) return;
   float* y = static_cast<float*>(a.y);
@@ -69,6 +109,8 @@ void gemm(DType w_dtype, const GemvArgs& a) {
   if (a.K == 0) {
     if (!a.accumulate)
       for (int64_t m = 0; m < a.M; ++m) std::fill(y + m * a.ldy, y + m * a.ldy + a.N, 0.0f);
+  } else if (double(a.M) * double(a.K) * 4.0 <= double(2 << 20)) {
+    gemm_slices(w_dtype, a, beta);
   } else if (w_dtype == DType::Float32 && a.scale_kind == ScaleKind::None) {
     sgemm(true, a.M, a.N, a.K, 1.0f, a.x, a.ldx, static_cast<const float*>(a.w), a.ldw, beta, y, a.ldy);
   } else {

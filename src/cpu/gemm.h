@@ -1,7 +1,8 @@
 // Many-row linear layers (prefill): y[M, N] = x[M, K] @ (W * scale)^T + bias
-// for W in any weight dtype of gemv.h. Float32 weights without a scale go
-// straight to OpenBLAS sgemm; other weights are widened (scale applied) into
-// float32 panels (up to 256 MiB), and each panel is one sgemm.
+// for W in any weight dtype of gemv.h. While x fits in L2: slices of W's rows
+// over kiln's threads, each a one-thread OpenBLAS sgemm on W itself (plain
+// float32) or on a per-thread panel it was just widened into (scale applied).
+// Larger x: one threaded sgemm over W, or over float32 panels of up to 256 MiB.
 #pragma once
 
 #include <cstdint>
