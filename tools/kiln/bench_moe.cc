@@ -22,6 +22,8 @@ namespace {
 // Token copies each case cycles through: every call routes fresh tokens, so
 // the experts read move over all E (kiln and the peer alike).
 constexpr int kTokenCopies = 16;
+// Seconds of timed calls a slow peer case gets (fewer repeats, no warmup).
+constexpr double kPeerBudgetS = 30;
 
 // The peer: {"threads", "repeat", "warmup", "flush_bytes", "copies", "cases":
 // [{"E", "top_k", "H", "I", "kind", "tokens": [{"T", "name"}]}]} on stdin;
@@ -37,6 +39,7 @@ req = json.load(sys.stdin)
 torch.set_num_threads(int(req["threads"]))
 torch.manual_seed(0)
 REPEAT, WARMUP, COPIES = int(req["repeat"]), int(req["warmup"]), int(req["copies"])
+BUDGET_S = float(req["budget_s"])
 flush = torch.ones(max(1, int(req["flush_bytes"]) // 4))
 F8 = torch.float8_e4m3fn
 F8_MAX = torch.finfo(F8).max
@@ -45,20 +48,25 @@ def why(e):
     s = str(e).strip().splitlines()
     return (type(e).__name__ + (": " + s[0] if s else ""))[:300]
 
-def timed(fn):
-    call = 0
-    for _ in range(WARMUP):
+def timed(fn, first_s):
+    # first_s: the untimed check call. A slow peer (seconds per call) gets fewer
+    # calls, about BUDGET_S in all but at least 3, and no further warmup.
+    repeat, warmup = REPEAT, WARMUP
+    if first_s * (REPEAT + WARMUP) > BUDGET_S:
+        repeat, warmup = max(3, min(REPEAT, int(BUDGET_S / max(first_s, 1e-9)))), 0
+    call = 1
+    for _ in range(warmup):
         fn(call % COPIES)
         call += 1
     ts = []
-    for _ in range(REPEAT):
+    for _ in range(repeat):
         flush.sum()  # caches cold before every timed call, as kiln's roof pass leaves them
         t0 = time.perf_counter()
         fn(call % COPIES)
         ts.append(time.perf_counter() - t0)
         call += 1
     ts.sort()
-    return {"median_s": ts[len(ts) // 2], "min_s": ts[0], "max_s": ts[-1]}
+    return {"median_s": ts[len(ts) // 2], "min_s": ts[0], "max_s": ts[-1], "repeat": repeat}
 
 def route(x, router, k):
     # router linear -> softmax in float32 -> top-k -> renormalize (norm_topk_prob)
@@ -161,8 +169,9 @@ with torch.inference_mode():
             ys = {}
             for key, fn in peers.items():
                 try:
+                    t0 = time.perf_counter()
                     ys[key] = fn(xs[0], W).float()
-                    r["peers"][key] = timed(lambda i, fn=fn: fn(xs[i], W))
+                    r["peers"][key] = timed(lambda i, fn=fn: fn(xs[i], W), time.perf_counter() - t0)
                 except Exception as e:
                     r["missing"][key] = why(e)
             if len(ys) == 2:
@@ -181,6 +190,7 @@ void run_moe_peer(Ctx& c, const json& cases) {
                     {"repeat", c.opt.repeat},
                     {"warmup", c.opt.warmup},
                     {"copies", kTokenCopies},
+                    {"budget_s", kPeerBudgetS},
                     {"flush_bytes", c.opt.quick ? double(8 << 20) : double(sys::default_roof_bytes())},
                     {"cases", cases}};
   json info = {
@@ -195,11 +205,13 @@ void run_moe_peer(Ctx& c, const json& cases) {
          "quantized per row in the call"}}},
       {"policy",
        "same as kiln: 16 token copies cycled (fresh routing every call, so the reads spread over "
-       "all E experts of one weight set), warmup and repeat as kiln, a read of flush_bytes "
+       "all E experts of one weight set), warmup and repeat as kiln (a peer case slower than "
+       "budget_s seconds in all gets fewer repeats, at least 3, see peer_repeat), a read of flush_bytes "
        "(kiln's roof buffer, >= 4x the LLC) before every timed call; the router, softmax/top-k, "
        "grouping and weighted sum are inside the timed call. Tokens are bf16 in torch (its "
        "kernels need the weights' dtype) and float32 in kiln; routing is random in both"},
-      {"flush_bytes", req["flush_bytes"]}};
+      {"flush_bytes", req["flush_bytes"]},
+      {"budget_s", kPeerBudgetS}};
   const bench::PythonRun run = bench::run_python_script(c.opt.peer_python, kMoePeer, req, "torch MoE peer");
   if (!run.ok) {
     info["error"] = run.why;
@@ -219,6 +231,7 @@ void run_moe_peer(Ctx& c, const json& cases) {
         r["peer_median_s"][key] = pm;
         r["peer_min_s"][key] = t["min_s"];
         r["peer_max_s"][key] = t["max_s"];
+        r["peer_repeat"][key] = t["repeat"];
         r["speedup_vs_" + key] = pm / mine;
         speedups[key][r.value("kind", "")].push_back(pm / mine);
       }
