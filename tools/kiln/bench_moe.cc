@@ -23,7 +23,7 @@ namespace {
 // the experts read move over all E (kiln and the peer alike).
 constexpr int kTokenCopies = 16;
 // Seconds of timed calls a slow peer case gets (fewer repeats, no warmup).
-constexpr double kPeerBudgetS = 30;
+constexpr double kPeerBudgetS = 20;
 
 // The peer: {"threads", "repeat", "warmup", "flush_bytes", "copies", "cases":
 // [{"E", "top_k", "H", "I", "kind", "tokens": [{"T", "name"}]}]} on stdin;
@@ -50,10 +50,10 @@ def why(e):
 
 def timed(fn, first_s):
     # first_s: the untimed check call. A slow peer (seconds per call) gets fewer
-    # calls, about BUDGET_S in all but at least 3, and no further warmup.
+    # calls, about BUDGET_S in all but at least 1, and no further warmup.
     repeat, warmup = REPEAT, WARMUP
     if first_s * (REPEAT + WARMUP) > BUDGET_S:
-        repeat, warmup = max(3, min(REPEAT, int(BUDGET_S / max(first_s, 1e-9)))), 0
+        repeat, warmup = max(1, min(REPEAT, int(BUDGET_S / max(first_s, 1e-9)))), 0
     call = 1
     for _ in range(warmup):
         fn(call % COPIES)
@@ -206,7 +206,7 @@ void run_moe_peer(Ctx& c, const json& cases) {
       {"policy",
        "same as kiln: 16 token copies cycled (fresh routing every call, so the reads spread over "
        "all E experts of one weight set), warmup and repeat as kiln (a peer case slower than "
-       "budget_s seconds in all gets fewer repeats, at least 3, see peer_repeat), a read of flush_bytes "
+       "budget_s seconds in all gets fewer repeats, at least 1, see peer_repeat), a read of flush_bytes "
        "(kiln's roof buffer, >= 4x the LLC) before every timed call; the router, softmax/top-k, "
        "grouping and weighted sum are inside the timed call. Tokens are bf16 in torch (its "
        "kernels need the weights' dtype) and float32 in kiln; routing is random in both"},
