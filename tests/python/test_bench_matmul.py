@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -38,3 +39,73 @@ def test_bench_plot_writes_a_png(tmp_path):
     bad = subprocess.run(["kiln", "bench", "linear", "--quick", "--no-prefill", "--repeat", "1", "--plot",
                           str(tmp_path / "missing-dir" / "x.png")], cwd=ROOT, capture_output=True, text=True)
     assert bad.returncode != 0 and "--plot" in bad.stderr
+
+
+def _python_without_torch(tmp_path):
+    # This interpreter without site-packages: the peer script's `import torch` fails
+    # even where torch is installed.
+    wrapper = tmp_path / "python-no-site"
+    wrapper.write_text(f"#!/bin/sh\nexec '{sys.executable}' -S \"$@\"\n")
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+def _python_with_torch():
+    # KILN_TORCH_PYTHON names an interpreter that has torch; else this one if it has it.
+    exe = os.environ.get("KILN_TORCH_PYTHON") or sys.executable
+    if not os.access(exe, os.X_OK):
+        return None
+    ok = subprocess.run([exe, "-c", "import torch"], capture_output=True).returncode == 0
+    return exe if ok else None
+
+
+def _run(*args):
+    p = subprocess.run(["kiln", "bench", *args, "--quick", "--json", "--repeat", "2"], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+@pytest.mark.skipif(shutil.which("kiln") is None, reason="kiln CLI not on PATH")
+@pytest.mark.parametrize("what", ["moe", "linear"])
+def test_bench_peer_without_torch_is_a_missing_column(tmp_path, what):
+    py = _python_without_torch(tmp_path)
+    args = [what, "--peer-python", py] + (["--no-prefill"] if what == "linear" else [])
+    doc = _run(*args)
+    peer = doc["summary"]["peer"]
+    assert peer["executable"] == py
+    assert "torch" in peer["error"]
+    assert doc["results"]
+    for r in doc["results"]:
+        assert "peer_median_s" not in r
+        assert not any(k.startswith("speedup_vs_") for k in r)
+
+
+@pytest.mark.skipif(shutil.which("kiln") is None, reason="kiln CLI not on PATH")
+def test_bench_moe_torch_peers(tmp_path):
+    py = _python_with_torch()
+    if py is None:
+        pytest.skip("no python with torch (set KILN_TORCH_PYTHON)")
+    doc = _run("moe", "--peer-python", py)
+    peer = doc["summary"]["peer"]
+    assert "error" not in peer and peer["torch_version"]
+    assert {"torch_grouped_mm", "torch_linear_loop", "torch_scaled_mm_loop"} <= set(peer["peers"])
+    assert [r["tokens"] for r in doc["results"]] == [1, 16, 1, 16]
+    for r in doc["results"]:
+        loop = "torch_linear_loop" if r["kind"] == "bf16" else "torch_scaled_mm_loop"
+        # Every peer either ran (a time and its speedup) or says why not.
+        for key in ("torch_grouped_mm", loop):
+            if key in r.get("peer_missing", {}):
+                assert r["peer_missing"][key]
+                assert any(m["name"] == r["name"] and m["peer"] == key for m in peer["missing"])
+            else:
+                t = r["peer_median_s"][key]
+                assert t > 0
+                assert r["speedup_vs_" + key] == pytest.approx(t / r["median_s"])
+        if r["kind"] == "bf16":
+            # torch runs both bf16 peers on CPU; they compute the same layer.
+            assert set(r["peer_median_s"]) == {"torch_grouped_mm", "torch_linear_loop"}
+            assert r["peer_max_rel_diff"] < 0.05
+    for kind in ("bf16", "fp8"):
+        loop = "torch_linear_loop" if kind == "bf16" else "torch_scaled_mm_loop"
+        assert doc["summary"]["geomean_speedup_vs_" + loop][kind] > 0

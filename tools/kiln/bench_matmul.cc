@@ -1,10 +1,11 @@
 // `kiln bench linear|scaled_mm|moe`: decode-time linear layers (one token
 // against weights rotated over >= 4x the LLC) as GB/s and fraction of the read
 // roof measured beside them, prefill (M = 512) against OpenBLAS sgemm, FP8
-// scaled_mm, and one MoE layer per config. An optional PyTorch peer runs the
-// same cases through a Python interpreter given with --peer-python.
+// scaled_mm, and one MoE layer per config (bench_moe.cc). An optional PyTorch
+// peer runs the same cases through a Python interpreter given with --peer-python.
+#include "kiln/bench_matmul.h"
+
 #include <cblas.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -28,19 +29,7 @@
 #include "kiln/kiln.h"
 #include "kiln/version.h"
 
-namespace kiln::cli {
-namespace {
-
-using bench::json;
-
-struct MatOptions {
-  std::string what;  // linear | scaled_mm | moe
-  bool json = false;
-  std::string out, cases, peer_python, dtypes = "f32,bf16,fp8";
-  int repeat = 0, warmup = 2, threads = 0, limit = 0;
-  bool quick = false, no_prefill = false;
-  std::string plot;
-};
+namespace kiln::cli::matbench {
 
 json read_json(const std::string& path) {
   std::ifstream f(path);
@@ -48,17 +37,11 @@ json read_json(const std::string& path) {
   return json::parse(f);
 }
 
-// Memory a case may take: a third of what is free now.
 double mem_budget() {
   const int64_t avail = sys::system_info().mem_available_bytes;
   return avail > 0 ? double(avail) / 3 : 4e9;
 }
 
-struct WeightKind {
-  std::string label;  // f32 | bf16 | f16 | fp8 (e4m3, row scales) | fp8-block | fp8-tensor
-  DType dtype;
-  int scale;  // 0 none, 1 tensor, 2 row, 3 block
-};
 WeightKind weight_kind(const std::string& s) {
   if (s == "f32") return {s, DType::Float32, 0};
   if (s == "bf16") return {s, DType::BFloat16, 0};
@@ -70,6 +53,23 @@ WeightKind weight_kind(const std::string& s) {
   throw std::runtime_error("[bench] unknown weight kind " + s +
                            " (f32, bf16, f16, fp8, fp8-tensor, fp8-block, fp8-e5m2)");
 }
+
+double geomean(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  double s = 0;
+  for (double x : v) s += std::log(x);
+  return std::exp(s / double(v.size()));
+}
+
+void record(Ctx& c, bench::Result r) {
+  c.results.push_back(r.to_json());
+  kiln::empty_cache();
+  if (!c.opt.json)
+    std::fprintf(stderr, "  %s: %.3f ms, %.1f GB/s, roof %.2f\n", r.name.c_str(), r.median_s * 1e3, r.gbps,
+                 r.roof_fraction);
+}
+
+namespace {
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> v;
@@ -91,13 +91,6 @@ std::pair<Tensor, Tensor> make_weight(const WeightKind& wk, int64_t N, int64_t K
                              : wk.scale == 3 ? QuantGranularity::Block
                                              : QuantGranularity::Row;
   return quantize_fp8(w, g, wk.dtype);
-}
-
-double geomean(const std::vector<double>& v) {
-  if (v.empty()) return 0;
-  double s = 0;
-  for (double x : v) s += std::log(x);
-  return std::exp(s / double(v.size()));
 }
 
 // ---- the PyTorch peer -------------------------------------------------------
@@ -138,56 +131,26 @@ for c in req["cases"]:
         out["results"].append({"name": c["name"], "median_s": t})
     except Exception as e:
         out.setdefault("missing", []).append({"name": c["name"], "why": type(e).__name__ + ": " + str(e)[:200]})
-    del ws
+    ws = None
 print(json.dumps(out))
 )PY";
 
 // Runs the peer script with the cases on stdin; returns name -> median_s.
 std::map<std::string, double> run_torch_peer(const std::string& python, const json& req, json& info) {
   std::map<std::string, double> r;
-  const std::string script = "/tmp/kiln_bench_torch_peer_" + std::to_string(::getpid()) + ".py";
-  const std::string input = script + ".json";
-  {
-    std::ofstream(script) << kTorchPeer;
-    std::ofstream(input) << req.dump();
+  const bench::PythonRun run = bench::run_python_script(python, kTorchPeer, req, "torch peer");
+  info = {{"executable", python}};
+  if (!run.ok) {
+    info["error"] = run.why;
+    return r;
   }
-  const std::string cmd = "'" + python + "' " + script + " < " + input + " 2>/dev/null";
-  std::string outs;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) outs.append(buf, n);
-    pclose(p);
-  }
-  std::remove(script.c_str());
-  std::remove(input.c_str());
-  try {
-    const json doc = json::parse(outs);
-    info = {{"executable", python}, {"torch_version", doc.value("torch_version", "")}};
-    if (doc.contains("missing")) info["missing"] = doc["missing"];
-    for (const json& x : doc["results"]) r[x["name"].get<std::string>()] = x["median_s"].get<double>();
-  } catch (const std::exception& e) {
-    info = {{"executable", python}, {"error", "peer produced no JSON (is torch installed there?)"}};
-  }
+  info["torch_version"] = run.doc.value("torch_version", "");
+  if (run.doc.contains("missing")) info["missing"] = run.doc["missing"];
+  for (const json& x : run.doc["results"]) r[x["name"].get<std::string>()] = x["median_s"].get<double>();
   return r;
 }
 
 // ---- cases ------------------------------------------------------------------
-
-struct Ctx {
-  const MatOptions& opt;
-  bench::Runner& runner;
-  json& results;
-  json& summary;
-};
-
-void record(Ctx& c, bench::Result r) {
-  c.results.push_back(r.to_json());
-  kiln::empty_cache();
-  if (!c.opt.json)
-    std::fprintf(stderr, "  %s: %.3f ms, %.1f GB/s, roof %.2f\n", r.name.c_str(), r.median_s * 1e3, r.gbps,
-                 r.roof_fraction);
-}
 
 // One-token linear (or scaled_mm) over the decode shapes.
 void decode_cases(Ctx& c, bool scaled) {
@@ -321,73 +284,6 @@ void prefill_cases(Ctx& c, bool scaled) {
   }
 }
 
-// One MoE layer per config: 1 token (decode, roof fraction over the bytes
-// the chosen experts and the router hold) and 16/64/512 tokens.
-void moe_cases(Ctx& c) {
-  const json doc = read_json(c.opt.cases);
-  std::vector<json> cfgs(doc["configs"].begin(), doc["configs"].end());
-  if (c.opt.quick) cfgs = {json{{"model", "quick"}, {"E", 8}, {"top_k", 2}, {"H", 64}, {"I", 32}}};
-  for (const json& cf : cfgs) {
-    const int64_t E = cf["E"], k = cf["top_k"], H = cf["H"], I = cf["I"];
-    for (const char* kn : {"bf16", "fp8"}) {
-      const WeightKind wk = weight_kind(kn);
-      manual_seed(uint64_t(E + H));
-      const Tensor router = randn({E, H}).to(DType::BFloat16);
-      Tensor w1f = mul(randn({E, 2 * I, H}), Scalar(0.05)), w2f = mul(randn({E, H, I}), Scalar(0.05));
-      Tensor w1, w2, s1, s2;
-      if (is_fp8(wk.dtype)) {
-        std::tie(w1, s1) = quantize_fp8(w1f, QuantGranularity::Row);
-        std::tie(w2, s2) = quantize_fp8(w2f, QuantGranularity::Row);
-        s1 = s1.view({E, 2 * I});
-        s2 = s2.view({E, H});
-      } else {
-        w1 = w1f.to(wk.dtype);
-        w2 = w2f.to(wk.dtype);
-      }
-      w1f = Tensor();
-      w2f = Tensor();
-      kiln::empty_cache();
-      const double per_expert =
-          double(3 * I * H) * double(itemsize(wk.dtype)) + (s1.defined() ? 4.0 * (2 * I + H) : 0);
-      const double all_experts = per_expert * double(E);
-      for (int64_t T : c.opt.quick ? std::vector<int64_t>{1, 16} : std::vector<int64_t>{1, 16, 64, 512}) {
-        // Fresh tokens per call: routing changes, so the experts read rotate
-        // over all E (the expert set, >= 4x LLC for the real configs).
-        const int copies = 16;
-        std::vector<Tensor> xs;
-        for (int i = 0; i < copies; ++i) xs.push_back(randn({T, H}));
-        // Bytes actually read: distinct experts chosen (mean over the copies) + router.
-        double experts_read = 0;
-        for (const Tensor& x : xs) {
-          auto [wts, ids] = moe_route(linear(x, router), k, true);
-          std::vector<bool> used(size_t(E), false);
-          const int32_t* p = ids.data<int32_t>();
-          for (int64_t i = 0; i < ids.numel(); ++i) used[size_t(p[i])] = true;
-          experts_read += double(std::count(used.begin(), used.end(), true));
-        }
-        experts_read /= copies;
-        const double bytes = experts_read * per_expert + 2.0 * E * H;
-        bench::Rotation rot;
-        rot.copies = copies;
-        rot.working_set_bytes = all_experts;
-        rot.llc_bytes = sys::system_info().llc_bytes();
-        const std::string name = "moe " + std::string(kn) + " " + cf.value("model", "") +
-                                 " E=" + std::to_string(E) + " k=" + std::to_string(k) +
-                                 " T=" + std::to_string(T);
-        bench::Result r = c.runner.memory_case(name, bytes, rot, [&](int i) {
-          Tensor y = moe_ffn(xs[size_t(i % copies)], router, w1, w2, k, true, s1, s2);
-        });
-        r.extra["kind"] = kn;
-        r.extra["tokens"] = T;
-        r.extra["experts_read_mean"] = experts_read;
-        r.extra["tokens_per_s"] = double(T) / r.median_s;
-        if (T == 1) c.summary["moe_decode_roof_fraction"][name] = r.roof_fraction;
-        record(c, r);
-      }
-    }
-  }
-}
-
 int run_matmul(MatOptions opt) {
   if (opt.threads > 0) kiln::set_num_threads(opt.threads);
   if (opt.repeat <= 0) opt.repeat = opt.quick ? 3 : 10;
@@ -468,11 +364,11 @@ Command add_one(CLI::App& bench, const std::string& what, const std::string& hel
   app->add_flag("--quick", opt->quick, "Tiny sizes and few repeats: a smoke run, not a measurement");
   app->add_option("--plot", opt->plot,
                   "Also draw the roof fraction per case and weight kind into this PNG (matplotlib)");
+  app->add_option("--peer-python", opt->peer_python,
+                  "A python with torch, to run PyTorch's CPU backend side by side");
   if (what != "moe") {
     app->add_option("--limit", opt->limit, "Only the first N shapes of the case file");
     app->add_flag("--no-prefill", opt->no_prefill, "Skip the M = 512 prefill cases");
-    app->add_option("--peer-python", opt->peer_python,
-                    "A python with torch, to run PyTorch's CPU backend side by side");
   }
   if (what == "linear")
     app->add_option("--dtypes", opt->dtypes,
@@ -481,8 +377,12 @@ Command add_one(CLI::App& bench, const std::string& what, const std::string& hel
 }
 
 }  // namespace
+}  // namespace kiln::cli::matbench
+
+namespace kiln::cli {
 
 std::vector<Command> add_bench_matmul(CLI::App& bench) {
+  using matbench::add_one;
   return {add_one(bench, "linear",
                   "Decode linear layers (GEMV) vs the read roof, and M=512 prefill vs OpenBLAS."),
           add_one(bench, "scaled_mm", "FP8 scaled_mm: decode shapes vs the read roof, and M=512 prefill."),

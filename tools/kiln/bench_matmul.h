@@ -1,0 +1,54 @@
+// What `kiln bench linear|scaled_mm` (bench_matmul.cc) and `kiln bench moe`
+// (bench_moe.cc) share: the options, the run context and a few helpers.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kiln/bench/harness.h"
+#include "kiln/dtype.h"
+#include "kiln/tensor.h"
+
+namespace kiln::cli::matbench {
+
+using bench::json;
+
+struct MatOptions {
+  std::string what;  // linear | scaled_mm | moe
+  bool json = false;
+  std::string out, cases, peer_python, dtypes = "f32,bf16,fp8";
+  int repeat = 0, warmup = 2, threads = 0, limit = 0;
+  bool quick = false, no_prefill = false;
+  std::string plot;
+};
+
+struct Ctx {
+  const MatOptions& opt;
+  bench::Runner& runner;
+  json& results;
+  json& summary;
+};
+
+// Appends r to the results (and prints a line unless --json).
+void record(Ctx& c, bench::Result r);
+
+json read_json(const std::string& path);
+
+// Memory a case may take: a third of what is free now.
+double mem_budget();
+
+struct WeightKind {
+  std::string label;  // f32 | bf16 | f16 | fp8 (e4m3, row scales) | fp8-block | fp8-tensor
+  DType dtype;
+  int scale;  // 0 none, 1 tensor, 2 row, 3 block
+};
+WeightKind weight_kind(const std::string& s);
+
+double geomean(const std::vector<double>& v);
+
+// One MoE layer per config and token count, with the PyTorch peers
+// (torch._grouped_mm, a per-expert F.linear loop) when --peer-python is given.
+void moe_cases(Ctx& c);
+
+}  // namespace kiln::cli::matbench
