@@ -5,8 +5,9 @@
 //   2-D x 2-D: a [M, T], b [T, N]           -> out [G, M, N], out[g] = a[:, s:e] @ b[s:e]
 //   3-D x 3-D: a [G, M, K], b [G, K, N]     -> out [G, M, N] (bmm; no offs)
 // with s = offs[g - 1] (0 for g = 0), e = offs[g]. Rows/columns past offs[-1]
-// are zero. Groups of up to 16 rows (decode) run one matrix-vector product per
-// group, parallel over (group, N-chunk) work items.
+// are zero. Work items are (group, N-chunk) pairs, run in parallel: groups of
+// up to kLinearGemvMaxRows rows (decode) run a matrix-vector product, larger
+// ones the packed GEMM on x rows packed once per group.
 #pragma once
 
 #include <optional>

@@ -1,8 +1,8 @@
 // Many-row linear layers (prefill): y[M, N] = x[M, K] @ (W * scale)^T + bias
-// for W in any weight dtype of gemv.h. While x fits in L2: slices of W's rows
-// over kiln's threads, each a one-thread OpenBLAS sgemm on W itself (plain
-// float32) or on a per-thread panel it was just widened into (scale applied).
-// Larger x: one threaded sgemm over W, or over float32 panels of up to 256 MiB.
+// for W in any weight dtype of gemv.h: kiln's packed GEMM, which widens W
+// (scale applied) into small float32 panels as it goes; plain float32 weights
+// with x beyond L2 (M * K * 4 > 2 MiB) go to OpenBLAS's threaded sgemm, which
+// is faster there.
 #pragma once
 
 #include <cstdint>
@@ -14,9 +14,16 @@ namespace kiln::cpu {
 // y must be float32 (a.y_dtype == Float32); a.accumulate adds into it.
 void gemm(DType w_dtype, const GemvArgs& a);
 
-// Rows [n0, n1) of W, widened to float32 with the scale applied, into
-// dst [n1 - n0, K] (row stride K).
-void widen_weight_rows(DType w_dtype, const GemvArgs& a, int64_t n0, int64_t n1, float* dst);
+// The packed GEMM with on-the-fly widening (gemm_packed.cc); y float32,
+// a.accumulate adds into it. gemm_packed packs x and splits y over N across
+// the pool. Grouped work loops pack each group's x once (gemm_pack_x into
+// gemm_packed_x_floats floats; the layout is the kernel's own and depends on
+// M, K and the weight dtype) and call gemm_packed_rows for rows [n0, n1) of W
+// on the calling thread.
+void gemm_packed(DType w_dtype, const GemvArgs& a);
+int64_t gemm_packed_x_floats(DType w_dtype, int64_t M, int64_t K);
+void gemm_pack_x(DType w_dtype, const GemvArgs& a, float* xp);
+void gemm_packed_rows(DType w_dtype, const GemvArgs& a, const float* xp, int64_t n0, int64_t n1);
 
 // C[M, N] = alpha * A[M, K] @ op(B) + beta * C, row-major, float32 via OpenBLAS;
 // op(B) = B^T (B is [N, K], ldb) when b_trans, else B [K, N].

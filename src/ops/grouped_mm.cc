@@ -7,7 +7,9 @@
 
 #include "cpu/gemm.h"
 #include "cpu/gemv.h"
+#include "kiln/allocator.h"
 #include "kiln/error.h"
+#include "kiln/linear.h"
 #include "kiln/matmul.h"
 #include "kiln/thread_pool.h"
 #include "ops/linear_common.h"
@@ -38,41 +40,90 @@ void grouped_linear(const GroupedLinear& p) {
     if (p.bias) a.bias = p.bias + g * p.N;
     return a;
   };
-  // Work items (group, chunk of N) for the few-row groups: chunks of ~256 KiB
-  // of weights, small enough that even top-2 routing over one token keeps
-  // every thread busy, large enough to repay each item's set-up (the kernel
-  // reorders the activations once per call).
+  // Work items (group, chunk of N): chunks of ~256 KiB of weights, small
+  // enough that even top-2 routing over one token keeps every thread busy,
+  // large enough to repay each item's set-up.
   const int64_t chunk = std::min<int64_t>(
       p.N, std::max<int64_t>(8, ((int64_t(256) << 10) / std::max<int64_t>(1, p.K * isz)) / 8 * 8));
-  const int64_t nchunks = (p.N + chunk - 1) / chunk;
-  thread_local std::vector<std::pair<int32_t, int32_t>> items;
+  // Groups of more than kLinearGemvMaxRows rows run the packed GEMM: their x
+  // rows are packed once, at xoff[g] in one buffer, before the items run, and
+  // their chunks are at least 192 rows, so each item reads that packed x
+  // (from L2 or L3) for enough weight rows.
+  const int64_t pchunk = std::min<int64_t>(p.N, std::max<int64_t>(chunk, 192));
+  thread_local std::vector<std::pair<int32_t, int32_t>> items;  // (group, first row of the chunk)
+  thread_local std::vector<int64_t> xoff;
+  thread_local std::vector<int32_t> packed;
   items.clear();
+  packed.clear();
+  xoff.assign(size_t(p.G), -1);
+  int64_t xfloats = 0;
   for (int64_t g = 0; g < p.G; ++g) {
     const int64_t rows = p.ends[g] - (g == 0 ? 0 : p.ends[g - 1]);
     if (rows == 0) continue;  // empty groups cost nothing
-    // Up to 64 rows per expert (many-token MoE: 512 tokens top-8 over 128
-    // experts is ~32 rows each) the matrix-vector kernel, which widens each
-    // weight in registers once per 4 activation rows, beats widening the
-    // expert's whole matrix to float32 for an sgemm call of a few dozen rows.
-    if (rows <= 64) {
-      for (int64_t c = 0; c < nchunks; ++c) items.emplace_back(int32_t(g), int32_t(c));
-    } else {
-      cpu::gemm(p.w_dtype, args_for(g));  // K = 0 gives the bias (or zeros)
+    const bool pack = rows > kLinearGemvMaxRows && p.K > 0;
+    const int64_t step = pack ? pchunk : chunk;
+    for (int64_t c0 = 0; c0 < p.N; c0 += step) items.emplace_back(int32_t(g), int32_t(c0));
+    if (pack) {
+      xoff[size_t(g)] = xfloats;
+      // Whole 64-byte lines per group, so every group's packed x stays aligned.
+      xfloats += (cpu::gemm_packed_x_floats(p.w_dtype, rows, p.K) + 15) / 16 * 16;
+      packed.push_back(int32_t(g));
     }
   }
   if (items.empty()) return;
-  const auto* it = items.data();
-  parallel_for(0, int64_t(items.size()), 1, [&](int64_t b, int64_t e) {
+  // The pool's threads see their own thread_locals: the lambdas below use
+  // these pointers to the calling thread's.
+  const int64_t* xo = xoff.data();
+  const int32_t* pk = packed.data();
+  const ScratchBlock xbuf(size_t(xfloats) * sizeof(float));
+  float* xp = xbuf.as<float>();
+  parallel_for(0, int64_t(packed.size()), 1, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
-      const cpu::GemvArgs a = args_for(it[i].first);
-      const int64_t c0 = int64_t(it[i].second) * chunk;
+      const int64_t g = pk[i];
+      cpu::gemm_pack_x(p.w_dtype, args_for(g), xp + xo[g]);
+    }
+  });
+  // One contiguous run of items per thread, of equal estimated cost (weight
+  // rows x (activation rows + 4), the 4 standing for reading the weights):
+  // groups differ in size, so equal item counts would leave a thread idle.
+  const int nt = num_threads();
+  thread_local std::vector<int64_t> split;
+  split.assign(size_t(nt) + 1, int64_t(items.size()));
+  split[0] = 0;
+  {
+    auto cost = [&](const std::pair<int32_t, int32_t>& item) {
+      const int64_t g = item.first, rows = p.ends[g] - (g == 0 ? 0 : p.ends[g - 1]);
+      const int64_t step = xoff[size_t(g)] >= 0 ? pchunk : chunk;
+      return double(std::min(p.N, item.second + step) - item.second) * double(rows + 4);
+    };
+    double total = 0;
+    for (const auto& item : items) total += cost(item);
+    double run = 0;
+    int t = 1;
+    for (size_t i = 0; i < items.size() && t < nt; ++i) {
+      run += cost(items[i]);
+      while (t < nt && run >= total * t / nt) split[size_t(t++)] = int64_t(i) + 1;
+    }
+  }
+  const auto* it = items.data();
+  const int64_t* sp = split.data();
+  parallel_for(0, nt, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t i = sp[t0]; i < sp[t1]; ++i) {
+      const int64_t g = it[i].first;
+      const cpu::GemvArgs a = args_for(g);
+      const int64_t c0 = it[i].second;
+      if (xo[g] >= 0) {
+        const int64_t c1 = std::min(p.N, c0 + pchunk);
+        cpu::gemm_packed_rows(p.w_dtype, a, xp + xo[g], c0, c1);
+        continue;
+      }
+      const int64_t c1 = std::min(p.N, c0 + chunk);
       if (p.K == 0) {
         float* y = static_cast<float*>(a.y);
         for (int64_t m = 0; m < a.M; ++m)
-          for (int64_t n = c0; n < std::min(p.N, c0 + chunk); ++n)
-            y[m * p.ldy + n] = a.bias ? a.bias[n] : 0.0f;
+          for (int64_t n = c0; n < c1; ++n) y[m * p.ldy + n] = a.bias ? a.bias[n] : 0.0f;
       } else {
-        cpu::gemv_rows(p.w_dtype, a, c0, std::min(p.N, c0 + chunk));
+        cpu::gemv_rows(p.w_dtype, a, c0, c1);
       }
     }
   });

@@ -143,7 +143,7 @@ Tensor scaled_mm(const Tensor& a, const Tensor& b, const Tensor& scale_a, const 
     yf.fill_(Scalar(0.0));
     if (bias.defined()) yf.copy_(bias.reshape({1, N}).expand({M, N}));
   } else if (M <= kLinearGemvMaxRows) {
-    cpu::gemv(w.dtype(), args);  // the M = 1..16 fast path
+    cpu::gemv(w.dtype(), args);  // the few-rows fast path (M <= kLinearGemvMaxRows)
   } else {
     cpu::gemm(w.dtype(), args);
   }

@@ -58,6 +58,38 @@ TEST(GroupedMM, FP8ExpertsWithRowScales) {
   }
 }
 
+// Groups of every size in one call: the few-row groups take the matrix-vector
+// kernel, the others the packed GEMM on x packed once per group, with N past
+// one 192-row chunk and empty groups between and at both ends.
+TEST(GroupedMM, MixedGroupSizesTakeBothKernels) {
+  const std::vector<int32_t> ends{0, 3, 10, 10, 50, 300, 300};
+  const int64_t T = 300, K = 300, N = 200, G = int64_t(ends.size());
+  const Tensor a = randn_as({T, K}, DType::Float32, 75);
+  auto [q, s] = quantize_fp8(randn_as({G, N, K}, DType::Float32, 76), QuantGranularity::Row);
+  const Tensor bias = randn_as({G, N}, DType::Float32, 77);
+  for (bool fp8 : {true, false}) {
+    SCOPED_TRACE(fp8 ? "fp8" : "bf16");
+    const Tensor w = fp8 ? q : dequantize(q, s).to(DType::BFloat16);
+    const Tensor x = fp8 ? a : a.to(DType::BFloat16);
+    const Tensor y = fp8 ? grouped_mm(x, w.transpose(1, 2), offs_of(ends), bias, std::nullopt, s)
+                         : grouped_mm(x, w.transpose(1, 2), offs_of(ends), bias, DType::Float32);
+    const auto av = dvals(x), wv = dvals(fp8 ? dequantize(q, s) : w), bv = dvals(bias), yv = dvals(y);
+    for (int64_t t = 0; t < T; ++t) {
+      int64_t g = 0;
+      while (t >= ends[size_t(g)]) ++g;
+      for (int64_t n = 0; n < N; ++n) {
+        double r = bv[size_t(g * N + n)], mag = std::fabs(r);
+        for (int64_t k = 0; k < K; ++k) {
+          const double term = av[size_t(t * K + k)] * wv[size_t((g * N + n) * K + k)];
+          r += term;
+          mag += std::fabs(term);
+        }
+        ASSERT_NEAR(yv[size_t(t * N + n)], r, 1e-5 * mag) << t << "," << n;
+      }
+    }
+  }
+}
+
 TEST(GroupedMM, ThreeDByTwoDTwoDByTwoDAndBmm) {
   const Tensor a3 = randn_as({2, 4, 5}, DType::Float32, 75), b2 = randn_as({5, 9}, DType::Float32, 76);
   const Tensor y = grouped_mm(a3, b2, offs_of({4, 9}));

@@ -1,5 +1,5 @@
 // linear / linear_out and the matrix-vector kernels against a double-precision
-// reference: every weight dtype and scale layout, 1..16 rows, prefill rows,
+// reference: every weight dtype and scale layout, 1..16 rows (both kernels), prefill rows,
 // odd shapes, narrow activations, bias, non-contiguous inputs and bad inputs.
 #include <gtest/gtest.h>
 
@@ -110,6 +110,25 @@ TEST(Linear, PrefillRowsEveryWeightTypeAndScaleLayout) {
                      make_scale(sk, N, K));
         check_linear(randn_as({M, K}, DType::Float32, 4), randn_as({N, K}, wd, 5),
                      randn_as({N}, DType::BFloat16, 6), make_scale(sk, N, K));
+      }
+}
+
+// The packed GEMM's blocking edges: rows just past the matrix-vector path and
+// past one and two vectors of tokens (AVX2 and AVX-512 alike), K below one
+// loader chunk, exactly one 256-wide K block and one past it, scale blocks
+// split inside a K block, N tails of the 12- and 6-row tiles and of the
+// 192-row panel, and enough rows at K = 8192 for several token blocks.
+TEST(Linear, PackedGemmBlockBoundaries) {
+  struct Case {
+    int64_t M, N, K;
+  };
+  const Case cases[] = {{7, 13, 5}, {9, 12, 256}, {16, 205, 513}, {17, 130, 300}, {33, 7, 64}, {300, 7, 8192}};
+  for (DType wd : kWeightTypes)
+    for (int sk : {0, 2, 3})
+      for (const Case& c : cases) {
+        SCOPED_TRACE(trace(wd, sk, c.M, c.N, c.K));
+        check_linear(randn_as({c.M, c.K}, DType::Float32, 14), randn_as({c.N, c.K}, wd, 15),
+                     randn_as({c.N}, DType::Float32, 16), make_scale(sk, c.N, c.K));
       }
 }
 
