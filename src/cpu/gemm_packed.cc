@@ -33,17 +33,7 @@ using gemv::DF;
 using gemv::VF;
 
 constexpr int64_t kKC = 256;  // K per block: a multiple of 128 (block scales) and of every chunk
-constexpr int64_t kNG = 192;   // weight rows per widened panel: a multiple of every kMR
-
-// Position in x of the weight a loader puts at position j of its chunk of CL.
-template <int C>
-HWY_INLINE int64_t ChunkSource(int64_t j, int64_t CL) {
-  if constexpr (C == 1) {
-    return j;
-  } else {
-    return j < CL / 2 ? 2 * j : 2 * (j - CL / 2) + 1;
-  }
-}
+constexpr int64_t kNG = 192;  // weight rows per widened panel: a multiple of every kMR
 
 // The scale (times the loader's kMult) of W[n, k].
 HWY_INLINE float ScaleAt(const GemvArgs& a, float mult, int64_t n, int64_t k) {
