@@ -50,7 +50,10 @@ void grouped_linear(const GroupedLinear& p) {
   // their chunks are at least 192 rows, so each item reads that packed x
   // (from L2 or L3) for enough weight rows.
   const int64_t pchunk = std::min<int64_t>(p.N, std::max<int64_t>(chunk, 192));
-  thread_local std::vector<std::pair<int32_t, int32_t>> items;  // (group, first row of the chunk)
+  struct Item {
+    int32_t g, n0, n1;  // group, its rows [n0, n1) of W
+  };
+  thread_local std::vector<Item> items;
   thread_local std::vector<int64_t> xoff;
   thread_local std::vector<int32_t> packed;
   items.clear();
@@ -62,7 +65,8 @@ void grouped_linear(const GroupedLinear& p) {
     if (rows == 0) continue;  // empty groups cost nothing
     const bool pack = rows > kLinearGemvMaxRows && p.K > 0;
     const int64_t step = pack ? pchunk : chunk;
-    for (int64_t c0 = 0; c0 < p.N; c0 += step) items.emplace_back(int32_t(g), int32_t(c0));
+    for (int64_t c0 = 0; c0 < p.N; c0 += step)
+      items.push_back({int32_t(g), int32_t(c0), int32_t(std::min(p.N, c0 + step))});
     if (pack) {
       xoff[size_t(g)] = xfloats;
       // Whole 64-byte lines per group, so every group's packed x stays aligned.
@@ -91,10 +95,9 @@ void grouped_linear(const GroupedLinear& p) {
   split.assign(size_t(nt) + 1, int64_t(items.size()));
   split[0] = 0;
   {
-    auto cost = [&](const std::pair<int32_t, int32_t>& item) {
-      const int64_t g = item.first, rows = p.ends[g] - (g == 0 ? 0 : p.ends[g - 1]);
-      const int64_t step = xoff[size_t(g)] >= 0 ? pchunk : chunk;
-      return double(std::min(p.N, item.second + step) - item.second) * double(rows + 4);
+    auto cost = [&](const Item& item) {
+      const int64_t rows = p.ends[item.g] - (item.g == 0 ? 0 : p.ends[item.g - 1]);
+      return double(item.n1 - item.n0) * double(rows + 4);
     };
     double total = 0;
     for (const auto& item : items) total += cost(item);
@@ -109,22 +112,12 @@ void grouped_linear(const GroupedLinear& p) {
   const int64_t* sp = split.data();
   parallel_for(0, nt, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t i = sp[t0]; i < sp[t1]; ++i) {
-      const int64_t g = it[i].first;
-      const cpu::GemvArgs a = args_for(g);
-      const int64_t c0 = it[i].second;
-      if (xo[g] >= 0) {
-        const int64_t c1 = std::min(p.N, c0 + pchunk);
-        cpu::gemm_packed_rows(p.w_dtype, a, xp + xo[g], c0, c1);
-        continue;
-      }
-      const int64_t c1 = std::min(p.N, c0 + chunk);
-      if (p.K == 0) {
-        float* y = static_cast<float*>(a.y);
-        for (int64_t m = 0; m < a.M; ++m)
-          for (int64_t n = c0; n < c1; ++n) y[m * p.ldy + n] = a.bias ? a.bias[n] : 0.0f;
-      } else {
-        cpu::gemv_rows(p.w_dtype, a, c0, c1);
-      }
+      const Item& item = it[i];
+      const cpu::GemvArgs a = args_for(item.g);
+      if (xo[item.g] >= 0 || p.K == 0)  // K = 0: the bias, or zeros
+        cpu::gemm_packed_rows(p.w_dtype, a, xo[item.g] >= 0 ? xp + xo[item.g] : nullptr, item.n0, item.n1);
+      else
+        cpu::gemv_rows(p.w_dtype, a, item.n0, item.n1);
     }
   });
 }
