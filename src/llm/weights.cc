@@ -91,6 +91,22 @@ class GGUFSource final : public TensorSource {
     io::dequantize_row(info.type, part.data<uint8_t>(), out.data<float>(), out.numel());
     return out;
   }
+  Tensor get_rows(const std::string& n, int64_t r0, int64_t count) const override {
+    const std::string& g = gguf_name(n);
+    const auto& info = f_.tensor_info(g);
+    KILN_CHECK(info.shape.size() == 2 && r0 >= 0 && count >= 0 && r0 + count <= info.shape[0], IndexError,
+               "[llm] rows [" << r0 << ", " << r0 + count << ") of " << n << " " << shape_to_string(info.shape)
+                              << " are out of range");
+    if (f_.qk_permute_heads(g)) return get(n).narrow(0, r0, count);  // rows move between heads
+    if (io::ggml_plain_dtype(info.type)) return f_.tensor(g).narrow(0, r0, count).to(DType::Float32);
+    // Block-quantized: each row is whole blocks, stored contiguously.
+    const Tensor rows = f_.raw(g).narrow(0, r0, count);  // [count, bytes per row]
+    Tensor out = empty({count, info.shape[1]}, DType::Float32);
+    io::dequantize_row(info.type, rows.data<uint8_t>(), out.data<float>(), out.numel());
+    return out;
+  }
+  Shape shape_of(const std::string& n) const override { return f_.tensor_info(gguf_name(n)).shape; }
+  bool dequantizes() const override { return true; }
   int64_t stored_bytes(const std::string& n) const override {
     auto it = names_.find(n);
     return it == names_.end() ? 0 : int64_t(f_.tensor_info(it->second).nbytes);
@@ -236,10 +252,34 @@ Tensor WeightLoader::f32(const std::string& name) {
   return r;
 }
 
+Tensor WeightLoader::convert_by_rows(const std::string& name, DType d, Tensor* scale) {
+  const Shape shape = src_.shape_of(name);
+  KILN_CHECK(shape.size() == 2, ValueError, "[llm] " << name << " must be 2-D, got " << shape_to_string(shape));
+  const int64_t N = shape[0], K = shape[1];
+  Tensor out = empty({N, K}, d);
+  if (d == DType::Float8_e4m3fn) *scale = empty({N, 1}, DType::Float32);
+  // About 8 MiB of float32 rows at a time.
+  const int64_t chunk = std::max<int64_t>(1, (int64_t(2) << 20) / std::max<int64_t>(K, 1));
+  for (int64_t r0 = 0; r0 < N; r0 += chunk) {
+    const int64_t n = std::min(chunk, N - r0);
+    const Tensor part = src_.get_rows(name, r0, n);
+    if (d == DType::Float8_e4m3fn) {
+      auto [q, s] = quantize_fp8(part, QuantGranularity::Row);  // per row: chunking changes nothing
+      out.narrow(0, r0, n).copy_(q);
+      scale->narrow(0, r0, n).copy_(s);
+    } else {
+      out.narrow(0, r0, n).copy_(part);
+    }
+  }
+  done(name, true);
+  return out;
+}
+
 Tensor WeightLoader::embedding(const std::string& name) {
+  const DType d = opt_.weights == WeightFormat::F32 ? DType::Float32 : DType::BFloat16;
+  if (src_.dequantizes()) return convert_by_rows(name, d, nullptr);
   const Tensor t = src_.get(name);
   KILN_CHECK(t.dim() == 2, ValueError, "[llm] " << name << " must be 2-D, got " << t.shape_str());
-  const DType d = opt_.weights == WeightFormat::F32 ? DType::Float32 : DType::BFloat16;
   Tensor r = is_fp8(t.dtype()) ? t.to(DType::Float32).to(d) : t.to(d).contiguous();
   done(name, !same_storage(r, t));
   return r;
@@ -247,6 +287,13 @@ Tensor WeightLoader::embedding(const std::string& name) {
 
 Linear WeightLoader::linear(const std::string& prefix) {
   const std::string wn = prefix + ".weight";
+  if (src_.dequantizes()) {
+    Linear L;
+    L.w = convert_by_rows(wn, linear_dtype(opt_.weights), &L.scale);
+    L.owned = true;
+    if (src_.contains(prefix + ".bias")) L.bias = f32(prefix + ".bias");
+    return L;
+  }
   const Tensor t = src_.get(wn);
   KILN_CHECK(t.dim() == 2, ValueError, "[llm] " << wn << " must be 2-D, got " << t.shape_str());
   Linear L;

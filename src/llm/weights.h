@@ -30,6 +30,17 @@ class TensorSource {
   virtual Tensor get_slice(const std::string& name, int64_t index) const {
     return get(name).select(0, index);
   }
+  // Rows [r0, r0 + n) of a 2-D tensor, without materializing the rest (GGUF:
+  // only those rows are dequantized).
+  virtual Tensor get_rows(const std::string& name, int64_t r0, int64_t n) const {
+    return get(name).narrow(0, r0, n);
+  }
+  // get(name).sizes() without reading the data.
+  virtual Shape shape_of(const std::string& name) const { return get(name).sizes(); }
+  // True when get() builds a new float32 tensor on every call (GGUF) rather
+  // than viewing stored bytes: converting such a tensor goes by get_rows, so
+  // a float32 copy of a whole table is never held beside its result.
+  virtual bool dequantizes() const { return false; }
   // The source's bytes for `name` (for progress), 0 when absent.
   virtual int64_t stored_bytes(const std::string& name) const = 0;
   virtual int64_t total_bytes() const = 0;
@@ -85,6 +96,10 @@ class WeightLoader {
 
  private:
   void done(const std::string& name, bool converted);
+  // A 2-D tensor of a dequantizing source as `d` (float32 or bfloat16) or, for
+  // float8_e4m3fn, quantized per row with the scales [N, 1] in *scale; a chunk
+  // of rows at a time.
+  Tensor convert_by_rows(const std::string& name, DType d, Tensor* scale);
   const TensorSource& src_;
   const io::ModelConfig& cfg_;
   LoadOptions opt_;

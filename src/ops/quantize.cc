@@ -46,6 +46,40 @@ uint8_t encode_sat(float v, DType d, float mx) {
   return d == DType::Float8_e4m3fn ? float_to_e4m3fn_bits(v) : float_to_e5m2_bits(v);
 }
 
+// The rows of w (flattened to [rows, K], contiguous) in float32, a group of
+// rows at a time: w itself where it is float32, else a chunk widened into one
+// buffer, so quantizing a bf16 checkpoint tensor never holds a float32 copy of
+// the whole of it (a Qwen3-30B-A3B expert stack would be 1.6 GB).
+class F32Rows {
+ public:
+  F32Rows(const Tensor& w, int64_t K) : w_(w.contiguous()), K_(K) {}
+  // rows [r0, r0 + n) as n * K floats; valid until the next call.
+  const float* get(int64_t r0, int64_t n) {
+    static const float kNone = 0.0f;
+    if (n * K_ == 0) return &kNone;
+    if (w_.dtype() == DType::Float32) return w_.data<float>() + r0 * K_;
+    if (buf_.numel() < n * K_) buf_ = empty({n * K_}, DType::Float32);
+    Tensor dst = buf_.narrow(0, 0, n * K_);
+    dst.copy_(w_.view({-1}).narrow(0, r0 * K_, n * K_));
+    return dst.data<float>();
+  }
+
+ private:
+  Tensor w_, buf_;
+  int64_t K_;
+};
+
+// About 8 MiB of float32 per group: big enough to keep both threads busy,
+// small next to any weight worth quantizing.
+int64_t rows_per_group(int64_t K) { return std::max<int64_t>(1, (int64_t(2) << 20) / std::max<int64_t>(K, 1)); }
+
+void check_finite(const float* src, int64_t n, int64_t flat0, const Tensor& w) {
+  for (int64_t i = 0; i < n; ++i)
+    KILN_CHECK(std::isfinite(src[i]), ValueError,
+               "[quantize_fp8] input of shape " << w.shape_str() << " holds NaN or inf at flat index "
+                                                << flat0 + i);
+}
+
 }  // namespace
 
 std::pair<Tensor, Tensor> quantize_fp8(const Tensor& w, QuantGranularity g, DType dtype) {
@@ -58,64 +92,86 @@ std::pair<Tensor, Tensor> quantize_fp8(const Tensor& w, QuantGranularity g, DTyp
              "[quantize_fp8] row granularity needs at least 1 dim, got a 0-d tensor");
   KILN_CHECK(g != QuantGranularity::Block || w.dim() >= 2, ValueError,
              "[quantize_fp8] block granularity needs at least 2 dims, got shape " << w.shape_str());
-  const Tensor wf = detail::f32_contiguous(w);
-  const float* src = wf.data<float>();
-  const int64_t total = wf.numel();
-  for (int64_t i = 0; i < total; ++i)
-    KILN_CHECK(std::isfinite(src[i]), ValueError,
-               "[quantize_fp8] input of shape " << w.shape_str() << " holds NaN or inf at flat index " << i);
   const float mx = fp8_max(dtype);
   const Mat m = mat_of(w.shape());
+  const int64_t rows = m.E * m.N, K = m.K;
+  F32Rows f32(w, K);
   Tensor q = empty(w.sizes(), dtype);
   uint8_t* dst = static_cast<uint8_t*>(q.data_ptr());
   auto scale_of = [mx](float amax) { return amax > 0.0f ? amax / mx : 1.0f; };
+  const int64_t G = rows_per_group(K);
 
   Tensor scale;
   if (g == QuantGranularity::Tensor) {
+    // Two passes: the amax of everything, then the codes.
     float amax = 0.0f;
-    for (int64_t i = 0; i < total; ++i) amax = std::max(amax, std::fabs(src[i]));
+    for (int64_t r0 = 0; r0 < rows; r0 += G) {
+      const int64_t n = std::min(G, rows - r0);
+      const float* src = f32.get(r0, n);
+      check_finite(src, n * K, r0 * K, w);
+      for (int64_t i = 0; i < n * K; ++i) amax = std::max(amax, std::fabs(src[i]));
+    }
     const float s = scale_of(amax);
     scale = full({}, Scalar(double(s)), DType::Float32);
-    parallel_for(0, total, 1 << 16, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) dst[i] = encode_sat(src[i] / s, dtype, mx);
-    });
+    for (int64_t r0 = 0; r0 < rows; r0 += G) {
+      const int64_t n = std::min(G, rows - r0);
+      const float* src = f32.get(r0, n);
+      uint8_t* out = dst + r0 * K;
+      parallel_for(0, n * K, 1 << 16, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) out[i] = encode_sat(src[i] / s, dtype, mx);
+      });
+    }
   } else if (g == QuantGranularity::Row) {
-    const int64_t rows = m.E * m.N, K = m.K;
     Shape ss = w.sizes();
     ss.back() = 1;
     scale = empty(ss, DType::Float32);
     float* sp = scale.data<float>();
-    parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(K, 1)), [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r) {
-        float amax = 0.0f;
-        for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::fabs(src[r * K + k]));
-        const float s = scale_of(amax);
-        sp[r] = s;
-        for (int64_t k = 0; k < K; ++k) dst[r * K + k] = encode_sat(src[r * K + k] / s, dtype, mx);
-      }
-    });
+    for (int64_t r0 = 0; r0 < rows; r0 += G) {
+      const int64_t n = std::min(G, rows - r0);
+      const float* src = f32.get(r0, n);
+      check_finite(src, n * K, r0 * K, w);
+      parallel_for(0, n, std::max<int64_t>(1, 16384 / std::max<int64_t>(K, 1)), [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          const float* x = src + r * K;
+          float amax = 0.0f;
+          for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::fabs(x[k]));
+          const float s = scale_of(amax);
+          sp[r0 + r] = s;
+          uint8_t* out = dst + (r0 + r) * K;
+          for (int64_t k = 0; k < K; ++k) out[k] = encode_sat(x[k] / s, dtype, mx);
+        }
+      });
+    }
   } else {
+    // One row of 128 x 128 blocks at a time.
     const int64_t nb = (m.N + kB - 1) / kB, kb = (m.K + kB - 1) / kB;
     Shape ss = w.sizes();
     ss[ss.size() - 2] = nb;
     ss[ss.size() - 1] = kb;
     scale = empty(ss, DType::Float32);
     float* sp = scale.data<float>();
-    parallel_for(0, m.E * nb * kb, 1, [&](int64_t b, int64_t e) {
-      for (int64_t blk = b; blk < e; ++blk) {
-        const int64_t ei = blk / (nb * kb), bi = (blk / kb) % nb, bj = blk % kb;
-        const int64_t n0 = bi * kB, n1 = std::min(m.N, n0 + kB), k0 = bj * kB, k1 = std::min(m.K, k0 + kB);
-        const float* base = src + ei * m.N * m.K;
-        float amax = 0.0f;
-        for (int64_t n = n0; n < n1; ++n)
-          for (int64_t k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(base[n * m.K + k]));
-        const float s = scale_of(amax);
-        sp[blk] = s;
-        uint8_t* out = dst + ei * m.N * m.K;
-        for (int64_t n = n0; n < n1; ++n)
-          for (int64_t k = k0; k < k1; ++k) out[n * m.K + k] = encode_sat(base[n * m.K + k] / s, dtype, mx);
+    for (int64_t ei = 0; ei < m.E; ++ei) {
+      for (int64_t bi = 0; bi < nb; ++bi) {
+        const int64_t n0 = bi * kB, n1 = std::min(m.N, n0 + kB);
+        const int64_t r0 = ei * m.N + n0;
+        const float* src = f32.get(r0, n1 - n0);
+        check_finite(src, (n1 - n0) * K, r0 * K, w);
+        uint8_t* out = dst + r0 * K;
+        float* srow = sp + (ei * nb + bi) * kb;
+        parallel_for(0, kb, 1, [&](int64_t b, int64_t e) {
+          for (int64_t bj = b; bj < e; ++bj) {
+            const int64_t k0 = bj * kB, k1 = std::min(m.K, k0 + kB);
+            float amax = 0.0f;
+            for (int64_t n = 0; n < n1 - n0; ++n)
+              for (int64_t k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(src[n * K + k]));
+            const float s = scale_of(amax);
+            srow[bj] = s;
+            for (int64_t n = 0; n < n1 - n0; ++n)
+              for (int64_t k = k0; k < k1; ++k) out[n * K + k] = encode_sat(src[n * K + k] / s, dtype, mx);
+          }
+        });
       }
-    });
+    }
   }
   return {q, scale};
 }

@@ -114,6 +114,38 @@ def test_quantize_fp8_matches_numpy(gran, dt, rng):
     np.testing.assert_allclose(d, qn.astype(np.float32) * sfull, rtol=1e-6)
 
 
+@pytest.mark.parametrize("gran", ["tensor", "row", "block"])
+def test_quantize_fp8_streams_narrow_inputs(gran, rng):
+    # A bf16 stack whose rows span several of the quantizer's float32 groups
+    # (about 8 MiB each): same codes as NumPy, and no float32 copy of the whole.
+    K = 1 << 15
+    w = (rng.standard_normal((2, 150, K)) * 0.02).astype(ml_dtypes.bfloat16)
+    t = kt(w)
+    kiln.reset_peak_memory_stats()
+    base = kiln.memory_stats()["current_bytes"]
+    q, s = kiln.quantize_fp8(t, granularity=gran)
+    grew = kiln.memory_stats()["peak_bytes"] - base
+    # The codes and one group (128 rows for blocks): a float32 copy would add
+    # 4 bytes per weight (39 MB).
+    assert grew < w.size + (24 << 20), grew
+    wf = w.astype(np.float32)
+    sn = s.numpy()
+    if gran == "tensor":
+        sfull = np.full(w.shape, sn, np.float32)
+    elif gran == "row":
+        sfull = np.broadcast_to(sn, w.shape)
+        np.testing.assert_allclose(sn[..., 0], np.abs(wf).max(-1) / 448.0, rtol=1e-6)
+    else:
+        assert sn.shape == (2, 2, K // 128)
+        sfull = np.repeat(np.repeat(sn, 128, 1), 128, 2)[:, :150]
+    want = np.clip(wf / sfull, -448.0, 448.0).astype(ml_dtypes.float8_e4m3fn)
+    np.testing.assert_array_equal(q.numpy().view(np.uint8), want.view(np.uint8))
+    bad = w.copy()
+    bad[1, 140, 7] = np.nan
+    with pytest.raises(ValueError, match=f"flat index {(150 + 140) * K + 7}"):
+        kiln.quantize_fp8(kt(bad), granularity=gran)
+
+
 def test_quantize_errors():
     with pytest.raises(ValueError):
         kiln.quantize_fp8(kiln.zeros(4, 4), granularity="col")
