@@ -30,6 +30,7 @@ using bench::json;
 struct SoftmaxOptions {
   bool json = false;
   std::string out, cases, peer_python, filter;
+  std::string cache = "both";
   int repeat = 0, warmup = 2, threads = 0;
   bool quick = false;
 };
@@ -57,9 +58,9 @@ json load_cases(const SoftmaxOptions& opt, std::string* source) {
   return json::parse(f);
 }
 
-std::string case_name(bool log, const Shape& shape, int dim) {
+std::string case_name(bool log, const Shape& shape, int dim, bool warm) {
   return std::string(log ? "log_softmax " : "softmax ") + shape_to_string(shape) + " dim " +
-         std::to_string(dim);
+         std::to_string(dim) + (warm ? " warm" : " cold");
 }
 
 int run_softmax(SoftmaxOptions opt) {
@@ -78,37 +79,48 @@ int run_softmax(SoftmaxOptions opt) {
     const int dim = c.value("dim", -1);
     if (opt.quick)  // tiny: same ranks, vocab cut to <= 2048
       for (auto& s : shape) s = std::min<int64_t>(s, 2048);
-    for (bool log : {false, true}) {
-      const std::string nm = case_name(log, shape, dim);
-      if (!opt.filter.empty() && nm.find(opt.filter) == std::string::npos) continue;
-      const int64_t n = shape_numel(shape, "bench softmax");
-      const double bytes = 8.0 * double(n);
-      const bench::Rotation rot = bench::plan_rotation(4.0 * double(n), 4.0 * double(n), opt.quick ? 1 : 256);
-      kiln::manual_seed(1);
-      std::vector<Tensor> xs;
-      xs.push_back(mul(randn(shape), Scalar(3.0)));
-      for (int i = 1; i < rot.copies; ++i) xs.push_back(xs.front().clone());
-      bench::Result r = runner.memory_case(nm, bytes, rot, [&](int i) {
-        Tensor y = log ? kiln::log_softmax(xs[size_t(i % rot.copies)], dim)
-                       : kiln::softmax(xs[size_t(i % rot.copies)], dim);
-      });
-      const int d = dim < 0 ? dim + int(shape.size()) : dim;
-      const int64_t rows = n / std::max<int64_t>(shape[size_t(d)], 1);
-      r.extra["shape"] = shape;
-      r.extra["dim"] = dim;
-      r.extra["rows"] = rows;
-      r.extra["time_per_row_s"] = r.median_s / double(std::max<int64_t>(rows, 1));
-      r.extra["bytes_note"] = "1 read + 1 write of float32";
-      results.push_back(r.to_json());
-      peer_cases.push_back({{"name", nm},
-                            {"kind", "softmax"},
-                            {"shape", shape},
-                            {"dim", dim},
-                            {"log", log},
-                            {"copies", rot.copies}});
-      xs.clear();
-      kiln::empty_cache();
-    }
+    for (bool warm : {false, true})
+      for (bool log : {false, true}) {
+        if (opt.cache != "both" && (opt.cache == "warm") != warm) continue;
+        const std::string nm = case_name(log, shape, dim, warm);
+        if (!opt.filter.empty() && nm.find(opt.filter) == std::string::npos) continue;
+        const int64_t n = shape_numel(shape, "bench softmax");
+        const double bytes = 8.0 * double(n);
+        // Cold: each call reads its input from memory (a copy not touched since
+        // the roof pass). Warm: the input was just used, as logits are right
+        // after the LM head wrote them; one copy.
+        const bench::Rotation rot =
+            bench::plan_rotation(4.0 * double(n), 4.0 * double(n), opt.quick || warm ? 1 : 256);
+        kiln::manual_seed(1);
+        std::vector<Tensor> xs;
+        xs.push_back(mul(randn(shape), Scalar(3.0)));
+        for (int i = 1; i < rot.copies; ++i) xs.push_back(xs.front().clone());
+        bench::Result r = runner.memory_case(
+            nm, bytes, rot,
+            [&](int i) {
+              Tensor y = log ? kiln::log_softmax(xs[size_t(i % rot.copies)], dim)
+                             : kiln::softmax(xs[size_t(i % rot.copies)], dim);
+            },
+            1, warm);
+        const int d = dim < 0 ? dim + int(shape.size()) : dim;
+        const int64_t rows = n / std::max<int64_t>(shape[size_t(d)], 1);
+        r.extra["shape"] = shape;
+        r.extra["dim"] = dim;
+        r.extra["rows"] = rows;
+        r.extra["time_per_row_s"] = r.median_s / double(std::max<int64_t>(rows, 1));
+        r.extra["bytes_note"] = "1 read + 1 write of float32";
+        if (warm) r.roof_fraction = 0;  // from cache: the memory roof does not bound it
+        results.push_back(r.to_json());
+        peer_cases.push_back({{"name", nm},
+                              {"kind", "softmax"},
+                              {"shape", shape},
+                              {"dim", dim},
+                              {"log", log},
+                              {"warm", warm},
+                              {"copies", rot.copies}});
+        xs.clear();
+        kiln::empty_cache();
+      }
   }
   // The same cache policy as kiln's side: a read of the roof buffer's size
   // before every timed call, inputs rotated.
@@ -121,17 +133,19 @@ int run_softmax(SoftmaxOptions opt) {
                                                results, missing);
   // Geometric-mean speedups over torch.
   json geo = json::object();
-  for (const char* kind : {"softmax ", "log_softmax ", ""}) {
-    double s = 0;
-    int k = 0;
-    for (const json& r : results)
-      if (r.contains("speedup_vs_torch") && r["name"].get<std::string>().rfind(kind, 0) == 0) {
+  for (const char* cache : {"cold", "warm"})
+    for (const char* kind : {"softmax", "log_softmax", "all"}) {
+      double s = 0;
+      int k = 0;
+      for (const json& r : results) {
+        const std::string nm = r["name"].get<std::string>();
+        if (!r.contains("speedup_vs_torch") || r["cache"] != cache) continue;
+        if (std::string(kind) != "all" && nm.rfind(std::string(kind) + " ", 0) != 0) continue;
         s += std::log(r["speedup_vs_torch"].get<double>());
         ++k;
       }
-    if (k > 0)
-      geo[*kind ? std::string(kind).substr(0, std::string(kind).size() - 1) : "all"] = std::exp(s / k);
-  }
+      if (k > 0) geo[std::string(cache) + " " + kind] = std::exp(s / k);
+    }
   const sys::RoofStats all = runner.roof_stats();
   json doc = {
       {"command", "bench softmax"},
@@ -142,8 +156,9 @@ int run_softmax(SoftmaxOptions opt) {
       {"repeat", opt.repeat},
       {"warmup", opt.warmup},
       {"timing_rule",
-       "each timed call follows one pass of the read roof (caches cold, pool warm); "
-       "the torch peer follows a read of the same size likewise, over the same rotation of input copies"},
+       "each timed call follows one pass of the read roof (pool warm); cold cases then read an input "
+       "copy not touched since (rotated), warm cases first make one untimed call on the same input "
+       "(in cache, as fresh logits are); the torch peer follows a read of the same size and the same rule"},
       {"results", results}};
   if (!geo.empty()) doc["geomean_speedup_vs_torch"] = geo;
   if (!peer_info.is_null()) doc["peers"] = peer_info;
@@ -189,6 +204,9 @@ Command add_bench_softmax(CLI::App& bench) {
       ->check(CLI::Range(1, 4096));
   app->add_flag("--quick", opt->quick, "Tiny sizes and few repeats: a smoke run, not a measurement");
   app->add_option("--peer-python", opt->peer_python, "A Python with torch, to time torch side by side");
+  app->add_option("--cache", opt->cache,
+                  "cold: inputs read from memory; warm: inputs just used (in cache, as fresh logits); both")
+      ->check(CLI::IsMember({"cold", "warm", "both"}));
   app->add_option("--filter", opt->filter, "Run only the cases whose name contains this text");
   return {app, [opt] { return run_softmax(*opt); }};
 }

@@ -69,7 +69,7 @@ json Result::to_json() const {
 }
 
 Result Runner::memory_case(const std::string& name, double bytes, const Rotation& rot,
-                           const std::function<void(int)>& fn, int calls) {
+                           const std::function<void(int)>& fn, int calls, bool warm) {
   calls = std::max(calls, 1);
   int call = 0;
   for (int i = 0; i < opt_.warmup; ++i) fn(call++);
@@ -82,6 +82,7 @@ Result Runner::memory_case(const std::string& name, double bytes, const Rotation
     // worker now, untimed, as a preceding op would in real use (torch's
     // OpenMP threads spin far longer after its flush).
     kiln::parallel_for(0, kiln::num_threads(), 1, [](int64_t, int64_t) {});
+    if (warm) fn(call++);
     const double t0 = now_s();
     for (int i = 0; i < calls; ++i) fn(call++);
     times.push_back((now_s() - t0) / calls);
@@ -105,6 +106,7 @@ Result Runner::memory_case(const std::string& name, double bytes, const Rotation
   res.extra["roof_median_gbps"] = rs.median;
   res.extra["rotation"] = rot.to_json();
   res.extra["calls_per_sample"] = calls;
+  res.extra["cache"] = warm ? "warm" : "cold";
   return res;
 }
 
