@@ -58,13 +58,55 @@ void Widen(const void* src, KVType t, float* HWY_RESTRICT dst, int64_t n, int64_
   for (; i < np; ++i) dst[i] = 0.0f;
 }
 
-// One vector of float32 from float32, or from bf16 bits (widened in registers).
-HWY_INLINE VF LoadAs(const float* HWY_RESTRICT p) { return hn::LoadU(DF(), p); }
-HWY_INLINE VF LoadAs(const uint16_t* HWY_RESTRICT p) {
-  const DF d;
-  const hn::Rebind<uint16_t, DF> du16;
-  const hn::RebindToUnsigned<DF> du32;
-  return hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, p))));
+// How rows of K or V become float32 vectors: Load(p, v) widens the kVecs * N
+// elements at p into v[0..kVecs).
+struct LoadF32 {
+  using T = float;
+  static constexpr int kVecs = 1;
+  static HWY_INLINE void Load(const float* HWY_RESTRICT p, VF* v) { v[0] = hn::LoadU(DF(), p); }
+};
+// bf16 bits widened in registers, in order.
+struct LoadBf16 {
+  using T = uint16_t;
+  static constexpr int kVecs = 1;
+  static HWY_INLINE void Load(const uint16_t* HWY_RESTRICT p, VF* v) {
+    const hn::Rebind<uint16_t, DF> du16;
+    const hn::RebindToUnsigned<DF> du32;
+    v[0] = hn::BitCast(DF(), hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, p))));
+  }
+};
+// bf16 as pairs: a u32 lane holds elements 2i (low half) and 2i + 1, so one
+// shift gives the even elements and one mask the odd ones, two operations for
+// 2N elements where widening in order takes four. q and the accumulators are
+// kept in the same even/odd order per 2N elements (ToPairs).
+struct LoadBf16Pairs {
+  using T = uint16_t;
+  static constexpr int kVecs = 2;
+  static HWY_INLINE void Load(const uint16_t* HWY_RESTRICT p, VF* v) {
+    const hn::RebindToUnsigned<DF> du32;
+    const auto u = hn::LoadU(du32, reinterpret_cast<const uint32_t*>(p));
+    v[0] = hn::BitCast(DF(), hn::ShiftLeft<16>(u));
+    v[1] = hn::BitCast(DF(), hn::And(u, hn::Set(du32, 0xFFFF0000u)));
+  }
+};
+
+// y = x with each 2N-element chunk reordered as LoadBf16Pairs widens it: even
+// elements first, then odd (n a multiple of 2N); FromPairs undoes it.
+void ToPairs(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, int64_t n) {
+  const int64_t H = int64_t(hn::Lanes(DF()));
+  for (int64_t c = 0; c < n; c += 2 * H)
+    for (int64_t i = 0; i < H; ++i) {
+      y[c + i] = x[c + 2 * i];
+      y[c + H + i] = x[c + 2 * i + 1];
+    }
+}
+void FromPairs(const float* HWY_RESTRICT y, float* HWY_RESTRICT x, int64_t n) {
+  const int64_t H = int64_t(hn::Lanes(DF()));
+  for (int64_t c = 0; c < n; c += 2 * H)
+    for (int64_t i = 0; i < H; ++i) {
+      x[c + 2 * i] = y[c + i];
+      x[c + 2 * i + 1] = y[c + H + i];
+    }
 }
 
 // Rows a tile's score pass prefetches: key j's row at k + j * ks and
@@ -114,72 +156,70 @@ constexpr int kDotRows = hn::MaxLanes(DF()) >= 16 ? 4 : 2;
 // R FMAs, each q load 4, and R x 4 independent chains hide the FMA latency.
 // pf: rows to prefetch line by line while these four keys compute (see
 // AttendBlock), or null.
-template <int R, typename KT>
-HWY_INLINE void Dots4Keys(const float* HWY_RESTRICT q, int64_t ldq, const KT* HWY_RESTRICT kr, int64_t ldk,
-                          int64_t Ep, float (*sc)[kBk], int64_t j, const AttnPrefetch* pf) {
+template <int R, class Ld>
+HWY_INLINE void Dots4Keys(const float* HWY_RESTRICT q, int64_t ldq, const typename Ld::T* HWY_RESTRICT kr,
+                          int64_t ldk, int64_t Ep, float (*sc)[kBk], int64_t j, const AttnPrefetch* pf) {
   const DF d;
   const int64_t N = int64_t(hn::Lanes(d));
+  constexpr int V = Ld::kVecs;
+  constexpr int64_t esz = int64_t(sizeof(typename Ld::T));
   VF a[R][4];
   for (int r = 0; r < R; ++r)
     for (int i = 0; i < 4; ++i) a[r][i] = hn::Zero(d);
-  for (int64_t c = 0; c < Ep; c += N) {
-    if (pf != nullptr && (c * int64_t(sizeof(KT))) % 64 == 0) {
-      const int64_t o = c * int64_t(sizeof(KT));
+  for (int64_t c = 0; c < Ep; c += V * N) {
+    if (pf != nullptr && (c * esz) % 64 == 0) {
+      const int64_t o = c * esz;
       for (int i = 0; i < 4; ++i) {
         if (pf->k != nullptr) __builtin_prefetch(pf->k + (j + i) * pf->ks + o, 0, 2);
         if (pf->v != nullptr) __builtin_prefetch(pf->v + (j + i) * pf->vs + o, 0, 2);
       }
     }
-    const VF k0 = LoadAs(kr + c), k1 = LoadAs(kr + ldk + c), k2 = LoadAs(kr + 2 * ldk + c),
-             k3 = LoadAs(kr + 3 * ldk + c);
-    for (int r = 0; r < R; ++r) {
-      const VF qv = hn::LoadU(d, q + r * ldq + c);
-      a[r][0] = hn::MulAdd(qv, k0, a[r][0]);
-      a[r][1] = hn::MulAdd(qv, k1, a[r][1]);
-      a[r][2] = hn::MulAdd(qv, k2, a[r][2]);
-      a[r][3] = hn::MulAdd(qv, k3, a[r][3]);
-    }
+    VF kv[4][V];
+    for (int i = 0; i < 4; ++i) Ld::Load(kr + i * ldk + c, kv[i]);
+    for (int v = 0; v < V; ++v)
+      for (int r = 0; r < R; ++r) {
+        const VF qv = hn::LoadU(d, q + r * ldq + c + v * N);
+        for (int i = 0; i < 4; ++i) a[r][i] = hn::MulAdd(qv, kv[i][v], a[r][i]);
+      }
   }
   for (int r = 0; r < R; ++r) StoreFirst4(d, Sum4(d, a[r][0], a[r][1], a[r][2], a[r][3]), &sc[r][j]);
 }
 #endif
 
 // sc[r][j] = q_r . k_j for R (1..4) rows starting at q, keys kt[j * ldk], len Ep.
-template <int R, typename KT>
-HWY_INLINE void Dots(const float* HWY_RESTRICT q, int64_t ldq, const KT* HWY_RESTRICT kt, int64_t ldk,
-                     int64_t nb, int64_t Ep, float (*sc)[kBk], const AttnPrefetch* pf) {
+template <int R, class Ld>
+HWY_INLINE void Dots(const float* HWY_RESTRICT q, int64_t ldq, const typename Ld::T* HWY_RESTRICT kt,
+                     int64_t ldk, int64_t nb, int64_t Ep, float (*sc)[kBk], const AttnPrefetch* pf) {
   const DF d;
   const int64_t N = int64_t(hn::Lanes(d));
+  constexpr int V = Ld::kVecs;
   int64_t j = 0;
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (R <= kDotRows)
-    for (; j + 4 <= nb; j += 4) Dots4Keys<R>(q, ldq, kt + j * ldk, ldk, Ep, sc, j, pf);
+    for (; j + 4 <= nb; j += 4) Dots4Keys<R, Ld>(q, ldq, kt + j * ldk, ldk, Ep, sc, j, pf);
 #else
   (void)pf;
 #endif
   for (; j < nb; ++j) {
-    const KT* kr = kt + j * ldk;
-    VF a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
-    for (int64_t c = 0; c < Ep; c += N) {
-      const VF kv = LoadAs(kr + c);
-      a0 = hn::MulAdd(hn::LoadU(d, q + c), kv, a0);
-      if constexpr (R > 1) a1 = hn::MulAdd(hn::LoadU(d, q + ldq + c), kv, a1);
-      if constexpr (R > 2) a2 = hn::MulAdd(hn::LoadU(d, q + 2 * ldq + c), kv, a2);
-      if constexpr (R > 3) a3 = hn::MulAdd(hn::LoadU(d, q + 3 * ldq + c), kv, a3);
+    const typename Ld::T* kr = kt + j * ldk;
+    VF a[R];
+    for (int r = 0; r < R; ++r) a[r] = hn::Zero(d);
+    for (int64_t c = 0; c < Ep; c += V * N) {
+      VF kv[V];
+      Ld::Load(kr + c, kv);
+      for (int v = 0; v < V; ++v)
+        for (int r = 0; r < R; ++r) a[r] = hn::MulAdd(hn::LoadU(d, q + r * ldq + c + v * N), kv[v], a[r]);
     }
-    sc[0][j] = hn::GetLane(hn::SumOfLanes(d, a0));
-    if constexpr (R > 1) sc[1][j] = hn::GetLane(hn::SumOfLanes(d, a1));
-    if constexpr (R > 2) sc[2][j] = hn::GetLane(hn::SumOfLanes(d, a2));
-    if constexpr (R > 3) sc[3][j] = hn::GetLane(hn::SumOfLanes(d, a3));
+    for (int r = 0; r < R; ++r) sc[r][j] = hn::GetLane(hn::SumOfLanes(d, a[r]));
   }
 }
 
 // acc_r[0..Evp) += sum_j p[r][j] * v_j for R (1..4) rows, two vectors of
 // columns at a time: 2R independent FMA chains per key, so the FMA latency
 // stays hidden even with one row.
-template <int R, typename KT>
-HWY_INLINE void AccumulatePV(const float (*p)[kBk], const KT* HWY_RESTRICT vt, int64_t ldv, int64_t nb,
-                             int64_t Evp, float* HWY_RESTRICT acc, int64_t lda) {
+template <int R, class Ld>
+HWY_INLINE void AccumulatePV(const float (*p)[kBk], const typename Ld::T* HWY_RESTRICT vt, int64_t ldv,
+                             int64_t nb, int64_t Evp, float* HWY_RESTRICT acc, int64_t lda) {
   const DF d;
   const int64_t N = int64_t(hn::Lanes(d));
   int64_t c = 0;
@@ -190,11 +230,17 @@ HWY_INLINE void AccumulatePV(const float (*p)[kBk], const KT* HWY_RESTRICT vt, i
       b[r] = hn::LoadU(d, acc + r * lda + c + N);
     }
     for (int64_t j = 0; j < nb; ++j) {
-      const VF v0 = LoadAs(vt + j * ldv + c), v1 = LoadAs(vt + j * ldv + c + N);
+      VF vv[2];
+      if constexpr (Ld::kVecs == 2) {
+        Ld::Load(vt + j * ldv + c, vv);
+      } else {
+        Ld::Load(vt + j * ldv + c, vv);
+        Ld::Load(vt + j * ldv + c + N, vv + 1);
+      }
       for (int r = 0; r < R; ++r) {
         const VF pr = hn::Set(d, p[r][j]);
-        a[r] = hn::MulAdd(pr, v0, a[r]);
-        b[r] = hn::MulAdd(pr, v1, b[r]);
+        a[r] = hn::MulAdd(pr, vv[0], a[r]);
+        b[r] = hn::MulAdd(pr, vv[1], b[r]);
       }
     }
     for (int r = 0; r < R; ++r) {
@@ -202,53 +248,55 @@ HWY_INLINE void AccumulatePV(const float (*p)[kBk], const KT* HWY_RESTRICT vt, i
       hn::StoreU(b[r], d, acc + r * lda + c + N);
     }
   }
-  for (; c < Evp; c += N) {
-    VF a[R];
-    for (int r = 0; r < R; ++r) a[r] = hn::LoadU(d, acc + r * lda + c);
-    for (int64_t j = 0; j < nb; ++j) {
-      const VF vv = LoadAs(vt + j * ldv + c);
-      for (int r = 0; r < R; ++r) a[r] = hn::MulAdd(hn::Set(d, p[r][j]), vv, a[r]);
+  if constexpr (Ld::kVecs == 1)  // pairs only run with Evp a multiple of 2N
+    for (; c < Evp; c += N) {
+      VF a[R];
+      for (int r = 0; r < R; ++r) a[r] = hn::LoadU(d, acc + r * lda + c);
+      for (int64_t j = 0; j < nb; ++j) {
+        VF vv;
+        Ld::Load(vt + j * ldv + c, &vv);
+        for (int r = 0; r < R; ++r) a[r] = hn::MulAdd(hn::Set(d, p[r][j]), vv, a[r]);
+      }
+      for (int r = 0; r < R; ++r) hn::StoreU(a[r], d, acc + r * lda + c);
     }
-    for (int r = 0; r < R; ++r) hn::StoreU(a[r], d, acc + r * lda + c);
-  }
 }
 
-template <typename KT>
-void AllDots(const float* q, int64_t ldq, int64_t R, const KT* kt, int64_t ldk, int64_t nb, int64_t Ep,
-             float (*sc)[kBk], const AttnPrefetch* pf = nullptr) {
+template <class Ld>
+void AllDots(const float* q, int64_t ldq, int64_t R, const typename Ld::T* kt, int64_t ldk, int64_t nb,
+             int64_t Ep, float (*sc)[kBk], const AttnPrefetch* pf = nullptr) {
   // The first pass over the keys prefetches; later row groups find them cached.
   int64_t r = 0;
   for (; r + kDotRows <= R; r += kDotRows, pf = nullptr)
-    Dots<kDotRows>(q + r * ldq, ldq, kt, ldk, nb, Ep, sc + r, pf);
+    Dots<kDotRows, Ld>(q + r * ldq, ldq, kt, ldk, nb, Ep, sc + r, pf);
   switch (R - r) {
     case 3:
-      Dots<3>(q + r * ldq, ldq, kt, ldk, nb, Ep, sc + r, pf);
+      Dots<3, Ld>(q + r * ldq, ldq, kt, ldk, nb, Ep, sc + r, pf);
       break;
     case 2:
-      Dots<2>(q + r * ldq, ldq, kt, ldk, nb, Ep, sc + r, pf);
+      Dots<2, Ld>(q + r * ldq, ldq, kt, ldk, nb, Ep, sc + r, pf);
       break;
     case 1:
-      Dots<1>(q + r * ldq, ldq, kt, ldk, nb, Ep, sc + r, pf);
+      Dots<1, Ld>(q + r * ldq, ldq, kt, ldk, nb, Ep, sc + r, pf);
       break;
     default:
       break;
   }
 }
 
-template <typename KT>
-void AllPV(const float (*p)[kBk], int64_t R, const KT* vt, int64_t ldv, int64_t nb, int64_t Evp, float* acc,
-           int64_t lda) {
+template <class Ld>
+void AllPV(const float (*p)[kBk], int64_t R, const typename Ld::T* vt, int64_t ldv, int64_t nb, int64_t Evp,
+           float* acc, int64_t lda) {
   int64_t r = 0;
-  for (; r + 4 <= R; r += 4) AccumulatePV<4>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda);
+  for (; r + 4 <= R; r += 4) AccumulatePV<4, Ld>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda);
   switch (R - r) {
     case 3:
-      AccumulatePV<3>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda);
+      AccumulatePV<3, Ld>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda);
       break;
     case 2:
-      AccumulatePV<2>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda);
+      AccumulatePV<2, Ld>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda);
       break;
     case 1:
-      AccumulatePV<1>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda);
+      AccumulatePV<1, Ld>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda);
       break;
     default:
       break;
@@ -289,6 +337,24 @@ void AttendBlock(const AttnBlock& b, int64_t s0, int64_t s1, float* m, float* l,
   const bool k_direct = direct_type && Ep == b.E && b.E % N == 0;
   const bool v_direct = direct_type && Evp == b.Ev && b.Ev % N == 0;
   const bool bf16 = b.kv == KVType::BF16;
+  // bf16 K and V both read in place: widened as pairs (LoadBf16Pairs) where
+  // the target has the registers for it (AVX-512) and rows are whole 2N
+  // chunks; q and the accumulators then go in pair order for this call.
+  const bool pairs =
+      hn::MaxLanes(d) >= 16 && bf16 && k_direct && v_direct && Ep % (2 * N) == 0 && Evp % (2 * N) == 0;
+  thread_local std::vector<float> qpair, apair;
+  const float* q = b.q;
+  float* A = acc;
+  if (pairs) {
+    qpair.resize(size_t(R * Ep));
+    apair.resize(size_t(R * lda));
+    for (int64_t r = 0; r < R; ++r) {
+      ToPairs(b.q + r * b.ldq, qpair.data() + r * Ep, Ep);
+      ToPairs(acc + r * lda, apair.data() + r * lda, Evp);
+    }
+    q = qpair.data();
+    A = apair.data();
+  }
   thread_local std::vector<float> kbuf, vbuf;
   if (!k_direct) kbuf.resize(size_t(kBk * Ep));
   if (!v_direct) vbuf.resize(size_t(kBk * Evp));
@@ -310,15 +376,18 @@ void AttendBlock(const AttnBlock& b, int64_t s0, int64_t s1, float* m, float* l,
     pf.vs = b.vs * int64_t(esz);
     if (j0 + kBk < s1) pf.k = kbytes + size_t(j0 + kBk) * size_t(b.ks) * esz;
     pf.ks = b.ks * int64_t(esz);
-    if (k_direct && bf16) {
-      AllDots(b.q, b.ldq, R, static_cast<const uint16_t*>(b.k) + j0 * b.ks, b.ks, nb, Ep, sc, &pf);
+    const uint16_t* kt16 = static_cast<const uint16_t*>(b.k) + j0 * b.ks;
+    if (pairs) {
+      AllDots<LoadBf16Pairs>(q, Ep, R, kt16, b.ks, nb, Ep, sc, &pf);
+    } else if (k_direct && bf16) {
+      AllDots<LoadBf16>(q, Ep, R, kt16, b.ks, nb, Ep, sc, &pf);
     } else if (k_direct) {
-      AllDots(b.q, b.ldq, R, static_cast<const float*>(b.k) + j0 * b.ks, b.ks, nb, Ep, sc, &pf);
+      AllDots<LoadF32>(q, Ep, R, static_cast<const float*>(b.k) + j0 * b.ks, b.ks, nb, Ep, sc, &pf);
     } else {
       for (int64_t j = 0; j < nb; ++j)
         Widen(static_cast<const char*>(b.k) + size_t(j0 + j) * size_t(b.ks) * esz, b.kv, kbuf.data() + j * Ep,
               b.E, Ep);
-      AllDots(b.q, b.ldq, R, static_cast<const float*>(kbuf.data()), Ep, nb, Ep, sc);
+      AllDots<LoadF32>(q, Ep, R, kbuf.data(), Ep, nb, Ep, sc);
     }
     // Mask, online softmax update, probabilities in place of the scores.
     for (int64_t r = 0; r < R; ++r) {
@@ -361,7 +430,7 @@ void AttendBlock(const AttnBlock& b, int64_t s0, int64_t s1, float* m, float* l,
       l[r] = l[r] * corr + hn::GetLane(hn::SumOfLanes(d, sum));
       m[r] = mn;
       if (corr != 1.0f) {
-        float* a = acc + r * lda;
+        float* a = A + r * lda;
         const VF vc = hn::Set(d, corr);
         for (int64_t c = 0; c < Evp; c += N) hn::StoreU(hn::Mul(hn::LoadU(d, a + c), vc), d, a + c);
       }
@@ -371,17 +440,22 @@ void AttendBlock(const AttnBlock& b, int64_t s0, int64_t s1, float* m, float* l,
           s[j] = Keep(b.dropout, b.dropout.row_id[r], j0 + j) ? s[j] * keep_scale : 0.0f;
       }
     }
-    if (v_direct && bf16) {
-      AllPV(sc, R, static_cast<const uint16_t*>(b.v) + j0 * b.vs, b.vs, nb, Evp, acc, lda);
+    const uint16_t* vt16 = static_cast<const uint16_t*>(b.v) + j0 * b.vs;
+    if (pairs) {
+      AllPV<LoadBf16Pairs>(sc, R, vt16, b.vs, nb, Evp, A, lda);
+    } else if (v_direct && bf16) {
+      AllPV<LoadBf16>(sc, R, vt16, b.vs, nb, Evp, A, lda);
     } else if (v_direct) {
-      AllPV(sc, R, static_cast<const float*>(b.v) + j0 * b.vs, b.vs, nb, Evp, acc, lda);
+      AllPV<LoadF32>(sc, R, static_cast<const float*>(b.v) + j0 * b.vs, b.vs, nb, Evp, A, lda);
     } else {
       for (int64_t j = 0; j < nb; ++j)
         Widen(static_cast<const char*>(b.v) + size_t(j0 + j) * size_t(b.vs) * esz, b.kv,
               vbuf.data() + j * Evp, b.Ev, Evp);
-      AllPV(sc, R, static_cast<const float*>(vbuf.data()), Evp, nb, Evp, acc, lda);
+      AllPV<LoadF32>(sc, R, vbuf.data(), Evp, nb, Evp, A, lda);
     }
   }
+  if (pairs)
+    for (int64_t r = 0; r < R; ++r) FromPairs(apair.data() + r * lda, acc + r * lda, Evp);
 }
 
 }  // namespace HWY_NAMESPACE
