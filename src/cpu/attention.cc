@@ -219,17 +219,25 @@ HWY_INLINE void Dots(const float* HWY_RESTRICT q, int64_t ldq, const typename Ld
 // stays hidden even with one row.
 template <int R, class Ld>
 HWY_INLINE void AccumulatePV(const float (*p)[kBk], const typename Ld::T* HWY_RESTRICT vt, int64_t ldv,
-                             int64_t nb, int64_t Evp, float* HWY_RESTRICT acc, int64_t lda) {
+                             int64_t nb, int64_t Evp, float* HWY_RESTRICT acc, int64_t lda,
+                             const AttnPrefetch* pf) {
   const DF d;
   const int64_t N = int64_t(hn::Lanes(d));
+  constexpr int64_t esz = int64_t(sizeof(typename Ld::T));
   int64_t c = 0;
   for (; c + 2 * N <= Evp; c += 2 * N) {
+    // The next tile's V rows, these columns: one tile ahead, spread over this
+    // pass as the score pass spreads the next tile's K.
+    const char* pvn = pf != nullptr ? pf->v : nullptr;
     VF a[R], b[R];
     for (int r = 0; r < R; ++r) {
       a[r] = hn::LoadU(d, acc + r * lda + c);
       b[r] = hn::LoadU(d, acc + r * lda + c + N);
     }
     for (int64_t j = 0; j < nb; ++j) {
+      if (pvn != nullptr)
+        for (int64_t o = c * esz; o < (c + 2 * N) * esz; o += 64)
+          __builtin_prefetch(pvn + j * pf->vs + o, 0, 2);
       VF vv[2];
       if constexpr (Ld::kVecs == 2) {
         Ld::Load(vt + j * ldv + c, vv);
@@ -285,18 +293,20 @@ void AllDots(const float* q, int64_t ldq, int64_t R, const typename Ld::T* kt, i
 
 template <class Ld>
 void AllPV(const float (*p)[kBk], int64_t R, const typename Ld::T* vt, int64_t ldv, int64_t nb, int64_t Evp,
-           float* acc, int64_t lda) {
+           float* acc, int64_t lda, const AttnPrefetch* pf = nullptr) {
+  // The first row group prefetches, as in AllDots.
   int64_t r = 0;
-  for (; r + 4 <= R; r += 4) AccumulatePV<4, Ld>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda);
+  for (; r + 4 <= R; r += 4, pf = nullptr)
+    AccumulatePV<4, Ld>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda, pf);
   switch (R - r) {
     case 3:
-      AccumulatePV<3, Ld>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda);
+      AccumulatePV<3, Ld>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda, pf);
       break;
     case 2:
-      AccumulatePV<2, Ld>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda);
+      AccumulatePV<2, Ld>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda, pf);
       break;
     case 1:
-      AccumulatePV<1, Ld>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda);
+      AccumulatePV<1, Ld>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda, pf);
       break;
     default:
       break;
@@ -362,27 +372,34 @@ void AttendBlock(const AttnBlock& b, int64_t s0, int64_t s1, float* m, float* l,
   HWY_ALIGN float sc[kAttnMaxRows][kBk];
   const char* kbytes = static_cast<const char*>(b.k);
   const char* vbytes = static_cast<const char*>(b.v);
-  if (s0 < s1) PrefetchRows(kbytes, s0, std::min(kBk, s1 - s0), b.ks * esz, b.E * esz);
+  if (s0 < s1) {
+    PrefetchRows(kbytes, s0, std::min(kBk, s1 - s0), b.ks * esz, b.E * esz);
+    PrefetchRows(vbytes, s0, std::min(kBk, s1 - s0), b.vs * esz, b.Ev * esz);
+  }
   for (int64_t j0 = s0; j0 < s1; j0 += kBk) {
     const int64_t nb = std::min(kBk, s1 - j0);
-    // This tile's V (read after the scores) and the next tile's K are
-    // prefetched while the scores compute, so their misses overlap the
-    // arithmetic: decode attention streams K and V once from memory, and with
-    // the hardware prefetcher alone it ran at ~0.35 of the read roof (it
-    // restarts at every 4 KiB page). Spread over the score pass, one line per
-    // row and step: a burst of them per tile cost more than it saved.
-    AttnPrefetch pf;
-    pf.v = vbytes + size_t(j0) * size_t(b.vs) * esz;
-    pf.vs = b.vs * int64_t(esz);
-    if (j0 + kBk < s1) pf.k = kbytes + size_t(j0 + kBk) * size_t(b.ks) * esz;
-    pf.ks = b.ks * int64_t(esz);
+    // The next tile's K and V are prefetched one line per row and step, K
+    // during the score pass and V during p @ V, so the misses overlap the
+    // arithmetic all through the tile: decode attention streams K and V once
+    // from memory, and with the hardware prefetcher alone it ran at ~0.35 of
+    // the read roof (it restarts at every 4 KiB page). A burst of prefetches
+    // per tile cost more than it saved.
+    AttnPrefetch pf_k, pf_v;
+    if (j0 + kBk < s1) {
+      pf_k.k = kbytes + size_t(j0 + kBk) * size_t(b.ks) * esz;
+      pf_k.ks = b.ks * int64_t(esz);
+      pf_v.v = vbytes + size_t(j0 + kBk) * size_t(b.vs) * esz;
+      pf_v.vs = b.vs * int64_t(esz);
+    }
+    const AttnPrefetch* pk = j0 + kBk < s1 ? &pf_k : nullptr;
+    const AttnPrefetch* pv = j0 + kBk < s1 ? &pf_v : nullptr;
     const uint16_t* kt16 = static_cast<const uint16_t*>(b.k) + j0 * b.ks;
     if (pairs) {
-      AllDots<LoadBf16Pairs>(q, Ep, R, kt16, b.ks, nb, Ep, sc, &pf);
+      AllDots<LoadBf16Pairs>(q, Ep, R, kt16, b.ks, nb, Ep, sc, pk);
     } else if (k_direct && bf16) {
-      AllDots<LoadBf16>(q, Ep, R, kt16, b.ks, nb, Ep, sc, &pf);
+      AllDots<LoadBf16>(q, Ep, R, kt16, b.ks, nb, Ep, sc, pk);
     } else if (k_direct) {
-      AllDots<LoadF32>(q, Ep, R, static_cast<const float*>(b.k) + j0 * b.ks, b.ks, nb, Ep, sc, &pf);
+      AllDots<LoadF32>(q, Ep, R, static_cast<const float*>(b.k) + j0 * b.ks, b.ks, nb, Ep, sc, pk);
     } else {
       for (int64_t j = 0; j < nb; ++j)
         Widen(static_cast<const char*>(b.k) + size_t(j0 + j) * size_t(b.ks) * esz, b.kv, kbuf.data() + j * Ep,
@@ -442,11 +459,11 @@ void AttendBlock(const AttnBlock& b, int64_t s0, int64_t s1, float* m, float* l,
     }
     const uint16_t* vt16 = static_cast<const uint16_t*>(b.v) + j0 * b.vs;
     if (pairs) {
-      AllPV<LoadBf16Pairs>(sc, R, vt16, b.vs, nb, Evp, A, lda);
+      AllPV<LoadBf16Pairs>(sc, R, vt16, b.vs, nb, Evp, A, lda, pv);
     } else if (v_direct && bf16) {
-      AllPV<LoadBf16>(sc, R, vt16, b.vs, nb, Evp, A, lda);
+      AllPV<LoadBf16>(sc, R, vt16, b.vs, nb, Evp, A, lda, pv);
     } else if (v_direct) {
-      AllPV<LoadF32>(sc, R, static_cast<const float*>(b.v) + j0 * b.vs, b.vs, nb, Evp, A, lda);
+      AllPV<LoadF32>(sc, R, static_cast<const float*>(b.v) + j0 * b.vs, b.vs, nb, Evp, A, lda, pv);
     } else {
       for (int64_t j = 0; j < nb; ++j)
         Widen(static_cast<const char*>(b.v) + size_t(j0 + j) * size_t(b.vs) * esz, b.kv,
