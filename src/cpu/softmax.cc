@@ -223,6 +223,62 @@ void Fill(float* y, int64_t n, float v) {
 // (a NaN entry makes the sum NaN; +inf makes the max +inf; all -inf: sum 0).
 HWY_INLINE bool Poisoned(float M, double S) { return !std::isfinite(M) || !(S > 0.0); }
 
+// Rows of at most kShortVecs vectors, held in registers: one read, one write,
+// no second pass over memory and no float64 (a sum of at most kShortVecs * N
+// terms). Such a row is a chain of latencies (max, exp, sum, reciprocal), so
+// K rows go through together for independent work; V vectors per row.
+constexpr int kShortVecs = 4;
+template <int V, int K>
+HWY_INLINE void ShortRows(const float* HWY_RESTRICT x, int64_t sx, float* HWY_RESTRICT y, int64_t sy,
+                          int64_t n, bool log) {
+  const DF d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  VF v[K][V], e[K][V], vm[K], vc[K];
+  float M[K], S[K];
+  for (int k = 0; k < K; ++k) {
+    for (int i = 0; i < V; ++i) {
+      const int64_t lo = i * N;
+      v[k][i] = lo + N <= n ? hn::LoadU(d, x + k * sx + lo) : LoadTail(d, x + k * sx + lo, n - lo, -kInf);
+    }
+    VF m = v[k][0];
+    for (int i = 1; i < V; ++i) m = hn::Max(m, v[k][i]);
+    vm[k] = hn::MaxOfLanes(d, m);
+  }
+  for (int k = 0; k < K; ++k) {
+    VF sum = hn::Zero(d);
+    for (int i = 0; i < V; ++i) {
+      e[k][i] = ExpNonPos(d, hn::Sub(v[k][i], vm[k]));
+      sum = hn::Add(sum, e[k][i]);
+    }
+    S[k] = hn::GetLane(hn::SumOfLanes(d, sum));
+    M[k] = hn::GetLane(vm[k]);
+  }
+  for (int k = 0; k < K; ++k) vc[k] = log ? hn::Set(d, std::log(S[k])) : hn::Set(d, 1.0f / S[k]);
+  for (int k = 0; k < K; ++k) {
+    float* yk = y + k * sy;
+    if (!std::isfinite(M[k]) || !(S[k] > 0.0f)) {
+      Fill(yk, n, std::numeric_limits<float>::quiet_NaN());
+      continue;
+    }
+    for (int i = 0; i < V; ++i) {
+      const VF out = log ? hn::Sub(hn::Sub(v[k][i], vm[k]), vc[k]) : hn::Mul(e[k][i], vc[k]);
+      const int64_t lo = i * N;
+      if (lo + N <= n) {
+        hn::StoreU(out, d, yk + lo);
+      } else {
+        StoreTail(d, out, yk + lo, n - lo);
+      }
+    }
+  }
+}
+
+template <int V>
+void ShortRowsV(const float* x, int64_t sx, float* y, int64_t sy, int64_t rows, int64_t n, bool log) {
+  int64_t r = 0;
+  for (; r + 2 <= rows; r += 2) ShortRows<V, 2>(x + r * sx, sx, y + r * sy, sy, n, log);
+  if (r < rows) ShortRows<V, 1>(x + r * sx, sx, y + r * sy, sy, n, log);
+}
+
 // One whole row, serially, with the block maxima on the stack when they fit.
 void SoftmaxRow(const float* x, float* y, int64_t n, bool log) {
   constexpr int64_t kStackBlocks = 64;
@@ -245,6 +301,24 @@ void SoftmaxRow(const float* x, float* y, int64_t n, bool log) {
     ScaleBlocks(y, n, bm, M, S);
   }
   delete[] heap_bm;
+}
+
+// Rows [0, rows) of x (row stride sx) into y (stride sy), serially.
+void SoftmaxRows(const float* x, int64_t sx, float* y, int64_t sy, int64_t rows, int64_t n, bool log) {
+  const int64_t N = int64_t(hn::Lanes(DF()));
+  if (n <= kShortVecs * N) {
+    switch ((n + N - 1) / N) {
+      case 1:
+        return ShortRowsV<1>(x, sx, y, sy, rows, n, log);
+      case 2:
+        return ShortRowsV<2>(x, sx, y, sy, rows, n, log);
+      case 3:
+        return ShortRowsV<3>(x, sx, y, sy, rows, n, log);
+      default:
+        return ShortRowsV<4>(x, sx, y, sy, rows, n, log);
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) SoftmaxRow(x + r * sx, y + r * sy, n, log);
 }
 
 void ExpF32(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, int64_t n) {
@@ -298,7 +372,7 @@ HWY_AFTER_NAMESPACE();
 
 namespace kiln::cpu {
 HWY_EXPORT(RowMax);
-HWY_EXPORT(SoftmaxRow);
+HWY_EXPORT(SoftmaxRows);
 HWY_EXPORT(OnlineStats);
 HWY_EXPORT(ScaleBlocks);
 HWY_EXPORT(SubSub);
@@ -362,7 +436,7 @@ void split_row(const float* x, float* y, int64_t n, bool log, int nt) {
 
 void rows_serial(const float* x, int64_t sx, float* y, int64_t sy, int64_t r0, int64_t r1, int64_t n,
                  bool log) {
-  for (int64_t r = r0; r < r1; ++r) HWY_DYNAMIC_DISPATCH(SoftmaxRow)(x + r * sx, y + r * sy, n, log);
+  HWY_DYNAMIC_DISPATCH(SoftmaxRows)(x + r0 * sx, sx, y + r0 * sy, sy, r1 - r0, n, log);
 }
 
 }  // namespace

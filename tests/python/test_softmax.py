@@ -44,6 +44,32 @@ def test_values(dtype, shape, dim, log, rng):
     close(y, ref(x, dim, log), dtype, np.abs(x.astype(np.float64)), log)
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 46, 63, 64, 65])
+@pytest.mark.parametrize("rows", [1, 5, 2000])
+@pytest.mark.parametrize("log", [False, True])
+def test_short_rows(n, rows, log, rng):
+    # Rows of a few vectors take a register-resident path, two rows at a time
+    # (and an odd row last); 2000 rows also split over threads.
+    x = (rng.standard_normal((rows, n)) * 3).astype(np.float32)
+    y = (kiln.log_softmax if log else kiln.softmax)(kiln.tensor(x), -1)
+    close(y, ref(x, -1, log), "float32", np.abs(x.astype(np.float64)), log)
+
+
+def test_short_rows_special_values_per_row():
+    # A poisoned row must not leak into the row it is paired with.
+    inf, nan = np.inf, np.nan
+    x = np.tile(np.linspace(-2, 2, 46, dtype=np.float32), (6, 1))
+    x[1, 5], x[2, :], x[4, 7], x[5, 0] = nan, -inf, inf, -inf
+    want_nan = [False, True, True, False, True, False]
+    for fn, log in ((kiln.softmax, False), (kiln.log_softmax, True)):
+        y = np.asarray(fn(kiln.tensor(x), -1))
+        for r in range(6):
+            assert np.all(np.isnan(y[r])) == want_nan[r], (log, r)
+        np.testing.assert_allclose(y[[0, 3]], ref(x[[0, 3]], -1, log), rtol=1e-5, atol=1e-6)
+        assert y[5, 0] == (-inf if log else 0.0)
+        np.testing.assert_allclose(y[5, 1:], ref(x[5:6], -1, log)[0, 1:], rtol=1e-5, atol=1e-6)
+
+
 def test_namespaces_methods_and_dtype(rng):
     x = rng.standard_normal((4, 9)).astype(np.float32)
     t = kiln.tensor(x)
