@@ -436,7 +436,8 @@ void AttendBlock(const AttnBlock& b, int64_t s0, int64_t s1, float* m, float* l,
         continue;
       }
       const float mn = std::max(m[r], bm);
-      const float corr = std::exp(m[r] - mn);  // 0 when m was -inf
+      // 0 when m was -inf; 1 (no call) when the max did not grow, the usual case.
+      const float corr = mn == m[r] ? 1.0f : std::exp(m[r] - mn);
       const VF vmn = hn::Set(d, mn);
       VF sum = hn::Zero(d);
       for (int64_t j = 0; j < kBk; j += N) {
