@@ -1,12 +1,14 @@
 // Tiled attention with an online softmax (Highway, dynamic dispatch).
 //
-// Per tile of kAttnKeyBlock keys: K rows are widened to float32 (bf16/f16; f32
-// rows with a padded length are used in place), scores = q . k for up to 4
-// query rows per pass (one K load feeds 4 FMAs), masked, then each row's max,
-// correction exp(m_old - m_new), probabilities and sum are updated; finally
-// acc += p @ V with the accumulators of 4 rows held in registers while V
-// streams through once. K and V are each read once per call, whatever the
-// number of rows (the GQA heads sharing a KV head are rows of one call).
+// Per tile of kAttnKeyBlock keys: scores = q . k for 4 keys x up to 4 query
+// rows per pass (2 rows on 16-register targets), f32 and bf16 K read in place
+// and widened in registers (others widened into a padded tile); masked, then
+// each row's max, correction exp(m_old - m_new), probabilities and sum are
+// updated; finally acc += p @ V with the accumulators of up to 4 rows held in
+// registers while V streams through once. K and V are each read once per
+// call, whatever the number of rows (the GQA heads sharing a KV head are rows
+// of one call), and the next tile's K and V are prefetched while this one
+// computes.
 #include "cpu/attention.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -109,8 +111,9 @@ void FromPairs(const float* HWY_RESTRICT y, float* HWY_RESTRICT x, int64_t n) {
     }
 }
 
-// Rows a tile's score pass prefetches: key j's row at k + j * ks and
-// v + j * vs (bytes; either pointer may be null).
+// The next tile's rows to prefetch: key j's K row at k + j * ks (the score
+// pass reads k) and V row at v + j * vs (the p @ V pass reads v); bytes, and
+// either pointer may be null.
 struct AttnPrefetch {
   const char* k = nullptr;
   const char* v = nullptr;
@@ -154,8 +157,8 @@ constexpr int kDotRows = hn::MaxLanes(DF()) >= 16 ? 4 : 2;
 #if HWY_TARGET != HWY_SCALAR
 // sc[r][j..j+4) = q_r . k_{j..j+4} for R (1..kDotRows) rows: each K load feeds
 // R FMAs, each q load 4, and R x 4 independent chains hide the FMA latency.
-// pf: rows to prefetch line by line while these four keys compute (see
-// AttendBlock), or null.
+// pf->k: the next tile's K rows, prefetched line by line while these four
+// keys compute (see AttendBlock); pf may be null.
 template <int R, class Ld>
 HWY_INLINE void Dots4Keys(const float* HWY_RESTRICT q, int64_t ldq, const typename Ld::T* HWY_RESTRICT kr,
                           int64_t ldk, int64_t Ep, float (*sc)[kBk], int64_t j, const AttnPrefetch* pf) {
@@ -169,10 +172,8 @@ HWY_INLINE void Dots4Keys(const float* HWY_RESTRICT q, int64_t ldq, const typena
   for (int64_t c = 0; c < Ep; c += V * N) {
     if (pf != nullptr && (c * esz) % 64 == 0) {
       const int64_t o = c * esz;
-      for (int i = 0; i < 4; ++i) {
-        if (pf->k != nullptr) __builtin_prefetch(pf->k + (j + i) * pf->ks + o, 0, 2);
-        if (pf->v != nullptr) __builtin_prefetch(pf->v + (j + i) * pf->vs + o, 0, 2);
-      }
+      if (pf->k != nullptr)
+        for (int i = 0; i < 4; ++i) __builtin_prefetch(pf->k + (j + i) * pf->ks + o, 0, 2);
     }
     VF kv[4][V];
     for (int i = 0; i < 4; ++i) Ld::Load(kr + i * ldk + c, kv[i]);
