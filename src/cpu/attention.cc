@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cpu/exp-inl.h"
+#include "cpu/gemv-inl.h"
 #include "kiln/float_types.h"
 #include "kiln/random.h"
 
@@ -60,37 +61,25 @@ void Widen(const void* src, KVType t, float* HWY_RESTRICT dst, int64_t n, int64_
   for (; i < np; ++i) dst[i] = 0.0f;
 }
 
-// How rows of K or V become float32 vectors: Load(p, v) widens the kVecs * N
-// elements at p into v[0..kVecs).
-struct LoadF32 {
-  using T = float;
-  static constexpr int kVecs = 1;
-  static HWY_INLINE void Load(const float* HWY_RESTRICT p, VF* v) { v[0] = hn::LoadU(DF(), p); }
-};
-// bf16 bits widened in registers, in order.
+// How rows of K or V become float32 vectors: the GEMV's widening loaders
+// (gemv::WidenF32, and gemv::WidenBF16, which widens a u32 lane's two bf16
+// elements with a shift and a mask, even elements first: two operations per
+// 2N elements where widening in order takes four; q and the accumulators then
+// go in the same order, ToPairs), plus bf16 in order for targets without the
+// registers to hold both halves (LoadBf16). Load(p, v) widens kChunk * N
+// elements at p into v[0..kChunk).
 struct LoadBf16 {
-  using T = uint16_t;
-  static constexpr int kVecs = 1;
-  static HWY_INLINE void Load(const uint16_t* HWY_RESTRICT p, VF* v) {
+  using T = bfloat16;
+  static constexpr int kChunk = 1;
+  static HWY_INLINE void Load(const T* HWY_RESTRICT p, VF* v) {
     const hn::Rebind<uint16_t, DF> du16;
     const hn::RebindToUnsigned<DF> du32;
-    v[0] = hn::BitCast(DF(), hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, p))));
+    v[0] = hn::BitCast(
+        DF(), hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)))));
   }
 };
-// bf16 as pairs: a u32 lane holds elements 2i (low half) and 2i + 1, so one
-// shift gives the even elements and one mask the odd ones, two operations for
-// 2N elements where widening in order takes four. q and the accumulators are
-// kept in the same even/odd order per 2N elements (ToPairs).
-struct LoadBf16Pairs {
-  using T = uint16_t;
-  static constexpr int kVecs = 2;
-  static HWY_INLINE void Load(const uint16_t* HWY_RESTRICT p, VF* v) {
-    const hn::RebindToUnsigned<DF> du32;
-    const auto u = hn::LoadU(du32, reinterpret_cast<const uint32_t*>(p));
-    v[0] = hn::BitCast(DF(), hn::ShiftLeft<16>(u));
-    v[1] = hn::BitCast(DF(), hn::And(u, hn::Set(du32, 0xFFFF0000u)));
-  }
-};
+using LoadF32 = gemv::WidenF32;
+using LoadBf16Pairs = gemv::WidenBF16;
 
 // y = x with each 2N-element chunk reordered as LoadBf16Pairs widens it: even
 // elements first, then odd (n a multiple of 2N); FromPairs undoes it.
@@ -164,7 +153,7 @@ HWY_INLINE void Dots4Keys(const float* HWY_RESTRICT q, int64_t ldq, const typena
                           int64_t ldk, int64_t Ep, float (*sc)[kBk], int64_t j, const AttnPrefetch* pf) {
   const DF d;
   const int64_t N = int64_t(hn::Lanes(d));
-  constexpr int V = Ld::kVecs;
+  constexpr int V = Ld::kChunk;
   constexpr int64_t esz = int64_t(sizeof(typename Ld::T));
   VF a[R][4];
   for (int r = 0; r < R; ++r)
@@ -193,7 +182,7 @@ HWY_INLINE void Dots(const float* HWY_RESTRICT q, int64_t ldq, const typename Ld
                      int64_t ldk, int64_t nb, int64_t Ep, float (*sc)[kBk], const AttnPrefetch* pf) {
   const DF d;
   const int64_t N = int64_t(hn::Lanes(d));
-  constexpr int V = Ld::kVecs;
+  constexpr int V = Ld::kChunk;
   int64_t j = 0;
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (R <= kDotRows)
@@ -222,6 +211,7 @@ template <int R, class Ld>
 HWY_INLINE void AccumulatePV(const float (*p)[kBk], const typename Ld::T* HWY_RESTRICT vt, int64_t ldv,
                              int64_t nb, int64_t Evp, float* HWY_RESTRICT acc, int64_t lda,
                              const AttnPrefetch* pf) {
+  static_assert(Ld::kChunk == 1 || Ld::kChunk == 2, "one or two vectors per step");
   const DF d;
   const int64_t N = int64_t(hn::Lanes(d));
   constexpr int64_t esz = int64_t(sizeof(typename Ld::T));
@@ -240,7 +230,7 @@ HWY_INLINE void AccumulatePV(const float (*p)[kBk], const typename Ld::T* HWY_RE
         for (int64_t o = c * esz; o < (c + 2 * N) * esz; o += 64)
           __builtin_prefetch(pvn + j * pf->vs + o, 0, 2);
       VF vv[2];
-      if constexpr (Ld::kVecs == 2) {
+      if constexpr (Ld::kChunk == 2) {
         Ld::Load(vt + j * ldv + c, vv);
       } else {
         Ld::Load(vt + j * ldv + c, vv);
@@ -257,7 +247,7 @@ HWY_INLINE void AccumulatePV(const float (*p)[kBk], const typename Ld::T* HWY_RE
       hn::StoreU(b[r], d, acc + r * lda + c + N);
     }
   }
-  if constexpr (Ld::kVecs == 1)  // pairs only run with Evp a multiple of 2N
+  if constexpr (Ld::kChunk == 1)  // pairs only run with Evp a multiple of 2N
     for (; c < Evp; c += N) {
       VF a[R];
       for (int r = 0; r < R; ++r) a[r] = hn::LoadU(d, acc + r * lda + c);
@@ -394,7 +384,7 @@ void AttendBlock(const AttnBlock& b, int64_t s0, int64_t s1, float* m, float* l,
     }
     const AttnPrefetch* pk = j0 + kBk < s1 ? &pf_k : nullptr;
     const AttnPrefetch* pv = j0 + kBk < s1 ? &pf_v : nullptr;
-    const uint16_t* kt16 = static_cast<const uint16_t*>(b.k) + j0 * b.ks;
+    const bfloat16* kt16 = static_cast<const bfloat16*>(b.k) + j0 * b.ks;
     if (pairs) {
       AllDots<LoadBf16Pairs>(q, Ep, R, kt16, b.ks, nb, Ep, sc, pk);
     } else if (k_direct && bf16) {
@@ -459,7 +449,7 @@ void AttendBlock(const AttnBlock& b, int64_t s0, int64_t s1, float* m, float* l,
           s[j] = Keep(b.dropout, b.dropout.row_id[r], j0 + j) ? s[j] * keep_scale : 0.0f;
       }
     }
-    const uint16_t* vt16 = static_cast<const uint16_t*>(b.v) + j0 * b.vs;
+    const bfloat16* vt16 = static_cast<const bfloat16*>(b.v) + j0 * b.vs;
     if (pairs) {
       AllPV<LoadBf16Pairs>(sc, R, vt16, b.vs, nb, Evp, A, lda, pv);
     } else if (v_direct && bf16) {
