@@ -258,15 +258,13 @@ Tensor WeightLoader::convert_by_rows(const std::string& name, DType d, Tensor* s
   const int64_t N = shape[0], K = shape[1];
   Tensor out = empty({N, K}, d);
   if (d == DType::Float8_e4m3fn) *scale = empty({N, 1}, DType::Float32);
-  // About 8 MiB of float32 rows at a time.
-  const int64_t chunk = std::max<int64_t>(1, (int64_t(2) << 20) / std::max<int64_t>(K, 1));
+  const int64_t chunk = quantize_chunk_rows(K);
   for (int64_t r0 = 0; r0 < N; r0 += chunk) {
     const int64_t n = std::min(chunk, N - r0);
     const Tensor part = src_.get_rows(name, r0, n);
     if (d == DType::Float8_e4m3fn) {
-      auto [q, s] = quantize_fp8(part, QuantGranularity::Row);  // per row: chunking changes nothing
-      out.narrow(0, r0, n).copy_(q);
-      scale->narrow(0, r0, n).copy_(s);
+      // Per row: chunking changes nothing. Straight into place, no copy of the codes.
+      quantize_fp8_into(part, QuantGranularity::Row, out.narrow(0, r0, n), scale->narrow(0, r0, n));
     } else {
       out.narrow(0, r0, n).copy_(part);
     }
@@ -423,14 +421,10 @@ WeightLoader::Experts WeightLoader::experts(const std::string& prefix, int64_t E
       }
       // Block scales that vary along K cannot drive the per-row grouped
       // kernel: these experts alone are re-quantized per row.
-      auto [q, qs] = quantize_fp8(dequantize(w, s), QuantGranularity::Row);
-      dst.copy_(q);
-      dscale.copy_(qs.view({-1}));
+      quantize_fp8_into(dequantize(w, s), QuantGranularity::Row, dst, dscale.view({-1, 1}));
       return;
     }
-    auto [q, qs] = quantize_fp8(w, QuantGranularity::Row);
-    dst.copy_(q);
-    dscale.copy_(qs.view({-1}));
+    quantize_fp8_into(w, QuantGranularity::Row, dst, dscale.view({-1, 1}));
   };
   auto scale_rows = [&](Tensor& s, int64_t e, int64_t r0, int64_t n) {
     return s.defined() ? s.select(0, e).narrow(0, r0, n) : Tensor();

@@ -69,10 +69,6 @@ class F32Rows {
   int64_t K_;
 };
 
-// About 8 MiB of float32 per group: big enough to keep both threads busy,
-// small next to any weight worth quantizing.
-int64_t rows_per_group(int64_t K) { return std::max<int64_t>(1, (int64_t(2) << 20) / std::max<int64_t>(K, 1)); }
-
 void check_finite(const float* src, int64_t n, int64_t flat0, const Tensor& w) {
   for (int64_t i = 0; i < n; ++i)
     KILN_CHECK(std::isfinite(src[i]), ValueError,
@@ -80,10 +76,9 @@ void check_finite(const float* src, int64_t n, int64_t flat0, const Tensor& w) {
                                                 << flat0 + i);
 }
 
-}  // namespace
-
-std::pair<Tensor, Tensor> quantize_fp8(const Tensor& w, QuantGranularity g, DType dtype) {
-  KILN_CHECK(w.defined(), ValueError, "[quantize_fp8] input must be defined");
+// What every entry checks, in this order: the codes' dtype, the input's, and
+// the ranks the granularity needs.
+void check_args(const Tensor& w, QuantGranularity g, DType dtype) {
   KILN_CHECK(is_fp8(dtype), TypeError,
              "[quantize_fp8] dtype must be float8_e4m3fn or float8_e5m2, got " << name(dtype));
   KILN_CHECK(is_floating(w.dtype()) && !is_fp8(w.dtype()), TypeError,
@@ -92,16 +87,54 @@ std::pair<Tensor, Tensor> quantize_fp8(const Tensor& w, QuantGranularity g, DTyp
              "[quantize_fp8] row granularity needs at least 1 dim, got a 0-d tensor");
   KILN_CHECK(g != QuantGranularity::Block || w.dim() >= 2, ValueError,
              "[quantize_fp8] block granularity needs at least 2 dims, got shape " << w.shape_str());
+}
+
+// The scale's shape for w's shape and a granularity (see quantize.h).
+Shape scale_shape(const Tensor& w, QuantGranularity g) {
+  Shape ss = w.sizes();
+  if (g == QuantGranularity::Tensor) return {};
+  if (g == QuantGranularity::Row) {
+    ss.back() = 1;
+  } else {
+    ss[ss.size() - 2] = (ss[ss.size() - 2] + kB - 1) / kB;
+    ss[ss.size() - 1] = (ss[ss.size() - 1] + kB - 1) / kB;
+  }
+  return ss;
+}
+
+}  // namespace
+
+int64_t quantize_chunk_rows(int64_t K) { return std::max<int64_t>(1, (int64_t(2) << 20) / std::max<int64_t>(K, 1)); }
+
+std::pair<Tensor, Tensor> quantize_fp8(const Tensor& w, QuantGranularity g, DType dtype) {
+  KILN_CHECK(w.defined(), ValueError, "[quantize_fp8] input must be defined");
+  check_args(w, g, dtype);
+  Tensor q = empty(w.sizes(), dtype);
+  Tensor scale = empty(scale_shape(w, g), DType::Float32);
+  quantize_fp8_into(w, g, q, scale);
+  return {q, scale};
+}
+
+void quantize_fp8_into(const Tensor& w, QuantGranularity g, const Tensor& q, const Tensor& scale) {
+  KILN_CHECK(w.defined() && q.defined() && scale.defined(), ValueError,
+             "[quantize_fp8] input, codes and scale must be defined");
+  const DType dtype = q.dtype();
+  check_args(w, g, dtype);
+  KILN_CHECK(q.sizes() == w.sizes() && q.is_contiguous(), ValueError,
+             "[quantize_fp8] codes must be contiguous of shape " << w.shape_str() << ", got " << q.shape_str());
+  KILN_CHECK(scale.dtype() == DType::Float32 && scale.is_contiguous() && scale.sizes() == scale_shape(w, g),
+             ValueError,
+             "[quantize_fp8] scale must be contiguous float32 of shape "
+                 << shape_to_string(scale_shape(w, g)) << ", got " << name(scale.dtype()) << " "
+                 << scale.shape_str());
   const float mx = fp8_max(dtype);
   const Mat m = mat_of(w.shape());
   const int64_t rows = m.E * m.N, K = m.K;
   F32Rows f32(w, K);
-  Tensor q = empty(w.sizes(), dtype);
   uint8_t* dst = static_cast<uint8_t*>(q.data_ptr());
   auto scale_of = [mx](float amax) { return amax > 0.0f ? amax / mx : 1.0f; };
-  const int64_t G = rows_per_group(K);
+  const int64_t G = quantize_chunk_rows(K);
 
-  Tensor scale;
   if (g == QuantGranularity::Tensor) {
     // Two passes: the amax of everything, then the codes.
     float amax = 0.0f;
@@ -112,7 +145,7 @@ std::pair<Tensor, Tensor> quantize_fp8(const Tensor& w, QuantGranularity g, DTyp
       for (int64_t i = 0; i < n * K; ++i) amax = std::max(amax, std::fabs(src[i]));
     }
     const float s = scale_of(amax);
-    scale = full({}, Scalar(double(s)), DType::Float32);
+    *scale.data<float>() = s;
     for (int64_t r0 = 0; r0 < rows; r0 += G) {
       const int64_t n = std::min(G, rows - r0);
       const float* src = f32.get(r0, n);
@@ -122,9 +155,6 @@ std::pair<Tensor, Tensor> quantize_fp8(const Tensor& w, QuantGranularity g, DTyp
       });
     }
   } else if (g == QuantGranularity::Row) {
-    Shape ss = w.sizes();
-    ss.back() = 1;
-    scale = empty(ss, DType::Float32);
     float* sp = scale.data<float>();
     for (int64_t r0 = 0; r0 < rows; r0 += G) {
       const int64_t n = std::min(G, rows - r0);
@@ -145,10 +175,6 @@ std::pair<Tensor, Tensor> quantize_fp8(const Tensor& w, QuantGranularity g, DTyp
   } else {
     // One row of 128 x 128 blocks at a time.
     const int64_t nb = (m.N + kB - 1) / kB, kb = (m.K + kB - 1) / kB;
-    Shape ss = w.sizes();
-    ss[ss.size() - 2] = nb;
-    ss[ss.size() - 1] = kb;
-    scale = empty(ss, DType::Float32);
     float* sp = scale.data<float>();
     for (int64_t ei = 0; ei < m.E; ++ei) {
       for (int64_t bi = 0; bi < nb; ++bi) {
@@ -173,7 +199,6 @@ std::pair<Tensor, Tensor> quantize_fp8(const Tensor& w, QuantGranularity g, DTyp
       }
     }
   }
-  return {q, scale};
 }
 
 Tensor dequantize(const Tensor& q, const Tensor& scale, DType out_dtype) {

@@ -35,6 +35,46 @@ TEST(QuantizeFP8, EveryGranularityRoundTrips) {
     }
 }
 
+// quantize_fp8_into writes the same codes and scales as quantize_fp8, into
+// slices of larger buffers (as the loaders do, chunk by chunk), and touches
+// nothing outside them.
+TEST(QuantizeFP8, IntoSlicesMatchesQuantize) {
+  for (auto g : {QuantGranularity::Tensor, QuantGranularity::Row, QuantGranularity::Block}) {
+    const Tensor w = randn_as({130, 150}, DType::Float32, 41).to(DType::BFloat16);
+    auto [q, s] = quantize_fp8(w, g);
+    if (g == QuantGranularity::Row) {
+      Tensor qa = full({200, 150}, Scalar(1.0), DType::Float8_e4m3fn);
+      Tensor sa = full({200, 1}, Scalar(-1.0), DType::Float32);
+      for (int64_t r0 = 0; r0 < 130; r0 += 48) {  // chunks that do not divide 130
+        const int64_t n = std::min<int64_t>(48, 130 - r0);
+        quantize_fp8_into(w.narrow(0, r0, n), g, qa.narrow(0, 10 + r0, n), sa.narrow(0, 10 + r0, n));
+      }
+      EXPECT_EQ(dvals(qa.narrow(0, 10, 130)), dvals(q));
+      EXPECT_EQ(dvals(sa.narrow(0, 10, 130)), dvals(s));
+      for (double v : dvals(qa.narrow(0, 0, 10))) ASSERT_EQ(v, 1.0);
+      for (double v : dvals(qa.narrow(0, 140, 60))) ASSERT_EQ(v, 1.0);
+      for (double v : dvals(sa.narrow(0, 0, 10))) ASSERT_EQ(v, -1.0);
+    } else {
+      Tensor qi = empty({130, 150}, DType::Float8_e4m3fn);
+      Tensor si = empty(s.sizes(), DType::Float32);
+      quantize_fp8_into(w, g, qi, si);
+      EXPECT_EQ(dvals(qi), dvals(q));
+      EXPECT_EQ(dvals(si), dvals(s));
+    }
+  }
+  const Tensor w = zeros({4, 8});
+  Tensor q = empty({4, 8}, DType::Float8_e4m3fn), s = empty({4, 1}, DType::Float32);
+  EXPECT_THROW(quantize_fp8_into(w, QuantGranularity::Row, empty({4, 7}, DType::Float8_e4m3fn), s), ValueError);
+  EXPECT_THROW(quantize_fp8_into(w, QuantGranularity::Row, empty({8, 4}, DType::Float8_e4m3fn).t(), s),
+               ValueError);
+  EXPECT_THROW(quantize_fp8_into(w, QuantGranularity::Row, q, empty({4}, DType::Float32)), ValueError);
+  EXPECT_THROW(quantize_fp8_into(w, QuantGranularity::Row, q, empty({4, 1}, DType::BFloat16)), ValueError);
+  EXPECT_THROW(quantize_fp8_into(w, QuantGranularity::Row, empty({4, 8}, DType::BFloat16), s), TypeError);
+  EXPECT_EQ(quantize_chunk_rows(1 << 20), 2);
+  EXPECT_EQ(quantize_chunk_rows(1 << 30), 1);
+  EXPECT_EQ(quantize_chunk_rows(0), int64_t(2) << 20);
+}
+
 TEST(QuantizeFP8, ZeroGroupsAndErrors) {
   auto [q, s] = quantize_fp8(zeros({4, 4}), QuantGranularity::Row);
   for (double v : dvals(s)) EXPECT_EQ(v, 1.0);
