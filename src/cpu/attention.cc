@@ -36,36 +36,11 @@ using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 constexpr int64_t kBk = kAttnKeyBlock;
 
-// n elements of kv type at src -> float32 dst[0..n), zeros to dst[n..np).
-void Widen(const void* src, KVType t, float* HWY_RESTRICT dst, int64_t n, int64_t np) {
-  const DF d;
-  const int64_t N = int64_t(hn::Lanes(d));
-  int64_t i = 0;
-  if (t == KVType::F32) {
-    std::memcpy(dst, src, size_t(n) * 4);
-    i = n;
-  } else if (t == KVType::BF16) {
-    const uint16_t* s = static_cast<const uint16_t*>(src);
-    const hn::Rebind<uint16_t, DF> du16;
-    const hn::RebindToUnsigned<DF> du32;
-    for (; i + N <= n; i += N)
-      hn::StoreU(hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, s + i)))), d, dst + i);
-    for (; i < n; ++i) dst[i] = bf16_bits_to_float(s[i]);
-  } else {
-    const hwy::float16_t* s = static_cast<const hwy::float16_t*>(src);
-    const hn::Rebind<hwy::float16_t, DF> dh;
-    for (; i + N <= n; i += N) hn::StoreU(hn::PromoteTo(d, hn::LoadU(dh, s + i)), d, dst + i);
-    const uint16_t* sb = static_cast<const uint16_t*>(src);
-    for (; i < n; ++i) dst[i] = f16_bits_to_float(sb[i]);
-  }
-  for (; i < np; ++i) dst[i] = 0.0f;
-}
-
 // How rows of K or V become float32 vectors: the GEMV's widening loaders
 // (gemv::WidenF32, and gemv::WidenBF16, which widens a u32 lane's two bf16
 // elements with a shift and a mask, even elements first: two operations per
 // 2N elements where widening in order takes four; q and the accumulators then
-// go in the same order, ToPairs), plus bf16 in order for targets without the
+// go in the same order, gemv::ToChunkOrder), plus bf16 in order for targets without the
 // registers to hold both halves (LoadBf16). Load(p, v) widens kChunk * N
 // elements at p into v[0..kChunk).
 struct LoadBf16 {
@@ -81,28 +56,37 @@ struct LoadBf16 {
 using LoadF32 = gemv::WidenF32;
 using LoadBf16Pairs = gemv::WidenBF16;
 
-// y = x with each 2N-element chunk reordered as LoadBf16Pairs widens it: even
-// elements first, then odd (n a multiple of 2N); FromPairs undoes it.
-void ToPairs(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, int64_t n) {
-  const int64_t H = int64_t(hn::Lanes(DF()));
-  for (int64_t c = 0; c < n; c += 2 * H)
-    for (int64_t i = 0; i < H; ++i) {
-      y[c + i] = x[c + 2 * i];
-      y[c + H + i] = x[c + 2 * i + 1];
+// n elements of kv type at src -> float32 dst[0..n), zeros to dst[n..np).
+void Widen(const void* src, KVType t, float* HWY_RESTRICT dst, int64_t n, int64_t np) {
+  const DF d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  int64_t i = 0;
+  if (t == KVType::F32) {
+    std::memcpy(dst, src, size_t(n) * 4);
+    i = n;
+  } else if (t == KVType::BF16) {
+    const bfloat16* s = static_cast<const bfloat16*>(src);
+    for (; i + N <= n; i += N) {
+      VF v;
+      LoadBf16::Load(s + i, &v);
+      hn::StoreU(v, d, dst + i);
     }
-}
-void FromPairs(const float* HWY_RESTRICT y, float* HWY_RESTRICT x, int64_t n) {
-  const int64_t H = int64_t(hn::Lanes(DF()));
-  for (int64_t c = 0; c < n; c += 2 * H)
-    for (int64_t i = 0; i < H; ++i) {
-      x[c + 2 * i] = y[c + i];
-      x[c + 2 * i + 1] = y[c + H + i];
+    for (; i < n; ++i) dst[i] = float(s[i]);
+  } else {
+    const half* s = static_cast<const half*>(src);
+    for (; i + N <= n; i += N) {
+      VF v;
+      gemv::WidenF16::Load(s + i, &v);
+      hn::StoreU(v, d, dst + i);
     }
+    for (; i < n; ++i) dst[i] = float(s[i]);
+  }
+  for (; i < np; ++i) dst[i] = 0.0f;
 }
 
+
 // The next tile's rows to prefetch: key j's K row at k + j * ks (the score
-// pass reads k) and V row at v + j * vs (the p @ V pass reads v); bytes, and
-// either pointer may be null.
+// pass reads k) and V row at v + j * vs (the p @ V pass reads v); bytes.
 struct AttnPrefetch {
   const char* k = nullptr;
   const char* v = nullptr;
@@ -159,11 +143,8 @@ HWY_INLINE void Dots4Keys(const float* HWY_RESTRICT q, int64_t ldq, const typena
   for (int r = 0; r < R; ++r)
     for (int i = 0; i < 4; ++i) a[r][i] = hn::Zero(d);
   for (int64_t c = 0; c < Ep; c += V * N) {
-    if (pf != nullptr && (c * esz) % 64 == 0) {
-      const int64_t o = c * esz;
-      if (pf->k != nullptr)
-        for (int i = 0; i < 4; ++i) __builtin_prefetch(pf->k + (j + i) * pf->ks + o, 0, 2);
-    }
+    if (pf != nullptr && (c * esz) % 64 == 0)
+      for (int i = 0; i < 4; ++i) __builtin_prefetch(pf->k + (j + i) * pf->ks + c * esz, 0, 2);
     VF kv[4][V];
     for (int i = 0; i < 4; ++i) Ld::Load(kr + i * ldk + c, kv[i]);
     for (int v = 0; v < V; ++v)
@@ -350,8 +331,8 @@ void AttendBlock(const AttnBlock& b, int64_t s0, int64_t s1, float* m, float* l,
     qpair.resize(size_t(R * Ep));
     apair.resize(size_t(R * lda));
     for (int64_t r = 0; r < R; ++r) {
-      ToPairs(b.q + r * b.ldq, qpair.data() + r * Ep, Ep);
-      ToPairs(acc + r * lda, apair.data() + r * lda, Evp);
+      gemv::ToChunkOrder(b.q + r * b.ldq, qpair.data() + r * Ep, Ep, 2 * N);
+      gemv::ToChunkOrder(acc + r * lda, apair.data() + r * lda, Evp, 2 * N);
     }
     q = qpair.data();
     A = apair.data();
@@ -375,22 +356,17 @@ void AttendBlock(const AttnBlock& b, int64_t s0, int64_t s1, float* m, float* l,
     // from memory, and with the hardware prefetcher alone it ran at ~0.35 of
     // the read roof (it restarts at every 4 KiB page). A burst of prefetches
     // per tile cost more than it saved.
-    AttnPrefetch pf_k, pf_v;
-    if (j0 + kBk < s1) {
-      pf_k.k = kbytes + size_t(j0 + kBk) * size_t(b.ks) * esz;
-      pf_k.ks = b.ks * int64_t(esz);
-      pf_v.v = vbytes + size_t(j0 + kBk) * size_t(b.vs) * esz;
-      pf_v.vs = b.vs * int64_t(esz);
-    }
-    const AttnPrefetch* pk = j0 + kBk < s1 ? &pf_k : nullptr;
-    const AttnPrefetch* pv = j0 + kBk < s1 ? &pf_v : nullptr;
+    const AttnPrefetch next{kbytes + size_t(j0 + kBk) * size_t(b.ks) * esz,
+                            vbytes + size_t(j0 + kBk) * size_t(b.vs) * esz, b.ks * int64_t(esz),
+                            b.vs * int64_t(esz)};
+    const AttnPrefetch* pf = j0 + kBk < s1 ? &next : nullptr;
     const bfloat16* kt16 = static_cast<const bfloat16*>(b.k) + j0 * b.ks;
     if (pairs) {
-      AllDots<LoadBf16Pairs>(q, Ep, R, kt16, b.ks, nb, Ep, sc, pk);
+      AllDots<LoadBf16Pairs>(q, Ep, R, kt16, b.ks, nb, Ep, sc, pf);
     } else if (k_direct && bf16) {
-      AllDots<LoadBf16>(q, Ep, R, kt16, b.ks, nb, Ep, sc, pk);
+      AllDots<LoadBf16>(q, Ep, R, kt16, b.ks, nb, Ep, sc, pf);
     } else if (k_direct) {
-      AllDots<LoadF32>(q, Ep, R, static_cast<const float*>(b.k) + j0 * b.ks, b.ks, nb, Ep, sc, pk);
+      AllDots<LoadF32>(q, Ep, R, static_cast<const float*>(b.k) + j0 * b.ks, b.ks, nb, Ep, sc, pf);
     } else {
       for (int64_t j = 0; j < nb; ++j)
         Widen(static_cast<const char*>(b.k) + size_t(j0 + j) * size_t(b.ks) * esz, b.kv, kbuf.data() + j * Ep,
@@ -451,11 +427,11 @@ void AttendBlock(const AttnBlock& b, int64_t s0, int64_t s1, float* m, float* l,
     }
     const bfloat16* vt16 = static_cast<const bfloat16*>(b.v) + j0 * b.vs;
     if (pairs) {
-      AllPV<LoadBf16Pairs>(sc, R, vt16, b.vs, nb, Evp, A, lda, pv);
+      AllPV<LoadBf16Pairs>(sc, R, vt16, b.vs, nb, Evp, A, lda, pf);
     } else if (v_direct && bf16) {
-      AllPV<LoadBf16>(sc, R, vt16, b.vs, nb, Evp, A, lda, pv);
+      AllPV<LoadBf16>(sc, R, vt16, b.vs, nb, Evp, A, lda, pf);
     } else if (v_direct) {
-      AllPV<LoadF32>(sc, R, static_cast<const float*>(b.v) + j0 * b.vs, b.vs, nb, Evp, A, lda, pv);
+      AllPV<LoadF32>(sc, R, static_cast<const float*>(b.v) + j0 * b.vs, b.vs, nb, Evp, A, lda, pf);
     } else {
       for (int64_t j = 0; j < nb; ++j)
         Widen(static_cast<const char*>(b.v) + size_t(j0 + j) * size_t(b.vs) * esz, b.kv,
@@ -464,7 +440,7 @@ void AttendBlock(const AttnBlock& b, int64_t s0, int64_t s1, float* m, float* l,
     }
   }
   if (pairs)
-    for (int64_t r = 0; r < R; ++r) FromPairs(apair.data() + r * lda, acc + r * lda, Evp);
+    for (int64_t r = 0; r < R; ++r) gemv::FromChunkOrder(apair.data() + r * lda, acc + r * lda, Evp, 2 * N);
 }
 
 }  // namespace HWY_NAMESPACE

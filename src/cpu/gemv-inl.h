@@ -470,6 +470,28 @@ inline const float* PermuteScaleX(const GemvArgs& a, int64_t& ldxp, const double
 }
 #endif
 
+// src[0..n) into dst in the loaders' chunk order: within each chunk of cl
+// elements (a multiple of 2L; n a multiple of cl) the even-indexed ones, then
+// the odd. FromChunkOrder undoes it.
+HWY_INLINE void ToChunkOrder(const float* HWY_RESTRICT src, float* HWY_RESTRICT dst, int64_t n, int64_t cl) {
+  const DF df;
+  const int64_t L = int64_t(hn::Lanes(df));
+  for (int64_t c = 0; c < n; c += cl)
+    for (int64_t j = 0; j < cl / 2; j += L) {
+      VF ev, od;
+      hn::LoadInterleaved2(df, src + c + 2 * j, ev, od);
+      hn::StoreU(ev, df, dst + c + j);
+      hn::StoreU(od, df, dst + c + cl / 2 + j);
+    }
+}
+HWY_INLINE void FromChunkOrder(const float* HWY_RESTRICT src, float* HWY_RESTRICT dst, int64_t n, int64_t cl) {
+  const DF df;
+  const int64_t L = int64_t(hn::Lanes(df));
+  for (int64_t c = 0; c < n; c += cl)
+    for (int64_t j = 0; j < cl / 2; j += L)
+      hn::StoreInterleaved2(hn::LoadU(df, src + c + j), hn::LoadU(df, src + c + cl / 2 + j), df, dst + c + 2 * j);
+}
+
 // x rows in the loader's chunk order (evens, then odds, per chunk of
 // kChunk * L); only whole chunks are used, the tail reads x itself.
 template <class W>
@@ -485,17 +507,7 @@ const float* PermuteX(const GemvArgs& a, int64_t& ldxp) {
     thread_local std::vector<float> buf;
     if (buf.size() < size_t(a.M * kv)) buf.resize(size_t(a.M * kv));
     ldxp = kv;
-    for (int64_t m = 0; m < a.M; ++m) {
-      const float* HWY_RESTRICT src = a.x + m * a.ldx;
-      float* HWY_RESTRICT dst = buf.data() + m * kv;
-      for (int64_t c = 0; c < kv; c += CL)
-        for (int64_t j = 0; j < CL / 2; j += L) {
-          VF ev, od;
-          hn::LoadInterleaved2(df, src + c + 2 * j, ev, od);
-          hn::StoreU(ev, df, dst + c + j);
-          hn::StoreU(od, df, dst + c + CL / 2 + j);
-        }
-    }
+    for (int64_t m = 0; m < a.M; ++m) ToChunkOrder(a.x + m * a.ldx, buf.data() + m * kv, kv, CL);
     return buf.data();
   }
 }

@@ -256,7 +256,7 @@ HWY_INLINE void ShortRows(const float* HWY_RESTRICT x, int64_t sx, float* HWY_RE
   for (int k = 0; k < K; ++k) vc[k] = log ? hn::Set(d, std::log(S[k])) : hn::Set(d, 1.0f / S[k]);
   for (int k = 0; k < K; ++k) {
     float* yk = y + k * sy;
-    if (!std::isfinite(M[k]) || !(S[k] > 0.0f)) {
+    if (Poisoned(M[k], S[k])) {
       Fill(yk, n, std::numeric_limits<float>::quiet_NaN());
       continue;
     }
