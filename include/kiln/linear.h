@@ -14,9 +14,10 @@
 namespace kiln {
 
 // torch.nn.functional.linear. x: [..., K] (float32, bfloat16 or float16);
-// weight: [N, K]; bias: [N] or undefined; weight_scale: undefined, one element
-// (per tensor), [N] or [N, 1] (per row), or [ceil(N/128), ceil(K/128)] (per
-// 128x128 block), float32. Returns [..., N] in x's dtype.
+// weight: [N, K] (or [K]: y = x @ w, [...]); bias: [N], undefined, or any
+// shape that broadcasts to y (added after the kernel); weight_scale: undefined,
+// one element (per tensor), [N] or [N, 1] (per row), or [ceil(N/128),
+// ceil(K/128)] (per 128x128 block), float32. Returns [..., N] in x's dtype.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
               const Tensor& weight_scale = Tensor());
 

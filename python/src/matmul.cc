@@ -85,9 +85,12 @@ void init_matmul(nb::module_& m) {
   for (const char* nm : {"nn_functional_scaled_mm", "_scaled_mm"})
     m.def(nm, &scaled_mm_py, "mat1"_a, "mat2"_a, "scale_a"_a, "scale_b"_a, "bias"_a = nb::none(),
           "scale_result"_a = nb::none(), "out_dtype"_a = nb::none(), "use_fast_accum"_a = false);
-  for (const char* nm : {"nn_functional_grouped_mm", "_grouped_mm"})
-    m.def(nm, &grouped_mm_py, "mat_a"_a, "mat_b"_a, nb::kw_only(), "offs"_a = nb::none(),
-          "bias"_a = nb::none(), "out_dtype"_a = nb::none(), "b_scale"_a = nb::none());
+  // torch.nn.functional.grouped_mm takes offs and the rest by keyword only;
+  // torch._grouped_mm(mat_a, mat_b, offs=None, bias=None, out_dtype=None) also by position.
+  m.def("nn_functional_grouped_mm", &grouped_mm_py, "mat_a"_a, "mat_b"_a, nb::kw_only(), "offs"_a = nb::none(),
+        "bias"_a = nb::none(), "out_dtype"_a = nb::none(), "b_scale"_a = nb::none());
+  m.def("_grouped_mm", &grouped_mm_py, "mat_a"_a, "mat_b"_a, "offs"_a = nb::none(), "bias"_a = nb::none(),
+        "out_dtype"_a = nb::none(), nb::kw_only(), "b_scale"_a = nb::none());
 
   m.def(
       "nn_functional_moe_route",

@@ -19,7 +19,7 @@ void gemm(DType w_dtype, const GemvArgs& a);
 // the pool. Grouped work loops pack each group's x once (gemm_pack_x into
 // gemm_packed_x_floats floats; the layout is the kernel's own and depends on
 // M, K and the weight dtype) and call gemm_packed_rows for rows [n0, n1) of W
-// on the calling thread. As for gemv, FP8 weights must hold no NaN.
+// on the calling thread. As for gemv, NaN weight codes give NaN.
 void gemm_packed(DType w_dtype, const GemvArgs& a);
 int64_t gemm_packed_x_floats(DType w_dtype, int64_t M, int64_t K);
 void gemm_pack_x(DType w_dtype, const GemvArgs& a, float* xp);

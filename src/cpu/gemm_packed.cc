@@ -70,6 +70,16 @@ void WidenPanel(const GemvArgs& a, int64_t n, int64_t rows, int64_t rpad, int64_
       W::Load(src + j, v);
       const VF sv = hn::Set(df, s);
       for (int c = 0; c < C; ++c) hn::StoreU(hn::Mul(v[c], sv), df, d + j + c * L);
+      if constexpr (gemv::HasNanCode<W>()) {
+        gemv::NanCodeSteps step;
+        step.Add(src + j);
+        if (HWY_UNLIKELY(step.Any())) {
+          // Code i of the chunk sits at lane (i & 1) * 2L + i / 2 (even bytes, then odd).
+          const uint8_t* b = reinterpret_cast<const uint8_t*>(src + j);
+          for (int64_t i = 0; i < CL; ++i)
+            if ((b[i] & 0x7F) == 0x7F) d[j + (i & 1) * 2 * L + i / 2] = NAN;
+        }
+      }
     }
     for (int64_t j = kv; j < kc; ++j) d[j] = W::One(src[j]) * ScaleAt(a, W::kMult, n + r, k0 + j);
   }

@@ -11,7 +11,7 @@
 //   e4m3fn-> f16 bits: the byte moved so its 4-bit exponent and 3-bit mantissa
 //            sit in f16's fields; that f16 is the value times 2^-8 exactly,
 //            subnormals included, and the 2^8 is folded into the row scale.
-//            S.1111.111 (NaN) reads as 480; FP8 weights must hold no NaN.
+//            S.1111.111 (NaN) reads as 480: HasNanCode below.
 // The bf16 and FP8 loaders widen two / four vectors at once with no lane
 // shuffles; the activations are permuted once per call to match.
 
@@ -204,6 +204,43 @@ struct WidenE4M3Tiny {
 };
 #endif
 
+// e4m3fn has no infinities: S.1111.111 is NaN, and both vector routes widen
+// it to a finite number (480, or 1.875 * 2^-112 for the tiny floats). The
+// kernels that use them find those codes per step (2 ops per vector of
+// bytes: v | 0x80 is 0xFF exactly for them) and give the row its NaN.
+template <class W>
+constexpr bool HasNanCode() {
+  return std::is_same_v<typename W::T, float8_e4m3fn> && W::kChunk == 4;
+}
+// Steps of codes seen so far: Add(p) takes the step at p (4 * Lanes(DF)
+// bytes); Any() says whether one held a NaN code.
+#if HWY_TARGET == HWY_SCALAR
+struct NanCodeSteps {
+  HWY_INLINE void Add(const void*) {}
+  HWY_INLINE bool Any() const { return false; }
+};
+#else
+struct NanCodeSteps {
+  using DU8 = hn::Repartition<uint8_t, DF>;
+  hn::Vec<DU8> seen;  // max over the steps of (code | 0x80)
+  HWY_INLINE NanCodeSteps() : seen(hn::Zero(DU8())) {}
+  HWY_INLINE void Add(const void* HWY_RESTRICT p) {
+    const DU8 du8;
+    seen = hn::Max(seen, hn::Or(hn::LoadU(du8, static_cast<const uint8_t*>(p)), hn::Set(du8, uint8_t(0x80))));
+  }
+  HWY_INLINE bool Any() const {
+    const DU8 du8;
+    return !hn::AllFalse(du8, hn::Eq(seen, hn::Set(du8, uint8_t(0xFF))));
+  }
+};
+#endif
+inline bool RowHasNanCode(const float8_e4m3fn* HWY_RESTRICT w, int64_t K) {
+  const uint8_t* b = reinterpret_cast<const uint8_t*>(w);
+  for (int64_t k = 0; k < K; ++k)
+    if ((b[k] & 0x7F) == 0x7F) return true;
+  return false;
+}
+
 template <class W>
 constexpr bool IsTiny() {
 #ifdef KILN_GEMV_E4M3_TINY
@@ -303,6 +340,7 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
     tot[i] = hn::Zero(df);
     stot[i] = 0.0f;
   }
+  [[maybe_unused]] NanCodeSteps nan_codes;
   const int64_t block = kBlock ? kScaleBlock : K;
   for (int64_t kb = 0; kb < K; kb += block) {
     const int64_t ke = kb + block < K ? kb + block : K;
@@ -318,6 +356,10 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
       if (prefetch) {
         KILN_UNROLL
         for (int r = 0; r < R; ++r) PrefetchL2(w[r] + R * a.ldw + k);
+      }
+      if constexpr (HasNanCode<W>()) {
+        KILN_UNROLL
+        for (int r = 0; r < R; ++r) nan_codes.Add(w[r] + k);
       }
       VF xv[MT * C];
       KILN_UNROLL
@@ -387,6 +429,13 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
       }
     }
   }
+  bool nan_row[R] = {};
+  if constexpr (HasNanCode<W>()) {
+    if (HWY_UNLIKELY(nan_codes.Any())) {
+      KILN_UNROLL
+      for (int r = 0; r < R; ++r) nan_row[r] = RowHasNanCode(w[r], K);
+    }
+  }
   KILN_UNROLL
   for (int r = 0; r < R; ++r) {
     const float mult = W::kMult * (kBlock ? 1.0f : row_scale(a, n0 + r));
@@ -395,7 +444,7 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
     for (int m = 0; m < MT; ++m) {
       const double v = double(hn::GetLane(hn::SumOfLanes(df, tot[r * MT + m])));
       const double sum = (vfac ? v * vfac[m0 + m] : v) + double(stot[r * MT + m]);
-      store_out(a, m0 + m, n0 + r, float(sum * double(mult) + double(b)));
+      store_out(a, m0 + m, n0 + r, nan_row[r] ? NAN : float(sum * double(mult) + double(b)));
     }
   }
 }

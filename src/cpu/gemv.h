@@ -40,15 +40,15 @@ struct GemvArgs {
 };
 
 // Rows [n0, n1) of y, all M activation rows, on the calling thread. w_dtype is
-// W's dtype. FP8 weights must hold no NaN (quantize_fp8 never makes one): the
-// fast widening of float8_e4m3fn reads S.1111.111 as 480.
+// W's dtype. A NaN weight code (float8_e4m3fn S.1111.111 too) makes its
+// rows NaN, as in IEEE arithmetic.
 void gemv_rows(DType w_dtype, const GemvArgs& a, int64_t n0, int64_t n1);
 
 // All of y, split over N across kiln's thread pool.
 void gemv(DType w_dtype, const GemvArgs& a);
 
 // The same arithmetic in double precision, one element at a time: the oracle
-// the tests compare the SIMD kernels against (and the reference for FP8 NaN).
+// the tests compare the SIMD kernels against.
 void gemv_reference(DType w_dtype, const GemvArgs& a);
 
 // Per weight type (gemv_<type>.cc): rows [n0, n1) at the best SIMD target.

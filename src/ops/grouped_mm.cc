@@ -175,7 +175,9 @@ Tensor grouped_mm(const Tensor& a, const Tensor& b, const Tensor& offs, const Te
   }
   const DType od = out_dtype.value_or(a.dtype());
   KILN_CHECK(od == a.dtype() || od == DType::Float32, TypeError,
-             "[grouped_mm] out_dtype must be " << name(a.dtype()) << " or float32, got " << name(od));
+             "[grouped_mm] out_dtype must be " << (a.dtype() == DType::Float32 ? std::string("float32")
+                                                                                : std::string(name(a.dtype())) + " or float32")
+                                                   << ", got " << name(od));
   KILN_CHECK(a.size(-1) == b.size(-2), ValueError,
              "[grouped_mm] contraction dims of mat_a " << a.shape_str() << " and mat_b " << b.shape_str()
                                                        << " must match");
@@ -204,11 +206,15 @@ Tensor grouped_mm(const Tensor& a, const Tensor& b, const Tensor& offs, const Te
           ValueError,
           "[grouped_mm] b_scale must be [" << G << ", " << N << "] or [" << G << ", " << N << ", 1], got "
                                            << b_scale.shape_str());
+      KILN_CHECK(is_floating(b_scale.dtype()) && !is_fp8(b_scale.dtype()), TypeError,
+                 "[grouped_mm] b_scale must be float32, bfloat16 or float16, got " << name(b_scale.dtype()));
       sc = detail::f32_contiguous(b_scale);
     }
     if (bias.defined()) {
       KILN_CHECK(bias.dim() == 2 && bias.size(0) == G && bias.size(1) == N, ValueError,
                  "[grouped_mm] bias must be [" << G << ", " << N << "], got " << bias.shape_str());
+      KILN_CHECK(is_floating(bias.dtype()) && !is_fp8(bias.dtype()), TypeError,
+                 "[grouped_mm] bias must be float32, bfloat16 or float16, got " << name(bias.dtype()));
       bi = detail::f32_contiguous(bias);
     }
     const Tensor xf = detail::f32_contiguous(a);
@@ -250,7 +256,7 @@ Tensor grouped_mm(const Tensor& a, const Tensor& b, const Tensor& offs, const Te
   // 2-D x 2-D: out[g] = a[:, s:e] @ b[s:e]; a [M, T], b [T, N], groups along T.
   const int64_t M = a.size(0), T = a.size(1), N = b.size(1);
   const int64_t G = offs.defined() && offs.dim() == 1 ? offs.size(0) : -1;
-  const Tensor o = check_offs(offs, G, T, "the contraction dim");
+  const Tensor o = check_offs(offs, G, T, "contraction dim");
   const int32_t* ends = o.data<int32_t>();
   Tensor y = zeros({G, M, N}, DType::Float32);
   for (int64_t g = 0; g < G; ++g) {

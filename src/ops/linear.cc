@@ -9,6 +9,7 @@
 #include "cpu/convert.h"
 #include "cpu/gemm.h"
 #include "cpu/gemv.h"
+#include "kiln/binary.h"
 #include "kiln/error.h"
 #include "ops/linear_common.h"
 
@@ -176,6 +177,29 @@ void linear_out(const Tensor& x, const Tensor& weight, const Tensor& weight_scal
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& weight_scale) {
+  // torch's other forms: a 1-D weight [K] (y = x @ w, without the last dim) and
+  // a bias that broadcasts to y other than [N] ([], [1], [M, N], ...): the
+  // kernel runs without the bias, which is added after.
+  const bool plain_bias = !bias.defined() || (weight.defined() && weight.dim() == 2 && bias.dim() <= 1 &&
+                                               bias.numel() == weight.size(0));
+  if ((weight.defined() && weight.dim() == 1) || !plain_bias) {
+    KILN_CHECK(weight.defined() && (weight.dim() == 1 || weight.dim() == 2), ValueError,
+               "[linear] weight must be 2-D [out_features, in_features] or 1-D [in_features], got shape "
+                   << (weight.defined() ? weight.shape_str() : "undefined"));
+    const bool vec = weight.dim() == 1;
+    Tensor y = linear(x, vec ? weight.unsqueeze(0) : weight, Tensor(), weight_scale);
+    if (vec) y = y.squeeze(-1);
+    if (!bias.defined()) return y;
+    KILN_CHECK(is_floating(bias.dtype()) && !is_fp8(bias.dtype()), TypeError,
+               "[linear] bias must be float32, bfloat16 or float16, got " << name(bias.dtype()));
+    bool fits = bias.dim() <= y.dim();
+    for (int64_t i = 1; fits && i <= bias.dim(); ++i)
+      fits = bias.size(-i) == 1 || bias.size(-i) == y.size(-i);
+    KILN_CHECK(fits, ValueError,
+               "[linear] bias of shape " << bias.shape_str() << " does not broadcast to the output "
+                                         << y.shape_str());
+    return add(y, bias.to(y.dtype()));
+  }
   const Dims d = check_linear(x, weight, bias);
   const detail::WeightScale ws = detail::classify_weight_scale(weight_scale, d.N, d.K, "linear");
   Shape shape = x.sizes();

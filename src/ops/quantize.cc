@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "cpu/gemv.h"
 #include "kiln/error.h"
@@ -132,7 +133,11 @@ void quantize_fp8_into(const Tensor& w, QuantGranularity g, const Tensor& q, con
   const int64_t rows = m.E * m.N, K = m.K;
   F32Rows f32(w, K);
   uint8_t* dst = static_cast<uint8_t*>(q.data_ptr());
-  auto scale_of = [mx](float amax) { return amax > 0.0f ? amax / mx : 1.0f; };
+  // amax / mx underflows to 0 for amax below ~6e-43: the smallest positive
+  // float keeps the scale usable (0 would turn every code into 0/0).
+  auto scale_of = [mx](float amax) {
+    return amax > 0.0f ? std::max(amax / mx, std::numeric_limits<float>::denorm_min()) : 1.0f;
+  };
   const int64_t G = quantize_chunk_rows(K);
 
   if (g == QuantGranularity::Tensor) {

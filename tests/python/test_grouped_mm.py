@@ -73,3 +73,20 @@ def test_errors():
         F.grouped_mm(a, b.to(kiln.bfloat16), offs=offs([3, 5]))
     with pytest.raises(ValueError):
         F.grouped_mm(kiln.zeros(2, 5, 4), b, offs=offs([3, 5]))
+    # FP8 scales and bias must be floating point.
+    w8 = kiln.ones(2, 3, 4).to(kiln.float8_e4m3fn).transpose(1, 2)
+    with pytest.raises(TypeError, match="b_scale"):
+        F.grouped_mm(a, w8, offs=offs([3, 5]), b_scale=kiln.ones(2, 3, dtype=kiln.int32))
+    with pytest.raises(TypeError, match="bias"):
+        F.grouped_mm(a, b, offs=offs([3, 5]), bias=kiln.ones(2, 3, dtype=kiln.int32))
+
+
+def test_private_grouped_mm_takes_offs_by_position(rng):
+    # torch._grouped_mm(mat_a, mat_b, offs=None, bias=None, out_dtype=None).
+    a = rng.standard_normal((6, 8)).astype(np.float32)
+    w = rng.standard_normal((2, 8, 5)).astype(np.float32)
+    o = offs([2, 6])
+    np.testing.assert_array_equal(kiln._grouped_mm(kt(a), kt(w), o).numpy(),
+                                  F.grouped_mm(kt(a), kt(w), offs=o).numpy())
+    with pytest.raises(TypeError):
+        F.grouped_mm(kt(a), kt(w), o)  # keyword-only, as torch.nn.functional.grouped_mm

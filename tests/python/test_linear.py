@@ -78,6 +78,26 @@ def test_linear_non_contiguous_and_empty(rng):
     assert tuple(F.linear(kiln.zeros(0, 5), kiln.zeros(4, 5)).shape) == (0, 4)
 
 
+def test_linear_torch_forms(rng):
+    # torch also takes a 1-D weight (y = x @ w) and any bias that broadcasts to y.
+    x = rng.standard_normal((3, 8)).astype(np.float32)
+    w = rng.standard_normal((4, 8)).astype(np.float32)
+    want = x.astype(np.float64) @ w.T.astype(np.float64)
+    for b in (np.float32(2.0), np.array([2.0], np.float32), rng.standard_normal((1, 4)).astype(np.float32),
+              rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((3, 1)).astype(np.float32)):
+        y = F.linear(kt(x), kt(w), kt(np.asarray(b))).numpy()
+        np.testing.assert_allclose(y, want + b, rtol=1e-5, atol=1e-5)
+    v = F.linear(kt(x), kt(w[0]))
+    assert tuple(v.shape) == (3,)
+    np.testing.assert_allclose(v.numpy(), want[:, 0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(F.linear(kt(x[0]), kt(w[0]), kiln.tensor(1.5)).numpy(), want[0, 0] + 1.5,
+                               rtol=1e-5)
+    with pytest.raises(ValueError, match="broadcast"):
+        F.linear(kt(x), kt(w), kiln.zeros(5, 4))
+    with pytest.raises(ValueError, match="broadcast"):
+        F.linear(kt(x), kt(w), kiln.zeros(2, 4))
+
+
 def test_linear_errors():
     x, w = kiln.zeros(2, 8), kiln.zeros(4, 8)
     with pytest.raises(ValueError, match=r"\[linear\]"):
@@ -144,6 +164,42 @@ def test_quantize_fp8_streams_narrow_inputs(gran, rng):
     bad[1, 140, 7] = np.nan
     with pytest.raises(ValueError, match=f"flat index {(150 + 140) * K + 7}"):
         kiln.quantize_fp8(kt(bad), granularity=gran)
+
+
+@pytest.mark.parametrize("gran", ["tensor", "row", "block"])
+def test_quantize_fp8_tiny_values_keep_a_positive_scale(gran):
+    # amax / 448 underflows to 0 in float32 for these: the scale must stay
+    # positive, so no code is 0/0 and dequantize gives back finite values.
+    w = np.array([[1e-43, 0.0, -5e-44, 0.0]], np.float32)
+    q, s = kiln.quantize_fp8(kt(w), granularity=gran)
+    assert (s.numpy() > 0).all()
+    d = kiln.dequantize(q, s).numpy()
+    assert np.isfinite(d).all()
+    np.testing.assert_allclose(d, w, rtol=0.1, atol=1e-45)
+
+
+@pytest.mark.parametrize("M", [1, 3, 40])
+@pytest.mark.parametrize("K", [16, 64, 200, 1000])
+def test_fp8_nan_weight_codes_give_nan_rows(M, K):
+    # e4m3fn S.1111.111 is NaN: every kernel (matrix-vector, small M, packed
+    # GEMM) propagates it as IEEE arithmetic does, like torch; other rows stay exact.
+    N = 13
+    w = np.ones((N, K), np.float32)
+    w[1, K // 3] = np.nan
+    w[N - 1, K - 1] = -np.nan
+    W = kt(w.astype(ml_dtypes.float8_e4m3fn))
+    x = kiln.ones(M, K)
+    nan_rows = [1, N - 1]
+    for y in (F.linear(x, W), F.linear(x, W, weight_scale=kiln.ones(N))):
+        y = y.numpy()
+        assert np.isnan(y[:, nan_rows]).all()
+        np.testing.assert_array_equal(np.delete(y, nan_rows, axis=1), np.full((M, N - 2), K, np.float32))
+    one = kiln.ones(())
+    y = kiln._scaled_mm(x.to(kiln.float8_e4m3fn), W.t(), one, one, out_dtype=kiln.float32).numpy()
+    assert np.isnan(y[:, nan_rows]).all() and np.isfinite(np.delete(y, nan_rows, axis=1)).all()
+    g = F.grouped_mm(x, W.unsqueeze(0).transpose(1, 2), offs=kt(np.array([M], np.int32)),
+                     b_scale=kiln.ones(1, N)).numpy()
+    assert np.isnan(g[:, nan_rows]).all() and np.isfinite(np.delete(g, nan_rows, axis=1)).all()
 
 
 def test_quantize_errors():
