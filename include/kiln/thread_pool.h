@@ -1,6 +1,8 @@
-// A persistent pool of worker threads sized to the machine (KILN_NUM_THREADS
-// overrides) with a low-latency parallel_for: workers spin briefly before they
-// sleep, so back-to-back small ops do not pay a wake-up each.
+// A persistent pool of worker threads sized to the CPUs the process may use
+// (KILN_NUM_THREADS overrides) with a low-latency parallel_for: workers spin
+// briefly, then yield, before they sleep, so back-to-back small ops do not pay
+// a wake-up each, and a worker the OS has not run holds up no region it has
+// not joined.
 #pragma once
 
 #include <cstdint>
@@ -8,8 +10,13 @@
 
 namespace kiln {
 
+// The most threads the pool runs (set_num_threads rejects more; a larger
+// KILN_NUM_THREADS is capped to it).
+constexpr int kMaxThreads = 1024;
+
 int num_threads();
-// Resizes the pool (n >= 1). Not to be called from inside a parallel region.
+// Resizes the pool (n >= 1, at most kMaxThreads). Not to be called from inside
+// a parallel region.
 void set_num_threads(int n);
 // True while the calling thread runs a parallel_for body.
 bool in_parallel_region();

@@ -2,11 +2,16 @@
 
 #include "kiln/error.h"
 
+#ifdef __linux__
+#include <sched.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -22,16 +27,34 @@ namespace {
 
 thread_local bool t_in_parallel = false;
 
+// The CPUs this process may run on (its affinity mask: taskset, cgroups),
+// else every CPU of the machine.
+int usable_cpus() {
+#ifdef __linux__
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+#endif
+  return int(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 int default_threads() {
   if (const char* env = std::getenv("KILN_NUM_THREADS")) {
     const int n = std::atoi(env);
-    if (n >= 1) return n;
+    if (n >= 1) return std::min(n, kMaxThreads);
   }
-  return std::max(1u, std::thread::hardware_concurrency());
+  return std::min(usable_cpus(), kMaxThreads);
 }
 
-// Workers wait on a generation counter: spin for a short while (a following op
-// usually arrives within microseconds), then sleep on the condition variable.
+// A region is published as one 64-bit word: its generation (32 bits), its
+// chunk count and the next unclaimed chunk (16 bits each). Every thread
+// claims chunks with a compare-exchange on that word, so a claim can only
+// succeed while its region is current, and the caller waits for the claimed
+// chunks to finish, not for every worker to check in: a worker the OS has
+// descheduled (more threads than free cores, a busy machine) delays no region
+// it has not joined, and the caller runs the chunks nobody took.
+//
+// Waiting threads spin briefly, then yield the core (a thread that holds a
+// chunk may need it), then sleep on the condition variable.
 class Pool {
  public:
   explicit Pool(int n) { resize(n); }
@@ -48,9 +71,7 @@ class Pool {
   void resize(int n) {
     stop();
     quit_ = false;
-    // A worker must know the generation current at its creation: reading it
-    // when the thread first runs could miss a region started in between.
-    const uint64_t gen = generation_.load();
+    const uint32_t gen = generation_;
     for (int i = 0; i + 1 < n; ++i) workers_.emplace_back([this, gen] { loop(gen); });
   }
 
@@ -67,18 +88,18 @@ class Pool {
       fn(ctx, begin, end);
       return;
     }
-    // Every worker checks in for every region (active_), so no worker can still
-    // be reading task_ when the next region overwrites it.
+    // No thread reads task_ now: every chunk of the last region has finished,
+    // and a claim on it can no longer succeed.
     task_ = Task{begin, end, chunks, ctx, fn};
-    next_chunk_.store(0, std::memory_order_relaxed);
-    active_.store(int(workers_.size()), std::memory_order_release);
+    done_.store(0, std::memory_order_relaxed);
+    const uint32_t gen = ++generation_;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      generation_.fetch_add(1, std::memory_order_release);
+      state_.store(pack(gen, chunks, 0), std::memory_order_release);
     }
     cv_.notify_all();
-    work();
-    while (active_.load(std::memory_order_acquire) != 0) KILN_PAUSE();
+    work(gen);
+    for (int spins = 0; done_.load(std::memory_order_acquire) != chunks; ++spins) pause_or_yield(spins);
     if (error_) {
       std::exception_ptr e = error_;
       error_ = nullptr;
@@ -94,39 +115,68 @@ class Pool {
     detail::RangeFn fn = nullptr;
   };
 
-  void work() {
-    t_in_parallel = true;
+  // A pause is 40-140 cycles: 20000 are about a millisecond, enough for the
+  // small ops between two regions and for the other thread's chunk of one.
+  // Yields come only after that: a thread in sched_yield runs kernel code,
+  // which disturbs a sibling hardware thread doing the work more than pausing.
+  static constexpr int kSpins = 20000;
+  static constexpr int kYields = 5000;
+
+  static uint64_t pack(uint32_t gen, int chunks, int next) {
+    return uint64_t(gen) << 32 | uint64_t(uint16_t(chunks)) << 16 | uint16_t(next);
+  }
+  static uint32_t gen_of(uint64_t s) { return uint32_t(s >> 32); }
+  static int chunks_of(uint64_t s) { return int(uint16_t(s >> 16)); }
+  static int next_of(uint64_t s) { return int(uint16_t(s)); }
+
+  static void pause_or_yield(int spins) {
+    if (spins < kSpins)
+      KILN_PAUSE();
+    else
+      std::this_thread::yield();
+  }
+
+  // Claims and runs chunks of region `gen` until none is left.
+  void work(uint32_t gen) {
+    uint64_t s = state_.load(std::memory_order_acquire);
     for (;;) {
-      const int c = next_chunk_.fetch_add(1, std::memory_order_acq_rel);
-      if (c >= task_.chunks) break;
-      const int64_t n = task_.end - task_.begin;
-      const int64_t b = task_.begin + n * c / task_.chunks;
-      const int64_t e = task_.begin + n * (c + 1) / task_.chunks;
+      if (gen_of(s) != gen || next_of(s) >= chunks_of(s)) return;
+      if (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+      // The region cannot end (nor task_ change) before this chunk is done.
+      const int c = next_of(s);
+      const int64_t len = task_.end - task_.begin;
+      const int64_t b = task_.begin + len * c / task_.chunks;
+      const int64_t e = task_.begin + len * (c + 1) / task_.chunks;
+      t_in_parallel = true;
       try {
         task_.fn(task_.ctx, b, e);
       } catch (...) {
         std::lock_guard<std::mutex> lock(err_mu_);
         if (!error_) error_ = std::current_exception();
       }
+      t_in_parallel = false;
+      done_.fetch_add(1, std::memory_order_acq_rel);
+      s = state_.load(std::memory_order_acquire);
     }
-    t_in_parallel = false;
   }
 
-  void loop(uint64_t seen) {
+  void loop(uint32_t seen) {
     for (;;) {
-      int spins = 0;
-      while (generation_.load(std::memory_order_acquire) == seen && !quit_.load()) {
-        if (++spins < 20000) {
-          KILN_PAUSE();
+      for (int spins = 0;; ++spins) {
+        if (quit_.load()) return;
+        const uint32_t g = gen_of(state_.load(std::memory_order_acquire));
+        if (g != seen) {
+          seen = g;
+          break;
+        }
+        if (spins < kSpins + kYields) {
+          pause_or_yield(spins);
         } else {
           std::unique_lock<std::mutex> lock(mu_);
-          cv_.wait(lock, [&] { return generation_.load() != seen || quit_.load(); });
+          cv_.wait(lock, [&] { return gen_of(state_.load()) != seen || quit_.load(); });
         }
       }
-      if (quit_.load()) return;
-      seen = generation_.load(std::memory_order_acquire);
-      work();
-      active_.fetch_sub(1, std::memory_order_acq_rel);
+      work(seen);
     }
   }
 
@@ -143,10 +193,10 @@ class Pool {
   std::vector<std::thread> workers_;
   std::mutex run_mu_, mu_, err_mu_;
   std::condition_variable cv_;
-  std::atomic<uint64_t> generation_{0};
+  uint32_t generation_ = 0;            // the last region's, written by the caller only
+  std::atomic<uint64_t> state_{0};     // pack(generation, chunks, next chunk)
   std::atomic<bool> quit_{false};
-  std::atomic<int> next_chunk_{0};
-  std::atomic<int> active_{0};
+  std::atomic<int> done_{0};           // chunks of the current region finished
   Task task_;
   std::exception_ptr error_;
 };
@@ -164,6 +214,8 @@ void set_num_threads(int n) {
   if (in_parallel_region())
     throw ValueError("[set_num_threads] cannot resize the thread pool from inside a parallel region");
   if (n < 1) n = 1;
+  if (n > kMaxThreads)
+    throw ValueError("[set_num_threads] at most " + std::to_string(kMaxThreads) + " threads, got " + std::to_string(n));
   pool().resize_if_needed(n);
 }
 

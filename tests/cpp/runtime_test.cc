@@ -56,6 +56,27 @@ TEST(ThreadPool, CoversRangeOnceAndPropagatesErrors) {
   EXPECT_GE(num_threads(), 1);
 }
 
+// More threads than cores: workers the OS has not run yet must neither lose
+// nor repeat a chunk, and an error still reaches the caller.
+TEST(ThreadPool, OversubscribedRegionsCoverRangeOnce) {
+  const int before = num_threads();
+  set_num_threads(16);
+  std::vector<std::atomic<int>> hits(997);
+  for (int round = 0; round < 2000; ++round) {
+    parallel_for(0, 997, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) hits[size_t(i)]++;
+    });
+  }
+  for (auto& h : hits) ASSERT_EQ(h.load(), 2000);
+  EXPECT_THROW(parallel_for(0, 64, 1, [](int64_t b, int64_t) {
+                 if (b >= 60) throw ValueError("[test] late chunk");
+               }),
+               ValueError);
+  EXPECT_THROW(set_num_threads(kMaxThreads + 1), ValueError);
+  set_num_threads(before);
+  EXPECT_EQ(num_threads(), before);
+}
+
 TEST(Random, ReproducibleAndDistributed) {
   Generator g1(42), g2(42);
   Tensor a = rand({10000}, DType::Float32, &g1);
