@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
+#include "cpu/softmax.h"
 #include "kiln/error.h"
+#include "llm/transformer.h"
 
 namespace kiln::llm {
 
@@ -88,18 +91,39 @@ bool Generation::next(std::string& piece) {
   if (!started_) {
     started_ = true;
     const double t0 = now();
-    logits = model_.forward(prompt_);
+    // In the model's own chunks (the same arithmetic as one call), so that
+    // Ctrl-C during a long prompt stops within one chunk.
+    const int64_t n = int64_t(prompt_.size());
+    for (int64_t i = 0; i == 0 || i < n; i += detail::kMaxChunk) {  // n = 0: forward says why not
+      if (i > 0 && options_.cancel && options_.cancel->load()) {
+        stats_.prefill_seconds = now() - t0;
+        return finish("cancelled");
+      }
+      logits = model_.forward(std::span<const int32_t>(prompt_.data() + i, size_t(std::min(detail::kMaxChunk, n - i))));
+    }
     stats_.prefill_seconds = now() - t0;
   } else {
+    // The cache is the model's: another generation or forward call since the
+    // last step moved it, and this one would continue from their tokens.
+    KILN_CHECK(model_.position() == position_ && model_.resets() == resets_, Error,
+               "[generate] the model's KV cache was reset or used by another call since this generation's "
+               "last step; a model runs one generation at a time: start a new one");
     if (model_.position() + 1 > model_.max_context()) return finish("context");
     const double t0 = now();
     const int32_t last = generated_.back();
     logits = model_.forward(std::span<const int32_t>(&last, 1));
     stats_.decode_seconds += now() - t0;
   }
+  position_ = model_.position();
+  resets_ = model_.resets();
   const int64_t V = logits.size(-1);
   logits_row_.resize(size_t(V));
   std::memcpy(logits_row_.data(), logits.data<float>(), size_t(V) * sizeof(float));
+  // NaN logits (corrupt weights, a broken config) would decode as token 0 or
+  // the first NaN forever under greedy decoding: stop with the reason instead.
+  KILN_CHECK(!std::isnan(cpu::row_max_f32(logits_row_.data(), V)), Error,
+             "[generate] the model's logits are NaN at generated token "
+                 << generated_.size() << " (corrupt weights or an invalid config?)");
   const int64_t tok =
       sample_row_(logits_row_.data(), V, options_.sampling, history_.data(), int64_t(history_.size()), gen_);
   generated_.push_back(int32_t(tok));

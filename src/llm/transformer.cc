@@ -194,6 +194,7 @@ void Transformer::reset(int64_t position) {
              "[llm] reset position " << position << " outside [0, " << pos_ << "]");
   cache_.truncate(position);
   pos_ = position;
+  ++resets_;
 }
 
 int64_t Transformer::weight_bytes() const {

@@ -292,6 +292,39 @@ TEST(LlmErrors, OneLineMessages) {
   fs::remove_all(tmp);
 }
 
+// A generation continues from the model's KV cache: a call that moved the
+// cache in between (another generation, a forward) is an error, not a
+// continuation of someone else's tokens.
+TEST(LlmGenerate, RefusesACacheMovedUnderIt) {
+  auto m = Model::load(models_dir() + "/tiny-llama", opts(WeightFormat::F32));
+  const std::vector<int32_t> prompt = {5, 6, 7, 8};
+  kiln::llm::GenerateOptions o;
+  o.max_tokens = 6;
+  o.sampling.temperature = 0;
+  o.stop_at_eos = false;
+  std::string piece;
+  kiln::llm::Generation g(*m, prompt, o);
+  ASSERT_TRUE(g.next(piece));
+  ASSERT_TRUE(g.next(piece));
+  m->reset();
+  m->forward(std::vector<int32_t>{1, 2, 3, 4, 9});
+  EXPECT_THROW(g.next(piece), kiln::Error);
+  m->reset();
+  kiln::llm::Generation h(*m, prompt, o);
+  ASSERT_TRUE(h.next(piece));
+  m->reset();
+  kiln::llm::Generation other(*m, {9, 9}, o);
+  while (other.next(piece)) {
+  }
+  EXPECT_THROW(h.next(piece), kiln::Error);
+  // Steps of one generation, alone, run to the end.
+  m->reset();
+  kiln::llm::Generation alone(*m, prompt, o);
+  while (alone.next(piece)) {
+  }
+  EXPECT_EQ(alone.generated().size(), 6u);
+}
+
 TEST(LlmGenerate, GreedyStopsAtLengthAndIsReproducible) {
   auto m = Model::load(models_dir() + "/tiny-llama", opts(WeightFormat::F32));
   const std::vector<int32_t> prompt = {5, 6, 7, 8};

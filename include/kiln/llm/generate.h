@@ -40,7 +40,8 @@ class Generation {
   // Continues from the model's current cache position (call model.reset() for a
   // fresh conversation). ValueError when the prompt does not fit the context.
   Generation(Model& model, std::vector<int32_t> prompt, GenerateOptions options);
-  // Runs the prefill on the first call, then one decode step per call. Sets
+  // Runs the prefill on the first call, then one decode step per call (Error
+  // when another call moved the model's cache in between). Sets
   // `piece` to the text this step completed (may be empty while a character
   // is split across tokens). Returns false once generation has stopped (the
   // final call flushes any held bytes into `piece`).
@@ -58,6 +59,8 @@ class Generation {
   std::vector<int64_t> history_;  // prompt + generated, for the penalties
   std::vector<float> logits_row_;
   GenerateStats stats_;
+  int64_t position_ = 0;  // the model's cache position and reset count after this generation's last step
+  uint64_t resets_ = 0;
   bool started_ = false, done_ = false;
   bool has_tokenizer_ = false;  // a model without one yields ids and empty pieces
 };

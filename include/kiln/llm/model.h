@@ -74,6 +74,9 @@ class Model {
   virtual int64_t position() const = 0;
   // Forgets cached positions from `position` on (0: an empty cache).
   virtual void reset(int64_t position = 0) = 0;
+  // How many times reset() has run: with position(), how a generation knows
+  // that nothing else used the cache between two of its steps.
+  uint64_t resets() const { return resets_; }
 
   // Runs `tokens` at positions [position(), position() + n), appending them to
   // the KV cache. Returns float32 logits [n, V] when all_logits, else [1, V] for
@@ -94,6 +97,9 @@ class Model {
   // (compressed-tensors channel layout), so these tensors written to
   // safetensors with a matching config load back without conversion.
   virtual std::vector<std::pair<std::string, Tensor>> named_weights() const = 0;
+
+ protected:
+  uint64_t resets_ = 0;  // reset() implementations count themselves here
 };
 
 }  // namespace kiln::llm
