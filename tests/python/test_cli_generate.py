@@ -116,6 +116,11 @@ def test_generate_tiny_greedy_is_transformers_argmax(name):
     assert out[0] == int(np.argmax(ref["logits"].reshape(len(ids), -1)[-1]))
     s = stats_of(r.stderr)
     assert s["prompt"] == len(ids) and s["generated"] == 5 and s["stop"] == "length" and s["dtype"] == "f32"
+    # One token comes from the prefill alone (no decode rate); -n 0 runs nothing (no rates).
+    one = stats_of(kiln("generate", DATA / "models" / name, "--prompt-ids", "1 2 3", "-n", "1", "--ignore-eos").stderr)
+    assert one["generated"] == 1 and one["decode"] is None and one["prefill"] > 0
+    none = stats_of(kiln("generate", DATA / "models" / name, "--prompt-ids", "1 2 3", "-n", "0").stderr)
+    assert none["generated"] == 0 and none["decode"] is None and none["prefill"] is None
     # Seeded sampling is reproducible and --seed changes it.
     samp = ["--prompt-ids", "1 2 3", "-n", "16", "--temperature", "1.5", "--top-k", "0", "--top-p", "1", "-q"]
     a = kiln("generate", DATA / "models" / name, *samp, "--seed", "7").stdout
@@ -154,9 +159,29 @@ def test_perplexity_and_convert_bad_input(tmp_path):
     assert_one_line_error(kiln("convert", TINY, tmp_path / "out", "--dtype", "int4"), "dtype")
 
 
+def test_convert_replaces_only_with_force(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "model.safetensors.index.json").write_text("{}")  # an older model's files
+    (out / "tokenizer.json").write_text("{}")
+    assert_one_line_error(kiln("convert", TINY, out), "not empty", "--force")
+    assert (out / "tokenizer.json").read_text() == "{}"  # untouched
+    r = kiln("convert", TINY, str(out) + "/", "--force", "--dtype", "f32")
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "generation_config.json", "model.safetensors"]
+    assert not list(tmp_path.glob("*partial*"))
+    # The converted model generates what its source does.
+    ids = ["--prompt-ids", "3 4 5", "-n", "4", "--temperature", "0", "--dtype", "f32", "-q", "--ignore-eos"]
+    assert kiln("generate", out, *ids).stdout == kiln("generate", TINY, *ids).stdout
+    # Neither the source's directory nor one above it can be the output.
+    assert_one_line_error(kiln("convert", out, out, "--force"), "source model")
+    assert_one_line_error(kiln("convert", out, tmp_path, "--force"), "source model")
+    assert out.exists()
+
+
 # ---- with the default model ---------------------------------------------------------------
 
-STATS = re.compile(r"prompt (\d+) tokens \(([\d.]+) tok/s prefill\) \| (\d+) tokens \(([\d.]+) tok/s decode\) \| "
+STATS = re.compile(r"prompt (\d+) tokens \(([\d.]+|-) tok/s prefill\) \| (\d+) tokens \(([\d.]+|-) tok/s decode\) \| "
                    r"weights ([\d.]+) MB (\w+) \| peak memory ([\d.]+) MB \| stop (\w+)")
 
 
@@ -164,7 +189,8 @@ def stats_of(stderr):
     lines = [l for l in stderr.splitlines() if STATS.search(l)]
     assert lines, stderr
     m = STATS.search(lines[-1])
-    return dict(prompt=int(m[1]), prefill=float(m[2]), generated=int(m[3]), decode=float(m[4]),
+    rate = lambda v: None if v == "-" else float(v)  # "-": not measured (no prefill, or no decode step)
+    return dict(prompt=int(m[1]), prefill=rate(m[2]), generated=int(m[3]), decode=rate(m[4]),
                 weights_mb=float(m[5]), dtype=m[6], peak_mb=float(m[7]), stop=m[8])
 
 

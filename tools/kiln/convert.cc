@@ -27,6 +27,7 @@ using ojson = nlohmann::ordered_json;
 struct ConvertFlags {
   ModelFlags model;
   std::string out;
+  bool force = false;
 };
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -54,15 +55,47 @@ void write_text(const std::string& path, const std::string& text) {
   fs::rename(tmp, path);
 }
 
+// Writes the converted model into `dir` (an empty directory); returns what it wrote, for the last line.
+std::string write_converted(const std::string& src, llm::Model& model_ref, const std::string& dir, bool quiet);
+
 int run_convert(ConvertFlags& c) {
   const std::string src = resolve_model_path(c.model.model, c.model.quiet);
-  auto model = load_model(c.model);
   std::error_code ec;
-  fs::create_directories(c.out, ec);
-  if (ec) throw ValueError("cannot create " + c.out + ": " + ec.message());
-  if (fs::is_directory(src) && fs::equivalent(src, c.out, ec))
-    throw ValueError("OUT_DIR must not be the source model's directory");
+  // An absolute, normal path ("out/", "." and "a/../out" name their directory).
+  std::string out = fs::absolute(c.out).lexically_normal().string();
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  if (fs::exists(out)) {
+    if (!fs::is_directory(out)) throw ValueError("OUT_DIR " + out + " exists and is not a directory");
+    // The source must survive: OUT_DIR is neither it nor a directory above it.
+    const std::string real_out = fs::canonical(out).string(), real_src = fs::canonical(src).string();
+    if (real_src == real_out || real_src.rfind(real_out + "/", 0) == 0)
+      throw ValueError("OUT_DIR must not be the source model's directory or one that holds it");
+    if (!fs::is_empty(out) && !c.force)
+      throw ValueError("OUT_DIR " + out + " is not empty (pass --force to replace it)");
+  }
+  auto model = load_model(c.model);
+  // Everything is written into a sibling directory first and renamed into
+  // place at the end: an interrupted or failed convert never leaves OUT_DIR
+  // half-written, nor mixes new files with an older model's.
+  const std::string tmp = out + ".kiln-partial";
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  if (ec) throw ValueError("cannot create " + tmp + ": " + ec.message());
+  std::string summary;
+  try {
+    summary = write_converted(src, *model, tmp, c.model.quiet);
+    if (fs::exists(out)) fs::remove_all(out);
+    fs::rename(tmp, out);
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  if (!c.model.quiet) std::fprintf(stderr, "wrote %s: %s\n", out.c_str(), summary.c_str());
+  return 0;
+}
 
+std::string write_converted(const std::string& src, llm::Model& model_ref, const std::string& dir, bool quiet) {
+  llm::Model* model = &model_ref;
   // Weights, streamed tensor by tensor into the file.
   auto weights = model->named_weights();
   const bool src_is_gguf = !fs::is_directory(src);
@@ -77,9 +110,9 @@ int run_convert(ConvertFlags& c) {
   }
   std::set<std::string> names;
   for (const auto& [n, t] : weights) names.insert(n);
-  if (!c.model.quiet)
-    std::fprintf(stderr, "writing %s/model.safetensors (%zu tensors)\n", c.out.c_str(), weights.size());
-  io::save_safetensors(c.out + "/model.safetensors", weights, {{"format", "pt"}});
+  if (!quiet)
+    std::fprintf(stderr, "writing model.safetensors (%zu tensors)\n", weights.size());
+  io::save_safetensors(dir + "/model.safetensors", weights, {{"format", "pt"}});
 
   // config.json: the source's own when it has one, else rebuilt from the GGUF metadata.
   const bool src_is_dir = fs::is_directory(src);
@@ -122,7 +155,7 @@ int run_convert(ConvertFlags& c) {
           fp8_channel_quantization_config(ignore, any_scale && tensorwise ? "tensor" : "channel");
     }
   }
-  write_text(c.out + "/config.json", cfg.dump(2) + "\n");
+  write_text(dir + "/config.json", cfg.dump(2) + "\n");
 
   // Tokenizer: the source's files as they are, or the GGUF's as tokenizer.json.
   std::string tokenizer_note;
@@ -130,7 +163,7 @@ int run_convert(ConvertFlags& c) {
     for (const char* name :
          {"tokenizer.json", "tokenizer_config.json", "generation_config.json", "special_tokens_map.json"}) {
       if (fs::exists(src + "/" + name)) {
-        fs::copy_file(src + "/" + name, c.out + "/" + name, fs::copy_options::overwrite_existing);
+        fs::copy_file(src + "/" + name, dir + "/" + name, fs::copy_options::overwrite_existing);
         tokenizer_note += std::string(tokenizer_note.empty() ? "" : ", ") + name;
       }
     }
@@ -138,19 +171,19 @@ int run_convert(ConvertFlags& c) {
     const auto gguf = io::GGUFFile::open(src);
     if (gguf.get_string_array("tokenizer.ggml.tokens") != nullptr) {
       const auto files = tokenizer_files_from_gguf(gguf);
-      write_text(c.out + "/tokenizer.json", files.tokenizer_json);
-      write_text(c.out + "/tokenizer_config.json", files.tokenizer_config_json);
+      write_text(dir + "/tokenizer.json", files.tokenizer_json);
+      write_text(dir + "/tokenizer_config.json", files.tokenizer_config_json);
       tokenizer_note = "tokenizer.json, tokenizer_config.json (from the GGUF's tokenizer)";
     } else {
       tokenizer_note = "no tokenizer (the GGUF has none)";
     }
   }
-  if (!c.model.quiet)
-    std::fprintf(stderr, "wrote %s: model.safetensors (%.1f MB %s), config.json%s%s\n", c.out.c_str(),
-                 double(fs::file_size(c.out + "/model.safetensors")) / 1e6,
-                 llm::weight_format_name(model->weight_format()), tokenizer_note.empty() ? "" : ", ",
-                 tokenizer_note.c_str());
-  return 0;
+  char summary[512];
+  std::snprintf(summary, sizeof summary, "model.safetensors (%.1f MB %s), config.json%s%s",
+                double(fs::file_size(dir + "/model.safetensors")) / 1e6,
+                llm::weight_format_name(model->weight_format()), tokenizer_note.empty() ? "" : ", ",
+                tokenizer_note.c_str());
+  return summary;
 }
 
 }  // namespace
@@ -169,7 +202,9 @@ Command add_convert(CLI::App& parent) {
       "library both read. MODEL may be \"default\".");
   app->add_option("model", c->model.model, "Source: a .gguf file, a model directory, or \"default\"")
       ->required();
-  app->add_option("out_dir", c->out, "Directory to write (created if missing)")->required();
+  app->add_option("out_dir", c->out, "Directory to write (created if missing; must be empty without --force)")
+      ->required();
+  app->add_flag("--force", c->force, "Replace OUT_DIR and everything in it when it is not empty");
   add_model_flags(*app, c->model);
   return {app, [c] { return run_convert(*c); }};
 }

@@ -122,15 +122,25 @@ int64_t peak_rss_bytes() {
 }
 
 std::string stats_line(const llm::GenerateStats& s, const llm::Model& m) {
+  // A rate that was not measured (no prefill ran: -n 0; no decode step: one
+  // token or none) reads "-", not 0.
+  auto rate = [](bool measured, double v) {
+    char b[32];
+    if (measured)
+      std::snprintf(b, sizeof b, "%.1f", v);
+    else
+      std::snprintf(b, sizeof b, "-");
+    return std::string(b);
+  };
+  const std::string prefill = rate(s.prefill_seconds > 0, s.prefill_tokens_per_second());
+  const std::string decode = rate(s.decode_seconds > 0 && s.generated_tokens > 1, s.decode_tokens_per_second());
   char buf[512];
-  std::snprintf(
-      buf, sizeof buf,
-      "prompt %lld tokens (%.1f tok/s prefill) | %lld tokens (%.1f tok/s decode) | weights %.1f MB %s | "
-      "peak memory %.1f MB | stop %s",
-      (long long)s.prompt_tokens, s.prefill_tokens_per_second(), (long long)s.generated_tokens,
-      s.decode_tokens_per_second(), double(m.weight_bytes()) / 1e6,
-      llm::weight_format_name(m.weight_format()), double(peak_rss_bytes()) / 1e6,
-      s.stop_reason.empty() ? "-" : s.stop_reason.c_str());
+  std::snprintf(buf, sizeof buf,
+                "prompt %lld tokens (%s tok/s prefill) | %lld tokens (%s tok/s decode) | weights %.1f MB %s | "
+                "peak memory %.1f MB | stop %s",
+                (long long)s.prompt_tokens, prefill.c_str(), (long long)s.generated_tokens, decode.c_str(),
+                double(m.weight_bytes()) / 1e6, llm::weight_format_name(m.weight_format()),
+                double(peak_rss_bytes()) / 1e6, s.stop_reason.empty() ? "-" : s.stop_reason.c_str());
   return buf;
 }
 
