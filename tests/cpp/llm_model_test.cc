@@ -325,6 +325,29 @@ TEST(LlmGenerate, RefusesACacheMovedUnderIt) {
   EXPECT_EQ(alone.generated().size(), 6u);
 }
 
+// NaN logits (here a NaN final norm, as from corrupt weights) stop greedy
+// decoding and sampling alike with the reason, instead of emitting a token.
+TEST(LlmGenerate, StopsOnNanLogits) {
+  auto m = Model::load(models_dir() + "/tiny-llama", opts(WeightFormat::F32));
+  for (auto& [name, t] : m->named_weights())
+    if (name == "model.norm.weight") t.fill_(kiln::Scalar(std::nan("")));
+  for (double temperature : {0.0, 0.8}) {
+    kiln::llm::GenerateOptions o;
+    o.max_tokens = 4;
+    o.sampling.temperature = temperature;
+    m->reset();
+    kiln::llm::Generation g(*m, {5, 6, 7}, o);
+    std::string piece;
+    try {
+      g.next(piece);
+      ADD_FAILURE() << "no error at temperature " << temperature;
+    } catch (const kiln::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("NaN"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(g.generated().empty());
+  }
+}
+
 TEST(LlmGenerate, GreedyStopsAtLengthAndIsReproducible) {
   auto m = Model::load(models_dir() + "/tiny-llama", opts(WeightFormat::F32));
   const std::vector<int32_t> prompt = {5, 6, 7, 8};
