@@ -18,7 +18,8 @@ namespace kiln {
 // ---- normalization ----
 
 // F.rms_norm: x / sqrt(mean(x^2 over the trailing normalized_shape dims) + eps)
-// * weight. eps = nullopt uses torch's default, finfo(x.dtype).eps.
+// * weight. eps = nullopt uses torch's default: finfo(x.dtype).eps, float32's
+// for bf16/f16 inputs (torch computes those in float32).
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor* weight = nullptr,
                 std::optional<double> eps = std::nullopt);
 // F.layer_norm: (x - mean) / sqrt(var_biased + eps) * weight + bias.

@@ -4,6 +4,9 @@
 // kiln.sample, with torch's argument names.
 #include "kiln/nn.h"
 
+#include <climits>
+#include <string>
+
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/tuple.h>
 
@@ -21,7 +24,17 @@ namespace {
 
 // F.softmax's legacy implicit dim (dim=None): 0 for 0-, 1- and 3-D inputs, else 1.
 int implicit_dim(const Tensor& x, nb::handle dim) {
-  if (!dim.is_none()) return nb::cast<int>(dim);
+  if (!dim.is_none()) {
+    // An integer (anything with __index__), as torch: a tuple, list or float
+    // is a TypeError, not a bad_cast.
+    if (!PyIndex_Check(dim.ptr()))
+      throw TypeError(std::string("[softmax] dim must be an int or None, got ") +
+                      nb::type_name(dim.type()).c_str());
+    const Py_ssize_t d = PyNumber_AsSsize_t(dim.ptr(), PyExc_OverflowError);
+    if (d == -1 && PyErr_Occurred()) throw nb::python_error();
+    if (d < INT_MIN || d > INT_MAX) throw IndexError("[softmax] dim " + std::to_string(d) + " is out of range");
+    return int(d);
+  }
   const int nd = x.dim();
   return (nd == 0 || nd == 1 || nd == 3) ? 0 : 1;
 }

@@ -23,6 +23,26 @@ def test_norms(dtype, tol, rng):
     np.testing.assert_allclose(np.asarray(got).astype(np.float64), want, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("dtype", [BF16, np.float16])
+def test_rms_norm_default_eps_of_half_inputs_is_float32s(dtype, rng):
+    # torch computes bf16/f16 rms_norm in float32 and adds float32's eps by default
+    # (not finfo(bf16).eps = 0.0078, which would shrink small activations ~10x).
+    x = (rng.standard_normal((3, 8)) * 1e-2).astype(dtype)
+    xd = x.astype(np.float64)
+    want = xd / np.sqrt((xd**2).mean(-1, keepdims=True) + np.finfo(np.float32).eps)
+    got = np.asarray(F.rms_norm(kiln.tensor(x), (8,))).astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2)
+
+
+def test_softmax_dim_must_be_an_int():
+    x = kiln.ones(2, 3)
+    for bad in [(1,), [1], 1.5, "a"]:
+        for f in (F.softmax, F.log_softmax, kiln.softmax):
+            with pytest.raises(TypeError, match="dim"):
+                f(x, dim=bad)
+    np.testing.assert_allclose(np.asarray(F.softmax(x, dim=np.int64(1))), np.full((2, 3), 1 / 3), rtol=1e-6)
+
+
 def test_swiglu(rng):
     g = (rng.standard_normal((5, 301)) * 6).astype(np.float32)
     u = rng.standard_normal((5, 301)).astype(np.float32)
