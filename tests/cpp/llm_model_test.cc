@@ -69,6 +69,15 @@ LoadOptions opts(WeightFormat f) {
   return o;
 }
 
+// Generation of exactly n tokens (no stop at end-of-sequence) at `temperature`.
+kiln::llm::GenerateOptions gen_opts(int64_t n, double temperature = 0) {
+  kiln::llm::GenerateOptions o;
+  o.max_tokens = n;
+  o.sampling.temperature = temperature;
+  o.stop_at_eos = false;
+  return o;
+}
+
 class TinyModel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TinyModel, F32LogitsMatchTransformers) {
@@ -298,10 +307,7 @@ TEST(LlmErrors, OneLineMessages) {
 TEST(LlmGenerate, RefusesACacheMovedUnderIt) {
   auto m = Model::load(models_dir() + "/tiny-llama", opts(WeightFormat::F32));
   const std::vector<int32_t> prompt = {5, 6, 7, 8};
-  kiln::llm::GenerateOptions o;
-  o.max_tokens = 6;
-  o.sampling.temperature = 0;
-  o.stop_at_eos = false;
+  const kiln::llm::GenerateOptions o = gen_opts(6);
   std::string piece;
   kiln::llm::Generation g(*m, prompt, o);
   ASSERT_TRUE(g.next(piece));
@@ -332,11 +338,8 @@ TEST(LlmGenerate, StopsOnNanLogits) {
   for (auto& [name, t] : m->named_weights())
     if (name == "model.norm.weight") t.fill_(kiln::Scalar(std::nan("")));
   for (double temperature : {0.0, 0.8}) {
-    kiln::llm::GenerateOptions o;
-    o.max_tokens = 4;
-    o.sampling.temperature = temperature;
     m->reset();
-    kiln::llm::Generation g(*m, {5, 6, 7}, o);
+    kiln::llm::Generation g(*m, {5, 6, 7}, gen_opts(4, temperature));
     std::string piece;
     try {
       g.next(piece);
@@ -351,10 +354,7 @@ TEST(LlmGenerate, StopsOnNanLogits) {
 TEST(LlmGenerate, GreedyStopsAtLengthAndIsReproducible) {
   auto m = Model::load(models_dir() + "/tiny-llama", opts(WeightFormat::F32));
   const std::vector<int32_t> prompt = {5, 6, 7, 8};
-  kiln::llm::GenerateOptions o;
-  o.max_tokens = 10;
-  o.sampling.temperature = 0;
-  o.stop_at_eos = false;
+  kiln::llm::GenerateOptions o = gen_opts(10);
   kiln::llm::Generation g(*m, prompt, o);
   std::string piece;
   while (g.next(piece)) {

@@ -56,7 +56,8 @@ void write_text(const std::string& path, const std::string& text) {
 }
 
 // Writes the converted model into `dir` (an empty directory); returns what it wrote, for the last line.
-std::string write_converted(const std::string& src, llm::Model& model_ref, const std::string& dir, bool quiet);
+std::string write_converted(const std::string& src, const llm::Model& model, const std::string& dir,
+                            bool quiet);
 
 int run_convert(ConvertFlags& c) {
   const std::string src = resolve_model_path(c.model.model, c.model.quiet);
@@ -94,10 +95,10 @@ int run_convert(ConvertFlags& c) {
   return 0;
 }
 
-std::string write_converted(const std::string& src, llm::Model& model_ref, const std::string& dir, bool quiet) {
-  llm::Model* model = &model_ref;
+std::string write_converted(const std::string& src, const llm::Model& model, const std::string& dir,
+                            bool quiet) {
   // Weights, streamed tensor by tensor into the file.
-  auto weights = model->named_weights();
+  auto weights = model.named_weights();
   const bool src_is_gguf = !fs::is_directory(src);
   if (src_is_gguf) {
     // llama.cpp's precomputed Llama 3 rope scaling: the GGUF metadata does not
@@ -110,8 +111,7 @@ std::string write_converted(const std::string& src, llm::Model& model_ref, const
   }
   std::set<std::string> names;
   for (const auto& [n, t] : weights) names.insert(n);
-  if (!quiet)
-    std::fprintf(stderr, "writing model.safetensors (%zu tensors)\n", weights.size());
+  if (!quiet) std::fprintf(stderr, "writing model.safetensors (%zu tensors)\n", weights.size());
   io::save_safetensors(dir + "/model.safetensors", weights, {{"format", "pt"}});
 
   // config.json: the source's own when it has one, else rebuilt from the GGUF metadata.
@@ -121,7 +121,7 @@ std::string write_converted(const std::string& src, llm::Model& model_ref, const
     std::ifstream f(src + "/config.json");
     cfg = ojson::parse(f);
   } else {
-    cfg = hf_config_from_model_config(model->config());
+    cfg = hf_config_from_model_config(model.config());
   }
   cfg.erase("quantization_config");
   DType embed_dtype = DType::BFloat16;
@@ -129,7 +129,7 @@ std::string write_converted(const std::string& src, llm::Model& model_ref, const
     if (ends_with(n, "embed_tokens.weight")) embed_dtype = t.dtype();
   cfg["torch_dtype"] = torch_dtype_name(embed_dtype);
   cfg.erase("dtype");
-  if (model->weight_format() == llm::WeightFormat::FP8) {
+  if (model.weight_format() == llm::WeightFormat::FP8) {
     // Linear modules whose weight kiln keeps unquantized (no scale): the output
     // head and MoE routers. Embeddings are not Linear modules.
     std::vector<std::string> ignore;
@@ -146,7 +146,7 @@ std::string write_converted(const std::string& src, llm::Model& model_ref, const
         ignore.push_back(module);
     }
     if (!names.count("lm_head.weight")) ignore.push_back("lm_head");
-    const auto& q = model->config().quant;
+    const auto& q = model.config().quant;
     if (block) {
       cfg["quantization_config"] = fp8_block_quantization_config(ignore, q.block_n > 0 ? q.block_n : 128,
                                                                  q.block_k > 0 ? q.block_k : 128);
@@ -181,7 +181,7 @@ std::string write_converted(const std::string& src, llm::Model& model_ref, const
   char summary[512];
   std::snprintf(summary, sizeof summary, "model.safetensors (%.1f MB %s), config.json%s%s",
                 double(fs::file_size(dir + "/model.safetensors")) / 1e6,
-                llm::weight_format_name(model->weight_format()), tokenizer_note.empty() ? "" : ", ",
+                llm::weight_format_name(model.weight_format()), tokenizer_note.empty() ? "" : ", ",
                 tokenizer_note.c_str());
   return summary;
 }
