@@ -27,7 +27,10 @@ using kiln::llm::Model;
 namespace {
 
 std::vector<int32_t> to_ids(nb::handle h) {
-  const Tensor t = kiln::py::to_tensor(h).to(kiln::DType::Int64).contiguous();
+  const Tensor given = kiln::py::to_tensor(h);
+  KILN_CHECK(given.numel() == 0 || kiln::is_integral(given.dtype(), /*include_bool=*/false), kiln::TypeError,
+             "[llm] token ids must be integers, got " << kiln::name(given.dtype()));
+  const Tensor t = given.to(kiln::DType::Int64).contiguous();
   KILN_CHECK(t.dim() <= 1 || (t.dim() == 2 && t.size(0) == 1), kiln::ValueError,
              "[llm] token ids must be 1-D (or [1, n]), got " << t.shape_str());
   std::vector<int32_t> v(size_t(t.numel()));
@@ -81,6 +84,7 @@ nb::dict stats_dict(const kiln::llm::GenerateStats& s) {
 }  // namespace
 
 void init_llm(nb::module_& m) {
+  static const kiln::llm::GenerateOptions kDefaults{};
   nb::class_<PyGeneration>(m, "Generation", "An iterator over the text pieces of one generation.")
       .def("__iter__", [](nb::handle self) { return nb::borrow(self); })
       .def("__next__", &PyGeneration::next)
@@ -167,12 +171,16 @@ void init_llm(nb::module_& m) {
             g->g = std::make_unique<kiln::llm::Generation>(md, std::move(ids), o);
             return g;
           },
-          "prompt"_a, "max_tokens"_a = 256, "temperature"_a = 1.0, "top_k"_a = 0, "top_p"_a = 1.0,
-          "min_p"_a = 0.0, "repetition_penalty"_a = 1.0, "presence_penalty"_a = 0.0,
-          "frequency_penalty"_a = 0.0, "seed"_a = 0, "stop_at_eos"_a = true, "reset"_a = true,
-          "add_special_tokens"_a = true, nb::keep_alive<0, 1>(),
-          "An iterator over text pieces. prompt: text (encoded with the tokenizer) or token ids; "
-          "temperature 0 is greedy; reset=False continues after the cached tokens.")
+          "prompt"_a, "max_tokens"_a = kDefaults.max_tokens, "temperature"_a = kDefaults.sampling.temperature,
+          "top_k"_a = kDefaults.sampling.top_k, "top_p"_a = kDefaults.sampling.top_p,
+          "min_p"_a = kDefaults.sampling.min_p,
+          "repetition_penalty"_a = kDefaults.sampling.repetition_penalty,
+          "presence_penalty"_a = kDefaults.sampling.presence_penalty,
+          "frequency_penalty"_a = kDefaults.sampling.frequency_penalty, "seed"_a = kDefaults.seed,
+          "stop_at_eos"_a = true, "reset"_a = true, "add_special_tokens"_a = true, nb::keep_alive<0, 1>(),
+          "An iterator over text pieces. prompt: text (encoded with the tokenizer) or token ids. The "
+          "defaults are kiln generate's: 128 tokens, temperature 0.8, top_k 40, top_p 0.95, min_p 0.05, "
+          "seed 0; temperature 0 is greedy. reset=False continues after the cached tokens.")
       .def("named_weights", &Model::named_weights, "The weights as held, under Hugging Face names.")
       .def("__repr__", [](const Model& md) {
         return "kiln.llm.LanguageModel(" + md.config().architecture + ", " +

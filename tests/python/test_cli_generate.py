@@ -69,6 +69,11 @@ def default_model():
     (["--dtype", "fp4"], ["dtype"]),
     (["--repetition-penalty", "0"], ["repetition-penalty"]),
     (["--threads", "-2"], ["threads"]),
+    (["--temperature", "inf"], ["temperature"]),
+    (["--temperature", "nan"], ["temperature"]),
+    (["--repetition-penalty", "inf"], ["repetition-penalty"]),
+    (["--seed", "-1"], ["seed"]),
+    (["--top-p", "nan"], ["top-p"]),
 ])
 def test_generate_bad_flags(flags, words):
     r = kiln("generate", TINY, "--prompt", "hi", *flags)
@@ -128,6 +133,17 @@ def test_generate_tiny_greedy_is_transformers_argmax(name):
     assert a != kiln("generate", DATA / "models" / name, *samp, "--seed", "8").stdout
 
 
+def test_generate_defaults_match_python():
+    # `kiln generate` with no sampling flags and LanguageModel.generate() with no
+    # sampling arguments draw the same tokens: one set of defaults.
+    llm = pytest.importorskip("kiln.llm")
+    cli = kiln("generate", TINY, "--prompt-ids", "3 4 5", "--ignore-eos", "--dtype", "f32", "-q")
+    assert cli.returncode == 0, cli.stderr
+    g = llm.load(str(TINY), dtype="f32").generate([3, 4, 5], stop_at_eos=False)
+    list(g)
+    assert [int(t) for t in cli.stdout.split()] == g.tokens
+
+
 def test_generate_tiny_errors_after_load():
     assert_one_line_error(kiln("generate", TINY, "--prompt", "hi", "-q"), "no tokenizer")
     assert_one_line_error(kiln("generate", TINY, "--prompt-ids", "1 x", "-q"), "prompt-ids")
@@ -155,6 +171,7 @@ def test_perplexity_and_convert_bad_input(tmp_path):
     assert_one_line_error(kiln("perplexity", TINY, tmp_path / "missing.txt"), "missing.txt")
     assert_one_line_error(kiln("perplexity", "/no/such/dir", TEXT), "not found")
     assert_one_line_error(kiln("perplexity", TINY, TEXT, "--window", "-3"), "window")
+    assert_one_line_error(kiln("perplexity", TINY, tmp_path), "is a directory")
     assert_one_line_error(kiln("convert", "/no/such/dir", tmp_path / "out"), "not found")
     assert_one_line_error(kiln("convert", TINY, tmp_path / "out", "--dtype", "int4"), "dtype")
 
@@ -246,6 +263,34 @@ def test_generate_ctrl_c_stops_cleanly(default_model):
     assert s["stop"] == "cancelled" and s["generated"] < 100000
 
 
+def test_generate_echo_prints_what_the_model_reads(default_model):
+    greedy = ["-n", "4", "--temperature", "0", "-q"]
+    plain = kiln("generate", default_model, "--prompt", "The sky is", "--echo", *greedy)
+    assert plain.returncode == 0 and plain.stdout.startswith("The sky is"), plain
+    # Token ids echo as their text, and continue as the same text prompt does.
+    ids = kiln("tokenize", "--tokenizer", default_model, "--ids-only", "--add-special-tokens", "The sky is").stdout.split()
+    by_ids = kiln("generate", default_model, "--prompt-ids", " ".join(ids), "--echo", *greedy)
+    assert by_ids.returncode == 0 and by_ids.stdout == plain.stdout, (by_ids, plain)
+    # --chat echoes the chat template's text, markup and all.
+    chat = kiln("generate", default_model, "--prompt", "Hi", "--chat", "--echo", *greedy)
+    assert chat.returncode == 0 and "<|im_start|>user\nHi<|im_end|>" in chat.stdout, chat
+
+
+def test_context_beyond_training_warns(default_model):
+    r = kiln("generate", default_model, "--prompt", "Hi", "-n", "1", "--context", "9000")
+    assert r.returncode == 0, r.stderr
+    assert "beyond the 8192 positions the model was trained on" in r.stderr
+    assert "trained on" not in kiln("generate", default_model, "--prompt", "Hi", "-n", "1").stderr
+
+
+def test_perplexity_reports_the_window_it_used(default_model, tmp_path):
+    text = tmp_path / "short.txt"
+    text.write_text("The cat sat on the mat. " * 20)
+    r = kiln("perplexity", default_model, text, "--window", "100000", "--context", "64", "--json", "-q")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["window"] == 64
+
+
 def test_chat_piped(default_model):
     lines = "Hello! Who are you?\n/reset\nName a colour.\n/quit\nnot read\n"
     r = kiln("chat", default_model, "-n", "12", "--temperature", "0", input=lines)
@@ -262,6 +307,20 @@ def test_chat_keeps_the_conversation(default_model):
     assert len(turns) == 2
     # The second turn prefills only what the cache did not already hold.
     assert turns[1]["prompt"] < 30
+
+
+def test_chat_drops_the_oldest_turns_first(default_model):
+    # Four turns of ~20 tokens each in a 96-position context: the first turns go,
+    # the latest ones stay, and every turn gets its whole reply (stop "length",
+    # not "context").
+    lines = "".join(f"Tell me one word about the number {n}.\n" for n in range(4))
+    r = kiln("chat", default_model, "-n", "6", "--temperature", "0", "--context", "96", input=lines)
+    assert r.returncode == 0, r.stderr
+    turns = [stats_of(l) for l in r.stderr.splitlines() if STATS.search(l)]
+    assert [t["stop"] for t in turns] == ["length"] * 4, r.stderr
+    drops = re.findall(r"the oldest (\d+) turns? (?:was|were) dropped", r.stderr)
+    assert drops and all(int(d) >= 1 for d in drops), r.stderr
+    assert "error" not in r.stderr
 
 
 def test_perplexity_bf16_fp8_close_to_f32(default_model):

@@ -78,6 +78,23 @@ def test_generate_iterates_and_is_greedy():
     assert a.tokens == b.tokens
 
 
+def test_generate_defaults_are_the_cli_defaults():
+    # Python's generate() samples as `kiln generate` does when given no options:
+    # 128 tokens, temperature 0.8, top-k 40, top-p 0.95, min-p 0.05, seed 0.
+    m = kiln.llm.load(str(MODELS / "tiny-llama"), dtype="f32")
+    prompt = [3, 4, 5]
+    by_default = m.generate(prompt, stop_at_eos=False)
+    list(by_default)
+    explicit = m.generate(prompt, max_tokens=128, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, seed=0,
+                          stop_at_eos=False)
+    list(explicit)
+    assert len(by_default.tokens) == 128 and by_default.tokens == explicit.tokens
+    plain = m.generate(prompt, max_tokens=128, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=0,
+                       stop_at_eos=False)
+    list(plain)
+    assert plain.tokens != by_default.tokens
+
+
 def test_perplexity_matches_logits():
     ids, _ = load_reference("tiny-qwen2")
     m = kiln.llm.load(str(MODELS / "tiny-qwen2"), dtype="f32")
@@ -106,6 +123,10 @@ def test_errors(tmp_path):
         m.logits([1, 256])
     with pytest.raises(ValueError, match=r"^\[llm\].*context"):
         m.logits(list(range(17)))
+    with pytest.raises(TypeError, match=r"^\[llm\] token ids must be integers"):
+        m.logits([1.5, 2.0])
+    with pytest.raises(TypeError, match=r"^\[llm\] token ids must be integers"):
+        m.forward(np.array([True]))
     with pytest.raises(ValueError, match=r"^\[llm\].*tokenizer"):
         m.tokenizer
 

@@ -64,18 +64,25 @@ int run_chat(ChatFlags& c) {
     if (line.empty()) continue;
     messages.push_back(message("user", line));
     std::vector<int32_t> ids = tok.encode(apply_chat_template(tok, jinja::Value(messages), true), false);
-    if (int64_t(ids.size()) >= model->max_context()) {
-      // Too long with the history: keep only this turn.
-      messages.erase(messages.begin() + std::ptrdiff_t(base), messages.end() - 1);
+    // Too long with the history: drop the oldest turns until this one fits
+    // with room for the reply (up to --max-tokens, at most half the context).
+    // After the system message, messages alternate user / assistant and end
+    // in this turn's user message, so a turn is two messages.
+    const int64_t room = std::min(c.sampling.options.max_tokens, model->max_context() / 2);
+    size_t dropped = 0;
+    while (int64_t(ids.size()) + room > model->max_context() && messages.size() >= base + 3) {
+      messages.erase(messages.begin() + std::ptrdiff_t(base), messages.begin() + std::ptrdiff_t(base + 2));
+      ++dropped;
       ids = tok.encode(apply_chat_template(tok, jinja::Value(messages), true), false);
-      if (!c.model.quiet)
-        std::fprintf(stderr, "(the conversation outgrew the context; earlier turns dropped)\n");
-      if (int64_t(ids.size()) >= model->max_context()) {
-        std::fprintf(stderr, "kiln: error: the message is %zu tokens, more than the context allows (%lld)\n",
-                     ids.size(), (long long)model->max_context());
-        messages.pop_back();
-        continue;
-      }
+    }
+    if (dropped > 0 && !c.model.quiet)
+      std::fprintf(stderr, "(the conversation outgrew the context; the oldest %zu turn%s dropped)\n", dropped,
+                   dropped == 1 ? " was" : "s were");
+    if (int64_t(ids.size()) >= model->max_context()) {
+      std::fprintf(stderr, "kiln: error: the message is %zu tokens, more than the context allows (%lld)\n",
+                   ids.size(), (long long)model->max_context());
+      messages.pop_back();
+      continue;
     }
     // Reuse the cached prefix; at least one token is always fed.
     size_t keep = 0;
@@ -119,11 +126,11 @@ Command add_chat(CLI::App& parent) {
       "Reads one message per line from stdin (a terminal or a pipe) and streams each reply to stdout; "
       "the stats line of each turn goes to stderr. /reset forgets the conversation, /quit or end of "
       "input ends it, Ctrl-C stops a reply. MODEL defaults to the default model (see kiln generate "
-      "--help). The conversation stays in the KV cache; when it outgrows --context, earlier turns are "
+      "--help). The conversation stays in the KV cache; when it outgrows --context, the oldest turns are "
       "dropped.");
   app->add_option("model", c->model.model, "A .gguf file, a model directory, or \"default\"");
   app->add_option("--system", c->system, "A system message that opens the conversation");
-  c->sampling.max_tokens = 256;
+  c->sampling.options.max_tokens = 256;
   add_sampling_flags(*app, c->sampling);
   add_model_flags(*app, c->model);
   return {app, [c] { return run_chat(*c); }};

@@ -2,6 +2,7 @@
 // to stdout; progress, the load line and one stats line go to stderr.
 #include "kiln/llm/generate.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <iostream>
@@ -104,15 +105,20 @@ int run_generate(GenerateFlags& g) {
     throw ValueError(g.model.model + " has no tokenizer; give the prompt as --prompt-ids");
 
   std::vector<int32_t> ids;
+  std::string echo = g.prompt;  // what --echo prints: the prompt as the model reads it
   if (!g.prompt_ids.empty()) {
     ids = given_ids;
+    // As text when the tokenizer knows every id (the model checks the range itself).
+    const bool as_text = tokp != nullptr && std::all_of(ids.begin(), ids.end(),
+                                                        [&](int32_t id) { return id < tokp->vocab_size(); });
+    echo = as_text ? tokp->decode(ids, /*skip_special_tokens=*/false) : g.prompt_ids + "\n";
   } else if (g.chat) {
     const Tokenizer& tok = *tokp;
     jinja::Dict msg;
     msg.set("role", "user");
     msg.set("content", g.prompt);
-    const std::string text = apply_chat_template(tok, jinja::Value(jinja::List{jinja::Value(msg)}), true);
-    ids = tok.encode(text, /*add_special_tokens=*/false);  // the template writes its own special tokens
+    echo = apply_chat_template(tok, jinja::Value(jinja::List{jinja::Value(msg)}), true);
+    ids = tok.encode(echo, /*add_special_tokens=*/false);  // the template writes its own special tokens
   } else {
     ids = tokp->encode(g.prompt, /*add_special_tokens=*/true);
   }
@@ -129,11 +135,11 @@ int run_generate(GenerateFlags& g) {
   llm::Generation gen(*model, std::move(ids), opt);
   std::string piece;
   bool wrote = false, ends_in_newline = false;
-  if (g.echo && !g.chat && g.prompt_ids.empty() && !g.prompt.empty()) {
-    std::fwrite(g.prompt.data(), 1, g.prompt.size(), stdout);
+  if (g.echo && !echo.empty()) {
+    std::fwrite(echo.data(), 1, echo.size(), stdout);
     std::fflush(stdout);
     wrote = true;
-    ends_in_newline = g.prompt.back() == '\n';
+    ends_in_newline = echo.back() == '\n';
   }
   size_t ids_shown = 0;
   for (;;) {
@@ -174,7 +180,8 @@ Command add_generate(CLI::App& parent) {
   app->add_option("--prompt-ids", g->prompt_ids,
                   "The prompt as token ids (\"1 2 3\"); a model without a tokenizer prints ids, not text");
   add_sampling_flags(*app, g->sampling);
-  app->add_flag("--echo", g->echo, "Print the prompt before the continuation");
+  app->add_flag("--echo", g->echo,
+                "Print the prompt before the continuation (with --chat, as the chat template wrote it)");
   app->add_flag("--chat", g->chat, "Wrap the prompt in the model's chat template as one user message");
   add_model_flags(*app, g->model);
   return {app, [g, prompt] {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -31,39 +32,35 @@ void add_model_flags(CLI::App& app, ModelFlags& f, bool with_quiet) {
 }
 
 void add_sampling_flags(CLI::App& app, SamplingFlags& s) {
-  app.add_option("-n,--max-tokens", s.max_tokens, "Tokens to generate at most")
+  llm::GenerateOptions& o = s.options;
+  app.add_option("-n,--max-tokens", o.max_tokens, "Tokens to generate at most")
       ->check(non_negative())
       ->capture_default_str();
-  app.add_option("--temperature", s.temperature, "Sampling temperature (0: greedy)")
+  app.add_option("--temperature", o.sampling.temperature, "Sampling temperature (0: greedy)")
       ->check(non_negative())
       ->capture_default_str();
-  app.add_option("--top-k", s.top_k, "Keep the k most likely tokens (0: off)")
+  app.add_option("--top-k", o.sampling.top_k, "Keep the k most likely tokens (0: off)")
       ->check(non_negative())
       ->capture_default_str();
-  app.add_option("--top-p", s.top_p, "Nucleus sampling mass, in (0, 1] (1: off)")
+  app.add_option("--top-p", o.sampling.top_p, "Nucleus sampling mass, in (0, 1] (1: off)")
       ->check(in_open_closed_unit())
       ->capture_default_str();
-  app.add_option("--min-p", s.min_p, "Drop tokens below min-p x the top probability, in [0, 1] (0: off)")
+  app.add_option("--min-p", o.sampling.min_p,
+                 "Drop tokens below min-p x the top probability, in [0, 1] (0: off)")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  app.add_option("--repetition-penalty", s.repetition_penalty,
-                 "Divide seen tokens' positive logits by this, multiply negative ones (1: off)")
-      ->check(CLI::PositiveNumber)
+  app.add_option("--repetition-penalty", o.sampling.repetition_penalty,
+                 "Divide seen tokens' positive logits by this, multiply negative ones (> 0; 1: off)")
+      ->check(positive())
       ->capture_default_str();
-  app.add_option("--seed", s.seed, "Sampling seed (the same seed gives the same text)")
+  app.add_option("--seed", o.seed, "Sampling seed, >= 0 (the same seed gives the same text)")
+      ->check(non_negative())
       ->capture_default_str();
   app.add_flag("--ignore-eos", s.ignore_eos, "Keep generating past the end-of-sequence token");
 }
 
 llm::GenerateOptions generate_options(const SamplingFlags& s) {
-  llm::GenerateOptions opt;
-  opt.max_tokens = s.max_tokens;
-  opt.sampling.temperature = s.temperature;
-  opt.sampling.top_k = s.top_k;
-  opt.sampling.top_p = s.top_p;
-  opt.sampling.min_p = s.min_p;
-  opt.sampling.repetition_penalty = s.repetition_penalty;
-  opt.seed = s.seed;
+  llm::GenerateOptions opt = s.options;
   opt.stop_at_eos = !s.ignore_eos;
   return opt;
 }
@@ -109,6 +106,12 @@ std::unique_ptr<llm::Model> load_model(const ModelFlags& f) {
     std::fprintf(stderr, "%sloaded %s (%s, %lld layers, %s weights, context %lld) in %.2f s\n",
                  tty ? "\r" : "", name.c_str(), c.architecture.c_str(), (long long)c.num_hidden_layers,
                  llm::weight_format_name(model->weight_format()), (long long)model->max_context(), secs);
+    const int64_t trained = model->config().max_position_embeddings;
+    if (trained > 0 && model->max_context() > trained)
+      std::fprintf(stderr,
+                   "warning: --context %lld is beyond the %lld positions the model was trained on; text past "
+                   "them is likely to degrade\n",
+                   (long long)model->max_context(), (long long)trained);
   }
   return model;
 }
@@ -133,14 +136,16 @@ std::string stats_line(const llm::GenerateStats& s, const llm::Model& m) {
     return std::string(b);
   };
   const std::string prefill = rate(s.prefill_seconds > 0, s.prefill_tokens_per_second());
-  const std::string decode = rate(s.decode_seconds > 0 && s.generated_tokens > 1, s.decode_tokens_per_second());
+  const std::string decode =
+      rate(s.decode_seconds > 0 && s.generated_tokens > 1, s.decode_tokens_per_second());
   char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "prompt %lld tokens (%s tok/s prefill) | %lld tokens (%s tok/s decode) | weights %.1f MB %s | "
-                "peak memory %.1f MB | stop %s",
-                (long long)s.prompt_tokens, prefill.c_str(), (long long)s.generated_tokens, decode.c_str(),
-                double(m.weight_bytes()) / 1e6, llm::weight_format_name(m.weight_format()),
-                double(peak_rss_bytes()) / 1e6, s.stop_reason.empty() ? "-" : s.stop_reason.c_str());
+  std::snprintf(
+      buf, sizeof buf,
+      "prompt %lld tokens (%s tok/s prefill) | %lld tokens (%s tok/s decode) | weights %.1f MB %s | "
+      "peak memory %.1f MB | stop %s",
+      (long long)s.prompt_tokens, prefill.c_str(), (long long)s.generated_tokens, decode.c_str(),
+      double(m.weight_bytes()) / 1e6, llm::weight_format_name(m.weight_format()),
+      double(peak_rss_bytes()) / 1e6, s.stop_reason.empty() ? "-" : s.stop_reason.c_str());
   return buf;
 }
 
@@ -176,32 +181,33 @@ void InterruptGuard::clear() { g_cancel = false; }
 
 // ---- validators -------------------------------------------------------------------
 
-CLI::Validator in_open_closed_unit() {
+namespace {
+// A validator for a finite number that `ok` accepts; the message says what was expected.
+CLI::Validator finite_number(bool (*ok)(double), const char* expected, const char* label) {
   return CLI::Validator(
-      [](std::string& s) -> std::string {
+      [ok, expected](std::string& s) -> std::string {
         try {
           size_t pos = 0;
           const double v = std::stod(s, &pos);
-          if (pos == s.size() && v > 0 && v <= 1) return {};
+          if (pos == s.size() && std::isfinite(v) && ok(v)) return {};
         } catch (...) {
         }
-        return "must be in (0, 1], got " + s;
+        return std::string("must be ") + expected + ", got " + s;
       },
-      "(0,1]");
+      label);
+}
+}  // namespace
+
+CLI::Validator in_open_closed_unit() {
+  return finite_number([](double v) { return v > 0 && v <= 1; }, "in (0, 1]", "(0,1]");
 }
 
 CLI::Validator non_negative() {
-  return CLI::Validator(
-      [](std::string& s) -> std::string {
-        try {
-          size_t pos = 0;
-          const double v = std::stod(s, &pos);
-          if (pos == s.size() && v >= 0) return {};
-        } catch (...) {
-        }
-        return "must be >= 0, got " + s;
-      },
-      ">=0");
+  return finite_number([](double v) { return v >= 0; }, "a number >= 0", ">=0");
+}
+
+CLI::Validator positive() {
+  return finite_number([](double v) { return v > 0; }, "a number > 0", ">0");
 }
 
 }  // namespace kiln::cli

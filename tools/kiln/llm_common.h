@@ -25,17 +25,11 @@ struct ModelFlags {
 };
 void add_model_flags(CLI::App& app, ModelFlags& f, bool with_quiet = true);
 
-// Sampling options shared by generate and chat. Defaults: temperature 0.8,
-// top-k 40, top-p 0.95, min-p 0.05, no repetition penalty, seed 0 (runs are
-// reproducible; --temperature 0 is greedy).
+// Sampling options shared by generate and chat, with llm::GenerateOptions'
+// defaults (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05, seed 0: runs
+// are reproducible; --temperature 0 is greedy).
 struct SamplingFlags {
-  int64_t max_tokens = 128;
-  double temperature = 0.8;
-  int64_t top_k = 40;
-  double top_p = 0.95;
-  double min_p = 0.05;
-  double repetition_penalty = 1.0;
-  uint64_t seed = 0;
+  llm::GenerateOptions options;
   bool ignore_eos = false;
 };
 void add_sampling_flags(CLI::App& app, SamplingFlags& s);
@@ -78,8 +72,9 @@ class InterruptGuard {
   std::unique_ptr<Saved> saved_;
 };
 
-// CLI11 validators with one-line messages.
+// CLI11 validators with one-line messages (inf and nan are refused).
 CLI::Validator in_open_closed_unit();  // (0, 1]
-CLI::Validator non_negative();         // >= 0
+CLI::Validator non_negative();         // >= 0, finite
+CLI::Validator positive();             // > 0, finite
 
 }  // namespace kiln::cli

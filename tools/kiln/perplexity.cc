@@ -1,7 +1,9 @@
 // `kiln perplexity MODEL FILE`: exp(mean negative log-likelihood) of a text's
 // tokens under a model, with the token count and speed.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -24,13 +26,17 @@ struct PerplexityFlags {
 };
 
 int run_perplexity(PerplexityFlags& p) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(p.file, ec))
+    throw ValueError(p.file + " is a directory, not a text file");
   std::ifstream in(p.file, std::ios::binary);
   if (!in) throw ValueError("cannot read " + p.file);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto model = load_model(p.model);
   const std::vector<int32_t> ids = model->tokenizer().encode(text, /*add_special_tokens=*/true);
   if (ids.size() < 2) throw ValueError(p.file + " has fewer than 2 tokens; perplexity needs at least 2");
-  const int64_t window = p.window > 0 ? p.window : model->max_context();
+  // The window used: --window, at most the context.
+  const int64_t window = p.window > 0 ? std::min(p.window, model->max_context()) : model->max_context();
   const auto t0 = std::chrono::steady_clock::now();
   const double ppl = llm::perplexity(*model, ids, window);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -63,7 +69,8 @@ Command add_perplexity(CLI::App& parent) {
       "windows of at most --window tokens, each starting from an empty cache.");
   app->add_option("model", p->model.model, "Model file or directory, or \"default\"")->required();
   app->add_option("file", p->file, "UTF-8 text file")->required();
-  app->add_option("--window", p->window, "Tokens per window (0: the context length)")->check(non_negative());
+  app->add_option("--window", p->window, "Tokens per window (0, or more than --context: the context length)")
+      ->check(non_negative());
   app->add_flag("--json", p->json, "Print one JSON object instead of the text line");
   add_model_flags(*app, p->model);
   return {app, [p] { return run_perplexity(*p); }};

@@ -15,9 +15,13 @@
 
 namespace kiln::llm {
 
+// The defaults are those of `kiln generate`, `kiln chat` and Python's
+// LanguageModel.generate: 128 tokens, temperature 0.8, top-k 40, top-p 0.95,
+// min-p 0.05, no penalties, seed 0 (a run is reproducible).
 struct GenerateOptions {
-  int64_t max_tokens = 256;
-  SamplingParams sampling;  // temperature 0 (or top_k 1): greedy
+  int64_t max_tokens = 128;
+  // temperature 0 (or top_k 1): greedy
+  SamplingParams sampling = {.temperature = 0.8, .top_k = 40, .top_p = 0.95, .min_p = 0.05};
   uint64_t seed = 0;
   bool stop_at_eos = true;
   // Set from another thread (a SIGINT handler) to stop after the current token.
