@@ -147,7 +147,7 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
       for (int m = 0; m < MT; ++m)
         KILN_UNROLL
         for (int c = 0; c < C; ++c) xv[m * C + c] = hn::LoadU(df, xq[m] + k + c * L);
-      if constexpr (IsTiny<W>()) {
+      if constexpr (TestsSubnormals<W>()) {
         // One test per step for all R rows; in a row whose step holds
         // subnormal codes, those read as zero in the vector part and their
         // terms are added exactly in scalar.

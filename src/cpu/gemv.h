@@ -51,6 +51,18 @@ void gemv(DType w_dtype, const GemvArgs& a);
 // the tests compare the SIMD kernels against.
 void gemv_reference(DType w_dtype, const GemvArgs& a);
 
+// How the AVX-512 e4m3 kernel meets subnormal weight codes, which it widens
+// to float32 denormals (gemv_widen-inl.h). Both are exact:
+//   Test: a test per step of 64 codes sends them to a scalar path (an FMA on a
+//         denormal costs ~70x on Intel cores);
+//   Fma:  the FMAs take them as they are, ~10% faster where denormals cost
+//         nothing (AMD Zen 4 and later).
+// The default follows the CPU's vendor; KILN_E4M3_SUBNORMALS=test|fma sets it
+// for a process. Other targets and dtypes do not depend on it.
+enum class E4M3Subnormals { Test, Fma };
+E4M3Subnormals e4m3_subnormals();
+void set_e4m3_subnormals(E4M3Subnormals mode);
+
 // Per weight type (gemv_<type>.cc): rows [n0, n1) at the best SIMD target.
 void gemv_rows_f32(const GemvArgs& a, int64_t n0, int64_t n1);
 void gemv_rows_bf16(const GemvArgs& a, int64_t n0, int64_t n1);

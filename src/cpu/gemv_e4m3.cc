@@ -1,5 +1,10 @@
 // Matrix-vector kernel for e4m3 weights (see gemv.h, gemv-inl.h): one
 // translation unit per weight type keeps each compile small.
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
 #include "cpu/gemv.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -12,10 +17,12 @@
 HWY_BEFORE_NAMESPACE();
 namespace kiln::cpu {
 namespace HWY_NAMESPACE {
-void GemvRowsE4M3(const GemvArgs& a, int64_t n0, int64_t n1) {
+void GemvRowsE4M3(const GemvArgs& a, int64_t n0, int64_t n1, bool test_subnormals) {
 #ifdef KILN_GEMV_E4M3_TINY
-  gemv::Rows<gemv::WidenE4M3Tiny>(a, n0, n1);
+  if (test_subnormals) return gemv::Rows<gemv::WidenE4M3Tiny>(a, n0, n1);
+  gemv::Rows<gemv::WidenE4M3TinyFma>(a, n0, n1);
 #else
+  (void)test_subnormals;
   gemv::Rows<gemv::WidenE4M3>(a, n0, n1);
 #endif
 }
@@ -26,8 +33,40 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace kiln::cpu {
 HWY_EXPORT(GemvRowsE4M3);
+
+namespace {
+E4M3Subnormals default_subnormals() {
+  // Read on first use, which may be on a pool thread: a bad value is reported
+  // and ignored rather than thrown there.
+  if (const char* e = std::getenv("KILN_E4M3_SUBNORMALS")) {
+    const std::string v = e;
+    if (v == "test") return E4M3Subnormals::Test;
+    if (v == "fma") return E4M3Subnormals::Fma;
+    std::fprintf(stderr, "kiln: warning: KILN_E4M3_SUBNORMALS must be test or fma, not '%s'; ignored\n",
+                 v.c_str());
+  }
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  // AMD's AVX-512 cores (Zen 4 on) run FMAs on denormals at full speed.
+  if (__builtin_cpu_is("amd")) return E4M3Subnormals::Fma;
+#endif
+  return E4M3Subnormals::Test;
+}
+std::atomic<int> g_subnormals{-1};  // -1: not chosen yet
+}  // namespace
+
+E4M3Subnormals e4m3_subnormals() {
+  int v = g_subnormals.load(std::memory_order_relaxed);
+  if (v < 0) {
+    v = int(default_subnormals());
+    g_subnormals.store(v, std::memory_order_relaxed);
+  }
+  return E4M3Subnormals(v);
+}
+
+void set_e4m3_subnormals(E4M3Subnormals mode) { g_subnormals.store(int(mode), std::memory_order_relaxed); }
+
 void gemv_rows_e4m3(const GemvArgs& a, int64_t n0, int64_t n1) {
-  HWY_DYNAMIC_DISPATCH(GemvRowsE4M3)(a, n0, n1);
+  HWY_DYNAMIC_DISPATCH(GemvRowsE4M3)(a, n0, n1, e4m3_subnormals() == E4M3Subnormals::Test);
 }
 }  // namespace kiln::cpu
 #endif

@@ -158,12 +158,14 @@ struct WidenE4M3 : WidenFP8Base<WidenE4M3> {
 // (PermuteX) so tiny * x' stays normal; the sums are scaled back once per row.
 // Subnormal codes (E = 0, M != 0) would be float32 denormals, which cost ~70x
 // per FMA on Intel: a 4L-byte step that holds one (rare: ~2e-5 of real model
-// weights) is detected with two mask tests and done exactly in scalar instead.
+// weights) is detected with two mask tests and done exactly in scalar instead
+// (where denormals cost nothing, WidenE4M3TinyFma skips the test).
 // Lanes come out as weights 4i+0, 4i+1, 4i+2, 4i+3 of lane i (x permuted to match).
 struct WidenE4M3Tiny {
   using T = float8_e4m3fn;
   static constexpr int kChunk = 4;
   static constexpr float kMult = 1.0f;
+  static constexpr bool kTestSubnormals = true;
   // One bit per byte of the step that is a subnormal code (E = 0, M != 0).
   static HWY_INLINE uint64_t Subnormals(const T* HWY_RESTRICT p) {
     const __m512i v = _mm512_loadu_si512(p);
@@ -197,6 +199,12 @@ struct WidenE4M3Tiny {
     out[3] = hn::BitCast(df, hn::And(hi, top));       // byte 3
   }
   static float One(T v) { return float(v); }
+};
+// The same widening where FMAs take float32 denormals at full speed (AMD Zen 4
+// and later: measured no slower than normal operands): subnormal codes need no
+// test, their tiny floats are exact as they are (cpu::E4M3Subnormals::Fma).
+struct WidenE4M3TinyFma : WidenE4M3Tiny {
+  static constexpr bool kTestSubnormals = false;
 };
 #endif
 
@@ -240,10 +248,19 @@ inline bool RowHasNanCode(const float8_e4m3fn* HWY_RESTRICT w, int64_t K) {
 template <class W>
 constexpr bool IsTiny() {
 #ifdef KILN_GEMV_E4M3_TINY
-  return std::is_same_v<W, WidenE4M3Tiny>;
+  return std::is_base_of_v<WidenE4M3Tiny, W>;
 #else
   return false;
 #endif
+}
+// The tiny loader that wants its subnormal codes found per step (Test mode).
+template <class W>
+constexpr bool TestsSubnormals() {
+  if constexpr (IsTiny<W>()) {
+    return W::kTestSubnormals;
+  } else {
+    return false;
+  }
 }
 
 }  // namespace gemv

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/gemv.h"
 #include "kiln/kiln.h"
 #include "matmul_test_util.h"
 
@@ -19,6 +20,20 @@ using test::randn_as;
 
 const DType kWeightTypes[] = {DType::Float32, DType::BFloat16, DType::Float16, DType::Float8_e4m3fn,
                               DType::Float8_e5m2};
+
+// Runs body once in each way the AVX-512 e4m3 kernel can meet subnormal codes
+// (the other targets and dtypes ignore the setting), then restores it.
+template <class F>
+void in_each_subnormal_mode(F&& body) {
+  const cpu::E4M3Subnormals saved = cpu::e4m3_subnormals();
+  for (cpu::E4M3Subnormals mode : {cpu::E4M3Subnormals::Test, cpu::E4M3Subnormals::Fma}) {
+    cpu::set_e4m3_subnormals(mode);
+    SCOPED_TRACE(mode == cpu::E4M3Subnormals::Test ? "subnormal codes tested per step"
+                                                   : "subnormal codes in FMAs");
+    body();
+  }
+  cpu::set_e4m3_subnormals(saved);
+}
 
 // y = x @ (w * scale)^T + bias in double, plus sum |terms| for tolerances.
 void reference(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& scale,
@@ -122,7 +137,8 @@ TEST(Linear, PackedGemmBlockBoundaries) {
   struct Case {
     int64_t M, N, K;
   };
-  const Case cases[] = {{7, 13, 5}, {9, 12, 256}, {16, 205, 513}, {17, 130, 300}, {33, 7, 64}, {300, 7, 8192}};
+  const Case cases[] = {{7, 13, 5},     {9, 12, 256}, {16, 205, 513},
+                        {17, 130, 300}, {33, 7, 64},  {300, 7, 8192}};
   for (DType wd : kWeightTypes)
     for (int sk : {0, 2, 3})
       for (const Case& c : cases) {
@@ -175,112 +191,118 @@ TEST(Linear, OutVariantWritesInPlace) {
 }
 
 TEST(Linear, FP8ExtremesAreExact) {
-  // Subnormal and largest codes of both formats decode exactly in the fast path.
-  for (DType wd : {DType::Float8_e4m3fn, DType::Float8_e5m2}) {
-    std::vector<uint8_t> codes;
-    for (int c = 0; c < 256; ++c) {
-      const bool nan = wd == DType::Float8_e4m3fn ? (c & 0x7F) == 0x7F : (c & 0x7F) > 0x7C;
-      const bool inf = wd == DType::Float8_e5m2 && (c & 0x7F) == 0x7C;
-      if (!nan && !inf) codes.push_back(uint8_t(c));
+  in_each_subnormal_mode([] {
+    // Subnormal and largest codes of both formats decode exactly in the fast path.
+    for (DType wd : {DType::Float8_e4m3fn, DType::Float8_e5m2}) {
+      std::vector<uint8_t> codes;
+      for (int c = 0; c < 256; ++c) {
+        const bool nan = wd == DType::Float8_e4m3fn ? (c & 0x7F) == 0x7F : (c & 0x7F) > 0x7C;
+        const bool inf = wd == DType::Float8_e5m2 && (c & 0x7F) == 0x7C;
+        if (!nan && !inf) codes.push_back(uint8_t(c));
+      }
+      const int64_t K = int64_t(codes.size());
+      const Tensor w = from_buffer_copy(codes.data(), {1, K}, wd);
+      // One-hot activations pick each code out exactly.
+      for (int64_t k = 0; k < K; k += 7) {
+        Tensor x = zeros({1, K});
+        x.data<float>()[k] = 1.0f;
+        const double want = dvals(w)[size_t(k)];
+        EXPECT_EQ(dvals(linear(x, w))[0], want) << name(wd) << " code " << int(codes[size_t(k)]);
+      }
     }
-    const int64_t K = int64_t(codes.size());
-    const Tensor w = from_buffer_copy(codes.data(), {1, K}, wd);
-    // One-hot activations pick each code out exactly.
-    for (int64_t k = 0; k < K; k += 7) {
-      Tensor x = zeros({1, K});
-      x.data<float>()[k] = 1.0f;
-      const double want = dvals(w)[size_t(k)];
-      EXPECT_EQ(dvals(linear(x, w))[0], want) << name(wd) << " code " << int(codes[size_t(k)]);
-    }
-  }
+  });
 }
 
 TEST(Linear, FP8EdgeCodesWithTinyAndHugeActivations) {
-  // Subnormal, smallest-normal and saturated codes of both formats, through the
-  // one-token and few-row kernels (K = 300: vector body plus scalar tail), with
-  // activation rows of magnitude ~1e-30, ~1 and ~1e30: the widening and the
-  // per-row scale must stay exact relative to each row's own terms.
-  for (DType wd : {DType::Float8_e4m3fn, DType::Float8_e5m2}) {
-    const bool e4 = wd == DType::Float8_e4m3fn;
-    // e4m3: subnormals 0x01..0x07, min normal 0x08, max 0x7E (448);
-    // e5m2: subnormals 0x01..0x03, min normal 0x04, max 0x7B (57344).
-    const std::vector<uint8_t> edge =
-        e4 ? std::vector<uint8_t>{0x01, 0x02, 0x03, 0x07, 0x08, 0x09, 0x7E, 0x7D}
-           : std::vector<uint8_t>{0x01, 0x02, 0x03, 0x04, 0x05, 0x7B, 0x7A};
-    const int64_t N = 37, K = 300;
-    std::vector<uint8_t> codes(size_t(N * K));
-    uint64_t st = 12345;
-    for (auto& c : codes) {
-      st = st * 6364136223846793005ull + 1442695040888963407ull;
-      c = uint8_t(edge[(st >> 33) % edge.size()] | ((st >> 20) & 1 ? 0x80 : 0));
-    }
-    const Tensor w = from_buffer_copy(codes.data(), {N, K}, wd);
-    const Tensor scale = add(rand({N, 1}, DType::Float32), Scalar(0.5));
-    for (int64_t M : {1, 3}) {
-      Tensor x = randn_as({M, K}, DType::Float32, 9);
-      for (int64_t m = 0; m < M; ++m) {
-        const float mag = M == 1 ? 1e-30f : m == 0 ? 1e-30f : m == 1 ? 1.0f : 1e30f;
-        for (int64_t k = 0; k < K; ++k) x.data<float>()[m * K + k] *= mag;
+  in_each_subnormal_mode([] {
+    // Subnormal, smallest-normal and saturated codes of both formats, through the
+    // one-token and few-row kernels (K = 300: vector body plus scalar tail), with
+    // activation rows of magnitude ~1e-30, ~1 and ~1e30: the widening and the
+    // per-row scale must stay exact relative to each row's own terms.
+    for (DType wd : {DType::Float8_e4m3fn, DType::Float8_e5m2}) {
+      const bool e4 = wd == DType::Float8_e4m3fn;
+      // e4m3: subnormals 0x01..0x07, min normal 0x08, max 0x7E (448);
+      // e5m2: subnormals 0x01..0x03, min normal 0x04, max 0x7B (57344).
+      const std::vector<uint8_t> edge =
+          e4 ? std::vector<uint8_t>{0x01, 0x02, 0x03, 0x07, 0x08, 0x09, 0x7E, 0x7D}
+             : std::vector<uint8_t>{0x01, 0x02, 0x03, 0x04, 0x05, 0x7B, 0x7A};
+      const int64_t N = 37, K = 300;
+      std::vector<uint8_t> codes(size_t(N * K));
+      uint64_t st = 12345;
+      for (auto& c : codes) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        c = uint8_t(edge[(st >> 33) % edge.size()] | ((st >> 20) & 1 ? 0x80 : 0));
       }
-      SCOPED_TRACE(std::string(name(wd)) + " M " + std::to_string(M));
-      std::vector<double> want, mag;
-      reference(x, w, Tensor(), scale, want, mag);
-      test::expect_close(linear(x, w, Tensor(), scale), want, 0, 0, &mag, 1e-5);
+      const Tensor w = from_buffer_copy(codes.data(), {N, K}, wd);
+      const Tensor scale = add(rand({N, 1}, DType::Float32), Scalar(0.5));
+      for (int64_t M : {1, 3}) {
+        Tensor x = randn_as({M, K}, DType::Float32, 9);
+        for (int64_t m = 0; m < M; ++m) {
+          const float mag = M == 1 ? 1e-30f : m == 0 ? 1e-30f : m == 1 ? 1.0f : 1e30f;
+          for (int64_t k = 0; k < K; ++k) x.data<float>()[m * K + k] *= mag;
+        }
+        SCOPED_TRACE(std::string(name(wd)) + " M " + std::to_string(M));
+        std::vector<double> want, mag;
+        reference(x, w, Tensor(), scale, want, mag);
+        test::expect_close(linear(x, w, Tensor(), scale), want, 0, 0, &mag, 1e-5);
+      }
     }
-  }
+  });
 }
 
 TEST(Linear, FP8RowsWithScatteredSubnormalsAndMixedActivations) {
-  // Long e4m3 rows (whole SIMD steps plus a tail) where ~2% of codes are
-  // subnormal and some are zero, against activation rows that mix magnitudes
-  // 1e30 .. 1e-30 and zeros, an all-zero row, a row too small for the AVX-512
-  // loader's activation scaling, and rows holding inf or NaN.
-  const int64_t N = 41, K = 1000;
-  std::vector<uint8_t> codes(size_t(N * K));
-  uint64_t st = 99;
-  auto next = [&] {
-    st = st * 6364136223846793005ull + 1442695040888963407ull;
-    return st >> 33;
-  };
-  for (auto& c : codes) {
-    const uint64_t r = next() % 100;
-    // subnormal, zero, or one of the smallest normals (so subnormal terms matter)
-    c = r < 2 ? uint8_t(1 + next() % 7) : r < 3 ? 0 : uint8_t(8 + next() % 16);
-    if (next() & 1) c |= 0x80;
-  }
-  const Tensor w = from_buffer_copy(codes.data(), {N, K}, DType::Float8_e4m3fn);
-  const Tensor scale = add(rand({N, 1}, DType::Float32), Scalar(0.5));
-  const int64_t M = 6;
-  Tensor x = randn_as({M, K}, DType::Float32, 21);
-  float* xp = x.data<float>();
-  for (int64_t k = 0; k < K; ++k) {
-    xp[0 * K + k] *= k % 3 == 0 ? 1e30f : k % 3 == 1 ? 1e-30f : 0.0f;  // mixed
-    xp[2 * K + k] = 0.0f;                                              // all zero
-    xp[3 * K + k] *= 1e-25f;                                           // tiny row
-  }
-  for (int64_t m0 : {int64_t(0), int64_t(1), int64_t(3)}) {  // M = 1, 2 and 3 row tiles
-    for (int64_t rows : {int64_t(1), int64_t(2), int64_t(3)}) {
-      if (m0 + rows > 4) continue;
-      const Tensor xs = x.narrow(0, m0, rows).contiguous();
-      SCOPED_TRACE("rows " + std::to_string(m0) + ".." + std::to_string(m0 + rows));
+  in_each_subnormal_mode([] {
+    // Long e4m3 rows (whole SIMD steps plus a tail) where ~2% of codes are
+    // subnormal and some are zero, against activation rows that mix magnitudes
+    // 1e30 .. 1e-30 and zeros, an all-zero row, a row too small for the AVX-512
+    // loader's activation scaling, and rows holding inf or NaN.
+    const int64_t N = 41, K = 1000;
+    std::vector<uint8_t> codes(size_t(N * K));
+    uint64_t st = 99;
+    auto next = [&] {
+      st = st * 6364136223846793005ull + 1442695040888963407ull;
+      return st >> 33;
+    };
+    for (auto& c : codes) {
+      const uint64_t r = next() % 100;
+      // subnormal, zero, or one of the smallest normals (so subnormal terms matter)
+      c = r < 2 ? uint8_t(1 + next() % 7) : r < 3 ? 0 : uint8_t(8 + next() % 16);
+      if (next() & 1) c |= 0x80;
+    }
+    const Tensor w = from_buffer_copy(codes.data(), {N, K}, DType::Float8_e4m3fn);
+    const Tensor scale = add(rand({N, 1}, DType::Float32), Scalar(0.5));
+    const int64_t M = 6;
+    Tensor x = randn_as({M, K}, DType::Float32, 21);
+    float* xp = x.data<float>();
+    for (int64_t k = 0; k < K; ++k) {
+      xp[0 * K + k] *= k % 3 == 0 ? 1e30f : k % 3 == 1 ? 1e-30f : 0.0f;  // mixed
+      xp[2 * K + k] = 0.0f;                                              // all zero
+      xp[3 * K + k] *= 1e-25f;                                           // tiny row
+    }
+    for (int64_t m0 : {int64_t(0), int64_t(1), int64_t(3)}) {  // M = 1, 2 and 3 row tiles
+      for (int64_t rows : {int64_t(1), int64_t(2), int64_t(3)}) {
+        if (m0 + rows > 4) continue;
+        const Tensor xs = x.narrow(0, m0, rows).contiguous();
+        SCOPED_TRACE("rows " + std::to_string(m0) + ".." + std::to_string(m0 + rows));
+        std::vector<double> want, mag;
+        reference(xs, w, Tensor(), scale, want, mag);
+        test::expect_close(linear(xs, w, Tensor(), scale), want, 0, 0, &mag, 1e-5);
+      }
+    }
+    // inf and NaN propagate as in the double reference.
+    xp[4 * K + 10] = std::numeric_limits<float>::infinity();
+    xp[5 * K + 10] = std::numeric_limits<float>::quiet_NaN();
+    for (int64_t m : {int64_t(4), int64_t(5)}) {
+      const Tensor xs = x.narrow(0, m, 1).contiguous();
       std::vector<double> want, mag;
       reference(xs, w, Tensor(), scale, want, mag);
-      test::expect_close(linear(xs, w, Tensor(), scale), want, 0, 0, &mag, 1e-5);
+      const std::vector<double> got = dvals(linear(xs, w, Tensor(), scale));
+      for (size_t n = 0; n < want.size(); ++n) {
+        EXPECT_EQ(std::isnan(got[n]), std::isnan(want[n])) << "m " << m << " n " << n;
+        if (!std::isnan(want[n])) EXPECT_EQ(got[n], want[n]) << "m " << m << " n " << n;
+      }
     }
-  }
-  // inf and NaN propagate as in the double reference.
-  xp[4 * K + 10] = std::numeric_limits<float>::infinity();
-  xp[5 * K + 10] = std::numeric_limits<float>::quiet_NaN();
-  for (int64_t m : {int64_t(4), int64_t(5)}) {
-    const Tensor xs = x.narrow(0, m, 1).contiguous();
-    std::vector<double> want, mag;
-    reference(xs, w, Tensor(), scale, want, mag);
-    const std::vector<double> got = dvals(linear(xs, w, Tensor(), scale));
-    for (size_t n = 0; n < want.size(); ++n) {
-      EXPECT_EQ(std::isnan(got[n]), std::isnan(want[n])) << "m " << m << " n " << n;
-      if (!std::isnan(want[n])) EXPECT_EQ(got[n], want[n]) << "m " << m << " n " << n;
-    }
-  }
+  });
 }
 
 TEST(Linear, BadInputsRaise) {
