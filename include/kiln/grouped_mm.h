@@ -12,6 +12,7 @@
 
 #include <optional>
 
+#include "kiln/quantize.h"
 #include "kiln/tensor.h"
 
 namespace kiln {
@@ -43,6 +44,7 @@ struct GroupedLinear {
   const int32_t* ends = nullptr;
   float* y = nullptr;
   int64_t ldy = 0;
+  Fp8Codes codes = Fp8Codes::Unchecked;  // what the caller knows of FP8 W (kiln/quantize.h)
 };
 void grouped_linear(const GroupedLinear& p);
 }  // namespace detail

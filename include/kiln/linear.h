@@ -9,6 +9,7 @@
 // weights once x outgrows L2).
 #pragma once
 
+#include "kiln/quantize.h"
 #include "kiln/tensor.h"
 
 namespace kiln {
@@ -24,9 +25,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 // The same into `out` ([..., N], x's dtype or float32, contiguous). With
 // float32 x, contiguous inputs and a float32 bias it allocates nothing for
 // up to kLinearGemvMaxRows rows: the call a decode loop makes once per layer
-// per token.
+// per token. codes: what the caller knows of an FP8 weight (kiln/quantize.h).
 void linear_out(const Tensor& x, const Tensor& weight, const Tensor& weight_scale, const Tensor& bias,
-                Tensor& out);
+                Tensor& out, Fp8Codes codes = Fp8Codes::Unchecked);
 
 // The number of activation rows up to which linear takes the matrix-vector
 // path: its cost grows with every row, while the packed GEMM's micro-tile

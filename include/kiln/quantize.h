@@ -38,4 +38,18 @@ Tensor dequantize(const Tensor& q, const Tensor& scale, DType out_dtype = DType:
 // The largest finite value of an FP8 dtype (448 or 57344).
 float fp8_max(DType dtype);
 
+// What a caller knows of an FP8 weight's codes. float8_e4m3fn's S.1111.111 is
+// NaN; the matrix-vector kernels widen codes with integer ops that read it as a
+// finite number, so by default they also test every step of codes for it (a
+// row that holds one comes out NaN, as in torch). A caller that keeps a weight
+// for many calls (a model) can scan it once with fp8_has_nan_code and pass
+// NoNan: the kernels then skip the test, 10-20% of an e4m3 matrix-vector
+// product wherever widening, not memory, is the limit. NoNan on a weight that
+// does hold a NaN code gives finite, wrong rows instead of NaN ones.
+enum class Fp8Codes : uint8_t { Unchecked, NoNan };
+
+// True when w is float8_e4m3fn and holds a NaN code; false for every other
+// dtype (float8_e5m2's NaN codes widen to NaN exactly). One read of w.
+bool fp8_has_nan_code(const Tensor& w);
+
 }  // namespace kiln

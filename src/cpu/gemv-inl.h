@@ -352,7 +352,7 @@ void Rows(const GemvArgs& a, int64_t n0, int64_t n1) {
 #ifdef KILN_GEMV_E4M3_TINY
   if constexpr (IsTiny<W>()) {
     xp = PermuteScaleX(a, ldxp, vfac);
-    if (!xp) return Rows<WidenE4M3>(a, n0, n1);
+    if (!xp) return Rows<LikeChecked<W, WidenE4M3> >(a, n0, n1);
   } else {
     xp = PermuteX<W>(a, ldxp);
   }

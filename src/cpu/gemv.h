@@ -37,11 +37,15 @@ struct GemvArgs {
   int64_t scale_ld = 0;         // Block: blocks per scale row (ceil(K / 128))
   const float* bias = nullptr;  // [N] float32 or null
   bool accumulate = false;      // y += result (y must be float32)
+  // W (float8_e4m3fn) is known to hold no NaN code: the caller scanned it
+  // (fp8_has_nan_code), so the kernel skips its own per-step test.
+  bool w_no_nan = false;
 };
 
 // Rows [n0, n1) of y, all M activation rows, on the calling thread. w_dtype is
 // W's dtype. A NaN weight code (float8_e4m3fn S.1111.111 too) makes its
-// rows NaN, as in IEEE arithmetic.
+// rows NaN, as in IEEE arithmetic (unless w_no_nan says there is none: such a
+// code then reads as a finite number).
 void gemv_rows(DType w_dtype, const GemvArgs& a, int64_t n0, int64_t n1);
 
 // All of y, split over N across kiln's thread pool.

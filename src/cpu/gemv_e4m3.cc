@@ -17,13 +17,18 @@
 HWY_BEFORE_NAMESPACE();
 namespace kiln::cpu {
 namespace HWY_NAMESPACE {
+template <class W>
+void RowsFor(const GemvArgs& a, int64_t n0, int64_t n1) {
+  if (a.w_no_nan) return gemv::Rows<gemv::NanChecked<W> >(a, n0, n1);
+  gemv::Rows<W>(a, n0, n1);
+}
 void GemvRowsE4M3(const GemvArgs& a, int64_t n0, int64_t n1, bool test_subnormals) {
 #ifdef KILN_GEMV_E4M3_TINY
-  if (test_subnormals) return gemv::Rows<gemv::WidenE4M3Tiny>(a, n0, n1);
-  gemv::Rows<gemv::WidenE4M3TinyFma>(a, n0, n1);
+  if (test_subnormals) return RowsFor<gemv::WidenE4M3Tiny>(a, n0, n1);
+  RowsFor<gemv::WidenE4M3TinyFma>(a, n0, n1);
 #else
   (void)test_subnormals;
-  gemv::Rows<gemv::WidenE4M3>(a, n0, n1);
+  RowsFor<gemv::WidenE4M3>(a, n0, n1);
 #endif
 }
 }  // namespace HWY_NAMESPACE

@@ -20,6 +20,11 @@ int64_t Linear::bytes() const {
   return b;
 }
 
+Fp8Codes scanned_codes(const Tensor& w, bool owned) {
+  if (!owned || w.dtype() != DType::Float8_e4m3fn || fp8_has_nan_code(w)) return Fp8Codes::Unchecked;
+  return Fp8Codes::NoNan;
+}
+
 Linear fuse_rows(std::vector<Linear*> parts) {
   Linear f;
   int64_t N = 0;
@@ -36,6 +41,9 @@ Linear fuse_rows(std::vector<Linear*> parts) {
   if (a.scale.defined()) f.scale = empty({N, 1}, DType::Float32);
   if (a.bias.defined()) f.bias = empty({N}, DType::Float32);
   f.owned = true;
+  f.codes = Fp8Codes::NoNan;
+  for (const Linear* p : parts)
+    if (p->codes != Fp8Codes::NoNan) f.codes = Fp8Codes::Unchecked;
   int64_t r = 0;
   for (Linear* p : parts) {
     const int64_t n = p->w.size(0);
@@ -289,6 +297,7 @@ Linear WeightLoader::linear(const std::string& prefix) {
     Linear L;
     L.w = convert_by_rows(wn, linear_dtype(opt_.weights), &L.scale);
     L.owned = true;
+    L.codes = scanned_codes(L.w, true);
     if (src_.contains(prefix + ".bias")) L.bias = f32(prefix + ".bias");
     return L;
   }
@@ -324,6 +333,7 @@ Linear WeightLoader::linear(const std::string& prefix) {
       L.w = t.to(d).contiguous();
     }
     L.owned = !same_storage(L.w, t);
+    L.codes = scanned_codes(L.w, L.owned);
     done(wn, L.owned);
   }
   if (src_.contains(prefix + ".bias")) L.bias = f32(prefix + ".bias");
@@ -332,6 +342,11 @@ Linear WeightLoader::linear(const std::string& prefix) {
 
 WeightLoader::Experts WeightLoader::experts(const std::string& prefix, int64_t E, int64_t I, int64_t H,
                                             bool mixtral_names) {
+  auto both_scanned = [](const Experts& x, bool owned) {
+    return scanned_codes(x.gate_up, owned) == Fp8Codes::NoNan && scanned_codes(x.down, owned) == Fp8Codes::NoNan
+               ? Fp8Codes::NoNan
+               : Fp8Codes::Unchecked;
+  };
   const char* gname = mixtral_names ? "w1" : "gate_proj";
   const char* uname = mixtral_names ? "w3" : "up_proj";
   const char* dname = mixtral_names ? "w2" : "down_proj";
@@ -383,6 +398,8 @@ WeightLoader::Experts WeightLoader::experts(const std::string& prefix, int64_t E
     };
     take(st + "gate_up_proj.weight", 2 * I, H, x.gate_up, x.gate_up_scale);
     take(st + "down_proj.weight", H, I, x.down, x.down_scale);
+    x.codes = both_scanned(x, !same_storage(x.gate_up, src_.get(st + "gate_up_proj.weight")) &&
+                                  !same_storage(x.down, src_.get(st + "down_proj.weight")));
     return x;
   }
   // Stacked layouts: GGUF (experts.gate_proj.weight [E, I, H]) and
@@ -445,6 +462,7 @@ WeightLoader::Experts WeightLoader::experts(const std::string& prefix, int64_t E
         put(src_.get_slice(names[2], e), Tensor(), x.down.select(0, e), scale_rows(x.down_scale, e, 0, H));
       }
       for (const auto& n : names) done(n, true);
+      x.codes = both_scanned(x, true);
       return x;
     } else {
       names = {st + "gate_up_proj", st + "down_proj"};
@@ -470,6 +488,7 @@ WeightLoader::Experts WeightLoader::experts(const std::string& prefix, int64_t E
       put(dn.select(0, e), Tensor(), x.down.select(0, e), scale_rows(x.down_scale, e, 0, H));
     }
     for (const auto& n : names) done(n, true);
+    x.codes = both_scanned(x, true);
     return x;
   }
   for (int64_t e = 0; e < E; ++e) {
@@ -482,6 +501,7 @@ WeightLoader::Experts WeightLoader::experts(const std::string& prefix, int64_t E
       if (!p->sn.empty()) done(p->sn, true);
     }
   }
+  x.codes = both_scanned(x, true);
   return x;
 }
 

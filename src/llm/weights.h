@@ -13,6 +13,7 @@
 
 #include "kiln/io/model_config.h"
 #include "kiln/llm/model.h"
+#include "kiln/quantize.h"
 #include "kiln/tensor.h"
 
 namespace kiln::llm::detail {
@@ -60,9 +61,16 @@ std::unique_ptr<TensorSource> memory_source(std::vector<std::pair<std::string, T
 struct Linear {
   Tensor w, scale, bias;
   bool owned = false;  // converted at load (not a view of the source's bytes)
+  Fp8Codes codes = Fp8Codes::Unchecked;  // NoNan: an owned e4m3 weight scanned at load
   int64_t bytes() const;
   bool defined() const { return w.defined(); }
 };
+
+// What kiln knows of an FP8 weight's codes after load: an e4m3 weight
+// converted at load (owned) is scanned once, while its pages are in memory, so
+// the decode kernels can skip their per-step NaN test; a view of a
+// checkpoint's own bytes stays Unchecked rather than be read whole at load.
+Fp8Codes scanned_codes(const Tensor& w, bool owned);
 
 // Several linears with one input (q/k/v, gate/up) stacked into one weight so a
 // decode step makes one matrix-vector call; the parts become row views of it.
@@ -89,6 +97,7 @@ class WeightLoader {
   // ("model.layers.3.mlp" or "...block_sparse_moe").
   struct Experts {
     Tensor gate_up, gate_up_scale, down, down_scale;
+    Fp8Codes codes = Fp8Codes::Unchecked;  // of both (as Linear::codes)
   };
   Experts experts(const std::string& prefix, int64_t E, int64_t I, int64_t H, bool mixtral_names);
   // Reports the load complete (tensors the model does not use count as done).

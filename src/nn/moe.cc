@@ -150,7 +150,8 @@ Tensor expert_weights(const Tensor& w, const char* what) {
 }  // namespace
 
 Tensor moe_ffn(const Tensor& x, const Tensor& router_w, const Tensor& gate_up_w, const Tensor& down_w,
-               int64_t top_k, bool norm_topk_prob, const Tensor& gate_up_scale, const Tensor& down_scale) {
+               int64_t top_k, bool norm_topk_prob, const Tensor& gate_up_scale, const Tensor& down_scale,
+               Fp8Codes expert_codes) {
   KILN_CHECK(x.defined() && x.dim() == 2, ValueError, "[moe_ffn] x must be 2-D [tokens, hidden]");
   KILN_CHECK(detail::is_activation_dtype(x.dtype()), TypeError,
              "[moe_ffn] x must be float32, bfloat16 or float16, got " << name(x.dtype()));
@@ -201,6 +202,7 @@ Tensor moe_ffn(const Tensor& x, const Tensor& router_w, const Tensor& gate_up_w,
     p.ends = offs.data<int32_t>();
     p.y = out.data<float>();
     p.ldy = N;
+    p.codes = expert_codes;
     detail::grouped_linear(p);
   };
   Tensor h = empty({R, I2}, DType::Float32);

@@ -33,6 +33,7 @@ void grouped_linear(const GroupedLinear& p) {
     a.y = p.y + s * p.ldy;
     a.ldy = p.ldy;
     a.y_dtype = DType::Float32;
+    a.w_no_nan = p.codes == Fp8Codes::NoNan;
     if (p.scale) {
       a.scale_kind = cpu::ScaleKind::Row;
       a.scale = p.scale + g * p.N;

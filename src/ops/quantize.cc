@@ -25,6 +25,23 @@ float fp8_max(DType d) {
   return d == DType::Float8_e4m3fn ? 448.0f : 57344.0f;
 }
 
+bool fp8_has_nan_code(const Tensor& w) {
+  if (!w.defined() || w.dtype() != DType::Float8_e4m3fn || w.numel() == 0) return false;
+  const Tensor c = w.contiguous();
+  const uint8_t* b = static_cast<const uint8_t*>(c.data_ptr());
+  const int64_t n = c.numel();
+  // Bit 7 of (b & 0x7F) + 1 is set exactly for S.1111.111; OR-ed over 64 KiB
+  // blocks (a loop the compiler vectorizes), stopping at the first hit.
+  constexpr int64_t kStep = int64_t(1) << 16;
+  for (int64_t lo = 0; lo < n; lo += kStep) {
+    const int64_t hi = std::min(n, lo + kStep);
+    uint8_t seen = 0;
+    for (int64_t i = lo; i < hi; ++i) seen |= uint8_t((b[i] & 0x7F) + 1);
+    if (seen & 0x80) return true;
+  }
+  return false;
+}
+
 namespace {
 
 constexpr int64_t kB = cpu::kScaleBlock;

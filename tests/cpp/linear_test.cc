@@ -305,6 +305,72 @@ TEST(Linear, FP8RowsWithScatteredSubnormalsAndMixedActivations) {
   });
 }
 
+// e4m3 weights with every finite code: marked NoNan (scanned by the caller),
+// the kernels skip their per-step NaN test and must give the same bits.
+TEST(Linear, FP8CheckedCodesGiveTheSameResults) {
+  in_each_subnormal_mode([] {
+    for (int64_t K : {int64_t(300), int64_t(1000), int64_t(2085)}) {
+      const int64_t N = 29;
+      std::vector<uint8_t> codes(size_t(N * K));
+      uint64_t st = uint64_t(K);
+      for (auto& c : codes) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        c = uint8_t(st >> 40);
+        if ((c & 0x7F) == 0x7F) c = uint8_t(c - 1);  // 448, not NaN
+      }
+      const Tensor w = from_buffer_copy(codes.data(), {N, K}, DType::Float8_e4m3fn);
+      ASSERT_FALSE(fp8_has_nan_code(w));
+      for (int sk = 0; sk < 4; ++sk)
+        for (int64_t M : {1, 2, 3, 4, 6}) {
+          SCOPED_TRACE(trace(w.dtype(), sk, M, N, K));
+          Tensor x = randn_as({M, K}, DType::Float32, 31);
+          if (M == 3)  // a row too small for the AVX-512 loader: the f16 route
+            for (int64_t k = 0; k < K; ++k) x.data<float>()[2 * K + k] *= 1e-25f;
+          const Tensor scale = make_scale(sk, N, K), bias = randn_as({N}, DType::Float32, 32);
+          Tensor a = empty({M, N}), b = empty({M, N});
+          linear_out(x, w, scale, bias, a);
+          linear_out(x, w, scale, bias, b, Fp8Codes::NoNan);
+          EXPECT_EQ(dvals(a), dvals(b));
+          std::vector<double> want, mag;
+          reference(x, w, bias, scale, want, mag);
+          test::expect_close(b, want, 0, 0, &mag, 1e-5);
+        }
+    }
+  });
+}
+
+TEST(Linear, Fp8HasNanCodeFindsEveryOne) {
+  for (int64_t n : {1, 63, 64, 65, 65535, 65536, 65537, 200003}) {
+    std::vector<uint8_t> codes(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const uint8_t c = uint8_t((i * 37) % 256);
+      codes[size_t(i)] = (c & 0x7F) == 0x7F ? uint8_t(c - 1) : c;  // every code but NaN
+    }
+    SCOPED_TRACE("n " + std::to_string(n));
+    EXPECT_FALSE(fp8_has_nan_code(from_buffer_copy(codes.data(), {n}, DType::Float8_e4m3fn)));
+    for (int64_t at : {int64_t(0), n / 2, int64_t(65535), int64_t(65536), n - 1}) {
+      if (at >= n) continue;
+      for (uint8_t nan : {uint8_t(0x7F), uint8_t(0xFF)}) {
+        std::vector<uint8_t> c = codes;
+        c[size_t(at)] = nan;
+        EXPECT_TRUE(fp8_has_nan_code(from_buffer_copy(c.data(), {n}, DType::Float8_e4m3fn))) << "at " << at;
+        // e5m2 NaN codes widen exactly: never reported.
+        EXPECT_FALSE(fp8_has_nan_code(from_buffer_copy(c.data(), {n}, DType::Float8_e5m2)));
+      }
+    }
+  }
+  // A strided view sees only its own elements.
+  std::vector<uint8_t> c(64, 0x38);
+  c[1] = 0x7F;  // column 1 of an [8, 8] matrix
+  const Tensor w = from_buffer_copy(c.data(), {8, 8}, DType::Float8_e4m3fn);
+  EXPECT_TRUE(fp8_has_nan_code(w.t()));
+  EXPECT_FALSE(fp8_has_nan_code(w.narrow(1, 2, 6)));
+  EXPECT_TRUE(fp8_has_nan_code(w.narrow(1, 1, 6).t()));
+  EXPECT_FALSE(fp8_has_nan_code(full({4}, Scalar(std::nan("")), DType::Float32)));
+  EXPECT_FALSE(fp8_has_nan_code(Tensor()));
+  EXPECT_FALSE(fp8_has_nan_code(empty({0, 8}, DType::Float8_e4m3fn)));
+}
+
 TEST(Linear, BadInputsRaise) {
   const Tensor x = zeros({2, 8}), w = zeros({4, 8});
   EXPECT_THROW(linear(x, zeros({4, 7})), ValueError);

@@ -16,6 +16,9 @@
 #include "kiln/io/safetensors.h"
 #include "kiln/llm/generate.h"
 #include "kiln/llm/model.h"
+#include "kiln/quantize.h"
+#include "llm/weights.h"
+#include "matmul_test_util.h"
 
 namespace fs = std::filesystem;
 using kiln::Tensor;
@@ -274,6 +277,27 @@ TEST(LlmLoad, GgufLlamaWithRopeFreqsMatchesTransformers) {
   EXPECT_EQ(m->config().architecture, "llama");
   const Tensor lg = m->forward(ref.ids, true);
   EXPECT_LT(rel_err(lg.data<float>(), ref.logits.data(), lg.numel()), 1e-4);
+}
+
+// FP8 weights converted at load are scanned once for NaN codes, so the decode
+// kernels can skip their own test; views of a checkpoint's bytes are not.
+TEST(LlmLoad, ScannedCodesMarkOnlyOwnedNanFreeE4M3) {
+  using kiln::llm::detail::Linear;
+  using kiln::Fp8Codes;
+  using kiln::llm::detail::scanned_codes;
+  auto [q, s] = kiln::quantize_fp8(kiln::test::randn_as({8, 16}, kiln::DType::Float32, 5), kiln::QuantGranularity::Row);
+  EXPECT_EQ(scanned_codes(q, true), Fp8Codes::NoNan);
+  EXPECT_EQ(scanned_codes(q, false), Fp8Codes::Unchecked);
+  EXPECT_EQ(scanned_codes(kiln::test::randn_as({8, 16}, kiln::DType::BFloat16, 6), true), Fp8Codes::Unchecked);
+  Tensor nan = q.clone();
+  static_cast<uint8_t*>(nan.data_ptr())[37] = 0xFF;
+  EXPECT_EQ(scanned_codes(nan, true), Fp8Codes::Unchecked);
+  // Fused rows keep the mark only when every part has it.
+  for (bool all : {true, false}) {
+    Linear a{q.clone(), s.clone(), Tensor(), true, Fp8Codes::NoNan};
+    Linear b{all ? q.clone() : nan, s.clone(), Tensor(), true, scanned_codes(all ? q : nan, true)};
+    EXPECT_EQ(kiln::llm::detail::fuse_rows({&a, &b}).codes, all ? Fp8Codes::NoNan : Fp8Codes::Unchecked);
+  }
 }
 
 TEST(LlmErrors, OneLineMessages) {

@@ -176,6 +176,8 @@ void decode_cases(Ctx& c, bool scaled) {
       const int maxc = c.opt.quick ? 1 : std::max(1, std::min(1 << 16, int(mem_budget() / per_copy)));
       const bench::Rotation rot = bench::plan_rotation(per_copy, 0, maxc);
       auto [w0, s0] = make_weight(wk, N, K);
+      // Scanned once, as a model's weights are at load (kiln/quantize.h).
+      const Fp8Codes codes = fp8_has_nan_code(w0) ? Fp8Codes::Unchecked : Fp8Codes::NoNan;
       std::vector<Tensor> ws{w0}, ss{s0};
       for (int i = 1; i < rot.copies; ++i)
         ws.push_back(w0.clone()), ss.push_back(s0.defined() ? s0.clone() : s0);
@@ -192,7 +194,7 @@ void decode_cases(Ctx& c, bool scaled) {
         r = c.runner.memory_case(
             name, per_copy + 4.0 * K + 4.0 * N, rot,
             [&](int i) {
-              linear_out(x, ws[size_t(i % rot.copies)], ss[size_t(i % rot.copies)], Tensor(), out);
+              linear_out(x, ws[size_t(i % rot.copies)], ss[size_t(i % rot.copies)], Tensor(), out, codes);
             },
             calls);
       } else {

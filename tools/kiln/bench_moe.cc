@@ -277,6 +277,9 @@ void moe_cases(Ctx& c) {
       }
       w1f = Tensor();
       w2f = Tensor();
+      // Scanned once, as a model's experts are at load (kiln/quantize.h).
+      const Fp8Codes codes =
+          fp8_has_nan_code(w1) || fp8_has_nan_code(w2) ? Fp8Codes::Unchecked : Fp8Codes::NoNan;
       kiln::empty_cache();
       const double per_expert =
           double(3 * I * H) * double(itemsize(wk.dtype)) + (s1.defined() ? 4.0 * (2 * I + H) : 0);
@@ -304,7 +307,7 @@ void moe_cases(Ctx& c) {
                                  " E=" + std::to_string(E) + " k=" + std::to_string(k) +
                                  " T=" + std::to_string(T);
         bench::Result r = c.runner.memory_case(name, bytes, rot, [&](int i) {
-          Tensor y = moe_ffn(xs[size_t(i % kTokenCopies)], router, w1, w2, k, true, s1, s2);
+          Tensor y = moe_ffn(xs[size_t(i % kTokenCopies)], router, w1, w2, k, true, s1, s2, codes);
         });
         r.extra["kind"] = kn;
         r.extra["tokens"] = T;
