@@ -319,10 +319,19 @@ Linear WeightLoader::linear(const std::string& prefix) {
                  NotImplementedError,
                  "[llm] FP8 block size [" << cfg_.quant.block_n << ", " << cfg_.quant.block_k
                                           << "] is not supported (only [128, 128])");
-    L.w = t;
-    L.scale = s.to(DType::Float32).contiguous();
-    done(wn, false);
-    done(sn, !same_storage(L.scale, s));
+    const DType d = linear_dtype(opt_.weights);
+    if (d != DType::Float8_e4m3fn) {
+      // --dtype bf16 / f32: the checkpoint's FP8 weights, dequantized at load.
+      L.w = dequantize(t, s, d);
+      L.owned = true;
+      done(wn, true);
+      done(sn, true);
+    } else {
+      L.w = t;
+      L.scale = s.to(DType::Float32).contiguous();
+      done(wn, false);
+      done(sn, !same_storage(L.scale, s));
+    }
   } else {
     const DType d = linear_dtype(opt_.weights);
     if (d == DType::Float8_e4m3fn) {
@@ -382,6 +391,13 @@ WeightLoader::Experts WeightLoader::experts(const std::string& prefix, int64_t E
         KILN_CHECK(
             s.numel() == E * N, ValueError,
             "[llm] " << sn << " has shape " << s.shape_str() << ", expected [" << E << ", " << N << ", 1]");
+        const DType d = linear_dtype(opt_.weights);
+        if (d != DType::Float8_e4m3fn) {  // --dtype bf16 / f32: dequantized at load
+          w = dequantize(t, s.reshape({E, N, 1}), d);
+          done(wn, true);
+          done(sn, true);
+          return;
+        }
         w = t;
         sc = s.to(DType::Float32).contiguous().view({E, N});
         done(wn, false);
@@ -411,7 +427,7 @@ WeightLoader::Experts WeightLoader::experts(const std::string& prefix, int64_t E
     if (fused) return is_fp8(src_.get(st + "gate_up_proj").dtype());
     return is_fp8(per_expert(0, gname).w.dtype());
   }();
-  const DType d = fp8_src ? DType::Float8_e4m3fn : linear_dtype(opt_.weights);
+  const DType d = linear_dtype(opt_.weights);
   const bool q8 = d == DType::Float8_e4m3fn;
   Experts x;
   x.gate_up = empty({E, 2 * I, H}, d);
@@ -425,8 +441,8 @@ WeightLoader::Experts WeightLoader::experts(const std::string& prefix, int64_t E
     KILN_CHECK(w.dim() == 2 && w.size(0) == dst.size(0) && w.size(1) == dst.size(1), ValueError,
                "[llm] expert weight in " << prefix << " has shape " << w.shape_str() << ", expected "
                                          << dst.shape_str());
-    if (!q8) {
-      dst.copy_(w);
+    if (!q8) {  // --dtype bf16 / f32; an FP8 checkpoint's experts dequantized
+      dst.copy_(is_fp8(w.dtype()) && s.defined() ? dequantize(w, s) : w);
       return;
     }
     if (is_fp8(w.dtype())) {

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kiln/allocator.h"
@@ -297,6 +298,32 @@ TEST(LlmLoad, ScannedCodesMarkOnlyOwnedNanFreeE4M3) {
     Linear a{q.clone(), s.clone(), Tensor(), true, Fp8Codes::NoNan};
     Linear b{all ? q.clone() : nan, s.clone(), Tensor(), true, scanned_codes(all ? q : nan, true)};
     EXPECT_EQ(kiln::llm::detail::fuse_rows({&a, &b}).codes, all ? Fp8Codes::NoNan : Fp8Codes::Unchecked);
+  }
+}
+
+// --dtype f32 / bf16 on a native FP8 checkpoint: its FP8 weights are
+// dequantized at load (they used to stay FP8 under an "f32" label, and convert
+// then wrote them without a quantization_config).
+TEST(LlmLoad, NativeFp8CheckpointDequantizesForF32AndBf16) {
+  for (const char* name : {"tiny-qwen3-moe-fp8-block", "tiny-qwen3-moe-fp8-channel"}) {
+    const std::string dir = models_dir() + "/" + name;
+    const Reference ref = reference(dir);  // transformers on the dequantized weights
+    int64_t fp8_tensors = 0;
+    for (const auto& [n, t] : Model::load(dir, opts(WeightFormat::FP8))->named_weights())
+      fp8_tensors += kiln::is_fp8(t.dtype());
+    EXPECT_GT(fp8_tensors, 0) << name;
+    for (auto [f, d, tol] : {std::tuple{WeightFormat::F32, kiln::DType::Float32, 1e-4},
+                             std::tuple{WeightFormat::BF16, kiln::DType::BFloat16, 3e-2}}) {
+      auto m = Model::load(dir, opts(f));
+      for (const auto& [n, t] : m->named_weights()) {
+        EXPECT_FALSE(kiln::is_fp8(t.dtype())) << name << " " << n;
+        EXPECT_FALSE(n.ends_with("_scale") || n.ends_with("_scale_inv")) << name << " " << n;
+        if (t.dim() >= 2 && n.find("proj") != std::string::npos) EXPECT_EQ(t.dtype(), d) << name << " " << n;
+      }
+      const Tensor lg = m->forward(ref.ids, true);
+      EXPECT_LT(rel_err(lg.data<float>(), ref.logits.data(), lg.numel()), tol)
+          << name << " " << kiln::llm::weight_format_name(f);
+    }
   }
 }
 
