@@ -21,7 +21,7 @@ namespace kiln::cli {
 void add_model_flags(CLI::App& app, ModelFlags& f, bool with_quiet) {
   app.add_option("--dtype", f.dtype,
                  "Linear-layer weights while running: fp8 (per-row e4m3 at load; native FP8 checkpoints as "
-                 "they are), bf16 or f32")
+                 "they are), bf16 or f32 (an FP8 checkpoint's weights dequantized at load)")
       ->check(CLI::IsMember({"fp8", "bf16", "f32"}))
       ->capture_default_str();
   app.add_option("--context", f.context, "KV-cache positions (0: the model's, at most 4096)")
