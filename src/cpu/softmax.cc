@@ -4,13 +4,15 @@
 // L1-resident between the two sweeps a block gets). Each block's max updates
 // the running max M (the running sum S is rescaled by exp(M_old - M_new) when
 // M grows, a scalar step per block, rare after the first blocks), then
-// exp(x - M) is summed into S (f32 lanes per block, f64 across blocks). Then
-// one write pass: log_softmax writes (x - M) - log S; softmax has already
-// stored exp(x - M_b) during the read pass (M_b: the running max that block
-// saw) and scales each block by exp(M_b - M) / S. That costs one exp per
-// element instead of two (recomputing exp(x - M) in the write pass costs ~14
-// vector ops per 16 floats, the scale 3; measured 1.1-1.7x slower), and the
-// stored block is still in L1/L2 when the scale pass comes back to it.
+// exp(x - M) is summed into S (f32 lanes per block, f64 across blocks). The
+// read pass also stores each block (M_b: the running max that block saw):
+// softmax exp(x - M_b), log_softmax x - M_b. Then one pass over y alone fixes
+// each block up with one constant: softmax scales by exp(M_b - M) / S,
+// log_softmax subtracts (M - M_b) + log S. That costs one exp per element
+// instead of two (recomputing exp(x - M) in the write pass costs ~14 vector
+// ops per 16 floats, the scale 3; measured 1.1-1.7x slower), and the stored
+// block is still in L1/L2 when the fix-up pass comes back to it (log_softmax
+// re-reading x there instead ran at ~0.55 of the read roof, softmax at ~0.8).
 //
 // The exp is our own (ExpNonPos, cpu/exp-inl.h): <= 1 ulp against float64
 // over [-104, 0] (tests/cpp/softmax_test.cc sweeps it); exp(NaN) = NaN, which
@@ -83,46 +85,48 @@ HWY_INLINE float BlockMax(const float* HWY_RESTRICT x, int64_t n) {
   return hn::GetLane(hn::MaxOfLanes(d, hn::Max(hn::Max(m0, m1), hn::Max(m2, m3))));
 }
 
+// What the read pass stores into y: nothing, exp(x - m) (softmax) or x - m
+// (log_softmax).
+enum class Store { None, Exp, Shifted };
+
 // sum exp(x[i] * s - m) over x[0..n): f32 lane sums of at most 16 terms per
-// lane, then f64; kStore also writes the exponentials to y (y may be x).
-template <bool kStore, bool kScale>
+// lane, then f64; kStore also writes the exponentials or the shifted inputs
+// to y (y may be x).
+template <Store kStore, bool kScale>
 HWY_INLINE double ExpBlock(const float* x, float* y, int64_t n, float s, float m) {
   const DF d;
   const int64_t N = int64_t(hn::Lanes(d));
   const VF vm = hn::Set(d, m), vs = hn::Set(d, s);
   auto arg = [&](VF v) { return kScale ? hn::MulSub(v, vs, vm) : hn::Sub(v, vm); };
+  // One vector: its exp, and its store (the exp or the argument).
+  auto step = [&](VF v, float* out) {
+    const VF a = arg(v), e = ExpNonPos(d, a);
+    if constexpr (kStore == Store::Exp) hn::StoreU(e, d, out);
+    if constexpr (kStore == Store::Shifted) hn::StoreU(a, d, out);
+    return e;
+  };
   double total = 0.0;
   int64_t i = 0;
   while (i + 4 * N <= n) {
     VF s0 = hn::Zero(d), s1 = s0, s2 = s0, s3 = s0;
     const int64_t end = i + 64 * N < n ? i + 64 * N : n;
     for (; i + 4 * N <= end; i += 4 * N) {
-      const VF e0 = ExpNonPos(d, arg(hn::LoadU(d, x + i)));
-      const VF e1 = ExpNonPos(d, arg(hn::LoadU(d, x + i + N)));
-      const VF e2 = ExpNonPos(d, arg(hn::LoadU(d, x + i + 2 * N)));
-      const VF e3 = ExpNonPos(d, arg(hn::LoadU(d, x + i + 3 * N)));
-      if constexpr (kStore) {
-        hn::StoreU(e0, d, y + i);
-        hn::StoreU(e1, d, y + i + N);
-        hn::StoreU(e2, d, y + i + 2 * N);
-        hn::StoreU(e3, d, y + i + 3 * N);
-      }
-      s0 = hn::Add(s0, e0);
-      s1 = hn::Add(s1, e1);
-      s2 = hn::Add(s2, e2);
-      s3 = hn::Add(s3, e3);
+      // All four loads before the first store: y may be x.
+      const VF v0 = hn::LoadU(d, x + i), v1 = hn::LoadU(d, x + i + N);
+      const VF v2 = hn::LoadU(d, x + i + 2 * N), v3 = hn::LoadU(d, x + i + 3 * N);
+      s0 = hn::Add(s0, step(v0, y + i));
+      s1 = hn::Add(s1, step(v1, y + i + N));
+      s2 = hn::Add(s2, step(v2, y + i + 2 * N));
+      s3 = hn::Add(s3, step(v3, y + i + 3 * N));
     }
     total += double(hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)))));
   }
   VF s0 = hn::Zero(d);
-  for (; i + N <= n; i += N) {
-    const VF e0 = ExpNonPos(d, arg(hn::LoadU(d, x + i)));
-    if constexpr (kStore) hn::StoreU(e0, d, y + i);
-    s0 = hn::Add(s0, e0);
-  }
+  for (; i + N <= n; i += N) s0 = hn::Add(s0, step(hn::LoadU(d, x + i), y + i));
   if (i < n) {  // tail lanes padded with -inf: exp -> 0
-    const VF e0 = ExpNonPos(d, arg(LoadTail(d, x + i, n - i, -kInf)));
-    if constexpr (kStore) StoreTail(d, e0, y + i, n - i);
+    const VF a = arg(LoadTail(d, x + i, n - i, -kInf)), e0 = ExpNonPos(d, a);
+    if constexpr (kStore == Store::Exp) StoreTail(d, e0, y + i, n - i);
+    if constexpr (kStore == Store::Shifted) StoreTail(d, a, y + i, n - i);
     s0 = hn::Add(s0, e0);
   }
   return total + double(hn::GetLane(hn::SumOfLanes(d, s0)));
@@ -132,31 +136,26 @@ constexpr int64_t kBlock = kSoftmaxBlock;
 
 // The online read pass over x[0..n): running max *m_out and sum
 // *s_out = sum exp(x - *m_out) (NaN when x holds a NaN, or +inf; 0 with max
-// -inf when every entry is -inf). kStore (softmax): y gets exp(x - bm[b]) in
-// block b, bm[b] being the running max when block b went by; otherwise y is
-// only prefetched for the write pass to come.
-template <bool kStore>
+// -inf when every entry is -inf). Block b of y gets exp(x - bm[b]) (kStore
+// Exp) or x - bm[b] (Shifted), bm[b] being the running max when block b went
+// by.
+template <Store kStore>
 void OnlinePass(const float* x, float* y, int64_t n, float* bm, float* m_out, double* s_out) {
   float M = -kInf;
   double S = 0.0;
   for (int64_t lo = 0, b = 0; lo < n; lo += kBlock, ++b) {
     const int64_t len = n - lo < kBlock ? n - lo : kBlock;
-    // log_softmax: claim this block's output lines for writing while the exps
-    // compute, so the store-only write pass doesn't wait on a read for
-    // ownership per line (measured: -5..-25% time; softmax's own stores here
-    // overlap with the exps already, and prefetching them cost 5-15%).
-    if constexpr (!kStore)
-      for (int64_t i = 0; i < len; i += 16) __builtin_prefetch(y + lo + i, 1, 3);
     const float bmax = BlockMax(x + lo, len);
     if (bmax > M) {
       if (M != -kInf) S *= std::exp(double(M) - double(bmax));  // M = -inf: S is 0 (or NaN) as it is
       M = bmax;
     }
-    if constexpr (kStore) bm[b] = M;
+    bm[b] = M;
     if (M == -kInf) {  // every entry so far -inf (or NaN, which SIMD max may drop)
       for (int64_t i = lo; i < lo + len; ++i) {
-        if (std::isnan(x[i])) S = std::numeric_limits<double>::quiet_NaN();
-        if constexpr (kStore) y[i] = 0.0f;
+        const float xi = x[i];
+        if (std::isnan(xi)) S = std::numeric_limits<double>::quiet_NaN();
+        y[i] = kStore == Store::Exp ? 0.0f : xi;  // exp(-inf) = 0; log_softmax: -inf as it is
       }
       continue;
     }
@@ -166,11 +165,11 @@ void OnlinePass(const float* x, float* y, int64_t n, float* bm, float* m_out, do
   *s_out = S;
 }
 
-void OnlineStats(const float* x, float* y, int64_t n, bool store, float* bm, float* m_out, double* s_out) {
-  if (store) {
-    OnlinePass<true>(x, y, n, bm, m_out, s_out);
+void OnlineStats(const float* x, float* y, int64_t n, bool log, float* bm, float* m_out, double* s_out) {
+  if (log) {
+    OnlinePass<Store::Shifted>(x, y, n, bm, m_out, s_out);
   } else {
-    OnlinePass<false>(x, y, n, nullptr, m_out, s_out);  // y: prefetched only
+    OnlinePass<Store::Exp>(x, y, n, bm, m_out, s_out);
   }
 }
 
@@ -188,31 +187,44 @@ HWY_INLINE void ScaleRange(float* HWY_RESTRICT y, int64_t n, float c) {
   if (i < n) StoreTail(d, hn::Mul(LoadTail(d, y + i, n - i, 0.0f), vc), y + i, n - i);
 }
 
-// The softmax write pass over a chunk whose read pass stored exp(x - bm[b]):
-// block b scales by exp(bm[b] - M) / S.
-void ScaleBlocks(float* y, int64_t n, const float* bm, float M, double S) {
-  float last = std::numeric_limits<float>::quiet_NaN(), c = 0.0f;
-  for (int64_t lo = 0, b = 0; lo < n; lo += kBlock, ++b) {
-    if (!(bm[b] == last)) {  // consecutive blocks mostly share the running max
-      last = bm[b];
-      c = bm[b] == M ? float(1.0 / S) : float(std::exp(double(bm[b]) - double(M)) / S);
-    }
-    ScaleRange(y + lo, n - lo < kBlock ? n - lo : kBlock, c);
-  }
-}
-
-// y[i] = (x[i] - m) - l.
-void SubSub(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, int64_t n, float m, float l) {
+// y[i] -= c.
+HWY_INLINE void ShiftRange(float* HWY_RESTRICT y, int64_t n, float c) {
   const DF d;
   const int64_t N = int64_t(hn::Lanes(d));
-  const VF vm = hn::Set(d, m), vl = hn::Set(d, l);
+  const VF vc = hn::Set(d, c);
   int64_t i = 0;
   for (; i + 2 * N <= n; i += 2 * N) {
-    hn::StoreU(hn::Sub(hn::Sub(hn::LoadU(d, x + i), vm), vl), d, y + i);
-    hn::StoreU(hn::Sub(hn::Sub(hn::LoadU(d, x + i + N), vm), vl), d, y + i + N);
+    hn::StoreU(hn::Sub(hn::LoadU(d, y + i), vc), d, y + i);
+    hn::StoreU(hn::Sub(hn::LoadU(d, y + i + N), vc), d, y + i + N);
   }
-  for (; i + N <= n; i += N) hn::StoreU(hn::Sub(hn::Sub(hn::LoadU(d, x + i), vm), vl), d, y + i);
-  if (i < n) StoreTail(d, hn::Sub(hn::Sub(LoadTail(d, x + i, n - i, 0.0f), vm), vl), y + i, n - i);
+  for (; i + N <= n; i += N) hn::StoreU(hn::Sub(hn::LoadU(d, y + i), vc), d, y + i);
+  if (i < n) StoreTail(d, hn::Sub(LoadTail(d, y + i, n - i, 0.0f), vc), y + i, n - i);
+}
+
+// The write pass over a chunk whose read pass stored into y (OnlinePass):
+// softmax scales block b by exp(bm[b] - M) / S, log_softmax subtracts
+// (M - bm[b]) + log S from it (blocks with bm[b] = -inf hold only -inf, their
+// result).
+void FixBlocks(float* y, int64_t n, const float* bm, float M, double S, bool log) {
+  const double logS = log ? std::log(S) : 0.0;
+  float last = std::numeric_limits<float>::quiet_NaN(), c = 0.0f;
+  for (int64_t lo = 0, b = 0; lo < n; lo += kBlock, ++b) {
+    const int64_t len = n - lo < kBlock ? n - lo : kBlock;
+    if (log && bm[b] == -kInf) continue;
+    if (!(bm[b] == last)) {  // consecutive blocks mostly share the running max
+      last = bm[b];
+      if (log) {
+        c = bm[b] == M ? float(logS) : float((double(M) - double(bm[b])) + logS);
+      } else {
+        c = bm[b] == M ? float(1.0 / S) : float(std::exp(double(bm[b]) - double(M)) / S);
+      }
+    }
+    if (log) {
+      ShiftRange(y + lo, len, c);
+    } else {
+      ScaleRange(y + lo, len, c);
+    }
+  }
 }
 
 void Fill(float* y, int64_t n, float v) {
@@ -284,21 +296,16 @@ void SoftmaxRow(const float* x, float* y, int64_t n, bool log) {
   constexpr int64_t kStackBlocks = 64;
   float M;
   double S;
-  if (log) {
-    OnlinePass<false>(x, y, n, nullptr, &M, &S);  // y: prefetched only
-    if (Poisoned(M, S)) return Fill(y, n, std::numeric_limits<float>::quiet_NaN());
-    return SubSub(x, y, n, M, float(std::log(S)));
-  }
   const int64_t nb = (n + kBlock - 1) / kBlock;
   float stack_bm[kStackBlocks];
   float* bm = stack_bm;
   float* heap_bm = nb > kStackBlocks ? new float[size_t(nb)] : nullptr;
   if (heap_bm != nullptr) bm = heap_bm;
-  OnlinePass<true>(x, y, n, bm, &M, &S);
+  OnlineStats(x, y, n, log, bm, &M, &S);
   if (Poisoned(M, S)) {
     Fill(y, n, std::numeric_limits<float>::quiet_NaN());
   } else {
-    ScaleBlocks(y, n, bm, M, S);
+    FixBlocks(y, n, bm, M, S, log);
   }
   delete[] heap_bm;
 }
@@ -350,7 +357,7 @@ float RowMax(const float* x, int64_t n) {
 double ExpSumScaled(const float* x, int64_t n, float s, float m) {
   double total = 0.0;
   for (int64_t lo = 0; lo < n; lo += kBlock)
-    total += (ExpBlock<false, true>(x + lo, nullptr, n - lo < kBlock ? n - lo : kBlock, s, m));
+    total += (ExpBlock<Store::None, true>(x + lo, nullptr, n - lo < kBlock ? n - lo : kBlock, s, m));
   return total;
 }
 
@@ -374,8 +381,7 @@ namespace kiln::cpu {
 HWY_EXPORT(RowMax);
 HWY_EXPORT(SoftmaxRows);
 HWY_EXPORT(OnlineStats);
-HWY_EXPORT(ScaleBlocks);
-HWY_EXPORT(SubSub);
+HWY_EXPORT(FixBlocks);
 HWY_EXPORT(ExpF32);
 HWY_EXPORT(ExpSumScaled);
 
@@ -395,7 +401,7 @@ inline void spin_pause() {
 // threads: a thread waiting at the barrier holds one chunk, so the others are
 // left to the threads still to arrive.
 void split_row(const float* x, float* y, int64_t n, bool log, int nt) {
-  // Chunks of whole blocks (a chunk's block maxima line up with ScaleBlocks').
+  // Chunks of whole blocks (a chunk's block maxima line up with FixBlocks').
   constexpr int64_t kB = kSoftmaxBlock;
   const int64_t blocks = (n + kB - 1) / kB;
   const int64_t per = (blocks + nt - 1) / nt * kB;
@@ -403,14 +409,14 @@ void split_row(const float* x, float* y, int64_t n, bool log, int nt) {
   float m[kSoftmaxMaxThreads];
   double s[kSoftmaxMaxThreads];
   float stack_bm[512];
-  std::vector<float> heap_bm(log || blocks <= 512 ? 0 : size_t(blocks));
+  std::vector<float> heap_bm(blocks <= 512 ? 0 : size_t(blocks));
   float* bm = blocks <= 512 ? stack_bm : heap_bm.data();
   std::atomic<int> arrived{0};
   parallel_for(0, nc, 1, [&](int64_t b, int64_t e) {
     for (int64_t c = b; c < e; ++c) {  // one chunk per call (nc <= pool size)
       const int64_t lo = c * per, len = std::min(per, n - lo);
-      float* bmc = log ? nullptr : bm + lo / kB;
-      HWY_DYNAMIC_DISPATCH(OnlineStats)(x + lo, y + lo, len, !log, bmc, &m[c], &s[c]);
+      float* bmc = bm + lo / kB;
+      HWY_DYNAMIC_DISPATCH(OnlineStats)(x + lo, y + lo, len, log, bmc, &m[c], &s[c]);
       arrived.fetch_add(1, std::memory_order_acq_rel);
       for (int spins = 0; arrived.load(std::memory_order_acquire) < nc; ++spins) {
         if (spins < 4096) {
@@ -425,10 +431,8 @@ void split_row(const float* x, float* y, int64_t n, bool log, int nt) {
       for (int k = 0; k < nc; ++k) S += s[k] * std::exp(double(m[k]) - double(M));  // chunk of -inf: 0 * 0
       if (!std::isfinite(M) || !(S > 0.0)) {  // NaN / +inf / all -inf, as SoftmaxRow
         std::fill(y + lo, y + lo + len, std::numeric_limits<float>::quiet_NaN());
-      } else if (log) {
-        HWY_DYNAMIC_DISPATCH(SubSub)(x + lo, y + lo, len, M, float(std::log(S)));
       } else {
-        HWY_DYNAMIC_DISPATCH(ScaleBlocks)(y + lo, len, bmc, M, S);
+        HWY_DYNAMIC_DISPATCH(FixBlocks)(y + lo, len, bmc, M, S, log);
       }
     }
   });
