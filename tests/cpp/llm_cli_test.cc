@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -65,6 +67,13 @@ TEST_P(ConvertRoundTrip, SameLogitsAsTheSource) {
   for (size_t i = 0; i < wa.size(); ++i) {
     EXPECT_EQ(wa[i].first, wb[i].first);
     EXPECT_EQ(wa[i].second.dtype(), wb[i].second.dtype()) << wa[i].first;
+    // bf16 / f32 mean what they say, for FP8 sources too.
+    if (std::string(dtype) != "fp8") EXPECT_FALSE(is_fp8(wb[i].second.dtype())) << wb[i].first;
+  }
+  if (std::string(dtype) != "fp8") {
+    std::ifstream cf(dst + "/config.json");
+    const std::string cfg((std::istreambuf_iterator<char>(cf)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(cfg.find("quantization_config"), std::string::npos) << name << " " << dtype;
   }
   std::string ref_dir = src;  // a GGUF fixture uses the reference of the checkpoint it was written from
   if (ref_dir.size() > 5 && ref_dir.substr(ref_dir.size() - 5) == ".gguf") ref_dir.resize(ref_dir.size() - 5);
