@@ -1,5 +1,6 @@
 // Matrix-vector kernels for decode-time linear layers: y[m, n] = sum_k x[m, k] *
-// W[n, k] * scale + bias[n] for a handful of activation rows m (1..kLinearGemvMaxRows) against a
+// W[n, k] * scale + bias[n] for a handful of activation rows m (tiles of up to 4; linear
+// uses them up to kLinearGemvMaxRows rows, MoE expert groups up to 16) against a
 // weight matrix W [N, K] in float32, bfloat16, float16 or FP8. Weights are
 // widened to float32 in registers; the scale is applied once per row (or once
 // per 128x128 block); the bias is added in the epilogue, and each output is

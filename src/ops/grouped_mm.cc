@@ -17,6 +17,14 @@
 namespace kiln {
 namespace detail {
 
+// Expert groups of up to this many rows take the matrix-vector kernel, more
+// take the packed GEMM. Above linear's crossover (kLinearGemvMaxRows, on
+// 4096 x 4096): an expert's few hundred KiB to few MiB of weights repay
+// packing less than one big matrix. moe_ffn, 8..16 rows per expert
+// (Qwen3-30B-A3B and gpt-oss-20b widths, bf16 and FP8, cold): 14-45% less
+// time than with the GEMM from 7 rows on; at 32 rows the GEMM is faster.
+constexpr int64_t kGroupedGemvMaxRows = 16;
+
 void grouped_linear(const GroupedLinear& p) {
   if (p.G == 0 || p.N == 0) return;
   const int64_t isz = int64_t(itemsize(p.w_dtype));
@@ -46,7 +54,7 @@ void grouped_linear(const GroupedLinear& p) {
   // large enough to repay each item's set-up.
   const int64_t chunk = std::min<int64_t>(
       p.N, std::max<int64_t>(8, ((int64_t(256) << 10) / std::max<int64_t>(1, p.K * isz)) / 8 * 8));
-  // Groups of more than kLinearGemvMaxRows rows run the packed GEMM: their x
+  // Groups of more than kGroupedGemvMaxRows rows run the packed GEMM: their x
   // rows are packed once, at xoff[g] in one buffer, before the items run, and
   // their chunks are at least 192 rows, so each item reads that packed x
   // (from L2 or L3) for enough weight rows.
@@ -64,7 +72,7 @@ void grouped_linear(const GroupedLinear& p) {
   for (int64_t g = 0; g < p.G; ++g) {
     const int64_t rows = p.ends[g] - (g == 0 ? 0 : p.ends[g - 1]);
     if (rows == 0) continue;  // empty groups cost nothing
-    const bool pack = rows > kLinearGemvMaxRows && p.K > 0;
+    const bool pack = rows > kGroupedGemvMaxRows && p.K > 0;
     const int64_t step = pack ? pchunk : chunk;
     for (int64_t c0 = 0; c0 < p.N; c0 += step)
       items.push_back({int32_t(g), int32_t(c0), int32_t(std::min(p.N, c0 + step))});

@@ -58,11 +58,12 @@ TEST(GroupedMM, FP8ExpertsWithRowScales) {
   }
 }
 
-// Groups of every size in one call: the few-row groups take the matrix-vector
-// kernel, the others the packed GEMM on x packed once per group, with N past
-// one 192-row chunk and empty groups between and at both ends.
+// Groups of every size in one call: groups of up to 16 rows take the
+// matrix-vector kernel (3, 7 and 16 here), the others the packed GEMM on x
+// packed once per group (17, 40 and 217), with N past one 192-row chunk and
+// empty groups between and at both ends.
 TEST(GroupedMM, MixedGroupSizesTakeBothKernels) {
-  const std::vector<int32_t> ends{0, 3, 10, 10, 50, 300, 300};
+  const std::vector<int32_t> ends{0, 3, 10, 10, 26, 43, 83, 300, 300};
   const int64_t T = 300, K = 300, N = 200, G = int64_t(ends.size());
   const Tensor a = randn_as({T, K}, DType::Float32, 75);
   auto [q, s] = quantize_fp8(randn_as({G, N, K}, DType::Float32, 76), QuantGranularity::Row);
