@@ -93,8 +93,11 @@ std::vector<uint32_t> simd_encode(const Format& f, const std::vector<float>& xs)
   std::vector<uint32_t> codes(xs.size());
   for (size_t i = 0; i < src.size(); ++i) {
     const uint32_t c = unpack(f, out, i);
-    if (i < xs.size()) codes[i] = c;
-    else EXPECT_EQ(c, codes[i % xs.size()]) << f.name << ": vector lanes and scalar tail disagree at " << i;
+    if (i < xs.size()) {
+      codes[i] = c;
+    } else {
+      EXPECT_EQ(c, codes[i % xs.size()]) << f.name << ": vector lanes and scalar tail disagree at " << i;
+    }
   }
   return codes;
 }

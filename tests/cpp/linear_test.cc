@@ -299,7 +299,7 @@ TEST(Linear, FP8RowsWithScatteredSubnormalsAndMixedActivations) {
       const std::vector<double> got = dvals(linear(xs, w, Tensor(), scale));
       for (size_t n = 0; n < want.size(); ++n) {
         EXPECT_EQ(std::isnan(got[n]), std::isnan(want[n])) << "m " << m << " n " << n;
-        if (!std::isnan(want[n])) EXPECT_EQ(got[n], want[n]) << "m " << m << " n " << n;
+        if (!std::isnan(want[n])) { EXPECT_EQ(got[n], want[n]) << "m " << m << " n " << n; }
       }
     }
   });

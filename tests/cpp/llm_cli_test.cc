@@ -68,7 +68,7 @@ TEST_P(ConvertRoundTrip, SameLogitsAsTheSource) {
     EXPECT_EQ(wa[i].first, wb[i].first);
     EXPECT_EQ(wa[i].second.dtype(), wb[i].second.dtype()) << wa[i].first;
     // bf16 / f32 mean what they say, for FP8 sources too.
-    if (std::string(dtype) != "fp8") EXPECT_FALSE(is_fp8(wb[i].second.dtype())) << wb[i].first;
+    if (std::string(dtype) != "fp8") { EXPECT_FALSE(is_fp8(wb[i].second.dtype())) << wb[i].first; }
   }
   if (std::string(dtype) != "fp8") {
     std::ifstream cf(dst + "/config.json");

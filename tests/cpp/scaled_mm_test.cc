@@ -19,9 +19,9 @@ TEST(QuantizeFP8, EveryGranularityRoundTrips) {
       const Tensor w = randn_as({3, 200, 150}, DType::Float32, 40);
       auto [q, s] = quantize_fp8(w, g, d);
       EXPECT_EQ(q.dtype(), d);
-      if (g == QuantGranularity::Tensor) EXPECT_EQ(s.dim(), 0);
-      if (g == QuantGranularity::Row) EXPECT_EQ(s.sizes(), (Shape{3, 200, 1}));
-      if (g == QuantGranularity::Block) EXPECT_EQ(s.sizes(), (Shape{3, 2, 2}));
+      if (g == QuantGranularity::Tensor) { EXPECT_EQ(s.dim(), 0); }
+      if (g == QuantGranularity::Row) { EXPECT_EQ(s.sizes(), (Shape{3, 200, 1})); }
+      if (g == QuantGranularity::Block) { EXPECT_EQ(s.sizes(), (Shape{3, 2, 2})); }
       // Each group's largest magnitude maps to the format's max, and the
       // round trip is within half an FP8 step (relative 2^-4 / 2^-3).
       const auto wv = dvals(w), rv = dvals(dequantize(q, s));

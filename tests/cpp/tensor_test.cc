@@ -136,8 +136,11 @@ TEST(Tensor, NarrowFloatsRoundTrip) {
         case DType::Float8_e4m3fn: want = float(float8_e4m3fn(v)); break;
         default: want = float(float8_e5m2(v)); break;
       }
-      if (std::isnan(want)) EXPECT_TRUE(std::isnan(got)) << name(d) << " " << v;
-      else EXPECT_EQ(got, want) << name(d) << " " << v;
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got)) << name(d) << " " << v;
+      } else {
+        EXPECT_EQ(got, want) << name(d) << " " << v;
+      }
     }
   }
   // e4m3fn: out of range gives NaN, never saturates.
