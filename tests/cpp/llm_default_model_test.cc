@@ -208,13 +208,13 @@ std::unique_ptr<Model> upcycle(const Model& dense, int64_t E, int64_t k, const L
   return Model::from_tensors(c, std::move(t), o);
 }
 
-void expect_upcycled_equal(Model& dense, const std::vector<int32_t>& ids, const LoadOptions& o) {
+void expect_upcycled_equal(Model& dense, const std::vector<int32_t>& ids, const LoadOptions& o, double tol = 1e-5) {
   auto moe = upcycle(dense, 3, 2, o);
   ASSERT_TRUE(moe->config().is_moe());
   dense.reset();
   const Tensor a = dense.forward(ids, true).clone();
   const Tensor b = moe->forward(ids, true);
-  EXPECT_LT(rel_err(b.data<float>(), a.data<float>(), a.numel()), 1e-5);
+  EXPECT_LT(rel_err(b.data<float>(), a.data<float>(), a.numel()), tol) << ids.size() << " tokens";
   // Decode reads 2 of 3 experts per layer: fewer bytes than all the weights.
   moe->forward(std::span<const int32_t>(ids.data(), 1));
   EXPECT_LT(moe->bytes_read_last_forward(), moe->weight_bytes());
@@ -226,7 +226,14 @@ TEST(LlmUpcycledMoE, EqualsTheDenseTinyModel) {
     LoadOptions o;
     o.weights = f;
     auto dense = Model::load(dir, o);
-    expect_upcycled_equal(*dense, {1, 5, 9, 33, 2, 7, 100, 200, 3}, o);
+    // Up to kLinearGemvMaxRows tokens, the dense MLP and the experts both take
+    // the matrix-vector kernel: equal up to the routing weights' rounding.
+    // Past it the dense MLP takes a GEMM (f32: OpenBLAS sgemm, whose kernel
+    // and summation order follow the CPU; FP8: kiln's packed GEMM, which
+    // scales each widened weight), the experts (<= 16 rows each) still the
+    // matrix-vector kernel: 4e-5 apart on this model's logits on a Zen 3.
+    expect_upcycled_equal(*dense, {1, 5, 9, 33, 2, 7}, o);
+    expect_upcycled_equal(*dense, {1, 5, 9, 33, 2, 7, 100, 200, 3}, o, 2e-4);
   }
 }
 
