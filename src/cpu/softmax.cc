@@ -173,32 +173,23 @@ void OnlineStats(const float* x, float* y, int64_t n, bool log, float* bm, float
   }
 }
 
-// y[i] *= c.
-HWY_INLINE void ScaleRange(float* HWY_RESTRICT y, int64_t n, float c) {
-  const DF d;
-  const int64_t N = int64_t(hn::Lanes(d));
-  const VF vc = hn::Set(d, c);
-  int64_t i = 0;
-  for (; i + 2 * N <= n; i += 2 * N) {
-    hn::StoreU(hn::Mul(hn::LoadU(d, y + i), vc), d, y + i);
-    hn::StoreU(hn::Mul(hn::LoadU(d, y + i + N), vc), d, y + i + N);
-  }
-  for (; i + N <= n; i += N) hn::StoreU(hn::Mul(hn::LoadU(d, y + i), vc), d, y + i);
-  if (i < n) StoreTail(d, hn::Mul(LoadTail(d, y + i, n - i, 0.0f), vc), y + i, n - i);
+// y[i] -= c (kSubtract) or y[i] *= c.
+template <bool kSubtract>
+HWY_INLINE VF Apply(VF v, VF c) {
+  return kSubtract ? hn::Sub(v, c) : hn::Mul(v, c);
 }
-
-// y[i] -= c.
-HWY_INLINE void ShiftRange(float* HWY_RESTRICT y, int64_t n, float c) {
+template <bool kSubtract>
+HWY_INLINE void ApplyRange(float* HWY_RESTRICT y, int64_t n, float c) {
   const DF d;
   const int64_t N = int64_t(hn::Lanes(d));
   const VF vc = hn::Set(d, c);
   int64_t i = 0;
   for (; i + 2 * N <= n; i += 2 * N) {
-    hn::StoreU(hn::Sub(hn::LoadU(d, y + i), vc), d, y + i);
-    hn::StoreU(hn::Sub(hn::LoadU(d, y + i + N), vc), d, y + i + N);
+    hn::StoreU(Apply<kSubtract>(hn::LoadU(d, y + i), vc), d, y + i);
+    hn::StoreU(Apply<kSubtract>(hn::LoadU(d, y + i + N), vc), d, y + i + N);
   }
-  for (; i + N <= n; i += N) hn::StoreU(hn::Sub(hn::LoadU(d, y + i), vc), d, y + i);
-  if (i < n) StoreTail(d, hn::Sub(LoadTail(d, y + i, n - i, 0.0f), vc), y + i, n - i);
+  for (; i + N <= n; i += N) hn::StoreU(Apply<kSubtract>(hn::LoadU(d, y + i), vc), d, y + i);
+  if (i < n) StoreTail(d, Apply<kSubtract>(LoadTail(d, y + i, n - i, 0.0f), vc), y + i, n - i);
 }
 
 // The write pass over a chunk whose read pass stored into y (OnlinePass):
@@ -220,9 +211,9 @@ void FixBlocks(float* y, int64_t n, const float* bm, float M, double S, bool log
       }
     }
     if (log) {
-      ShiftRange(y + lo, len, c);
+      ApplyRange<true>(y + lo, len, c);
     } else {
-      ScaleRange(y + lo, len, c);
+      ApplyRange<false>(y + lo, len, c);
     }
   }
 }
