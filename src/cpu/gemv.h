@@ -56,12 +56,14 @@ void gemv(DType w_dtype, const GemvArgs& a);
 // the tests compare the SIMD kernels against.
 void gemv_reference(DType w_dtype, const GemvArgs& a);
 
-// How the AVX-512 e4m3 kernel meets subnormal weight codes, which it widens
-// to float32 denormals (gemv_widen-inl.h). Both are exact:
-//   Test: a test per step of 64 codes sends them to a scalar path (an FMA on a
-//         denormal costs ~70x on Intel cores);
-//   Fma:  the FMAs take them as they are, ~10% faster where denormals cost
-//         nothing (AMD Zen 4 and later).
+// How the x86 e4m3 kernel (AVX2 and AVX-512) meets subnormal weight codes,
+// which its integer widening turns into float32 denormals (gemv_widen-inl.h).
+// Both are exact:
+//   Test: AVX-512 tests each step of 64 codes and sends those to a scalar
+//         path; AVX2, with no cheap test, widens through f16 instead (an FMA
+//         on a denormal costs ~70x on Intel cores);
+//   Fma:  the FMAs take them as they are, where denormals cost nothing (AMD
+//         Zen 3 and Zen 4 measured): ~10% faster on AVX-512, ~1.4x on AVX2.
 // The default follows the CPU's vendor; KILN_E4M3_SUBNORMALS=test|fma sets it
 // for a process. Other targets and dtypes do not depend on it.
 enum class E4M3Subnormals { Test, Fma };

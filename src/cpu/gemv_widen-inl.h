@@ -148,38 +148,28 @@ struct WidenE4M3 : WidenFP8Base<WidenE4M3> {
 #endif  // HWY_TARGET == HWY_SCALAR
 
 #undef KILN_GEMV_E4M3_TINY  // set per target: this file is read once per target
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+#undef KILN_GEMV_E4M3_TINY_TEST
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
 #define KILN_GEMV_E4M3_TINY 1
-// e4m3fn straight to float32 bits with integer ops only, for AVX-512, where
-// vcvtph2ps (two uops per 16 weights, on the ports the shifts and FMAs need)
-// made the f16 route compute-bound near 12 GB/s per core. S.EEEE.MMM becomes
+// e4m3fn straight to float32 bits with integer ops only, where the f16 route's
+// vcvtph2ps is the bottleneck: on AVX-512 (two uops per 16 weights, on the
+// ports the shifts and FMAs need) it was compute-bound near 12 GB/s per core;
+// on AVX2 (Zen 3) near 8-9 GB/s per core. S.EEEE.MMM becomes
 // S.0000EEEE.MMM0...0: a "tiny" float equal to the weight times 2^-120, exact
 // for normal codes (E >= 1) and zero. The activations are scaled by 2^k per row
-// (PermuteX) so tiny * x' stays normal; the sums are scaled back once per row.
-// Subnormal codes (E = 0, M != 0) would be float32 denormals, which cost ~70x
-// per FMA on Intel: a 4L-byte step that holds one (rare: ~2e-5 of real model
-// weights) is detected with two mask tests and done exactly in scalar instead
-// (where denormals cost nothing, WidenE4M3TinyFma skips the test).
+// (PermuteScaleX) so tiny * x' stays normal; the sums are scaled back once per
+// row. Subnormal codes (E = 0, M != 0) become float32 denormals, exact as they
+// are where FMAs take denormals at full speed (AMD: cpu::E4M3Subnormals::Fma);
+// elsewhere they cost ~70x per FMA (Intel), see WidenE4M3Tiny.
 // Lanes come out as weights 4i+0, 4i+1, 4i+2, 4i+3 of lane i (x permuted to match).
-struct WidenE4M3Tiny {
+struct WidenE4M3TinyFma {
   using T = float8_e4m3fn;
   static constexpr int kChunk = 4;
   static constexpr float kMult = 1.0f;
-  static constexpr bool kTestSubnormals = true;
-  // One bit per byte of the step that is a subnormal code (E = 0, M != 0).
-  static HWY_INLINE uint64_t Subnormals(const T* HWY_RESTRICT p) {
-    const __m512i v = _mm512_loadu_si512(p);
-    const __mmask64 mant = _mm512_test_epi8_mask(v, _mm512_set1_epi8(0x07));
-    return _mm512_mask_testn_epi8_mask(mant, v, _mm512_set1_epi8(0x78));
-  }
+  static constexpr bool kTestSubnormals = false;
   static HWY_INLINE void Load(const T* HWY_RESTRICT p, VF* out) {
     const hn::Repartition<int16_t, DF> d16;
     Widen(hn::LoadU(d16, reinterpret_cast<const int16_t*>(p)), out);
-  }
-  // The step with the codes marked in `skip` read as zero.
-  static HWY_INLINE void LoadSkipping(const T* HWY_RESTRICT p, uint64_t skip, VF* out) {
-    const hn::Repartition<int16_t, DF> d16;
-    Widen(hn::Vec<decltype(d16)>{_mm512_maskz_loadu_epi8(~skip, p)}, out);
   }
   template <class V16>
   static HWY_INLINE void Widen(V16 v, VF* out) {
@@ -200,12 +190,27 @@ struct WidenE4M3Tiny {
   }
   static float One(T v) { return float(v); }
 };
-// The same widening where FMAs take float32 denormals at full speed (AMD Zen 4
-// and later: measured no slower than normal operands): subnormal codes need no
-// test, their tiny floats are exact as they are (cpu::E4M3Subnormals::Fma).
-struct WidenE4M3TinyFma : WidenE4M3Tiny {
-  static constexpr bool kTestSubnormals = false;
+#if HWY_TARGET <= HWY_AVX3
+#define KILN_GEMV_E4M3_TINY_TEST 1
+// The tiny loader for cores where denormal FMAs are slow (Intel): a 4L-byte
+// step that holds a subnormal code (rare: ~2e-5 of real model weights) is
+// detected with two AVX-512 mask tests and done exactly in scalar instead.
+// (AVX2 has no such cheap test; there the Test mode takes the f16 route.)
+struct WidenE4M3Tiny : WidenE4M3TinyFma {
+  static constexpr bool kTestSubnormals = true;
+  // One bit per byte of the step that is a subnormal code (E = 0, M != 0).
+  static HWY_INLINE uint64_t Subnormals(const T* HWY_RESTRICT p) {
+    const __m512i v = _mm512_loadu_si512(p);
+    const __mmask64 mant = _mm512_test_epi8_mask(v, _mm512_set1_epi8(0x07));
+    return _mm512_mask_testn_epi8_mask(mant, v, _mm512_set1_epi8(0x78));
+  }
+  // The step with the codes marked in `skip` read as zero.
+  static HWY_INLINE void LoadSkipping(const T* HWY_RESTRICT p, uint64_t skip, VF* out) {
+    const hn::Repartition<int16_t, DF> d16;
+    Widen(hn::Vec<decltype(d16)>{_mm512_maskz_loadu_epi8(~skip, p)}, out);
+  }
 };
+#endif
 #endif
 
 // e4m3fn has no infinities: S.1111.111 is NaN, and both vector routes widen
@@ -258,7 +263,7 @@ inline bool RowHasNanCode(const float8_e4m3fn* HWY_RESTRICT w, int64_t K) {
 template <class W>
 constexpr bool IsTiny() {
 #ifdef KILN_GEMV_E4M3_TINY
-  return std::is_base_of_v<WidenE4M3Tiny, W>;
+  return std::is_base_of_v<WidenE4M3TinyFma, W>;
 #else
   return false;
 #endif
