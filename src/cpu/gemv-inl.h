@@ -111,16 +111,16 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
   // Rows shorter than a page put several read streams in one 4 KiB page,
   // which the hardware prefetcher follows poorly (FP8 rows of 2-2.5 KiB ran
   // at ~0.6 of the roof, 4 KiB rows at ~1.2): each step also prefetches a
-  // line of the next tile's rows into L2, one tile ahead, at k + pf_shift
-  // (modulo the row). Rows a multiple of 4 KiB apart (bf16 K = 2048, 4096)
-  // put the R lines being read in one L1 set; prefetching the next rows at
-  // the same k put R more lines there and evicted them (Zen 3, bf16 rows of
-  // 4 KiB, hot: 2x slower), so for those rows the prefetch runs half a row
-  // (at most 2 KiB) ahead, in other sets.
+  // line of the next tile's rows, one tile ahead, at k + pf_shift (modulo
+  // the row). Rows a multiple of 4 KiB apart (bf16 K = 2048, 4096) put the
+  // R lines being read in one L1 set, and the R prefetched at the same k
+  // evidently land there too and evict them (Zen 3, bf16 rows of 4 KiB,
+  // hot: 2x slower); for those rows the prefetch runs half a row (at most
+  // 2 KiB) ahead, in other sets.
   const bool prefetch = n0 + 2 * R <= a.N;
-  const int64_t row_bytes = a.ldw * int64_t(sizeof(T));
+  const int64_t isz = int64_t(sizeof(T));
   const int64_t pf_shift =
-      row_bytes % 4096 == 0 ? std::min<int64_t>(2048, K * int64_t(sizeof(T)) / 2 / 64 * 64) / int64_t(sizeof(T)) : 0;
+      (a.ldw * isz) % 4096 == 0 ? std::min<int64_t>(2048, K * isz / 2 / 64 * 64) / isz : 0;
 
   VF tot[R * MT];      // block kind: scaled sums of finished blocks
   float stot[R * MT];  // scalar tails (scaled like tot)

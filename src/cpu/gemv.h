@@ -59,11 +59,12 @@ void gemv_reference(DType w_dtype, const GemvArgs& a);
 // How the x86 e4m3 kernel (AVX2 and AVX-512) meets subnormal weight codes,
 // which its integer widening turns into float32 denormals (gemv_widen-inl.h).
 // Both are exact:
-//   Test: AVX-512 tests each step of 64 codes and sends those to a scalar
-//         path; AVX2, with no cheap test, widens through f16 instead (an FMA
-//         on a denormal costs ~70x on Intel cores);
+//   Test: for cores where an FMA on a denormal costs ~70x (Intel): AVX-512
+//         tests each step of 64 codes and sends those to a scalar path;
+//         AVX2, with no cheap test, widens through f16 instead;
 //   Fma:  the FMAs take them as they are, where denormals cost nothing (AMD
-//         Zen 3 and Zen 4 measured): ~10% faster on AVX-512, ~1.4x on AVX2.
+//         Zen 3 and Zen 4 measured; older AMD cores assumed alike): ~10%
+//         faster on AVX-512, ~1.4x on AVX2.
 // The default follows the CPU's vendor; KILN_E4M3_SUBNORMALS=test|fma sets it
 // for a process. Other targets and dtypes do not depend on it.
 enum class E4M3Subnormals { Test, Fma };

@@ -154,7 +154,7 @@ struct WidenE4M3 : WidenFP8Base<WidenE4M3> {
 // e4m3fn straight to float32 bits with integer ops only, where the f16 route's
 // vcvtph2ps is the bottleneck: on AVX-512 (two uops per 16 weights, on the
 // ports the shifts and FMAs need) it was compute-bound near 12 GB/s per core;
-// on AVX2 (Zen 3) near 8-9 GB/s per core. S.EEEE.MMM becomes
+// on AVX2 (Zen 3) near 9 GB/s per core. S.EEEE.MMM becomes
 // S.0000EEEE.MMM0...0: a "tiny" float equal to the weight times 2^-120, exact
 // for normal codes (E >= 1) and zero. The activations are scaled by 2^k per row
 // (PermuteScaleX) so tiny * x' stays normal; the sums are scaled back once per

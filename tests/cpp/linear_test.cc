@@ -21,15 +21,15 @@ using test::randn_as;
 const DType kWeightTypes[] = {DType::Float32, DType::BFloat16, DType::Float16, DType::Float8_e4m3fn,
                               DType::Float8_e5m2};
 
-// Runs body once in each way the AVX-512 e4m3 kernel can meet subnormal codes
-// (the other targets and dtypes ignore the setting), then restores it.
+// Runs body once in each way the x86 (AVX2, AVX-512) e4m3 kernel can meet
+// subnormal codes (the other targets and dtypes ignore the setting), then
+// restores it.
 template <class F>
 void in_each_subnormal_mode(F&& body) {
   const cpu::E4M3Subnormals saved = cpu::e4m3_subnormals();
   for (cpu::E4M3Subnormals mode : {cpu::E4M3Subnormals::Test, cpu::E4M3Subnormals::Fma}) {
     cpu::set_e4m3_subnormals(mode);
-    SCOPED_TRACE(mode == cpu::E4M3Subnormals::Test ? "subnormal codes tested per step"
-                                                   : "subnormal codes in FMAs");
+    SCOPED_TRACE(mode == cpu::E4M3Subnormals::Test ? "subnormal mode Test" : "subnormal mode Fma");
     body();
   }
   cpu::set_e4m3_subnormals(saved);
@@ -254,8 +254,8 @@ TEST(Linear, FP8RowsWithScatteredSubnormalsAndMixedActivations) {
   in_each_subnormal_mode([] {
     // Long e4m3 rows (whole SIMD steps plus a tail) where ~2% of codes are
     // subnormal and some are zero, against activation rows that mix magnitudes
-    // 1e30 .. 1e-30 and zeros, an all-zero row, a row too small for the AVX-512
-    // loader's activation scaling, and rows holding inf or NaN.
+    // 1e30 .. 1e-30 and zeros, an all-zero row, a row too small for the x86
+    // tiny-float loader's activation scaling, and rows holding inf or NaN.
     const int64_t N = 41, K = 1000;
     std::vector<uint8_t> codes(size_t(N * K));
     uint64_t st = 99;
@@ -324,7 +324,7 @@ TEST(Linear, FP8CheckedCodesGiveTheSameResults) {
         for (int64_t M : {1, 2, 3, 4, 6}) {
           SCOPED_TRACE(trace(w.dtype(), sk, M, N, K));
           Tensor x = randn_as({M, K}, DType::Float32, 31);
-          if (M == 3)  // a row too small for the AVX-512 loader: the f16 route
+          if (M == 3)  // a row too small for the tiny-float loader: the f16 route
             for (int64_t k = 0; k < K; ++k) x.data<float>()[2 * K + k] *= 1e-25f;
           const Tensor scale = make_scale(sk, N, K), bias = randn_as({N}, DType::Float32, 32);
           Tensor a = empty({M, N}), b = empty({M, N});

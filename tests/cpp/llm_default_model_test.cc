@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kiln/io/safetensors.h"
+#include "kiln/linear.h"
 #include "kiln/llm/default_model.h"
 #include "kiln/llm/generate.h"
 #include "kiln/llm/model.h"
@@ -208,7 +209,8 @@ std::unique_ptr<Model> upcycle(const Model& dense, int64_t E, int64_t k, const L
   return Model::from_tensors(c, std::move(t), o);
 }
 
-void expect_upcycled_equal(Model& dense, const std::vector<int32_t>& ids, const LoadOptions& o, double tol = 1e-5) {
+void expect_upcycled_equal(Model& dense, const std::vector<int32_t>& ids, const LoadOptions& o,
+                           double tol = 1e-5) {
   auto moe = upcycle(dense, 3, 2, o);
   ASSERT_TRUE(moe->config().is_moe());
   dense.reset();
@@ -228,10 +230,11 @@ TEST(LlmUpcycledMoE, EqualsTheDenseTinyModel) {
     auto dense = Model::load(dir, o);
     // Up to kLinearGemvMaxRows tokens, the dense MLP and the experts both take
     // the matrix-vector kernel: equal up to the routing weights' rounding.
-    // Past it the dense MLP takes a GEMM (f32: OpenBLAS sgemm, whose kernel
-    // and summation order follow the CPU; FP8: kiln's packed GEMM, which
-    // scales each widened weight), the experts (<= 16 rows each) still the
-    // matrix-vector kernel: 4e-5 apart on this model's logits on a Zen 3.
+    // Past it the dense MLP takes kiln's packed GEMM (another summation order;
+    // FP8: the scale applied to each widened weight), the experts (<= 16 rows
+    // each) still the matrix-vector kernel: 4e-5 apart on this model's logits
+    // on a Zen 3 (AVX2).
+    static_assert(kiln::kLinearGemvMaxRows == 6, "the first id list must fit the matrix-vector path");
     expect_upcycled_equal(*dense, {1, 5, 9, 33, 2, 7}, o);
     expect_upcycled_equal(*dense, {1, 5, 9, 33, 2, 7, 100, 200, 3}, o, 2e-4);
   }

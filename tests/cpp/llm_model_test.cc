@@ -318,7 +318,9 @@ TEST(LlmLoad, NativeFp8CheckpointDequantizesForF32AndBf16) {
       for (const auto& [n, t] : m->named_weights()) {
         EXPECT_FALSE(kiln::is_fp8(t.dtype())) << name << " " << n;
         EXPECT_FALSE(n.ends_with("_scale") || n.ends_with("_scale_inv")) << name << " " << n;
-        if (t.dim() >= 2 && n.find("proj") != std::string::npos) { EXPECT_EQ(t.dtype(), d) << name << " " << n; }
+        if (t.dim() >= 2 && n.find("proj") != std::string::npos) {
+          EXPECT_EQ(t.dtype(), d) << name << " " << n;
+        }
       }
       const Tensor lg = m->forward(ref.ids, true);
       EXPECT_LT(rel_err(lg.data<float>(), ref.logits.data(), lg.numel()), tol)
