@@ -122,6 +122,9 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
   const int64_t pf_shift =
       (a.ldw * isz) % 4096 == 0 ? std::min<int64_t>(2048, K * isz / 2 / 64 * 64) / isz : 0;
 
+  // One output per tile (a row read whole, in address order): each of the C
+  // vectors of a step feeds its own accumulator, so C FMA chains run at once.
+  constexpr int NA = R * MT == 1 ? C : 1;
   VF tot[R * MT];      // block kind: scaled sums of finished blocks
   float stot[R * MT];  // scalar tails (scaled like tot)
   KILN_UNROLL
@@ -133,13 +136,12 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
   const int64_t block = kBlock ? kScaleBlock : K;
   for (int64_t kb = 0; kb < K; kb += block) {
     const int64_t ke = kb + block < K ? kb + block : K;
-    VF acc[R * MT];
+    VF acc[R * MT * NA];
     float tail[R * MT];  // scalar terms: the K tail and, for the tiny loader, skipped steps
     KILN_UNROLL
-    for (int i = 0; i < R * MT; ++i) {
-      acc[i] = hn::Zero(df);
-      tail[i] = 0.0f;
-    }
+    for (int i = 0; i < R * MT * NA; ++i) acc[i] = hn::Zero(df);
+    KILN_UNROLL
+    for (int i = 0; i < R * MT; ++i) tail[i] = 0.0f;
     int64_t k = kb;
     for (; k + CL <= ke; k += CL) {
       if (prefetch) {
@@ -176,8 +178,10 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
             KILN_UNROLL
             for (int c = 0; c < C; ++c)
               KILN_UNROLL
-              for (int m = 0; m < MT; ++m)
-                acc[r * MT + m] = hn::MulAdd(wv[c], xv[m * C + c], acc[r * MT + m]);
+              for (int m = 0; m < MT; ++m) {
+                VF& ac = acc[(r * MT + m) * NA + (NA > 1 ? c : 0)];
+                ac = hn::MulAdd(wv[c], xv[m * C + c], ac);
+              }
           }
           continue;
         }
@@ -189,8 +193,15 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
         KILN_UNROLL
         for (int c = 0; c < C; ++c)
           KILN_UNROLL
-          for (int m = 0; m < MT; ++m) acc[r * MT + m] = hn::MulAdd(wv[c], xv[m * C + c], acc[r * MT + m]);
+          for (int m = 0; m < MT; ++m) {
+            VF& ac = acc[(r * MT + m) * NA + (NA > 1 ? c : 0)];
+            ac = hn::MulAdd(wv[c], xv[m * C + c], ac);
+          }
       }
+    }
+    if constexpr (NA > 1) {
+      KILN_UNROLL
+      for (int i = 1; i < NA; ++i) acc[0] = hn::Add(acc[0], acc[i]);
     }
     for (; k < ke; ++k) {
       KILN_UNROLL
@@ -352,6 +363,18 @@ const float* PermuteX(const GemvArgs& a, int64_t& ldxp) {
   }
 }
 
+// One activation row and weight rows under 2 KiB: one row per tile, read
+// whole in address order. Several short rows read side by side put several
+// streams in one 4 KiB page, which the hardware prefetcher follows poorly (a
+// plain read of 768-1536-byte rows on a Zen 3 core: ~10 GB/s row by row,
+// ~6 eight rows side by side); the x row, reread per weight row, stays in
+// L1. Rows of 2 KiB ran the same either way, 4 KiB rows faster side by side.
+constexpr int64_t kRowOrderBytes = 2048;
+template <class W>
+bool RowOrder(const GemvArgs& a) {
+  return a.M == 1 && a.K * int64_t(sizeof(typename W::T)) < kRowOrderBytes;
+}
+
 // R * MT accumulators (and as many running totals for block scales) must fit
 // the 16 vector registers of AVX2 beside the loaded vectors.
 template <class W>
@@ -377,10 +400,12 @@ void Rows(const GemvArgs& a, int64_t n0, int64_t n1) {
   // Six FP8 rows per tile, not eight: rows of 0.5-2.3 KiB (SmolLM2, Qwen3
   // experts) ran at 0.62 of the roof with eight read streams per thread and
   // 0.66 with six (kiln bench linear, A/B interleaved); longer rows and bf16
-  // showed no difference.
+  // showed no difference. Rows under 2 KiB now go one at a time (RowOrder).
   if constexpr (IsTiny<W>()) {
+    if (RowOrder<W>(a)) return RowsFixed<W, 1, 1, false>(a, xp, ldxp, vfac, n0, n1);
     if (a.M == 1) return RowsFixed<W, 6, 1, false>(a, xp, ldxp, vfac, n0, n1);
   }
+  if (RowOrder<W>(a)) return RowsFixed<W, 1, 1, false>(a, xp, ldxp, vfac, n0, n1);
   if (a.M == 1) return RowsFixed<W, 8, 1, false>(a, xp, ldxp, vfac, n0, n1);
   if (a.M == 2) return RowsFixed<W, 4, 2, false>(a, xp, ldxp, vfac, n0, n1);
   if (a.M == 3) return RowsFixed<W, 2, 3, false>(a, xp, ldxp, vfac, n0, n1);
