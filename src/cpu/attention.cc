@@ -353,6 +353,19 @@ HWY_INLINE void AccumulatePV(const float (*p)[kBk], const typename Ld::T* HWY_RE
     }
 }
 
+// f.template operator()<n>() for a run-time row count n in 1..kMax; 0 does nothing.
+template <int kMax, class F>
+HWY_INLINE void WithRows(int64_t n, F&& f) {
+  static_assert(kMax >= 1 && kMax <= 4, "1..4 rows");
+  if constexpr (kMax >= 4)
+    if (n == 4) return f.template operator()<4>();
+  if constexpr (kMax >= 3)
+    if (n == 3) return f.template operator()<3>();
+  if constexpr (kMax >= 2)
+    if (n == 2) return f.template operator()<2>();
+  if (n == 1) f.template operator()<1>();
+}
+
 template <class Ld>
 void AllDots(const float* q, int64_t ldq, int64_t R, const typename Ld::T* kt, int64_t ldk, int64_t nb,
              int64_t Ep, float (*sc)[kBk], const AttnPrefetch* pf = nullptr) {
@@ -361,40 +374,13 @@ void AllDots(const float* q, int64_t ldq, int64_t R, const typename Ld::T* kt, i
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (kRowOrder) {
     r = std::min<int64_t>(R, kRowOrderRows);
-    switch (r) {
-      case 4:
-        DotsRowOrder<4, Ld>(q, ldq, kt, ldk, nb, Ep, sc, pf);
-        break;
-      case 3:
-        DotsRowOrder<3, Ld>(q, ldq, kt, ldk, nb, Ep, sc, pf);
-        break;
-      case 2:
-        DotsRowOrder<2, Ld>(q, ldq, kt, ldk, nb, Ep, sc, pf);
-        break;
-      case 1:
-        DotsRowOrder<1, Ld>(q, ldq, kt, ldk, nb, Ep, sc, pf);
-        break;
-      default:  // no rows
-        break;
-    }
+    WithRows<kRowOrderRows>(r, [&]<int n>() { DotsRowOrder<n, Ld>(q, ldq, kt, ldk, nb, Ep, sc, pf); });
     pf = nullptr;
   }
 #endif
   for (; r + kDotRows <= R; r += kDotRows, pf = nullptr)
     Dots<kDotRows, Ld>(q + r * ldq, ldq, kt, ldk, nb, Ep, sc + r, pf);
-  switch (R - r) {
-    case 3:
-      Dots<3, Ld>(q + r * ldq, ldq, kt, ldk, nb, Ep, sc + r, pf);
-      break;
-    case 2:
-      Dots<2, Ld>(q + r * ldq, ldq, kt, ldk, nb, Ep, sc + r, pf);
-      break;
-    case 1:
-      Dots<1, Ld>(q + r * ldq, ldq, kt, ldk, nb, Ep, sc + r, pf);
-      break;
-    default:
-      break;
-  }
+  WithRows<3>(R - r, [&]<int n>() { Dots<n, Ld>(q + r * ldq, ldq, kt, ldk, nb, Ep, sc + r, pf); });
 }
 
 template <class Ld>
@@ -405,40 +391,13 @@ void AllPV(const float (*p)[kBk], int64_t R, const typename Ld::T* vt, int64_t l
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (kRowOrder) {
     r = std::min<int64_t>(R, kRowOrderRows);
-    switch (r) {
-      case 4:
-        AccumulatePVRowOrder<4, Ld>(p, vt, ldv, nb, Evp, acc, lda, pf);
-        break;
-      case 3:
-        AccumulatePVRowOrder<3, Ld>(p, vt, ldv, nb, Evp, acc, lda, pf);
-        break;
-      case 2:
-        AccumulatePVRowOrder<2, Ld>(p, vt, ldv, nb, Evp, acc, lda, pf);
-        break;
-      case 1:
-        AccumulatePVRowOrder<1, Ld>(p, vt, ldv, nb, Evp, acc, lda, pf);
-        break;
-      default:  // no rows
-        break;
-    }
+    WithRows<kRowOrderRows>(r, [&]<int n>() { AccumulatePVRowOrder<n, Ld>(p, vt, ldv, nb, Evp, acc, lda, pf); });
     pf = nullptr;
   }
 #endif
   for (; r + 4 <= R; r += 4, pf = nullptr)
     AccumulatePV<4, Ld>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda, pf);
-  switch (R - r) {
-    case 3:
-      AccumulatePV<3, Ld>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda, pf);
-      break;
-    case 2:
-      AccumulatePV<2, Ld>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda, pf);
-      break;
-    case 1:
-      AccumulatePV<1, Ld>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda, pf);
-      break;
-    default:
-      break;
-  }
+  WithRows<3>(R - r, [&]<int n>() { AccumulatePV<n, Ld>(p + r, vt, ldv, nb, Evp, acc + r * lda, lda, pf); });
 }
 
 // Keep / drop of element (row, key) from Philox.
