@@ -89,7 +89,8 @@ HWY_INLINE float BlockMax(const float* HWY_RESTRICT x, int64_t n) {
 // (log_softmax).
 enum class Store { None, Exp, Shifted };
 
-// sum exp(x[i] * s - m) over x[0..n): f32 lane sums of at most 16 terms per
+// sum exp(x[i] * s - m) over x[0..n) (x * s - m may pass 88 by rounding when
+// s is huge: the scaled form takes exp's checked upper bound): f32 lane sums of at most 16 terms per
 // lane, then f64; kStore also writes the exponentials or the shifted inputs
 // to y (y may be x).
 template <Store kStore, bool kScale>
@@ -100,7 +101,7 @@ HWY_INLINE double ExpBlock(const float* x, float* y, int64_t n, float s, float m
   auto arg = [&](VF v) { return kScale ? hn::MulSub(v, vs, vm) : hn::Sub(v, vm); };
   // One vector: its exp, and its store (the exp or the argument).
   auto step = [&](VF v, float* out) {
-    const VF a = arg(v), e = ExpNonPos(d, a);
+    const VF a = arg(v), e = ExpNonPos<kScale>(d, a);
     if constexpr (kStore == Store::Exp) hn::StoreU(e, d, out);
     if constexpr (kStore == Store::Shifted) hn::StoreU(a, d, out);
     return e;
@@ -124,7 +125,7 @@ HWY_INLINE double ExpBlock(const float* x, float* y, int64_t n, float s, float m
   VF s0 = hn::Zero(d);
   for (; i + N <= n; i += N) s0 = hn::Add(s0, step(hn::LoadU(d, x + i), y + i));
   if (i < n) {  // tail lanes padded with -inf: exp -> 0
-    const VF a = arg(LoadTail(d, x + i, n - i, -kInf)), e0 = ExpNonPos(d, a);
+    const VF a = arg(LoadTail(d, x + i, n - i, -kInf)), e0 = ExpNonPos<kScale>(d, a);
     if constexpr (kStore == Store::Exp) StoreTail(d, e0, y + i, n - i);
     if constexpr (kStore == Store::Shifted) StoreTail(d, a, y + i, n - i);
     s0 = hn::Add(s0, e0);
@@ -230,7 +231,7 @@ HWY_INLINE bool Poisoned(float M, double S) { return !std::isfinite(M) || !(S > 
 // no second pass over memory and no float64 (a sum of at most kShortVecs * N
 // terms). Such a row is a chain of latencies (max, exp, sum, reciprocal), so
 // K rows go through together for independent work; V vectors per row.
-constexpr int kShortVecs = 4;
+constexpr int kShortVecs = 8;
 template <int V, int K>
 HWY_INLINE void ShortRows(const float* HWY_RESTRICT x, int64_t sx, float* HWY_RESTRICT y, int64_t sy,
                           int64_t n, bool log) {
@@ -275,8 +276,13 @@ HWY_INLINE void ShortRows(const float* HWY_RESTRICT x, int64_t sx, float* HWY_RE
   }
 }
 
+// Rows of n <= V * N floats: the template for the row's vector count, found
+// by counting V up to kShortVecs.
 template <int V>
 void ShortRowsV(const float* x, int64_t sx, float* y, int64_t sy, int64_t rows, int64_t n, bool log) {
+  if constexpr (V < kShortVecs) {
+    if (n > V * int64_t(hn::Lanes(DF()))) return ShortRowsV<V + 1>(x, sx, y, sy, rows, n, log);
+  }
   int64_t r = 0;
   for (; r + 2 <= rows; r += 2) ShortRows<V, 2>(x + r * sx, sx, y + r * sy, sy, n, log);
   if (r < rows) ShortRows<V, 1>(x + r * sx, sx, y + r * sy, sy, n, log);
@@ -305,16 +311,7 @@ void SoftmaxRow(const float* x, float* y, int64_t n, bool log) {
 void SoftmaxRows(const float* x, int64_t sx, float* y, int64_t sy, int64_t rows, int64_t n, bool log) {
   const int64_t N = int64_t(hn::Lanes(DF()));
   if (n <= kShortVecs * N) {
-    switch ((n + N - 1) / N) {
-      case 1:
-        return ShortRowsV<1>(x, sx, y, sy, rows, n, log);
-      case 2:
-        return ShortRowsV<2>(x, sx, y, sy, rows, n, log);
-      case 3:
-        return ShortRowsV<3>(x, sx, y, sy, rows, n, log);
-      default:
-        return ShortRowsV<4>(x, sx, y, sy, rows, n, log);
-    }
+    return ShortRowsV<1>(x, sx, y, sy, rows, n, log);
   }
   for (int64_t r = 0; r < rows; ++r) SoftmaxRow(x + r * sx, y + r * sy, n, log);
 }

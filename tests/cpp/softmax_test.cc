@@ -88,7 +88,7 @@ void expect_close(const Tensor& got, const Tensor& x, int dim, bool log, double 
 }
 
 TEST(Softmax, LastDimRowLengths) {
-  for (int64_t n : {1, 2, 7, 8, 9, 31, 100, 1000, 4099, 16384, 40000, 131072, 151936}) {
+  for (int64_t n : {1, 2, 7, 8, 9, 31, 46, 64, 65, 100, 127, 128, 129, 1000, 4099, 16384, 40000, 131072, 151936}) {
     for (int64_t rows : {1, 3}) {
       const Tensor x = from_vals(random_vals(rows * n, 4.0f, uint32_t(n + rows)), {rows, n});
       for (bool log : {false, true}) {
