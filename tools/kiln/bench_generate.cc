@@ -289,6 +289,14 @@ int run_generate(GenOptions opt) {
                 k["bound_tok_s"].get<double>(), k["roof_fraction"].get<double>() * 100,
                 k["prefill_tok_s"].get<double>(), peer("llama.cpp").c_str(), peer("transformers").c_str(),
                 k["memory"]["rss_generating"].get<double>() / 1e6, k["memory"]["limit"].get<double>() / 1e6);
+    if (k.contains("split")) {  // --split: where a decode step's time goes
+      const json& s = k["split"];
+      std::printf("  %.2f ms per token:", s["decode_s_per_token"].get<double>() * 1e3);
+      for (const auto& [group, sec] : s["linears_s"].items())
+        std::printf(" %s %.2f ms,", group.c_str(), sec.get<double>() * 1e3);
+      std::printf(" rest %.2f ms (linears alone read %.1f GB/s)\n", s["rest_s"].get<double>() * 1e3,
+                  s["linears_gbps"].get<double>());
+    }
   }
   for (const auto& mm : missing)
     std::printf("missing: %s: %s\n", mm["name"].get<std::string>().c_str(),
