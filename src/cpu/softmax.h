@@ -28,6 +28,13 @@ void softmax_rows_f32(const float* x, int64_t sx, float* y, int64_t sy, int64_t 
 float row_max_f32(const float* x, int64_t n);
 // sum_i exp(x[i] * inv_t - m) over x[0..n) (f64 accumulation of f32 blocks).
 double row_expsum_f32(const float* x, int64_t n, float inv_t, float m);
+// The candidates of a top-p draw: z_i = (x_i - m) * inv_t for i in [0, V)
+// (V < 2^31), and those with z_i >= zthr compacted, in index order, into
+// cz[0..n) with their indices in cid[0..n); returns n. cz and cid must hold
+// V + 16 entries: the compaction stores whole vectors.
+inline constexpr int64_t kGatherSlack = 16;
+int64_t gather_above_f32(const float* x, int64_t V, float m, float inv_t, float zthr, float* cz,
+                         int32_t* cid);
 // y[i] = exp(x[i]) for n contiguous floats (the exp the softmax kernels use;
 // exposed so tests can measure its error).
 void exp_f32(const float* x, float* y, int64_t n);

@@ -85,7 +85,7 @@ int64_t sample_candidates(std::vector<Cand>& c, float m, float inv_t, double top
 }
 
 // The nucleus without sorting the candidates: their scaled logits z (>= zthr)
-// are gathered branch-free into reused buffers, exponentiated with the SIMD exp,
+// are compacted with SIMD stores into reused buffers, exponentiated with the SIMD exp,
 // their mass binned by z; bins are taken from the top until the one that
 // crosses top_p * total, and only that bin is sorted. The draw then scans the
 // kept tokens in id order. Allocates nothing once the buffers have grown.
@@ -93,23 +93,19 @@ int64_t sample_nucleus(const float* x, int64_t V, float m, float inv_t, float zt
                        double min_p, Generator& gen) {
   constexpr int kBins = 2048;
   thread_local std::vector<float> cz, ce;
-  thread_local std::vector<int64_t> cid;
+  thread_local std::vector<int32_t> cid;
   thread_local std::vector<int32_t> cb;
   thread_local std::vector<double> mass;
   thread_local std::vector<size_t> in_bin;
-  if (int64_t(cz.size()) < V) {
-    cz.resize(size_t(V));
-    ce.resize(size_t(V));
-    cid.resize(size_t(V));
-    cb.resize(size_t(V));
+  KILN_CHECK(V < (int64_t(1) << 31), ValueError, "[sample] top-p over " << V << " logits: at most 2^31 - 1");
+  if (int64_t(cz.size()) < V + cpu::kGatherSlack) {
+    const size_t cap = size_t(V + cpu::kGatherSlack);
+    cz.resize(cap);
+    ce.resize(cap);
+    cid.resize(cap);
+    cb.resize(cap);
   }
-  int64_t n = 0;
-  for (int64_t i = 0; i < V; ++i) {
-    const float z = (x[i] - m) * inv_t;
-    cz[size_t(n)] = z;
-    cid[size_t(n)] = i;
-    n += z >= zthr;
-  }
+  const int64_t n = cpu::gather_above_f32(x, V, m, inv_t, zthr, cz.data(), cid.data());
   cpu::exp_f32(cz.data(), ce.data(), n);
   mass.assign(kBins, 0.0);
   const float inv_w = zthr < 0 ? float(kBins) / -zthr : 0.0f;

@@ -88,7 +88,8 @@ void expect_close(const Tensor& got, const Tensor& x, int dim, bool log, double 
 }
 
 TEST(Softmax, LastDimRowLengths) {
-  for (int64_t n : {1, 2, 7, 8, 9, 31, 46, 64, 65, 100, 127, 128, 129, 1000, 4099, 16384, 40000, 131072, 151936}) {
+  for (int64_t n :
+       {1, 2, 7, 8, 9, 31, 46, 64, 65, 100, 127, 128, 129, 1000, 4099, 16384, 40000, 131072, 151936}) {
     for (int64_t rows : {1, 3}) {
       const Tensor x = from_vals(random_vals(rows * n, 4.0f, uint32_t(n + rows)), {rows, n});
       for (bool log : {false, true}) {
@@ -332,6 +333,41 @@ TEST(Softmax, LogSoftmaxAccuracy) {
     }
     EXPECT_LE(worst, 2.0) << "n=" << n;
   }
+}
+
+// top-p's candidate gather: the same z (to the bit), kept set and order as
+// the scalar loop, on every target, with entries exactly at the threshold,
+// -inf and NaN logits, and lengths around the vector width.
+TEST(Softmax, GatherAboveMatchesScalar) {
+  for_each_target([] {
+    for (int64_t V : std::initializer_list<int64_t>{0, 1, 7, 8, 9, 31, 100, 1003, 151936}) {
+      std::vector<float> x = random_vals(V, 4.0f, uint32_t(V + 7));
+      const float m = 9.5f, inv_t = 1.25f;
+      const float zthr = (x.empty() ? 0.0f : (x[0] - m) * inv_t);  // x[0] sits exactly at the threshold
+      if (V > 20) {
+        x[5] = -std::numeric_limits<float>::infinity();
+        x[11] = std::nanf("");
+        x[17] = x[0];
+      }
+      std::vector<float> cz(size_t(V) + cpu::kGatherSlack);
+      std::vector<int32_t> cid(size_t(V) + cpu::kGatherSlack);
+      const int64_t n = cpu::gather_above_f32(x.data(), V, m, inv_t, zthr, cz.data(), cid.data());
+      std::vector<float> rz;
+      std::vector<int32_t> rid;
+      for (int64_t i = 0; i < V; ++i) {
+        const float z = (x[size_t(i)] - m) * inv_t;
+        if (z >= zthr) {
+          rz.push_back(z);
+          rid.push_back(int32_t(i));
+        }
+      }
+      ASSERT_EQ(n, int64_t(rz.size())) << "V=" << V;
+      for (int64_t j = 0; j < n; ++j) {
+        EXPECT_EQ(cid[size_t(j)], rid[size_t(j)]) << "V=" << V << " j=" << j;
+        EXPECT_EQ(std::memcmp(&cz[size_t(j)], &rz[size_t(j)], 4), 0) << "V=" << V << " j=" << j;
+      }
+    }
+  });
 }
 
 }  // namespace
