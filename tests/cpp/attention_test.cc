@@ -86,6 +86,26 @@ TEST(Attention, DecodeGqaLengths) {
   }
 }
 
+TEST(Attention, DecodeTwoRunsHeadDimsAndLengths) {
+  // Decode reads its key range as two runs in lockstep (a tile holds 16 keys of
+  // each): lengths around one and two tiles leave the second run short or
+  // empty in the last tile; head dims 8 and 24 take the one-vector loaders
+  // and remainders, 64 and 128 the bf16 pairs; f16 takes the widened tiles.
+  for (int64_t E : {8, 24, 64, 128}) {
+    for (int64_t S : {31, 32, 33, 47, 48, 49, 64, 65, 100, 257}) {
+      for (int64_t group : {1, 3, 4}) {
+        for (DType dt : {DType::Float32, DType::BFloat16, DType::Float16}) {
+          SCOPED_TRACE(testing::Message() << "E=" << E << " S=" << S << " group=" << group << " " << name(dt));
+          const Tensor q = rnd({1, group, 1, E}, 31, dt), k = rnd({1, 1, S, E}, 32, dt), v = rnd({1, 1, S, E}, 33, dt);
+          const Tensor o = scaled_dot_product_attention(q, k, v, nullptr, 0.0, false, std::nullopt, true);
+          expect_near_all(o, reference(q, k, v, {}, false, 1.0 / std::sqrt(double(E))),
+                          dt == DType::Float32 ? 2e-5 : 1e-2);
+        }
+      }
+    }
+  }
+}
+
 TEST(Attention, PrefillCausalAndUneven) {
   // L == S, and L != S (top-left aligned as torch), with GQA and odd sizes.
   for (auto [L, S] : {std::pair<int64_t, int64_t>{37, 37}, {5, 9}, {9, 5}, {70, 70}}) {
