@@ -89,9 +89,11 @@ HWY_NOINLINE void AddFlaggedTerms(const typename W::T* HWY_RESTRICT wr, int64_t 
 // chunk order (rows ldxp apart), used for the vector part; a.x for the tail.
 // vfac (or null for 1): per activation row, what the vector sums are
 // multiplied by to undo the scaling of xp (the tiny-float loader's).
+// Weight rows n0 + r * rs (r < R; rs = 1: adjacent rows) x activation rows
+// m0 .. m0 + MT.
 template <class W, int R, int MT, bool kBlock>
 HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t ldxp, const double* vfac,
-                       int64_t n0, int64_t m0) {
+                       int64_t n0, int64_t m0, int64_t rs = 1) {
   using T = typename W::T;
   constexpr int C = W::kChunk;
   const DF df;
@@ -100,7 +102,7 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
   const int64_t K = a.K;
   const T* HWY_RESTRICT w[R];
   KILN_UNROLL
-  for (int r = 0; r < R; ++r) w[r] = static_cast<const T*>(a.w) + (n0 + r) * a.ldw;
+  for (int r = 0; r < R; ++r) w[r] = static_cast<const T*>(a.w) + (n0 + r * rs) * a.ldw;
   const float* HWY_RESTRICT x[MT];
   const float* HWY_RESTRICT xq[MT];
   KILN_UNROLL
@@ -117,14 +119,17 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
   // evidently land there too and evict them (Zen 3, bf16 rows of 4 KiB,
   // hot: 2x slower); for those rows the prefetch runs half a row (at most
   // 2 KiB) ahead, in other sets.
-  const bool prefetch = n0 + 2 * R <= a.N;
+  // The next tile: rows n0 + R.. (adjacent rows) or n0 + 1 + r * rs.
+  const int64_t next = rs == 1 ? R : 1;
+  const bool prefetch = n0 + next + (R - 1) * rs < a.N;
   const int64_t isz = int64_t(sizeof(T));
   const int64_t pf_shift =
       (a.ldw * isz) % 4096 == 0 ? std::min<int64_t>(2048, K * isz / 2 / 64 * 64) / isz : 0;
 
-  // One output per tile (a row read whole, in address order): each of the C
-  // vectors of a step feeds its own accumulator, so C FMA chains run at once.
-  constexpr int NA = R * MT == 1 ? C : 1;
+  // One or two outputs per tile (rows read whole, in address order): the C
+  // vectors of a step feed NA accumulators per output, so enough FMA chains
+  // run at once (two outputs: at most 2 each, for the registers).
+  constexpr int NA = R * MT == 1 ? C : R * MT == 2 ? (C < 2 ? C : 2) : 1;
   VF tot[R * MT];      // block kind: scaled sums of finished blocks
   float stot[R * MT];  // scalar tails (scaled like tot)
   KILN_UNROLL
@@ -148,7 +153,7 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
         int64_t pk = k + pf_shift;
         if (pk >= K) pk -= K;
         KILN_UNROLL
-        for (int r = 0; r < R; ++r) PrefetchL2(w[r] + R * a.ldw + pk);
+        for (int r = 0; r < R; ++r) PrefetchL2(w[r] + next * a.ldw + pk);
       }
       if constexpr (HasNanCode<W>()) {
         KILN_UNROLL
@@ -179,7 +184,7 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
             for (int c = 0; c < C; ++c)
               KILN_UNROLL
               for (int m = 0; m < MT; ++m) {
-                VF& ac = acc[(r * MT + m) * NA + (NA > 1 ? c : 0)];
+                VF& ac = acc[(r * MT + m) * NA + (NA > 1 ? c % NA : 0)];
                 ac = hn::MulAdd(wv[c], xv[m * C + c], ac);
               }
           }
@@ -194,14 +199,19 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
         for (int c = 0; c < C; ++c)
           KILN_UNROLL
           for (int m = 0; m < MT; ++m) {
-            VF& ac = acc[(r * MT + m) * NA + (NA > 1 ? c : 0)];
+            VF& ac = acc[(r * MT + m) * NA + (NA > 1 ? c % NA : 0)];
             ac = hn::MulAdd(wv[c], xv[m * C + c], ac);
           }
       }
     }
-    if constexpr (NA > 1) {
+    if constexpr (NA > 1) {  // each output's NA partial sums into acc[output]
       KILN_UNROLL
-      for (int i = 1; i < NA; ++i) acc[0] = hn::Add(acc[0], acc[i]);
+      for (int o = 0; o < R * MT; ++o) {
+        VF t = acc[o * NA];
+        KILN_UNROLL
+        for (int i = 1; i < NA; ++i) t = hn::Add(t, acc[o * NA + i]);
+        acc[o] = t;
+      }
     }
     for (; k < ke; ++k) {
       KILN_UNROLL
@@ -216,7 +226,7 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
       KILN_UNROLL
       for (int r = 0; r < R; ++r) {
         // Rows of a tile may straddle a 128-row block boundary.
-        const float s = (n0 + r) / kScaleBlock == n0 / kScaleBlock ? srow[0] : srow[a.scale_ld];
+        const float s = (n0 + r * rs) / kScaleBlock == n0 / kScaleBlock ? srow[0] : srow[a.scale_ld];
         KILN_UNROLL
         for (int m = 0; m < MT; ++m) {
           tot[r * MT + m] = hn::MulAdd(acc[r * MT + m], hn::Set(df, s), tot[r * MT + m]);
@@ -240,13 +250,14 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
   }
   KILN_UNROLL
   for (int r = 0; r < R; ++r) {
-    const float mult = W::kMult * (kBlock ? 1.0f : row_scale(a, n0 + r));
-    const float b = a.bias ? a.bias[n0 + r] : 0.0f;
+    const int64_t n = n0 + r * rs;
+    const float mult = W::kMult * (kBlock ? 1.0f : row_scale(a, n));
+    const float b = a.bias ? a.bias[n] : 0.0f;
     KILN_UNROLL
     for (int m = 0; m < MT; ++m) {
       const double v = double(hn::GetLane(hn::SumOfLanes(df, tot[r * MT + m])));
       const double sum = (vfac ? v * vfac[m0 + m] : v) + double(stot[r * MT + m]);
-      store_out(a, m0 + m, n0 + r, nan_row[r] ? NAN : float(sum * double(mult) + double(b)));
+      store_out(a, m0 + m, n, nan_row[r] ? NAN : float(sum * double(mult) + double(b)));
     }
   }
 }
@@ -259,6 +270,18 @@ HWY_INLINE void RowGroup(const GemvArgs& a, const float* xp, int64_t ldxp, const
   if constexpr (MT > 1) {
     for (; m < a.M; ++m) Tile<W, R, 1, kBlock>(a, xp, ldxp, vfac, n0, m);
   }
+}
+
+// One activation row, weight rows [n0, n1) read one at a time in address
+// order as two runs side by side: row n0 + i beside row n0 + h + i (h: half
+// the range, rounded up), so each core keeps two streams going where one left
+// its hardware prefetcher short (decode attention, read the same way: ~1.2x).
+template <class W>
+HWY_INLINE void RowsTwoRuns(const GemvArgs& a, const float* xp, int64_t ldxp, const double* vfac, int64_t n0,
+                            int64_t n1) {
+  const int64_t h = (n1 - n0 + 1) / 2, pairs = (n1 - n0) / 2;
+  for (int64_t i = 0; i < pairs; ++i) Tile<W, 2, 1, false>(a, xp, ldxp, vfac, n0 + i, 0, h);
+  if (pairs < h) Tile<W, 1, 1, false>(a, xp, ldxp, vfac, n0 + h - 1, 0);
 }
 
 template <class W, int R, int MT, bool kBlock>
@@ -363,8 +386,8 @@ const float* PermuteX(const GemvArgs& a, int64_t& ldxp) {
   }
 }
 
-// One activation row and weight rows under 2 KiB: one row per tile, read
-// whole in address order. Several short rows read side by side put several
+// One activation row and weight rows under 2 KiB: rows read whole in address
+// order, two far-apart rows per tile (RowsTwoRuns). Several short rows read side by side put several
 // streams in one 4 KiB page, which the hardware prefetcher follows poorly (a
 // plain read of 768-1536-byte rows on a Zen 3 core: ~10 GB/s row by row,
 // ~6 eight rows side by side); the x row, reread per weight row, stays in
@@ -402,10 +425,10 @@ void Rows(const GemvArgs& a, int64_t n0, int64_t n1) {
   // 0.66 with six (kiln bench linear, A/B interleaved); longer rows and bf16
   // showed no difference. Rows under 2 KiB now go one at a time (RowOrder).
   if constexpr (IsTiny<W>()) {
-    if (RowOrder<W>(a)) return RowsFixed<W, 1, 1, false>(a, xp, ldxp, vfac, n0, n1);
+    if (RowOrder<W>(a)) return RowsTwoRuns<W>(a, xp, ldxp, vfac, n0, n1);
     if (a.M == 1) return RowsFixed<W, 6, 1, false>(a, xp, ldxp, vfac, n0, n1);
   }
-  if (RowOrder<W>(a)) return RowsFixed<W, 1, 1, false>(a, xp, ldxp, vfac, n0, n1);
+  if (RowOrder<W>(a)) return RowsTwoRuns<W>(a, xp, ldxp, vfac, n0, n1);
   if (a.M == 1) return RowsFixed<W, 8, 1, false>(a, xp, ldxp, vfac, n0, n1);
   if (a.M == 2) return RowsFixed<W, 4, 2, false>(a, xp, ldxp, vfac, n0, n1);
   if (a.M == 3) return RowsFixed<W, 2, 3, false>(a, xp, ldxp, vfac, n0, n1);
