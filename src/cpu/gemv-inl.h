@@ -386,16 +386,18 @@ const float* PermuteX(const GemvArgs& a, int64_t& ldxp) {
   }
 }
 
-// One activation row and weight rows under 2 KiB: rows read whole in address
-// order, two far-apart rows per tile (RowsTwoRuns). Several short rows read side by side put several
-// streams in one 4 KiB page, which the hardware prefetcher follows poorly (a
-// plain read of 768-1536-byte rows on a Zen 3 core: ~10 GB/s row by row,
-// ~6 eight rows side by side); the x row, reread per weight row, stays in
-// L1. Rows of 2 KiB ran the same either way, 4 KiB rows faster side by side.
+// One activation row and weight rows of up to 2 KiB: rows read whole in
+// address order, two far-apart rows per tile (RowsTwoRuns). Several short
+// rows read side by side put several streams in one 4 KiB page, which the
+// hardware prefetcher follows poorly (a plain read of 768-1536-byte rows on a
+// Zen 3 core: ~10 GB/s row by row, ~6 eight rows side by side); the x row,
+// reread per weight row, stays in L1. Rows of exactly 2 KiB: bf16 1.3-1.5x
+// faster as two runs than eight side by side, FP8 the same; rows of 2-4 KiB
+// 0.9-1.0x, so those stay side by side.
 constexpr int64_t kRowOrderBytes = 2048;
 template <class W>
 bool RowOrder(const GemvArgs& a) {
-  return a.M == 1 && a.K * int64_t(sizeof(typename W::T)) < kRowOrderBytes;
+  return a.M == 1 && a.K * int64_t(sizeof(typename W::T)) <= kRowOrderBytes;
 }
 
 // R * MT accumulators (and as many running totals for block scales) must fit
@@ -423,7 +425,7 @@ void Rows(const GemvArgs& a, int64_t n0, int64_t n1) {
   // Six FP8 rows per tile, not eight: rows of 0.5-2.3 KiB (SmolLM2, Qwen3
   // experts) ran at 0.62 of the roof with eight read streams per thread and
   // 0.66 with six (kiln bench linear, A/B interleaved); longer rows and bf16
-  // showed no difference. Rows under 2 KiB now go one at a time (RowOrder).
+  // showed no difference. Rows of up to 2 KiB now go as two runs (RowOrder).
   if constexpr (IsTiny<W>()) {
     if (RowOrder<W>(a)) return RowsTwoRuns<W>(a, xp, ldxp, vfac, n0, n1);
     if (a.M == 1) return RowsFixed<W, 6, 1, false>(a, xp, ldxp, vfac, n0, n1);
