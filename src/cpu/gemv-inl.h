@@ -222,10 +222,13 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
       }
     }
     if constexpr (kBlock) {
+      HWY_DASSERT(rs == 1);
       const float* srow = a.scale + (n0 / kScaleBlock) * a.scale_ld + kb / kScaleBlock;
       KILN_UNROLL
       for (int r = 0; r < R; ++r) {
-        // Rows of a tile may straddle a 128-row block boundary.
+        // Rows of a tile may straddle a 128-row block boundary, never two:
+        // with block scales the rows are adjacent (rs == 1, R <= 128; the
+        // two-run tiles of RowsTwoRuns run without them).
         const float s = (n0 + r * rs) / kScaleBlock == n0 / kScaleBlock ? srow[0] : srow[a.scale_ld];
         KILN_UNROLL
         for (int m = 0; m < MT; ++m) {
