@@ -394,13 +394,16 @@ const float* PermuteX(const GemvArgs& a, int64_t& ldxp) {
 // rows read side by side put several streams in one 4 KiB page, which the
 // hardware prefetcher follows poorly (a plain read of 768-1536-byte rows on a
 // Zen 3 core: ~10 GB/s row by row, ~6 eight rows side by side); the x row,
-// reread per weight row, stays in L1. Rows of exactly 2 KiB: bf16 1.3-1.5x
-// faster as two runs than eight side by side, FP8 the same; rows of 2-4 KiB
-// 0.9-1.0x, so those stay side by side.
+// reread per weight row, stays in L1. Rows of exactly 2 KiB: bf16 (K = 1024)
+// 1.3-1.5x faster as two runs than eight side by side on Zen 3 AVX2, ~1.15x
+// on Zen 5 AVX-512; FP8 (K = 2048) the same as six side by side on Zen 3 but
+// 0.7-0.8x on Zen 5 AVX-512, so FP8 rows take two runs only below 2 KiB.
+// Rows of 2-4 KiB: 0.9-1.0x, so those stay side by side.
 constexpr int64_t kRowOrderBytes = 2048;
 template <class W>
 bool RowOrder(const GemvArgs& a) {
-  return a.M == 1 && a.K * int64_t(sizeof(typename W::T)) <= kRowOrderBytes;
+  const int64_t row_bytes = a.K * int64_t(sizeof(typename W::T));
+  return a.M == 1 && (sizeof(typename W::T) == 1 ? row_bytes < kRowOrderBytes : row_bytes <= kRowOrderBytes);
 }
 
 // R * MT accumulators (and as many running totals for block scales) must fit
