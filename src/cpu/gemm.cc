@@ -1,11 +1,14 @@
 // Prefill GEMM dispatch (see gemm.h): kiln's packed GEMM, or OpenBLAS's
-// threaded sgemm for plain float32 weights once x outgrows L2.
+// threaded sgemm for plain float32 weights once x outgrows L2, unless OpenBLAS
+// runs narrower vectors than kiln.
 #include "cpu/gemm.h"
 
 #include <cblas.h>
 
 #include <algorithm>
+#include <string_view>
 
+#include "cpu/convert.h"
 #include "kiln/thread_pool.h"
 
 namespace kiln::cpu {
@@ -26,10 +29,26 @@ void dgemm(bool b_trans, int64_t M, int64_t N, int64_t K, double alpha, const do
               beta, C, blasint(std::max<int64_t>(ldc, 1)));
 }
 
+namespace {
+// Whether kiln dispatches AVX-512 while OpenBLAS runs narrower kernels (its
+// AVX2 "Haswell" set: Debian's 0.3.21 on a Zen 5, or OPENBLAS_CORETYPE set so).
+// There the packed GEMM is ~1.8x faster than sgemm (M = 512, 4096 x 4096 on
+// a Zen 5: 93 against 160-200 ms; OpenBLAS's SkylakeX kernels: 96 ms).
+bool openblas_narrower() {
+  static const bool narrower = [] {
+    const std::string_view target = simd_target_name();
+    if (target.substr(0, 4) != "AVX3") return false;
+    const std::string_view core = openblas_get_corename();
+    return core != "SkylakeX" && core != "Cooperlake" && core != "SapphireRapids";
+  }();
+  return narrower;
+}
+}  // namespace
+
 void gemm(DType w_dtype, const GemvArgs& a) {
   if (a.M <= 0 || a.N <= 0) return;
   const bool plain_f32 = w_dtype == DType::Float32 && a.scale_kind == ScaleKind::None;
-  if (!plain_f32 || a.K == 0 || double(a.M) * double(a.K) * 4.0 <= double(2 << 20)) {
+  if (!plain_f32 || a.K == 0 || double(a.M) * double(a.K) * 4.0 <= double(2 << 20) || openblas_narrower()) {
     gemm_packed(w_dtype, a);
     return;
   }

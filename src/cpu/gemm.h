@@ -2,7 +2,8 @@
 // for W in any weight dtype of gemv.h: kiln's packed GEMM, which widens W
 // (scale applied) into small float32 panels as it goes; plain float32 weights
 // with x beyond L2 (M * K * 4 > 2 MiB) go to OpenBLAS's threaded sgemm, which
-// is faster there.
+// is faster there, except where kiln runs AVX-512 and OpenBLAS its AVX2
+// kernels (gemm.cc).
 #pragma once
 
 #include <cstdint>
