@@ -32,8 +32,8 @@ void dgemm(bool b_trans, int64_t M, int64_t N, int64_t K, double alpha, const do
 namespace {
 // Whether kiln dispatches AVX-512 while OpenBLAS runs narrower kernels (its
 // AVX2 "Haswell" set: Debian's 0.3.21 on a Zen 5, or OPENBLAS_CORETYPE set so).
-// There the packed GEMM is ~1.8x faster than sgemm (M = 512, 4096 x 4096 on
-// a Zen 5: 93 against 160-200 ms; OpenBLAS's SkylakeX kernels: 96 ms).
+// There the packed GEMM is ~1.6x faster than sgemm (M = 512, 4096 x 4096 on
+// a Zen 5: 51-55 against 84-90 ms; OpenBLAS's SkylakeX kernels: 48 ms).
 bool openblas_narrower() {
   static const bool narrower = [] {
     const std::string_view target = simd_target_name();
