@@ -29,6 +29,11 @@ void dgemm(bool b_trans, int64_t M, int64_t N, int64_t K, double alpha, const do
               beta, C, blasint(std::max<int64_t>(ldc, 1)));
 }
 
+bool openblas_runs_avx512() {
+  const std::string_view core = openblas_get_corename();
+  return core == "SkylakeX" || core == "Cooperlake" || core == "SapphireRapids";
+}
+
 namespace {
 // Whether kiln dispatches AVX-512 while OpenBLAS runs narrower kernels (its
 // AVX2 "Haswell" set: Debian's 0.3.21 on a Zen 5, or OPENBLAS_CORETYPE set so).
@@ -37,9 +42,7 @@ namespace {
 bool openblas_narrower() {
   static const bool narrower = [] {
     const std::string_view target = simd_target_name();
-    if (target.substr(0, 4) != "AVX3") return false;
-    const std::string_view core = openblas_get_corename();
-    return core != "SkylakeX" && core != "Cooperlake" && core != "SapphireRapids";
+    return target.substr(0, 4) == "AVX3" && !openblas_runs_avx512();
   }();
   return narrower;
 }

@@ -32,5 +32,8 @@ void sgemm(bool b_trans, int64_t M, int64_t N, int64_t K, float alpha, const flo
            const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 void dgemm(bool b_trans, int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda,
            const double* B, int64_t ldb, double beta, double* C, int64_t ldc);
+// Whether OpenBLAS runs its AVX-512 kernel set (SkylakeX, Cooperlake or
+// SapphireRapids), chosen by itself or through OPENBLAS_CORETYPE.
+bool openblas_runs_avx512();
 
 }  // namespace kiln::cpu

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cpu/gemm.h"
 #include "linalg/lapack.h"
 
 namespace kiln::linalg {
@@ -30,12 +31,7 @@ bool openblas_core_misdetected() {
   // An AVX-512 CPU that this OpenBLAS does not know (Debian's 0.3.21 runs its
   // AVX2 "Haswell" kernels on a Zen 5): its SkylakeX sgemm is ~1.8x faster there
   // (M = 512, 4096 x 4096: 48 against 84-90 ms).
-  if (std::strcmp(preferred_openblas_core(), "SkylakeX") == 0) {
-    for (const char* avx512 : {"SkylakeX", "Cooperlake", "SapphireRapids"})
-      if (std::strcmp(core, avx512) == 0) return false;
-    return true;
-  }
-  return false;
+  return std::strcmp(preferred_openblas_core(), "SkylakeX") == 0 && !cpu::openblas_runs_avx512();
 }
 
 }  // namespace kiln::linalg
