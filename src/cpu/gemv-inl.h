@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cpu/gemv.h"
+#include "cpu/gemv_store.h"
 #include "cpu/gemv_widen-inl.h"
 #include "kiln/float_types.h"
 
@@ -40,32 +41,8 @@ HWY_INLINE void PrefetchL2(const void* p) {
 #endif
 }
 
-HWY_INLINE float row_scale(const GemvArgs& a, int64_t n) {
-  switch (a.scale_kind) {
-    case ScaleKind::Tensor:
-      return a.scale[0];
-    case ScaleKind::Row:
-      return a.scale[n];
-    default:
-      return 1.0f;
-  }
-}
-
-HWY_INLINE void store_out(const GemvArgs& a, int64_t m, int64_t n, float v) {
-  char* row = static_cast<char*>(a.y) + m * a.ldy * int64_t(itemsize(a.y_dtype));
-  switch (a.y_dtype) {
-    case DType::BFloat16:
-      reinterpret_cast<uint16_t*>(row)[n] = float_to_bf16_bits(v);
-      break;
-    case DType::Float16:
-      reinterpret_cast<uint16_t*>(row)[n] = float_to_f16_bits(v);
-      break;
-    default: {
-      float* o = reinterpret_cast<float*>(row) + n;
-      *o = a.accumulate ? *o + v : v;
-    }
-  }
-}
+using gemv_store::row_scale;
+using gemv_store::store_out;
 
 // Full unrolling of the loops over a tile's rows and accumulators: an
 // accumulator array indexed by a run-time loop variable anywhere in Tile is

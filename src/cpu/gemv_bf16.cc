@@ -20,8 +20,12 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace kiln::cpu {
 HWY_EXPORT(GemvRowsBF16);
-void gemv_rows_bf16(const GemvArgs& a, int64_t n0, int64_t n1) {
+void gemv_rows_bf16_exact(const GemvArgs& a, int64_t n0, int64_t n1) {
   HWY_DYNAMIC_DISPATCH(GemvRowsBF16)(a, n0, n1);
+}
+void gemv_rows_bf16(const GemvArgs& a, int64_t n0, int64_t n1) {
+  if (gemv_rows_bf16_dot(a, n0, n1, gemv_rows_bf16_exact)) return;
+  gemv_rows_bf16_exact(a, n0, n1);
 }
 }  // namespace kiln::cpu
 #endif

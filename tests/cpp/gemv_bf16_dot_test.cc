@@ -1,0 +1,201 @@
+// The bf16 dot-product GEMV (gemv_bf16_dot.cc, AVX512-BF16) against the
+// double-precision reference: its documented rounding of x into two bf16
+// parts, K tails, scale layouts, bias and output dtypes, the one-part path
+// for an x of bf16 values, infinite weights, and the exact kernel it hands
+// over to. On CPUs without the instruction (or with dispatch capped below
+// AVX-512) the tests that need it skip.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "cpu/gemv.h"
+#include "kiln/float_types.h"
+
+namespace kiln {
+namespace {
+
+// Deterministic values in about [-2, 2).
+float value(uint64_t i, uint64_t seed) {
+  uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed * 0xBF58476D1CE4E5B9ull;
+  h ^= h >> 31;
+  h *= 0x94D049BB133111EBull;
+  h ^= h >> 29;
+  return float(int64_t(h % 4000001) - 2000000) * 1e-6f;
+}
+
+struct Problem {
+  int64_t N, K;
+  std::vector<uint16_t> w;  // bf16 bits, [N, K]
+  std::vector<float> x;     // [K]
+  std::vector<float> scale, bias;
+  cpu::GemvArgs args(void* y, DType y_dtype, cpu::ScaleKind sk) const {
+    cpu::GemvArgs a;
+    a.w = w.data();
+    a.ldw = K;
+    a.N = N;
+    a.K = K;
+    a.x = x.data();
+    a.ldx = K;
+    a.M = 1;
+    a.y = y;
+    a.ldy = N;
+    a.y_dtype = y_dtype;
+    a.scale_kind = sk;
+    a.scale = sk == cpu::ScaleKind::None ? nullptr : scale.data();
+    a.bias = bias.empty() ? nullptr : bias.data();
+    return a;
+  }
+};
+
+Problem make(int64_t N, int64_t K, uint64_t seed) {
+  Problem p{N, K, {}, {}, {}, {}};
+  for (int64_t i = 0; i < N * K; ++i) p.w.push_back(float_to_bf16_bits(value(uint64_t(i), seed)));
+  for (int64_t k = 0; k < K; ++k) p.x.push_back(value(uint64_t(k), seed + 1));
+  for (int64_t n = 0; n < N; ++n) {
+    p.scale.push_back(0.5f + std::fabs(value(uint64_t(n), seed + 2)));
+    p.bias.push_back(value(uint64_t(n), seed + 3));
+  }
+  return p;
+}
+
+// Runs body with the dot kernel allowed, restoring the setting; skips where
+// this CPU or the dispatched target has no dot kernel.
+template <class F>
+void with_dot(F&& body) {
+  const bool saved = cpu::bf16_dot();
+  cpu::set_bf16_dot(true);
+  if (!cpu::bf16_dot_active()) {
+    cpu::set_bf16_dot(saved);
+    GTEST_SKIP() << "no AVX512-BF16 dot kernel on this CPU or dispatch target";
+  }
+  body();
+  cpu::set_bf16_dot(saved);
+}
+
+// x rounded as the kernel documents: x_hi = bf16(x), x_lo = bf16(x - x_hi).
+double two_parts(float x) {
+  const float hi = bf16_bits_to_float(float_to_bf16_bits(x));
+  const float lo = bf16_bits_to_float(float_to_bf16_bits(x - hi));
+  return double(hi) + double(lo);
+}
+
+TEST(GemvBF16Dot, MatchesTheTwoPartReferenceForEveryTailScaleAndOutput) {
+  with_dot([] {
+    for (int64_t K : {1, 7, 31, 32, 33, 64, 300, 1000, 4096})
+      for (auto sk : {cpu::ScaleKind::None, cpu::ScaleKind::Tensor, cpu::ScaleKind::Row})
+        for (bool bias : {false, true}) {
+          SCOPED_TRACE("K " + std::to_string(K) + " scale " + std::to_string(int(sk)) + " bias " +
+                       std::to_string(bias));
+          Problem p = make(37, K, uint64_t(K));
+          if (!bias) p.bias.clear();
+          std::vector<float> y(size_t(p.N), -1.0f);
+          const cpu::GemvArgs a = p.args(y.data(), DType::Float32, sk);
+          ASSERT_TRUE(cpu::gemv_rows_bf16_dot(a, 0, p.N, cpu::gemv_rows_bf16_exact));
+          for (int64_t n = 0; n < p.N; ++n) {
+            double s = 0, mag = 0, s_exact = 0;
+            for (int64_t k = 0; k < K; ++k) {
+              const double w = bf16_bits_to_float(p.w[size_t(n * K + k)]);
+              s += w * two_parts(p.x[size_t(k)]);
+              s_exact += w * double(p.x[size_t(k)]);
+              mag += std::fabs(w * double(p.x[size_t(k)]));
+            }
+            const double sc = sk == cpu::ScaleKind::Tensor ? p.scale[0]
+                              : sk == cpu::ScaleKind::Row  ? p.scale[size_t(n)]
+                                                           : 1.0;
+            const double b = bias ? p.bias[size_t(n)] : 0.0;
+            // float32 sums of exact products, and the two-part x within 2^-17
+            // of each term of the exact sum.
+            EXPECT_NEAR(y[size_t(n)], s * sc + b, (mag * sc + std::fabs(b)) * 2e-6) << "row " << n;
+            EXPECT_NEAR(y[size_t(n)], s_exact * sc + b, (mag * sc + std::fabs(b)) * 1e-5) << "row " << n;
+          }
+        }
+  });
+}
+
+TEST(GemvBF16Dot, RoundsXToSixteenSignificantBits) {
+  with_dot([] {
+    // 1 + 2^-9 + 2^-17 + 2^-23: x_hi = 1, x_lo = bf16(2^-9 + 2^-17 + 2^-23) = 2^-9 + 2^-16.
+    Problem p{1, 1, {float_to_bf16_bits(1.0f)}, {1.0f + 0x1p-9f + 0x1p-17f + 0x1p-23f}, {}, {}};
+    float y = 0;
+    ASSERT_TRUE(cpu::gemv_rows_bf16_dot(p.args(&y, DType::Float32, cpu::ScaleKind::None), 0, 1,
+                                        cpu::gemv_rows_bf16_exact));
+    EXPECT_EQ(y, 1.0f + 0x1p-9f + 0x1p-16f);
+    // With the dot kernel off, the same row is exact.
+    cpu::set_bf16_dot(false);
+    cpu::gemv_rows_bf16(p.args(&y, DType::Float32, cpu::ScaleKind::None), 0, 1);
+    EXPECT_EQ(y, p.x[0]);
+  });
+}
+
+TEST(GemvBF16Dot, AnXOfBF16ValuesIsExactInOnePart) {
+  with_dot([] {
+    Problem p = make(19, 257, 5);
+    for (float& v : p.x) v = bf16_bits_to_float(float_to_bf16_bits(v));
+    std::vector<float> y(size_t(p.N)), y_off(size_t(p.N));
+    ASSERT_TRUE(cpu::gemv_rows_bf16_dot(p.args(y.data(), DType::BFloat16, cpu::ScaleKind::Row), 0, p.N,
+                                        cpu::gemv_rows_bf16_exact));
+    for (int64_t n = 0; n < p.N; ++n) {
+      double s = 0, mag = 0;
+      for (int64_t k = 0; k < p.K; ++k) {
+        const double t = double(bf16_bits_to_float(p.w[size_t(n * p.K + k)])) * p.x[size_t(k)];
+        s += t;
+        mag += std::fabs(t);
+      }
+      const double want = s * p.scale[size_t(n)] + p.bias[size_t(n)];
+      // bf16 output: the stored value is the float32 result rounded once.
+      const float got = bf16_bits_to_float(reinterpret_cast<const uint16_t*>(y.data())[n]);
+      EXPECT_NEAR(got, want, std::fabs(want) / 256 + mag * p.scale[size_t(n)] * 1e-6) << "row " << n;
+    }
+  });
+}
+
+TEST(GemvBF16Dot, InfiniteWeightsAndNonFiniteXFollowIEEE) {
+  with_dot([] {
+    const float inf = std::numeric_limits<float>::infinity();
+    // Row 0 holds +inf where x = 2 (x_lo = 0) beside an x that needs two parts:
+    // the sum is +inf, not the NaN of inf * 0. Row 1: inf * 0 is NaN.
+    Problem p = make(2, 40, 9);
+    p.x[3] = 2.0f;
+    p.x[5] = 1.0f + 0x1p-12f;
+    p.w[3] = float_to_bf16_bits(inf);
+    p.x[7] = 0.0f;
+    p.w[40 + 7] = float_to_bf16_bits(inf);
+    p.bias.clear();
+    std::vector<float> y(2);
+    ASSERT_TRUE(cpu::gemv_rows_bf16_dot(p.args(y.data(), DType::Float32, cpu::ScaleKind::None), 0, 2,
+                                        cpu::gemv_rows_bf16_exact));
+    EXPECT_EQ(y[0], inf);
+    EXPECT_TRUE(std::isnan(y[1]));
+    // An x holding inf or NaN is left to the exact kernel.
+    for (float bad : {inf, -inf, std::numeric_limits<float>::quiet_NaN()}) {
+      Problem q = make(3, 50, 11);
+      q.x[17] = bad;
+      EXPECT_FALSE(cpu::gemv_rows_bf16_dot(q.args(y.data(), DType::Float32, cpu::ScaleKind::None), 0, 3,
+                                           cpu::gemv_rows_bf16_exact));
+    }
+  });
+}
+
+TEST(GemvBF16Dot, LeavesWhatItDoesNotCoverToTheExactKernel) {
+  with_dot([] {
+    float y[8];
+    // Block scales, two activation rows, and x parts beyond 16 KiB.
+    Problem p = make(2, 8192, 13);
+    cpu::GemvArgs a = p.args(y, DType::Float32, cpu::ScaleKind::None);
+    EXPECT_FALSE(cpu::gemv_rows_bf16_dot(a, 0, 2, cpu::gemv_rows_bf16_exact));
+    Problem q = make(2, 64, 13);
+    a = q.args(y, DType::Float32, cpu::ScaleKind::Block);
+    a.scale_ld = 1;
+    EXPECT_FALSE(cpu::gemv_rows_bf16_dot(a, 0, 2, cpu::gemv_rows_bf16_exact));
+    a = q.args(y, DType::Float32, cpu::ScaleKind::None);
+    a.M = 2;
+    q.x.resize(128, 0.5f);
+    a.x = q.x.data();
+    EXPECT_FALSE(cpu::gemv_rows_bf16_dot(a, 0, 2, cpu::gemv_rows_bf16_exact));
+  });
+}
+
+}  // namespace
+}  // namespace kiln
