@@ -71,22 +71,24 @@ enum class E4M3Subnormals { Test, Fma };
 E4M3Subnormals e4m3_subnormals();
 void set_e4m3_subnormals(E4M3Subnormals mode);
 
-// Whether bf16 weights may go through AVX512-BF16's dot-product instruction
-// (gemv_bf16_dot.cc) for one activation row, on CPUs that have it when
-// dispatch runs AVX-512: ~1.4x the read speed of widening on a Zen 5. It
-// splits x into two bf16 parts (16 significant bits: each term off by at most
-// 2^-17 of itself) and drops terms below 2^-126; rows that come out NaN and
-// x with inf or NaN take the exact kernel. On by default;
-// KILN_BF16_DOT=off (or set_bf16_dot(false)) keeps every bf16 row exact.
+// Whether bf16 and FP8 weights may go through AVX512-BF16's dot-product
+// instruction (gemv_dot.cc) for one activation row, on CPUs that have it (and
+// AVX512-VBMI, for the FP8 lookup) when dispatch runs AVX-512: ~1.2x the read
+// speed of widening on a Zen 5. It splits x into two bf16 parts (16
+// significant bits: each term off by at most 2^-17 of itself) and drops terms
+// below 2^-126; rows that come out NaN and x with inf or NaN take the exact
+// kernel. On by default; KILN_BF16_DOT=off (or set_bf16_dot(false)) keeps
+// every row exact to float32.
 bool bf16_dot();
 void set_bf16_dot(bool on);
 // bf16_dot() and this CPU and the dispatched target allow the dot kernel.
 bool bf16_dot_active();
-// Rows [n0, n1) through the dot kernel when it applies (bf16_dot_active(),
-// M == 1, no block scales, an x with no inf or NaN); false when it does not,
-// and nothing was written. exact_rows recomputes rows whose sum is NaN.
-bool gemv_rows_bf16_dot(const GemvArgs& a, int64_t n0, int64_t n1,
-                        void (*exact_rows)(const GemvArgs&, int64_t, int64_t));
+// Rows [n0, n1) of W in w_dtype (bf16, e4m3fn, e5m2) through the dot kernel
+// when it applies (bf16_dot_active(), M == 1, no block scales, an x with no
+// inf or NaN whose two parts fit in 16 KiB); false when it does not, and
+// nothing was written. exact_rows recomputes rows whose sum is NaN.
+bool gemv_rows_dot(DType w_dtype, const GemvArgs& a, int64_t n0, int64_t n1,
+                   void (*exact_rows)(const GemvArgs&, int64_t, int64_t));
 
 // Per weight type (gemv_<type>.cc): rows [n0, n1) at the best SIMD target.
 void gemv_rows_f32(const GemvArgs& a, int64_t n0, int64_t n1);
@@ -94,6 +96,8 @@ void gemv_rows_bf16(const GemvArgs& a, int64_t n0, int64_t n1);
 void gemv_rows_bf16_exact(const GemvArgs& a, int64_t n0, int64_t n1);  // never the dot kernel
 void gemv_rows_f16(const GemvArgs& a, int64_t n0, int64_t n1);
 void gemv_rows_e4m3(const GemvArgs& a, int64_t n0, int64_t n1);
+void gemv_rows_e4m3_exact(const GemvArgs& a, int64_t n0, int64_t n1);  // never the dot kernel
 void gemv_rows_e5m2(const GemvArgs& a, int64_t n0, int64_t n1);
+void gemv_rows_e5m2_exact(const GemvArgs& a, int64_t n0, int64_t n1);  // never the dot kernel
 
 }  // namespace kiln::cpu

@@ -24,7 +24,7 @@ void gemv_rows_bf16_exact(const GemvArgs& a, int64_t n0, int64_t n1) {
   HWY_DYNAMIC_DISPATCH(GemvRowsBF16)(a, n0, n1);
 }
 void gemv_rows_bf16(const GemvArgs& a, int64_t n0, int64_t n1) {
-  if (gemv_rows_bf16_dot(a, n0, n1, gemv_rows_bf16_exact)) return;
+  if (gemv_rows_dot(DType::BFloat16, a, n0, n1, gemv_rows_bf16_exact)) return;
   gemv_rows_bf16_exact(a, n0, n1);
 }
 }  // namespace kiln::cpu

@@ -73,8 +73,12 @@ E4M3Subnormals e4m3_subnormals() {
 
 void set_e4m3_subnormals(E4M3Subnormals mode) { g_subnormals.store(int(mode), std::memory_order_relaxed); }
 
-void gemv_rows_e4m3(const GemvArgs& a, int64_t n0, int64_t n1) {
+void gemv_rows_e4m3_exact(const GemvArgs& a, int64_t n0, int64_t n1) {
   HWY_DYNAMIC_DISPATCH(GemvRowsE4M3)(a, n0, n1, e4m3_subnormals() == E4M3Subnormals::Test);
+}
+void gemv_rows_e4m3(const GemvArgs& a, int64_t n0, int64_t n1) {
+  if (gemv_rows_dot(DType::Float8_e4m3fn, a, n0, n1, gemv_rows_e4m3_exact)) return;
+  gemv_rows_e4m3_exact(a, n0, n1);
 }
 }  // namespace kiln::cpu
 #endif

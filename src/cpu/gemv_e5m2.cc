@@ -20,8 +20,12 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace kiln::cpu {
 HWY_EXPORT(GemvRowsE5M2);
-void gemv_rows_e5m2(const GemvArgs& a, int64_t n0, int64_t n1) {
+void gemv_rows_e5m2_exact(const GemvArgs& a, int64_t n0, int64_t n1) {
   HWY_DYNAMIC_DISPATCH(GemvRowsE5M2)(a, n0, n1);
+}
+void gemv_rows_e5m2(const GemvArgs& a, int64_t n0, int64_t n1) {
+  if (gemv_rows_dot(DType::Float8_e5m2, a, n0, n1, gemv_rows_e5m2_exact)) return;
+  gemv_rows_e5m2_exact(a, n0, n1);
 }
 }  // namespace kiln::cpu
 #endif

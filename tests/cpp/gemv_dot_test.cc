@@ -1,8 +1,8 @@
-// The bf16 dot-product GEMV (gemv_bf16_dot.cc, AVX512-BF16) against the
-// double-precision reference: its documented rounding of x into two bf16
-// parts, K tails, scale layouts, bias and output dtypes, the one-part path
-// for an x of bf16 values, infinite weights, and the exact kernel it hands
-// over to. On CPUs without the instruction (or with dispatch capped below
+// The dot-product GEMV (gemv_dot.cc, AVX512-BF16) for bf16 and FP8 weights
+// against the double-precision reference: its documented rounding of x into
+// two bf16 parts, K tails, scale layouts, bias and output dtypes, the one-part
+// path for an x of bf16 values, every FP8 code (subnormals, NaN, inf),
+// infinite weights, and the exact kernel it hands over to. On CPUs without the instruction (or with dispatch capped below
 // AVX-512) the tests that need it skip.
 #include <gtest/gtest.h>
 
@@ -81,7 +81,7 @@ double two_parts(float x) {
   return double(hi) + double(lo);
 }
 
-TEST(GemvBF16Dot, MatchesTheTwoPartReferenceForEveryTailScaleAndOutput) {
+TEST(GemvDot, MatchesTheTwoPartReferenceForEveryTailScaleAndOutput) {
   with_dot([] {
     for (int64_t K : {1, 7, 31, 32, 33, 64, 300, 1000, 4096})
       for (auto sk : {cpu::ScaleKind::None, cpu::ScaleKind::Tensor, cpu::ScaleKind::Row})
@@ -92,7 +92,7 @@ TEST(GemvBF16Dot, MatchesTheTwoPartReferenceForEveryTailScaleAndOutput) {
           if (!bias) p.bias.clear();
           std::vector<float> y(size_t(p.N), -1.0f);
           const cpu::GemvArgs a = p.args(y.data(), DType::Float32, sk);
-          ASSERT_TRUE(cpu::gemv_rows_bf16_dot(a, 0, p.N, cpu::gemv_rows_bf16_exact));
+          ASSERT_TRUE(cpu::gemv_rows_dot(DType::BFloat16, a, 0, p.N, cpu::gemv_rows_bf16_exact));
           for (int64_t n = 0; n < p.N; ++n) {
             double s = 0, mag = 0, s_exact = 0;
             for (int64_t k = 0; k < K; ++k) {
@@ -114,12 +114,12 @@ TEST(GemvBF16Dot, MatchesTheTwoPartReferenceForEveryTailScaleAndOutput) {
   });
 }
 
-TEST(GemvBF16Dot, RoundsXToSixteenSignificantBits) {
+TEST(GemvDot, RoundsXToSixteenSignificantBits) {
   with_dot([] {
     // 1 + 2^-9 + 2^-17 + 2^-23: x_hi = 1, x_lo = bf16(2^-9 + 2^-17 + 2^-23) = 2^-9 + 2^-16.
     Problem p{1, 1, {float_to_bf16_bits(1.0f)}, {1.0f + 0x1p-9f + 0x1p-17f + 0x1p-23f}, {}, {}};
     float y = 0;
-    ASSERT_TRUE(cpu::gemv_rows_bf16_dot(p.args(&y, DType::Float32, cpu::ScaleKind::None), 0, 1,
+    ASSERT_TRUE(cpu::gemv_rows_dot(DType::BFloat16, p.args(&y, DType::Float32, cpu::ScaleKind::None), 0, 1,
                                         cpu::gemv_rows_bf16_exact));
     EXPECT_EQ(y, 1.0f + 0x1p-9f + 0x1p-16f);
     // With the dot kernel off, the same row is exact.
@@ -129,12 +129,12 @@ TEST(GemvBF16Dot, RoundsXToSixteenSignificantBits) {
   });
 }
 
-TEST(GemvBF16Dot, AnXOfBF16ValuesIsExactInOnePart) {
+TEST(GemvDot, AnXOfBF16ValuesIsExactInOnePart) {
   with_dot([] {
     Problem p = make(19, 257, 5);
     for (float& v : p.x) v = bf16_bits_to_float(float_to_bf16_bits(v));
     std::vector<float> y(size_t(p.N)), y_off(size_t(p.N));
-    ASSERT_TRUE(cpu::gemv_rows_bf16_dot(p.args(y.data(), DType::BFloat16, cpu::ScaleKind::Row), 0, p.N,
+    ASSERT_TRUE(cpu::gemv_rows_dot(DType::BFloat16, p.args(y.data(), DType::BFloat16, cpu::ScaleKind::Row), 0, p.N,
                                         cpu::gemv_rows_bf16_exact));
     for (int64_t n = 0; n < p.N; ++n) {
       double s = 0, mag = 0;
@@ -151,7 +151,7 @@ TEST(GemvBF16Dot, AnXOfBF16ValuesIsExactInOnePart) {
   });
 }
 
-TEST(GemvBF16Dot, InfiniteWeightsAndNonFiniteXFollowIEEE) {
+TEST(GemvDot, InfiniteWeightsAndNonFiniteXFollowIEEE) {
   with_dot([] {
     const float inf = std::numeric_limits<float>::infinity();
     // Row 0 holds +inf where x = 2 (x_lo = 0) beside an x that needs two parts:
@@ -164,7 +164,7 @@ TEST(GemvBF16Dot, InfiniteWeightsAndNonFiniteXFollowIEEE) {
     p.w[40 + 7] = float_to_bf16_bits(inf);
     p.bias.clear();
     std::vector<float> y(2);
-    ASSERT_TRUE(cpu::gemv_rows_bf16_dot(p.args(y.data(), DType::Float32, cpu::ScaleKind::None), 0, 2,
+    ASSERT_TRUE(cpu::gemv_rows_dot(DType::BFloat16, p.args(y.data(), DType::Float32, cpu::ScaleKind::None), 0, 2,
                                         cpu::gemv_rows_bf16_exact));
     EXPECT_EQ(y[0], inf);
     EXPECT_TRUE(std::isnan(y[1]));
@@ -172,28 +172,96 @@ TEST(GemvBF16Dot, InfiniteWeightsAndNonFiniteXFollowIEEE) {
     for (float bad : {inf, -inf, std::numeric_limits<float>::quiet_NaN()}) {
       Problem q = make(3, 50, 11);
       q.x[17] = bad;
-      EXPECT_FALSE(cpu::gemv_rows_bf16_dot(q.args(y.data(), DType::Float32, cpu::ScaleKind::None), 0, 3,
+      EXPECT_FALSE(cpu::gemv_rows_dot(DType::BFloat16, q.args(y.data(), DType::Float32, cpu::ScaleKind::None), 0, 3,
                                            cpu::gemv_rows_bf16_exact));
     }
   });
 }
 
-TEST(GemvBF16Dot, LeavesWhatItDoesNotCoverToTheExactKernel) {
+// Every code of an FP8 format (but NaN: row 1 holds it) in a row against
+// two-part x, with tails: the codes decode exactly, the sign included.
+template <class F8>
+void check_fp8_codes(DType wd, void (*exact)(const cpu::GemvArgs&, int64_t, int64_t)) {
+  for (int64_t K : {1, 63, 64, 65, 255, 256, 1000, 2560}) {
+    SCOPED_TRACE(std::string(name(wd)) + " K " + std::to_string(K));
+    const int64_t N = 3;
+    std::vector<uint8_t> w(size_t(N * K));
+    std::vector<float> x(static_cast<size_t>(K)), scale(static_cast<size_t>(N)), y(static_cast<size_t>(N));
+    for (int64_t k = 0; k < K; ++k) {
+      x[size_t(k)] = value(uint64_t(k), uint64_t(K));
+      for (int64_t n = 0; n < N; ++n) {
+        uint8_t c = uint8_t((k * 37 + n * 101) % 256);
+        if (std::isnan(float(F8::from_bits(c))) || std::isinf(float(F8::from_bits(c)))) c = uint8_t(c & 0x81);
+        w[size_t(n * K + k)] = c;
+      }
+    }
+    for (int64_t n = 0; n < N; ++n) scale[size_t(n)] = 0.25f * float(n + 1);
+    if (K > 10) w[size_t(K + 10)] = 0x7F;  // a NaN code in row 1 (e4m3fn; e5m2: NaN as well)
+    cpu::GemvArgs a;
+    a.w = w.data();
+    a.ldw = K;
+    a.N = N;
+    a.K = K;
+    a.x = x.data();
+    a.ldx = K;
+    a.M = 1;
+    a.y = y.data();
+    a.ldy = N;
+    a.scale_kind = cpu::ScaleKind::Row;
+    a.scale = scale.data();
+    ASSERT_TRUE(cpu::gemv_rows_dot(wd, a, 0, N, exact));
+    for (int64_t n = 0; n < N; ++n) {
+      if (n == 1 && K > 10) {
+        EXPECT_TRUE(std::isnan(y[1]));
+        continue;
+      }
+      double s = 0, mag = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        const double wv = double(float(F8::from_bits(w[size_t(n * K + k)])));
+        s += wv * two_parts(x[size_t(k)]);
+        mag += std::fabs(wv * x[size_t(k)]);
+      }
+      EXPECT_NEAR(y[size_t(n)], s * scale[size_t(n)], mag * scale[size_t(n)] * 2e-6) << "row " << n;
+    }
+  }
+}
+
+TEST(GemvDot, FP8EveryCodeDecodesExactly) {
+  with_dot([] {
+    check_fp8_codes<float8_e4m3fn>(DType::Float8_e4m3fn, cpu::gemv_rows_e4m3_exact);
+    check_fp8_codes<float8_e5m2>(DType::Float8_e5m2, cpu::gemv_rows_e5m2_exact);
+  });
+}
+
+TEST(GemvDot, LeavesWhatItDoesNotCoverToTheExactKernel) {
   with_dot([] {
     float y[8];
     // Block scales, two activation rows, and x parts beyond 16 KiB.
     Problem p = make(2, 8192, 13);
     cpu::GemvArgs a = p.args(y, DType::Float32, cpu::ScaleKind::None);
-    EXPECT_FALSE(cpu::gemv_rows_bf16_dot(a, 0, 2, cpu::gemv_rows_bf16_exact));
+    EXPECT_FALSE(cpu::gemv_rows_dot(DType::BFloat16, a, 0, 2, cpu::gemv_rows_bf16_exact));
     Problem q = make(2, 64, 13);
     a = q.args(y, DType::Float32, cpu::ScaleKind::Block);
     a.scale_ld = 1;
-    EXPECT_FALSE(cpu::gemv_rows_bf16_dot(a, 0, 2, cpu::gemv_rows_bf16_exact));
+    EXPECT_FALSE(cpu::gemv_rows_dot(DType::BFloat16, a, 0, 2, cpu::gemv_rows_bf16_exact));
     a = q.args(y, DType::Float32, cpu::ScaleKind::None);
     a.M = 2;
     q.x.resize(128, 0.5f);
     a.x = q.x.data();
-    EXPECT_FALSE(cpu::gemv_rows_bf16_dot(a, 0, 2, cpu::gemv_rows_bf16_exact));
+    EXPECT_FALSE(cpu::gemv_rows_dot(DType::BFloat16, a, 0, 2, cpu::gemv_rows_bf16_exact));
+    // FP8 rows longer than 2560.
+    std::vector<uint8_t> w8(2 * 2561, 0x38);
+    std::vector<float> x8(2561, 0.5f);
+    a = q.args(y, DType::Float32, cpu::ScaleKind::None);
+    a.w = w8.data();
+    a.ldw = a.K = 2561;
+    a.x = x8.data();
+    a.ldx = 2561;
+    a.bias = nullptr;
+    EXPECT_FALSE(cpu::gemv_rows_dot(DType::Float8_e4m3fn, a, 0, 2, cpu::gemv_rows_e4m3_exact));
+    a.K = 2560;
+    EXPECT_TRUE(cpu::gemv_rows_dot(DType::Float8_e4m3fn, a, 0, 2, cpu::gemv_rows_e4m3_exact));
+    EXPECT_EQ(y[0], 2560 * 0.5f);  // 0x38 is 1.0 in e4m3fn
   });
 }
 

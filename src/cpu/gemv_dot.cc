@@ -1,0 +1,281 @@
+// bf16 and FP8 matrix-vector rows with AVX512-BF16's dot-product instruction
+// (vdpbf16ps: 32 bf16 pairs multiplied and summed into 16 float32 lanes), for
+// one activation row (see gemv.h, bf16_dot). FP8 codes become bf16 (every
+// e4m3fn and e5m2 value is a bf16 value, subnormals included) through two
+// 128-entry byte tables (vpermi2b, AVX512-VBMI), the sign bit copied over.
+//
+// Why: on a Zen 5 core a GEMV streaming bf16 rows from memory reads about as
+// fast as it issues instructions. Widening (shift, mask, two FMAs per 64
+// bytes) read ~15 GB/s per thread against ~27 for one vdpbf16ps per 64 bytes
+// (4096 x 2048 rows, one thread; two threads 25 against 36 GB/s).
+//
+// x is float32, vdpbf16ps takes bf16, so x is split once per call into
+// x_hi = bf16(x) and x_lo = bf16(x - x_hi): 16 significant bits, every product
+// exact, so each term is off by at most 2^-17 of itself; one dot product per
+// part (an x that is all bf16 values has no x_lo and takes one). The
+// instruction treats subnormal inputs as zero and flushes subnormal results, so
+// terms below 2^-126 (~1.2e-38) are lost. Rows whose sum comes out NaN are
+// recomputed by the exact kernel: an infinite weight times an x_lo of zero
+// gives NaN where the true sum is infinite. An x with inf or NaN goes to the
+// exact kernel whole.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <hwy/highway.h>
+
+#include "cpu/gemv.h"
+#include "cpu/gemv_store.h"
+#include "kiln/float_types.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define KILN_BF16_DOT_X86 1
+#endif
+
+namespace kiln::cpu {
+
+namespace {
+bool default_bf16_dot() {
+  // Read on first use, which may be on a pool thread: a bad value is reported
+  // and ignored rather than thrown there.
+  if (const char* e = std::getenv("KILN_BF16_DOT")) {
+    const std::string v = e;
+    if (v == "1" || v == "on") return true;
+    if (v == "0" || v == "off") return false;
+    std::fprintf(stderr, "kiln: warning: KILN_BF16_DOT must be on or off, not '%s'; ignored\n", v.c_str());
+  }
+  return true;
+}
+std::atomic<int> g_bf16_dot{-1};  // -1: not chosen yet
+
+#ifdef KILN_BF16_DOT_X86
+#define KILN_BF16_DOT_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vbmi")))
+
+bool cpu_has_bf16_dot() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vbmi");
+}
+
+// x's parts are reread for every row: beyond 16 KiB (K > 4096 with two
+// parts) they contend with the weights for L1, and long rows read slower
+// than through the widening kernel (Zen 5, bf16, K = 8192-14336: 0.6-0.9x).
+constexpr int64_t kMaxXBytes = 16 << 10;
+// A software prefetch this many bytes ahead in the weight stream: 1.17-1.19x
+// the speed without one on a Zen 5 (2 KiB: about the same, 8 KiB: 1.15x).
+constexpr int64_t kPrefetchAhead = 4096;
+
+// x[0..K) into xs[0..Kp) (hi) and xs[Kp..2Kp) (lo), Kp = K rounded up to the
+// step, zero-padded. Returns 0 when some x is inf or NaN, else the number of
+// parts needed (1 when every x_lo is zero).
+KILN_BF16_DOT_TARGET int SplitX(const float* x, int64_t K, int64_t Kp, uint16_t* xs) {
+  __mmask16 bad = 0, lo_nonzero = 0;
+  for (int64_t k = 0; k < Kp; k += 16) {
+    const int64_t n = std::clamp<int64_t>(K - k, 0, 16);
+    const __mmask16 m = __mmask16((1u << n) - 1u);
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + k);
+    bad |= _mm512_fpclass_ps_mask(v, 0x99);  // QNaN, +inf, -inf, SNaN
+    const __m256bh hi = _mm512_cvtneps_pbh(v);
+    // hi widened back to float32 (the maskz forms: GCC 12's plain ones trip
+    // its own -Wmaybe-uninitialized).
+    const __m512i hi32 = _mm512_maskz_cvtepu16_epi32(0xFFFF, (__m256i)hi);
+    const __m512 hi_f = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, hi32, 16));
+    const __m512 r = _mm512_sub_ps(v, hi_f);  // exact
+    lo_nonzero |= _mm512_cmp_ps_mask(r, _mm512_setzero_ps(), _CMP_NEQ_UQ);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(xs + k), (__m256i)hi);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(xs + Kp + k), (__m256i)_mm512_cvtneps_pbh(r));
+  }
+  if (bad) return 0;
+  return lo_nonzero ? 2 : 1;
+}
+
+// The weight loaders: Load turns the 64 bytes at w into kVecs vectors of
+// bf16 (kStep weights); x is laid out to match by Arrange.
+struct LoadBF16 {
+  using T = uint16_t;
+  static constexpr int kVecs = 1;
+  static constexpr int64_t kStep = 32;
+  static constexpr int64_t kMaxK = 8192;  // with x's 16 KiB bound (4096 in two parts)
+  KILN_BF16_DOT_TARGET static void Load(__m512i v, __m512bh* out) { out[0] = (__m512bh)v; }
+  KILN_BF16_DOT_TARGET static __m512i LoadTail(const T* w, int64_t n) {
+    return _mm512_maskz_loadu_epi16(__mmask32((uint64_t(1) << n) - 1u), w);
+  }
+  KILN_BF16_DOT_TARGET static void Arrange(uint16_t*, int64_t) {}
+};
+// FP8 codes: the bf16 bits of each code's magnitude from two 128-byte tables
+// (high and low bytes), the sign bit or-ed into the high byte, and the bytes
+// interleaved: out[0] holds codes 0-7 of each 16-byte lane, out[1] codes 8-15.
+template <class F8>
+struct LoadFP8 {
+  using T = uint8_t;
+  static constexpr int kVecs = 2;
+  static constexpr int64_t kStep = 64;
+  // Longer rows read faster through the widening kernel with its prefetch of
+  // the next rows (Zen 5, two parts: K = 2880-4096 at 0.80-0.92x, K <= 2560
+  // at 1.04-1.7x).
+  static constexpr int64_t kMaxK = 2560;
+  struct Tables {
+    alignas(64) uint8_t hi[128], lo[128];
+    Tables() {
+      for (int c = 0; c < 128; ++c) {
+        const uint16_t b = float_to_bf16_bits(float(F8::from_bits(uint8_t(c))));
+        hi[c] = uint8_t(b >> 8);
+        lo[c] = uint8_t(b);
+      }
+    }
+  };
+  static const Tables& tables() {
+    static const Tables t;
+    return t;
+  }
+  KILN_BF16_DOT_TARGET static void Load(__m512i c, __m512bh* out) {
+    const Tables& t = tables();
+    const __m512i hi = _mm512_permutex2var_epi8(_mm512_load_si512(t.hi), c, _mm512_load_si512(t.hi + 64));
+    const __m512i lo = _mm512_permutex2var_epi8(_mm512_load_si512(t.lo), c, _mm512_load_si512(t.lo + 64));
+    // hi | (c & 0x80)
+    const __m512i hs = _mm512_ternarylogic_epi32(hi, c, _mm512_set1_epi8(char(0x80)), 0xF8);
+    out[0] = (__m512bh)_mm512_unpacklo_epi8(lo, hs);
+    out[1] = (__m512bh)_mm512_unpackhi_epi8(lo, hs);
+  }
+  KILN_BF16_DOT_TARGET static __m512i LoadTail(const T* w, int64_t n) {
+    return _mm512_maskz_loadu_epi8(__mmask64(n == 64 ? ~uint64_t(0) : (uint64_t(1) << n) - 1u), w);
+  }
+  // Each 64-element chunk of x (natural order) into Load's order: the
+  // elements 16j + 0..7 of each lane j first, then 16j + 8..15.
+  KILN_BF16_DOT_TARGET static void Arrange(uint16_t* xs, int64_t n) {
+    alignas(64) uint16_t ia[32], ib[32];
+    for (int e = 0; e < 32; ++e) {
+      ia[e] = uint16_t(16 * (e / 8) + e % 8);
+      ib[e] = uint16_t(ia[e] + 8);
+    }
+    const __m512i va = _mm512_load_si512(ia), vb = _mm512_load_si512(ib);
+    for (int64_t c = 0; c < n; c += 64) {
+      const __m512i p0 = _mm512_loadu_si512(xs + c), p1 = _mm512_loadu_si512(xs + c + 32);
+      _mm512_storeu_si512(xs + c, _mm512_permutex2var_epi16(p0, va, p1));
+      _mm512_storeu_si512(xs + c + 32, _mm512_permutex2var_epi16(p0, vb, p1));
+    }
+  }
+};
+
+// sum_k w[k] * (x_hi[k] (+ x_lo[k])) for one row.
+template <class L, int S>
+KILN_BF16_DOT_TARGET double RowDot(const typename L::T* HWY_RESTRICT w, int64_t K, const uint16_t* HWY_RESTRICT xh,
+                                   const uint16_t* HWY_RESTRICT xl) {
+  constexpr int64_t kStep = L::kStep;
+  __m512 acc_hi = _mm512_setzero_ps(), acc_lo = _mm512_setzero_ps();
+  const auto step = [&](__m512i v, int64_t k) KILN_BF16_DOT_TARGET {
+    __m512bh wv[L::kVecs];
+    L::Load(v, wv);
+    for (int i = 0; i < L::kVecs; ++i) {
+      acc_hi = _mm512_dpbf16_ps(acc_hi, wv[i], (__m512bh)_mm512_loadu_si512(xh + k + 32 * i));
+      if constexpr (S == 2) acc_lo = _mm512_dpbf16_ps(acc_lo, wv[i], (__m512bh)_mm512_loadu_si512(xl + k + 32 * i));
+    }
+  };
+  int64_t k = 0;
+  for (; k + kStep <= K; k += kStep) {
+    // Past the row's end this reaches into the next rows (prefetches never fault).
+    __builtin_prefetch(reinterpret_cast<const char*>(w + k) + kPrefetchAhead, 0, 3);
+    step(_mm512_loadu_si512(w + k), k);
+  }
+  if (k < K) step(L::LoadTail(w + k, K - k), k);  // weights past K read as zero (x is zero-padded)
+  // The 16 lanes summed in double (GCC 12's _mm512_reduce_add_ps trips its
+  // own -Wuninitialized).
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, S == 2 ? _mm512_add_ps(acc_hi, acc_lo) : acc_hi);
+  double sum = 0;
+  for (float l : lanes) sum += l;
+  return sum;
+}
+
+// Rows [n0, n1), one at a time in address order (one read stream per thread
+// read fastest: see the file comment).
+template <class L, int S>
+void Rows(const GemvArgs& a, const uint16_t* xh, const uint16_t* xl, int64_t n0, int64_t n1,
+          void (*exact_rows)(const GemvArgs&, int64_t, int64_t)) {
+  const auto* w = static_cast<const typename L::T*>(a.w);
+  for (int64_t n = n0; n < n1; ++n) {
+    const double dot = RowDot<L, S>(w + n * a.ldw, a.K, xh, xl);
+    if (HWY_UNLIKELY(std::isnan(dot))) {
+      exact_rows(a, n, n + 1);
+      continue;
+    }
+    const float b = a.bias ? a.bias[n] : 0.0f;
+    gemv_store::store_out(a, 0, n, float(dot * double(gemv_store::row_scale(a, n)) + double(b)));
+  }
+}
+#endif  // KILN_BF16_DOT_X86
+}  // namespace
+
+bool bf16_dot() {
+  int v = g_bf16_dot.load(std::memory_order_relaxed);
+  if (v < 0) {
+    v = int(default_bf16_dot());
+    g_bf16_dot.store(v, std::memory_order_relaxed);
+  }
+  return v != 0;
+}
+
+void set_bf16_dot(bool on) { g_bf16_dot.store(int(on), std::memory_order_relaxed); }
+
+bool bf16_dot_active() {
+#ifdef KILN_BF16_DOT_X86
+  static const bool has = cpu_has_bf16_dot();
+  // The best target run-time dispatch may use (KILN_SIMD_TARGET caps it):
+  // lower bits are better targets, and every AVX3 flavour is at or below HWY_AVX3.
+  const int64_t targets = hwy::SupportedTargets() & HWY_TARGETS;
+  return has && bf16_dot() && (targets & -targets) <= int64_t(HWY_AVX3);
+#else
+  return false;
+#endif
+}
+
+#ifdef KILN_BF16_DOT_X86
+namespace {
+template <class L>
+bool RowsWith(const GemvArgs& a, int64_t n0, int64_t n1, void (*exact_rows)(const GemvArgs&, int64_t, int64_t)) {
+  if (a.K > L::kMaxK) return false;
+  const int64_t Kp = (a.K + L::kStep - 1) / L::kStep * L::kStep;
+  thread_local std::vector<uint16_t> xs;
+  if (xs.size() < size_t(2 * Kp)) xs.resize(size_t(2 * Kp));
+  const int parts = SplitX(a.x, a.K, Kp, xs.data());
+  if (parts == 0 || parts * Kp * 2 > kMaxXBytes) return false;
+  L::Arrange(xs.data(), Kp);
+  if (parts == 1) {
+    Rows<L, 1>(a, xs.data(), nullptr, n0, n1, exact_rows);
+  } else {
+    L::Arrange(xs.data() + Kp, Kp);
+    Rows<L, 2>(a, xs.data(), xs.data() + Kp, n0, n1, exact_rows);
+  }
+  return true;
+}
+}  // namespace
+#endif
+
+bool gemv_rows_dot(DType w_dtype, const GemvArgs& a, int64_t n0, int64_t n1,
+                   void (*exact_rows)(const GemvArgs&, int64_t, int64_t)) {
+#ifdef KILN_BF16_DOT_X86
+  if (a.M != 1 || a.scale_kind == ScaleKind::Block || a.K == 0 || !bf16_dot_active()) return false;
+  switch (w_dtype) {
+    case DType::BFloat16:
+      return RowsWith<LoadBF16>(a, n0, n1, exact_rows);
+    case DType::Float8_e4m3fn:
+      return RowsWith<LoadFP8<float8_e4m3fn> >(a, n0, n1, exact_rows);
+    case DType::Float8_e5m2:
+      return RowsWith<LoadFP8<float8_e5m2> >(a, n0, n1, exact_rows);
+    default:
+      return false;
+  }
+#else
+  (void)w_dtype, (void)a, (void)n0, (void)n1, (void)exact_rows;
+  return false;
+#endif
+}
+
+}  // namespace kiln::cpu
