@@ -25,27 +25,33 @@ float value(uint64_t i, uint64_t seed) {
   return float(int64_t(h % 4000001) - 2000000) * 1e-6f;
 }
 
+// One activation row x [K] against W [N, K] (rows K apart) into y [N].
+cpu::GemvArgs one_row(const void* w, int64_t N, int64_t K, const float* x, void* y, DType y_dtype,
+                      cpu::ScaleKind sk, const float* scale, const float* bias) {
+  cpu::GemvArgs a;
+  a.w = w;
+  a.ldw = K;
+  a.N = N;
+  a.K = K;
+  a.x = x;
+  a.ldx = K;
+  a.M = 1;
+  a.y = y;
+  a.ldy = N;
+  a.y_dtype = y_dtype;
+  a.scale_kind = sk;
+  a.scale = sk == cpu::ScaleKind::None ? nullptr : scale;
+  a.bias = bias;
+  return a;
+}
+
 struct Problem {
   int64_t N, K;
   std::vector<uint16_t> w;  // bf16 bits, [N, K]
   std::vector<float> x;     // [K]
   std::vector<float> scale, bias;
   cpu::GemvArgs args(void* y, DType y_dtype, cpu::ScaleKind sk) const {
-    cpu::GemvArgs a;
-    a.w = w.data();
-    a.ldw = K;
-    a.N = N;
-    a.K = K;
-    a.x = x.data();
-    a.ldx = K;
-    a.M = 1;
-    a.y = y;
-    a.ldy = N;
-    a.y_dtype = y_dtype;
-    a.scale_kind = sk;
-    a.scale = sk == cpu::ScaleKind::None ? nullptr : scale.data();
-    a.bias = bias.empty() ? nullptr : bias.data();
-    return a;
+    return one_row(w.data(), N, K, x.data(), y, y_dtype, sk, scale.data(), bias.empty() ? nullptr : bias.data());
   }
 };
 
@@ -197,18 +203,8 @@ void check_fp8_codes(DType wd, void (*exact)(const cpu::GemvArgs&, int64_t, int6
     }
     for (int64_t n = 0; n < N; ++n) scale[size_t(n)] = 0.25f * float(n + 1);
     if (K > 10) w[size_t(K + 10)] = 0x7F;  // a NaN code in row 1 (e4m3fn; e5m2: NaN as well)
-    cpu::GemvArgs a;
-    a.w = w.data();
-    a.ldw = K;
-    a.N = N;
-    a.K = K;
-    a.x = x.data();
-    a.ldx = K;
-    a.M = 1;
-    a.y = y.data();
-    a.ldy = N;
-    a.scale_kind = cpu::ScaleKind::Row;
-    a.scale = scale.data();
+    const cpu::GemvArgs a =
+        one_row(w.data(), N, K, x.data(), y.data(), DType::Float32, cpu::ScaleKind::Row, scale.data(), nullptr);
     ASSERT_TRUE(cpu::gemv_rows_dot(wd, a, 0, N, exact));
     for (int64_t n = 0; n < N; ++n) {
       if (n == 1 && K > 10) {
