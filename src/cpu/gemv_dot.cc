@@ -103,7 +103,9 @@ struct LoadBF16 {
   static constexpr int kVecs = 1;
   static constexpr int64_t kStep = 32;
   static constexpr int64_t kMaxK = 8192;  // with x's 16 KiB bound (4096 in two parts)
-  KILN_BF16_DOT_TARGET static void Load(__m512i v, __m512bh* out) { out[0] = (__m512bh)v; }
+  struct State {};
+  KILN_BF16_DOT_TARGET static State Start() { return {}; }
+  KILN_BF16_DOT_TARGET static void Load(const State&, __m512i v, __m512bh* out) { out[0] = (__m512bh)v; }
   KILN_BF16_DOT_TARGET static __m512i LoadTail(const T* w, int64_t n) {
     return _mm512_maskz_loadu_epi16(__mmask32((uint64_t(1) << n) - 1u), w);
   }
@@ -118,9 +120,9 @@ struct LoadFP8 {
   static constexpr int kVecs = 2;
   static constexpr int64_t kStep = 64;
   // Longer rows read faster through the widening kernel with its prefetch of
-  // the next rows (Zen 5, two parts: K = 2880-4096 at 0.80-0.92x, K <= 2560
-  // at 1.04-1.7x).
-  static constexpr int64_t kMaxK = 2560;
+  // the next rows (Zen 5, two parts, against it: K = 4096 at 0.72-0.82x,
+  // K = 2880-3072 at 1.02-1.09x, K <= 2560 at 1.09-1.7x).
+  static constexpr int64_t kMaxK = 3072;
   struct Tables {
     alignas(64) uint8_t hi[128], lo[128];
     Tables() {
@@ -135,12 +137,20 @@ struct LoadFP8 {
     static const Tables t;
     return t;
   }
-  KILN_BF16_DOT_TARGET static void Load(__m512i c, __m512bh* out) {
+  // The tables and the sign mask, in registers for a whole row.
+  struct State {
+    __m512i hi0, hi1, lo0, lo1, sign;
+  };
+  KILN_BF16_DOT_TARGET static State Start() {
     const Tables& t = tables();
-    const __m512i hi = _mm512_permutex2var_epi8(_mm512_load_si512(t.hi), c, _mm512_load_si512(t.hi + 64));
-    const __m512i lo = _mm512_permutex2var_epi8(_mm512_load_si512(t.lo), c, _mm512_load_si512(t.lo + 64));
+    return {_mm512_load_si512(t.hi), _mm512_load_si512(t.hi + 64), _mm512_load_si512(t.lo),
+            _mm512_load_si512(t.lo + 64), _mm512_set1_epi8(char(0x80))};
+  }
+  KILN_BF16_DOT_TARGET static void Load(const State& st, __m512i c, __m512bh* out) {
+    const __m512i hi = _mm512_permutex2var_epi8(st.hi0, c, st.hi1);
+    const __m512i lo = _mm512_permutex2var_epi8(st.lo0, c, st.lo1);
     // hi | (c & 0x80)
-    const __m512i hs = _mm512_ternarylogic_epi32(hi, c, _mm512_set1_epi8(char(0x80)), 0xF8);
+    const __m512i hs = _mm512_ternarylogic_epi32(hi, c, st.sign, 0xF8);
     out[0] = (__m512bh)_mm512_unpacklo_epi8(lo, hs);
     out[1] = (__m512bh)_mm512_unpackhi_epi8(lo, hs);
   }
@@ -164,31 +174,47 @@ struct LoadFP8 {
   }
 };
 
-// sum_k w[k] * (x_hi[k] (+ x_lo[k])) for one row.
+// sum_k w[k] * (x_hi[k] (+ x_lo[k])) for one row. Each (vector, part) pair
+// has its own accumulator: a chain of two vdpbf16ps per step (FP8's two
+// vectors into one sum) would wait on their latency.
 template <class L, int S>
 KILN_BF16_DOT_TARGET double RowDot(const typename L::T* HWY_RESTRICT w, int64_t K, const uint16_t* HWY_RESTRICT xh,
                                    const uint16_t* HWY_RESTRICT xl) {
   constexpr int64_t kStep = L::kStep;
-  __m512 acc_hi = _mm512_setzero_ps(), acc_lo = _mm512_setzero_ps();
-  const auto step = [&](__m512i v, int64_t k) KILN_BF16_DOT_TARGET {
-    __m512bh wv[L::kVecs];
-    L::Load(v, wv);
-    for (int i = 0; i < L::kVecs; ++i) {
-      acc_hi = _mm512_dpbf16_ps(acc_hi, wv[i], (__m512bh)_mm512_loadu_si512(xh + k + 32 * i));
-      if constexpr (S == 2) acc_lo = _mm512_dpbf16_ps(acc_lo, wv[i], (__m512bh)_mm512_loadu_si512(xl + k + 32 * i));
+  constexpr int V = L::kVecs;
+  const typename L::State st = L::Start();
+  // Every loop over acc fully unrolled: GCC keeps an array indexed by a loop
+  // variable in memory.
+  __m512 acc[V * S];
+#pragma GCC unroll 8
+  for (int i = 0; i < V * S; ++i) acc[i] = _mm512_setzero_ps();
+  // One loop for whole steps and the tail (no lambda: GCC kept the
+  // accumulators of one in memory), the tail's weights past K read as zero
+  // (x is zero-padded).
+  for (int64_t k = 0; k < K; k += kStep) {
+    __m512i v;
+    if (HWY_LIKELY(k + kStep <= K)) {
+      // Past the row's end this reaches into the next rows (prefetches never fault).
+      __builtin_prefetch(reinterpret_cast<const char*>(w + k) + kPrefetchAhead, 0, 3);
+      v = _mm512_loadu_si512(w + k);
+    } else {
+      v = L::LoadTail(w + k, K - k);
     }
-  };
-  int64_t k = 0;
-  for (; k + kStep <= K; k += kStep) {
-    // Past the row's end this reaches into the next rows (prefetches never fault).
-    __builtin_prefetch(reinterpret_cast<const char*>(w + k) + kPrefetchAhead, 0, 3);
-    step(_mm512_loadu_si512(w + k), k);
+    __m512bh wv[V];
+    L::Load(st, v, wv);
+#pragma GCC unroll 8
+    for (int i = 0; i < V; ++i) {
+      acc[i] = _mm512_dpbf16_ps(acc[i], wv[i], (__m512bh)_mm512_loadu_si512(xh + k + 32 * i));
+      if constexpr (S == 2)
+        acc[V + i] = _mm512_dpbf16_ps(acc[V + i], wv[i], (__m512bh)_mm512_loadu_si512(xl + k + 32 * i));
+    }
   }
-  if (k < K) step(L::LoadTail(w + k, K - k), k);  // weights past K read as zero (x is zero-padded)
+#pragma GCC unroll 8
+  for (int i = 1; i < V * S; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
   // The 16 lanes summed in double (GCC 12's _mm512_reduce_add_ps trips its
   // own -Wuninitialized).
   alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, S == 2 ? _mm512_add_ps(acc_hi, acc_lo) : acc_hi);
+  _mm512_store_ps(lanes, acc[0]);
   double sum = 0;
   for (float l : lanes) sum += l;
   return sum;
