@@ -29,6 +29,23 @@ def test_bench_matmul_quick_json(what):
 
 
 @pytest.mark.skipif(shutil.which("kiln") is None, reason="kiln CLI not on PATH")
+def test_bench_linear_exact_too_pairs_each_dot_case():
+    out = subprocess.run(["kiln", "bench", "linear", "--quick", "--json", "--repeat", "1", "--no-prefill",
+                          "--dtypes", "f32,bf16,fp8", "--exact-too"], cwd=ROOT, check=True, capture_output=True,
+                         text=True).stdout
+    doc = json.loads(out)
+    kinds = [r["kind"] for r in doc["results"]]
+    speedups = doc["summary"].get("geomean_speedup_dot_over_exact", {})
+    if "bf16-exact" in kinds:
+        # A CPU with the dot kernel: bf16 and FP8 cases each come twice, f32 once.
+        assert kinds == ["f32", "bf16", "bf16-exact", "fp8", "fp8-exact"]
+        assert doc["results"][2]["name"] == doc["results"][1]["name"] + " exact"
+        assert set(speedups) == {"bf16", "fp8"} and all(v > 0 for v in speedups.values())
+    else:
+        assert kinds == ["f32", "bf16", "fp8"] and not speedups
+
+
+@pytest.mark.skipif(shutil.which("kiln") is None, reason="kiln CLI not on PATH")
 def test_bench_plot_writes_a_png(tmp_path):
     pytest.importorskip("matplotlib")
     png = tmp_path / "linear.png"

@@ -152,6 +152,14 @@ std::map<std::string, double> run_torch_peer(const std::string& python, const js
 
 // ---- cases ------------------------------------------------------------------
 
+// Whether one-token linear layers of this kind may take the dot kernel
+// (cpu::gemv_rows_dot: bf16 and FP8 without block scales, on CPUs with
+// AVX512-BF16).
+bool uses_dot(const WeightKind& wk) {
+  return cpu::bf16_dot_active() && wk.scale != 3 &&
+         (wk.dtype == DType::BFloat16 || wk.dtype == DType::Float8_e4m3fn || wk.dtype == DType::Float8_e5m2);
+}
+
 // One-token linear (or scaled_mm) over the decode shapes.
 void decode_cases(Ctx& c, bool scaled) {
   const json doc = read_json(c.opt.cases);
@@ -160,7 +168,7 @@ void decode_cases(Ctx& c, bool scaled) {
   if (c.opt.limit > 0 && int(shapes.size()) > c.opt.limit) shapes.resize(size_t(c.opt.limit));
   const std::vector<std::string> kinds =
       scaled ? std::vector<std::string>{"fp8-tensor", "fp8"} : split(c.opt.dtypes);
-  std::map<std::string, std::vector<double>> fractions, times;
+  std::map<std::string, std::vector<double>> fractions, times, dot_speedups;
   json peer_cases = json::array();
   for (const std::string& kn : kinds) {
     const WeightKind wk = weight_kind(kn);
@@ -187,44 +195,58 @@ void decode_cases(Ctx& c, bool scaled) {
       // Layers under 16 MiB are timed as a run of consecutive calls on
       // successive (cold) copies, as a model's layers follow one another.
       const int calls = std::max(1, std::min(rot.copies / 2, int(std::ceil(double(16 << 20) / per_copy))));
-      bench::Result r;
-      if (!scaled) {
-        const Tensor x = randn({1, K});
-        Tensor out = empty({1, N});
-        r = c.runner.memory_case(
-            name, per_copy + 4.0 * K + 4.0 * N, rot,
-            [&](int i) {
-              linear_out(x, ws[size_t(i % rot.copies)], ss[size_t(i % rot.copies)], Tensor(), out, codes);
-            },
-            calls);
-      } else {
-        const Tensor a = randn({1, K}).to(DType::Float8_e4m3fn);
-        const Tensor sa = wk.scale == 1 ? ones({}) : ones({1, 1});
-        std::vector<Tensor> sbs;
-        for (const Tensor& sc : ss) sbs.push_back(wk.scale == 1 ? sc : sc.view({1, N}));
-        r = c.runner.memory_case(
-            name, per_copy + 1.0 * K + 2.0 * N, rot,
-            [&](int i) {
-              Tensor y = scaled_mm(a, ws[size_t(i % rot.copies)].t(), sa, sbs[size_t(i % rot.copies)],
-                                   Tensor(), Tensor(), DType::BFloat16);
-            },
-            calls);
+      const auto time_case = [&](const std::string& case_name, const std::string& kind) {
+        bench::Result r;
+        if (!scaled) {
+          const Tensor x = randn({1, K});
+          Tensor out = empty({1, N});
+          r = c.runner.memory_case(
+              case_name, per_copy + 4.0 * K + 4.0 * N, rot,
+              [&](int i) {
+                linear_out(x, ws[size_t(i % rot.copies)], ss[size_t(i % rot.copies)], Tensor(), out, codes);
+              },
+              calls);
+        } else {
+          const Tensor a = randn({1, K}).to(DType::Float8_e4m3fn);
+          const Tensor sa = wk.scale == 1 ? ones({}) : ones({1, 1});
+          std::vector<Tensor> sbs;
+          for (const Tensor& sc : ss) sbs.push_back(wk.scale == 1 ? sc : sc.view({1, N}));
+          r = c.runner.memory_case(
+              case_name, per_copy + 1.0 * K + 2.0 * N, rot,
+              [&](int i) {
+                Tensor y = scaled_mm(a, ws[size_t(i % rot.copies)].t(), sa, sbs[size_t(i % rot.copies)],
+                                     Tensor(), Tensor(), DType::BFloat16);
+              },
+              calls);
+        }
+        r.extra["kind"] = kind;
+        r.extra["N"] = N;
+        r.extra["K"] = K;
+        fractions[kind].push_back(r.roof_fraction);
+        times[kind].push_back(r.median_s);
+        record(c, r);
+        return r.median_s;
+      };
+      const double t_main = time_case(name, kn);
+      // --exact-too: the same case right after with the dot kernel off (what
+      // its rounding of x buys on this machine, measured minutes apart at most).
+      if (c.opt.exact_too && !scaled && uses_dot(wk)) {
+        const bool saved = cpu::bf16_dot();
+        cpu::set_bf16_dot(false);
+        const double t_exact = time_case(name + " exact", kn + "-exact");
+        cpu::set_bf16_dot(saved);
+        dot_speedups[kn].push_back(t_exact / t_main);
       }
-      r.extra["kind"] = kn;
-      r.extra["N"] = N;
-      r.extra["K"] = K;
-      fractions[kn].push_back(r.roof_fraction);
-      times[kn].push_back(r.median_s);
       peer_cases.push_back(
           {{"name", name},
            {"N", N},
            {"K", K},
            {"kind", scaled ? "fp8" : kn},
            {"copies", std::max(1, std::min(rot.copies, int(mem_budget() / (4.0 * N * K))))}});
-      record(c, r);
     }
   }
   for (auto& [kn, f] : fractions) c.summary["geomean_roof_fraction"][kn] = geomean(f);
+  for (auto& [kn, v] : dot_speedups) c.summary["geomean_speedup_dot_over_exact"][kn] = geomean(v);
   if (times.count("fp8") && times.count("bf16") && times["fp8"].size() == times["bf16"].size()) {
     std::vector<double> ratio;
     for (size_t i = 0; i < times["fp8"].size(); ++i) ratio.push_back(times["fp8"][i] / times["bf16"][i]);
@@ -375,6 +397,10 @@ Command add_one(CLI::App& bench, const std::string& what, const std::string& hel
   if (what == "linear")
     app->add_option("--dtypes", opt->dtypes,
                     "Weight kinds: f32,bf16,f16,fp8 (e4m3 row scales),fp8-tensor,fp8-block,fp8-e5m2");
+  if (what == "linear")
+    app->add_flag("--exact-too", opt->exact_too,
+                  "Time each bf16/FP8 decode case again right after with the AVX512-BF16 dot kernel off "
+                  "(KILN_BF16_DOT=off), as kind <kind>-exact, and report the dot kernel's speedup");
   return {app, [opt] { return run_matmul(*opt); }};
 }
 

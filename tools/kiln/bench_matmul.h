@@ -20,6 +20,7 @@ struct MatOptions {
   std::string out, cases, peer_python, dtypes = "f32,bf16,fp8";
   int repeat = 0, warmup = 2, threads = 0, limit = 0;
   bool quick = false, no_prefill = false;
+  bool exact_too = false;  // linear: also time bf16/FP8 cases with the dot kernel off
   std::string plot;
 };
 
