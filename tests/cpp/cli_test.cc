@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 
 #include "core/bandwidth.h"
 #include "core/sysinfo.h"
+#include "cpu/gemv.h"
 #include "cpu/stream_read.h"
 
 using nlohmann::json;
@@ -93,6 +95,18 @@ TEST(Cli, InfoJson) {
   const json jt = json::parse(t.out);
   EXPECT_EQ(jt["threads"].get<int>(), 1);
   EXPECT_TRUE(jt["roof_gbps"].is_null());
+  // Whether the dot kernel runs here, as this process sees it, and off on request.
+  EXPECT_EQ(jt["bf16_dot"].get<bool>(), kiln::cpu::bf16_dot_active());
+  const char* saved = std::getenv("KILN_BF16_DOT");
+  const std::string saved_value = saved ? saved : "";
+  setenv("KILN_BF16_DOT", "off", 1);
+  CliRun off = run_kiln("info --no-bandwidth --json");
+  if (saved)
+    setenv("KILN_BF16_DOT", saved_value.c_str(), 1);
+  else
+    unsetenv("KILN_BF16_DOT");
+  ASSERT_EQ(off.status, 0);
+  EXPECT_FALSE(json::parse(off.out)["bf16_dot"].get<bool>());
 
   CliRun text = run_kiln("info --no-bandwidth");
   ASSERT_EQ(text.status, 0);

@@ -52,6 +52,9 @@ int run_info(const InfoOptions& opt) {
   std::printf("  cpu             %s\n", info.cpu_model.c_str());
   std::printf("  logical cores   %d\n", info.logical_cores);
   std::printf("  simd target     %s\n", j["simd_target"].get<std::string>().c_str());
+  std::printf("  bf16 dot        %s\n",
+              j["bf16_dot"].get<bool>() ? "on (bf16/FP8 decode rows via AVX512-BF16; KILN_BF16_DOT=off to keep exact)"
+                                        : "off");
   std::printf("  threads         %d\n", kiln::num_threads());
   std::printf("  L1d cache       %s\n", cache_text(info.l1d_bytes).c_str());
   std::printf("  L2 cache        %s\n", cache_text(info.l2_bytes).c_str());

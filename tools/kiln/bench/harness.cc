@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "cpu/convert.h"
+#include "cpu/gemv.h"
 #include "kiln/thread_pool.h"
 
 namespace kiln::cli::bench {
@@ -144,6 +145,9 @@ json machine_json(const sys::RoofStats& roof) {
           {"logical_cores", info.logical_cores},
           {"threads", kiln::num_threads()},
           {"simd_target", kiln::cpu::simd_target_name()},
+          // One-token bf16/FP8 linear layers through AVX512-BF16's dot kernel
+          // (x in two bf16 parts; KILN_BF16_DOT=off turns it off).
+          {"bf16_dot", kiln::cpu::bf16_dot_active()},
           {"l1d_bytes", info.l1d_bytes},
           {"l2_bytes", info.l2_bytes},
           {"l3_bytes", info.l3_bytes},
