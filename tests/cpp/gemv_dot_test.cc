@@ -2,8 +2,8 @@
 // against the double-precision reference: its documented rounding of x into
 // two bf16 parts, K tails, scale layouts, bias and output dtypes, the one-part
 // path for an x of bf16 values, every FP8 code (subnormals, NaN, inf),
-// infinite weights, and the exact kernel it hands over to. On CPUs without the instruction (or with dispatch capped below
-// AVX-512) the tests that need it skip.
+// infinite weights, and the exact kernel it hands over to. On CPUs without the instruction (or with dispatch
+// capped below AVX-512) the tests that need it skip.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -51,7 +51,8 @@ struct Problem {
   std::vector<float> x;     // [K]
   std::vector<float> scale, bias;
   cpu::GemvArgs args(void* y, DType y_dtype, cpu::ScaleKind sk) const {
-    return one_row(w.data(), N, K, x.data(), y, y_dtype, sk, scale.data(), bias.empty() ? nullptr : bias.data());
+    return one_row(w.data(), N, K, x.data(), y, y_dtype, sk, scale.data(),
+                   bias.empty() ? nullptr : bias.data());
   }
 };
 
@@ -89,7 +90,7 @@ double two_parts(float x) {
 
 TEST(GemvDot, MatchesTheTwoPartReferenceForEveryTailScaleAndOutput) {
   with_dot([] {
-    for (int64_t K : {1, 7, 31, 32, 33, 64, 300, 1000, 4096})
+    for (int64_t K : {1, 7, 31, 32, 33, 64, 300, 1000, 4096, 4097, 8192})
       for (auto sk : {cpu::ScaleKind::None, cpu::ScaleKind::Tensor, cpu::ScaleKind::Row})
         for (bool bias : {false, true}) {
           SCOPED_TRACE("K " + std::to_string(K) + " scale " + std::to_string(int(sk)) + " bias " +
@@ -126,7 +127,7 @@ TEST(GemvDot, RoundsXToSixteenSignificantBits) {
     Problem p{1, 1, {float_to_bf16_bits(1.0f)}, {1.0f + 0x1p-9f + 0x1p-17f + 0x1p-23f}, {}, {}};
     float y = 0;
     ASSERT_TRUE(cpu::gemv_rows_dot(DType::BFloat16, p.args(&y, DType::Float32, cpu::ScaleKind::None), 0, 1,
-                                        cpu::gemv_rows_bf16_exact));
+                                   cpu::gemv_rows_bf16_exact));
     EXPECT_EQ(y, 1.0f + 0x1p-9f + 0x1p-16f);
     // With the dot kernel off, the same row is exact.
     cpu::set_bf16_dot(false);
@@ -137,22 +138,25 @@ TEST(GemvDot, RoundsXToSixteenSignificantBits) {
 
 TEST(GemvDot, AnXOfBF16ValuesIsExactInOnePart) {
   with_dot([] {
-    Problem p = make(19, 257, 5);
-    for (float& v : p.x) v = bf16_bits_to_float(float_to_bf16_bits(v));
-    std::vector<float> y(size_t(p.N)), y_off(size_t(p.N));
-    ASSERT_TRUE(cpu::gemv_rows_dot(DType::BFloat16, p.args(y.data(), DType::BFloat16, cpu::ScaleKind::Row), 0, p.N,
-                                        cpu::gemv_rows_bf16_exact));
-    for (int64_t n = 0; n < p.N; ++n) {
-      double s = 0, mag = 0;
-      for (int64_t k = 0; k < p.K; ++k) {
-        const double t = double(bf16_bits_to_float(p.w[size_t(n * p.K + k)])) * p.x[size_t(k)];
-        s += t;
-        mag += std::fabs(t);
+    for (int64_t K : {257, 8200}) {  // 8200: one part beyond 16 KiB, rows two at a time
+      SCOPED_TRACE("K " + std::to_string(K));
+      Problem p = make(19, K, 5);
+      for (float& v : p.x) v = bf16_bits_to_float(float_to_bf16_bits(v));
+      std::vector<float> y(size_t(p.N)), y_off(size_t(p.N));
+      ASSERT_TRUE(cpu::gemv_rows_dot(DType::BFloat16, p.args(y.data(), DType::BFloat16, cpu::ScaleKind::Row),
+                                     0, p.N, cpu::gemv_rows_bf16_exact));
+      for (int64_t n = 0; n < p.N; ++n) {
+        double s = 0, mag = 0;
+        for (int64_t k = 0; k < p.K; ++k) {
+          const double t = double(bf16_bits_to_float(p.w[size_t(n * p.K + k)])) * p.x[size_t(k)];
+          s += t;
+          mag += std::fabs(t);
+        }
+        const double want = s * p.scale[size_t(n)] + p.bias[size_t(n)];
+        // bf16 output: the stored value is the float32 result rounded once.
+        const float got = bf16_bits_to_float(reinterpret_cast<const uint16_t*>(y.data())[n]);
+        EXPECT_NEAR(got, want, std::fabs(want) / 256 + mag * p.scale[size_t(n)] * 1e-6) << "row " << n;
       }
-      const double want = s * p.scale[size_t(n)] + p.bias[size_t(n)];
-      // bf16 output: the stored value is the float32 result rounded once.
-      const float got = bf16_bits_to_float(reinterpret_cast<const uint16_t*>(y.data())[n]);
-      EXPECT_NEAR(got, want, std::fabs(want) / 256 + mag * p.scale[size_t(n)] * 1e-6) << "row " << n;
     }
   });
 }
@@ -170,16 +174,16 @@ TEST(GemvDot, InfiniteWeightsAndNonFiniteXFollowIEEE) {
     p.w[40 + 7] = float_to_bf16_bits(inf);
     p.bias.clear();
     std::vector<float> y(2);
-    ASSERT_TRUE(cpu::gemv_rows_dot(DType::BFloat16, p.args(y.data(), DType::Float32, cpu::ScaleKind::None), 0, 2,
-                                        cpu::gemv_rows_bf16_exact));
+    ASSERT_TRUE(cpu::gemv_rows_dot(DType::BFloat16, p.args(y.data(), DType::Float32, cpu::ScaleKind::None), 0,
+                                   2, cpu::gemv_rows_bf16_exact));
     EXPECT_EQ(y[0], inf);
     EXPECT_TRUE(std::isnan(y[1]));
     // An x holding inf or NaN is left to the exact kernel.
     for (float bad : {inf, -inf, std::numeric_limits<float>::quiet_NaN()}) {
       Problem q = make(3, 50, 11);
       q.x[17] = bad;
-      EXPECT_FALSE(cpu::gemv_rows_dot(DType::BFloat16, q.args(y.data(), DType::Float32, cpu::ScaleKind::None), 0, 3,
-                                           cpu::gemv_rows_bf16_exact));
+      EXPECT_FALSE(cpu::gemv_rows_dot(DType::BFloat16, q.args(y.data(), DType::Float32, cpu::ScaleKind::None),
+                                      0, 3, cpu::gemv_rows_bf16_exact));
     }
   });
 }
@@ -203,8 +207,8 @@ void check_fp8_codes(DType wd, void (*exact)(const cpu::GemvArgs&, int64_t, int6
     }
     for (int64_t n = 0; n < N; ++n) scale[size_t(n)] = 0.25f * float(n + 1);
     if (K > 10) w[size_t(K + 10)] = 0x7F;  // a NaN code in row 1 (e4m3fn; e5m2: NaN as well)
-    const cpu::GemvArgs a =
-        one_row(w.data(), N, K, x.data(), y.data(), DType::Float32, cpu::ScaleKind::Row, scale.data(), nullptr);
+    const cpu::GemvArgs a = one_row(w.data(), N, K, x.data(), y.data(), DType::Float32, cpu::ScaleKind::Row,
+                                    scale.data(), nullptr);
     ASSERT_TRUE(cpu::gemv_rows_dot(wd, a, 0, N, exact));
     for (int64_t n = 0; n < N; ++n) {
       if (n == 1 && K > 10) {
@@ -232,12 +236,9 @@ TEST(GemvDot, FP8EveryCodeDecodesExactly) {
 TEST(GemvDot, LeavesWhatItDoesNotCoverToTheExactKernel) {
   with_dot([] {
     float y[8];
-    // Block scales, two activation rows, and x parts beyond 16 KiB.
-    Problem p = make(2, 8192, 13);
-    cpu::GemvArgs a = p.args(y, DType::Float32, cpu::ScaleKind::None);
-    EXPECT_FALSE(cpu::gemv_rows_dot(DType::BFloat16, a, 0, 2, cpu::gemv_rows_bf16_exact));
+    // Block scales and two activation rows.
     Problem q = make(2, 64, 13);
-    a = q.args(y, DType::Float32, cpu::ScaleKind::Block);
+    cpu::GemvArgs a = q.args(y, DType::Float32, cpu::ScaleKind::Block);
     a.scale_ld = 1;
     EXPECT_FALSE(cpu::gemv_rows_dot(DType::BFloat16, a, 0, 2, cpu::gemv_rows_bf16_exact));
     a = q.args(y, DType::Float32, cpu::ScaleKind::None);
