@@ -227,13 +227,15 @@ KILN_BF16_DOT_TARGET void RowDot(const typename L::T* const* w, int64_t K, const
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
     for (int i = 1; i < V * S; ++i) acc[r * V * S] = _mm512_add_ps(acc[r * V * S], acc[r * V * S + i]);
-    // The 16 lanes summed in double (GCC 12's _mm512_reduce_add_ps trips its
-    // own -Wuninitialized).
-    alignas(64) float lanes[16];
-    _mm512_store_ps(lanes, acc[r * V * S]);
-    double sum = 0;
-    for (float l : lanes) sum += l;
-    out[r] = sum;
+    // The 16 lanes summed in double, as a tree: a serial sum was a chain of
+    // 16 dependent adds per row, which rows of 1 KiB or less waited on.
+    const __m512 v = acc[r * V * S];
+    // (The maskz forms: GCC 12's plain ones trip its own -Wuninitialized.)
+    const __m512d d8 = _mm512_add_pd(_mm512_maskz_cvtps_pd(0xFF, _mm512_maskz_extractf32x8_ps(0xFF, v, 0)),
+                                     _mm512_maskz_cvtps_pd(0xFF, _mm512_maskz_extractf32x8_ps(0xFF, v, 1)));
+    const __m256d d4 = _mm256_add_pd(_mm512_maskz_extractf64x4_pd(0xF, d8, 0), _mm512_maskz_extractf64x4_pd(0xF, d8, 1));
+    const __m128d d2 = _mm_add_pd(_mm256_castpd256_pd128(d4), _mm256_extractf128_pd(d4, 1));
+    out[r] = _mm_cvtsd_f64(_mm_add_sd(d2, _mm_unpackhi_pd(d2, d2)));
   }
 }
 
