@@ -102,7 +102,7 @@ struct LoadBF16 {
   using T = uint16_t;
   static constexpr int kVecs = 1;
   static constexpr int64_t kStep = 32;
-  static constexpr int64_t kMaxK = int64_t(1) << 40;  // any
+  static constexpr int64_t kMaxK = INT64_MAX;  // rows of any length
   struct State {};
   KILN_BF16_DOT_TARGET static State Start() { return {}; }
   KILN_BF16_DOT_TARGET static void Load(const State&, __m512i v, __m512bh* out) { out[0] = (__m512bh)v; }
