@@ -85,8 +85,8 @@ void set_bf16_dot(bool on);
 bool bf16_dot_active();
 // Rows [n0, n1) of W in w_dtype (bf16, e4m3fn, e5m2) through the dot kernel
 // when it applies (bf16_dot_active(), M == 1, no block scales, an x with no
-// inf or NaN, FP8 rows of at most 3072 codes); false when it does not, and
-// nothing was written. exact_rows recomputes rows whose sum is NaN.
+// inf or NaN); false when it does not, and nothing was written. exact_rows
+// recomputes rows whose sum is NaN.
 bool gemv_rows_dot(DType w_dtype, const GemvArgs& a, int64_t n0, int64_t n1,
                    void (*exact_rows)(const GemvArgs&, int64_t, int64_t));
 
