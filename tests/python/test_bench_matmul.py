@@ -46,6 +46,21 @@ def test_bench_linear_exact_too_pairs_each_dot_case():
 
 
 @pytest.mark.skipif(shutil.which("kiln") is None, reason="kiln CLI not on PATH")
+def test_bench_linear_bf16_activations_kind_reads_half_the_activation_bytes():
+    out = subprocess.run(["kiln", "bench", "linear", "--quick", "--json", "--repeat", "1", "--no-prefill",
+                          "--dtypes", "bf16,bf16-bf16x"], cwd=ROOT, check=True, capture_output=True,
+                         text=True).stdout
+    f32x, bf16x = json.loads(out)["results"]
+    assert (f32x["kind"], bf16x["kind"]) == ("bf16", "bf16-bf16x")
+    # Same weights; x [1, K] and y [1, N] in bf16 instead of float32.
+    N, K = bf16x["N"], bf16x["K"]
+    assert f32x["bytes"] - bf16x["bytes"] == 2 * (N + K)
+    bad = subprocess.run(["kiln", "bench", "linear", "--quick", "--dtypes", "bf16-f32x"], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "bf16-bf16x" in bad.stderr
+
+
+@pytest.mark.skipif(shutil.which("kiln") is None, reason="kiln CLI not on PATH")
 def test_bench_plot_writes_a_png(tmp_path):
     pytest.importorskip("matplotlib")
     png = tmp_path / "linear.png"

@@ -45,13 +45,16 @@ double mem_budget() {
 WeightKind weight_kind(const std::string& s) {
   if (s == "f32") return {s, DType::Float32, 0};
   if (s == "bf16") return {s, DType::BFloat16, 0};
+  // bf16 activations and output too: the call torch's F.linear makes with
+  // bf16 tensors (x in bf16 is one part for the dot kernel, not two).
+  if (s == "bf16-bf16x") return {s, DType::BFloat16, 0, DType::BFloat16};
   if (s == "f16") return {s, DType::Float16, 0};
   if (s == "fp8") return {s, DType::Float8_e4m3fn, 2};
   if (s == "fp8-tensor") return {s, DType::Float8_e4m3fn, 1};
   if (s == "fp8-block") return {s, DType::Float8_e4m3fn, 3};
   if (s == "fp8-e5m2") return {s, DType::Float8_e5m2, 2};
   throw std::runtime_error("[bench] unknown weight kind " + s +
-                           " (f32, bf16, f16, fp8, fp8-tensor, fp8-block, fp8-e5m2)");
+                           " (f32, bf16, bf16-bf16x, f16, fp8, fp8-tensor, fp8-block, fp8-e5m2)");
 }
 
 double geomean(const std::vector<double>& v) {
@@ -198,10 +201,11 @@ void decode_cases(Ctx& c, bool scaled) {
       const auto time_case = [&](const std::string& case_name, const std::string& kind) {
         bench::Result r;
         if (!scaled) {
-          const Tensor x = randn({1, K});
-          Tensor out = empty({1, N});
+          const Tensor x = randn({1, K}).to(wk.act);
+          Tensor out = empty({1, N}, wk.act);
+          const double act_bytes = double(itemsize(wk.act)) * double(K + N);
           r = c.runner.memory_case(
-              case_name, per_copy + 4.0 * K + 4.0 * N, rot,
+              case_name, per_copy + act_bytes, rot,
               [&](int i) {
                 linear_out(x, ws[size_t(i % rot.copies)], ss[size_t(i % rot.copies)], Tensor(), out, codes);
               },
@@ -241,7 +245,7 @@ void decode_cases(Ctx& c, bool scaled) {
           {{"name", name},
            {"N", N},
            {"K", K},
-           {"kind", scaled ? "fp8" : kn},
+           {"kind", scaled ? "fp8" : wk.dtype == DType::BFloat16 ? "bf16" : kn},
            {"copies", std::max(1, std::min(rot.copies, int(mem_budget() / (4.0 * N * K))))}});
     }
   }
@@ -396,7 +400,8 @@ Command add_one(CLI::App& bench, const std::string& what, const std::string& hel
   }
   if (what == "linear")
     app->add_option("--dtypes", opt->dtypes,
-                    "Weight kinds: f32,bf16,f16,fp8 (e4m3 row scales),fp8-tensor,fp8-block,fp8-e5m2");
+                    "Weight kinds: f32,bf16,f16,fp8 (e4m3 row scales),fp8-tensor,fp8-block,fp8-e5m2, and bf16-bf16x "
+                    "(bf16 weights, x and y: the call torch's F.linear makes with bf16 tensors)");
   if (what == "linear")
     app->add_flag("--exact-too", opt->exact_too,
                   "Time each bf16/FP8 decode case again right after with the AVX512-BF16 dot kernel off "

@@ -40,9 +40,10 @@ json read_json(const std::string& path);
 double mem_budget();
 
 struct WeightKind {
-  std::string label;  // f32 | bf16 | f16 | fp8 (e4m3, row scales) | fp8-block | fp8-tensor
+  std::string label;  // f32 | bf16 | bf16-bf16x | f16 | fp8 (e4m3, row scales) | fp8-block | fp8-tensor
   DType dtype;
   int scale;  // 0 none, 1 tensor, 2 row, 3 block
+  DType act = DType::Float32;  // x and y of the decode cases
 };
 WeightKind weight_kind(const std::string& s);
 
