@@ -385,10 +385,9 @@ int64_t GatherAbove(const float* HWY_RESTRICT x, int64_t V, float m, float inv_t
     if constexpr (hn::MaxLanes(d) <= 8) {
       uint8_t bits[8] = {};
       hn::StoreMaskBits(d, keep, bits);
-      const auto perm = hn::IndicesFromVec(d, hn::Load(di, kCompress.idx[bits[0]]));
-      hn::StoreU(hn::TableLookupLanes(z, perm), d, cz + n);
-      hn::StoreU(hn::TableLookupLanes(ids, hn::IndicesFromVec(di, hn::Load(di, kCompress.idx[bits[0]]))), di,
-                 cid + n);
+      const auto row = hn::Load(di, kCompress.idx[bits[0]]);
+      hn::StoreU(hn::TableLookupLanes(z, hn::IndicesFromVec(d, row)), d, cz + n);
+      hn::StoreU(hn::TableLookupLanes(ids, hn::IndicesFromVec(di, row)), di, cid + n);
     } else {  // AVX-512: a native compress
       hn::StoreU(hn::Compress(z, keep), d, cz + n);
       hn::StoreU(hn::Compress(ids, hn::RebindMask(di, keep)), di, cid + n);
