@@ -221,6 +221,7 @@ HWY_INLINE void Micro(const float* HWY_RESTRICT wp, const float* HWY_RESTRICT xb
 // K block would miss the caches at every store.
 template <class W, int MR, int NV>
 void Rows(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t n0, int64_t n1) {
+  using T = typename W::T;
   static_assert(kNG % MR == 0, "panel rows must hold whole micro tiles");
   const int64_t NR = NV * int64_t(hn::Lanes(DF()));
   const int64_t kblocks = KBlocks(a.K);
@@ -239,10 +240,26 @@ void Rows(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t n0, int64_t n
       for (int64_t kb = 0; kb < kblocks; ++kb) {
         const int64_t k0 = kb * kKC, kc = std::min(kKC, a.K - k0);
         WidenPanel<W>(a, ng, rows, rpad, k0, kc, wp);
+        // The weights the next WidenPanel reads, prefetched a micro tile's
+        // rows at a time while this block's tiles run: with few token blocks
+        // (M <= 32: one) the widening would otherwise wait on memory with
+        // nothing to overlap it. In-process A/B (Zen 5, 2 threads, M = 8-128,
+        // four shapes): bf16 1.03-1.19x, FP8 1.03-1.22x, f32 1.02-1.05x.
+        int64_t pn = ng, pk = k0 + kKC;
+        if (pk >= a.K) pn += kNG, pk = 0;
+        const int64_t prows = pn < n1 ? std::min(kNG, n1 - pn) : 0;
+        const int64_t pbytes = std::min(kKC, a.K - pk) * int64_t(sizeof(T));
         for (int64_t tb = 0; tb < ntb; ++tb) {
           const float* HWY_RESTRICT xk = xp + ((tb0 + tb) * kblocks + kb) * kKC * NR;
-          for (int64_t r0 = 0; r0 < rpad; r0 += MR)
+          for (int64_t r0 = 0; r0 < rpad; r0 += MR) {
+            if (tb == 0)
+              for (int64_t r = r0; r < std::min(r0 + MR, prows); ++r) {
+                const char* row =
+                    reinterpret_cast<const char*>(static_cast<const T*>(a.w) + (pn + r) * a.ldw + pk);
+                for (int64_t b = 0; b < pbytes; b += 64) gemv::PrefetchL2(row + b);
+              }
             Micro<MR, NV>(wp + r0 * kKC, xk, kc, kb == 0, c + (tb * kNG + r0) * NR);
+          }
         }
       }
       for (int64_t t = 0; t < mc; ++t) {
@@ -357,8 +374,9 @@ void gemm_pack_x(DType w_dtype, const GemvArgs& a, float* xp) {
   const int64_t blocks = HWY_DYNAMIC_DISPATCH(GemmPackedXBlocks)(a.M);
   // Blocks of up to 128 KiB of x per hand-off (runs inline when nested).
   const int64_t grain = std::max<int64_t>(1, (int64_t(128) << 10) / std::max<int64_t>(1, 4 * 16 * a.K));
-  parallel_for(0, blocks, grain,
-               [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(GemmPackX)(w_dtype, a, b, e, xp); });
+  parallel_for(0, blocks, grain, [&](int64_t b, int64_t e) {
+    HWY_DYNAMIC_DISPATCH(GemmPackX)(w_dtype, a, b, e, xp);
+  });
 }
 
 void gemm_packed_rows(DType w_dtype, const GemvArgs& a, const float* xp, int64_t n0, int64_t n1) {
