@@ -192,8 +192,8 @@ TEST(GemvDot, InfiniteWeightsAndNonFiniteXFollowIEEE) {
 // two-part x, with tails: the codes decode exactly, the sign included.
 template <class F8>
 void check_fp8_codes(DType wd, void (*exact)(const cpu::GemvArgs&, int64_t, int64_t)) {
-  // 4096 and beyond: two parts of x past 16 KiB, rows read two at a time.
-  for (int64_t K : {1, 63, 64, 65, 255, 256, 1000, 3072, 4096, 8197}) {
+  // Past 4096: two parts of x beyond 16 KiB, rows read two at a time.
+  for (int64_t K : {1, 63, 64, 65, 255, 256, 1000, 3072, 4096, 4097, 8197}) {
     SCOPED_TRACE(std::string(name(wd)) + " K " + std::to_string(K));
     const int64_t N = 3;
     std::vector<uint8_t> w(size_t(N * K));
@@ -231,6 +231,43 @@ TEST(GemvDot, FP8EveryCodeDecodesExactly) {
   with_dot([] {
     check_fp8_codes<float8_e4m3fn>(DType::Float8_e4m3fn, cpu::gemv_rows_e4m3_exact);
     check_fp8_codes<float8_e5m2>(DType::Float8_e5m2, cpu::gemv_rows_e5m2_exact);
+  });
+}
+
+// A thread's share of the rows: an odd sub-range [1, N - 1) of e4m3fn rows
+// ldw = K + 64 apart, one- and two-part x, one row at a time and two at a
+// time; rows outside the range stay untouched.
+TEST(GemvDot, FP8SubRangeOfStridedRows) {
+  with_dot([] {
+    for (int64_t K : {100, 4097, 8250})
+      for (bool bf16_x : {false, true}) {
+        SCOPED_TRACE("K " + std::to_string(K) + (bf16_x ? " one part" : " two parts"));
+        const int64_t N = 7, ldw = K + 64;
+        std::vector<uint8_t> w(size_t(N * ldw), 0x7F);  // NaN codes in the gaps between rows
+        std::vector<float> x(static_cast<size_t>(K)), scale(static_cast<size_t>(N));
+        std::vector<float> y(static_cast<size_t>(N), -7.0f);
+        for (int64_t k = 0; k < K; ++k) {
+          x[size_t(k)] = value(uint64_t(k), uint64_t(K));
+          if (bf16_x) x[size_t(k)] = bf16_bits_to_float(float_to_bf16_bits(x[size_t(k)]));
+          for (int64_t n = 0; n < N; ++n) w[size_t(n * ldw + k)] = uint8_t((k * 29 + n * 53) % 256 & 0xF7);
+        }
+        for (int64_t n = 0; n < N; ++n) scale[size_t(n)] = 0.5f + 0.125f * float(n);
+        cpu::GemvArgs a = one_row(w.data(), N, K, x.data(), y.data(), DType::Float32, cpu::ScaleKind::Row,
+                                  scale.data(), nullptr);
+        a.ldw = ldw;
+        ASSERT_TRUE(cpu::gemv_rows_dot(DType::Float8_e4m3fn, a, 1, N - 1, cpu::gemv_rows_e4m3_exact));
+        EXPECT_EQ(y[0], -7.0f);
+        EXPECT_EQ(y[size_t(N - 1)], -7.0f);
+        for (int64_t n = 1; n < N - 1; ++n) {
+          double s = 0, mag = 0;
+          for (int64_t k = 0; k < K; ++k) {
+            const double wv = double(float(float8_e4m3fn::from_bits(w[size_t(n * ldw + k)])));
+            s += wv * (bf16_x ? double(x[size_t(k)]) : two_parts(x[size_t(k)]));
+            mag += std::fabs(wv * x[size_t(k)]);
+          }
+          EXPECT_NEAR(y[size_t(n)], s * scale[size_t(n)], mag * scale[size_t(n)] * 2e-6) << "row " << n;
+        }
+      }
   });
 }
 
