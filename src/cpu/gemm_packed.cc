@@ -254,9 +254,11 @@ void Rows(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t n0, int64_t n
           for (int64_t r0 = 0; r0 < rpad; r0 += MR) {
             if (tb == 0)
               for (int64_t r = r0; r < std::min(r0 + MR, prows); ++r) {
-                const char* row =
-                    reinterpret_cast<const char*>(static_cast<const T*>(a.w) + (pn + r) * a.ldw + pk);
-                for (int64_t b = 0; b < pbytes; b += 64) gemv::PrefetchL2(row + b);
+                // Every line the row's bytes touch, from the first one's start.
+                const T* src = static_cast<const T*>(a.w) + (pn + r) * a.ldw + pk;
+                const uintptr_t p0 = reinterpret_cast<uintptr_t>(src);
+                for (uintptr_t p = p0 & ~uintptr_t(63); p < p0 + uintptr_t(pbytes); p += 64)
+                  gemv::PrefetchL2(reinterpret_cast<const void*>(p));
               }
             Micro<MR, NV>(wp + r0 * kKC, xk, kc, kb == 0, c + (tb * kNG + r0) * NR);
           }

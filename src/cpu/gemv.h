@@ -81,7 +81,9 @@ void set_e4m3_subnormals(E4M3Subnormals mode);
 // every row exact to float32.
 bool bf16_dot();
 void set_bf16_dot(bool on);
-// bf16_dot() and this CPU and the dispatched target allow the dot kernel.
+// bf16_dot() and this CPU and the dispatch target allow the dot kernel. The
+// CPU and target part is decided at the first call (after KILN_SIMD_TARGET's
+// cap): later hwy::SetSupportedTargetsForTest calls do not change it.
 bool bf16_dot_active();
 // Rows [n0, n1) of W in w_dtype (bf16, e4m3fn, e5m2) through the dot kernel
 // when it applies (bf16_dot_active(), M == 1, no block scales, an x with no

@@ -229,7 +229,8 @@ KILN_BF16_DOT_TARGET void RowDot(const typename L::T* const* w, int64_t K, const
     // (The maskz forms: GCC 12's plain ones trip its own -Wuninitialized.)
     const __m512d d8 = _mm512_add_pd(_mm512_maskz_cvtps_pd(0xFF, _mm512_maskz_extractf32x8_ps(0xFF, v, 0)),
                                      _mm512_maskz_cvtps_pd(0xFF, _mm512_maskz_extractf32x8_ps(0xFF, v, 1)));
-    const __m256d d4 = _mm256_add_pd(_mm512_maskz_extractf64x4_pd(0xF, d8, 0), _mm512_maskz_extractf64x4_pd(0xF, d8, 1));
+    const __m256d d4 =
+        _mm256_add_pd(_mm512_maskz_extractf64x4_pd(0xF, d8, 0), _mm512_maskz_extractf64x4_pd(0xF, d8, 1));
     const __m128d d2 = _mm_add_pd(_mm256_castpd256_pd128(d4), _mm256_extractf128_pd(d4, 1));
     out[r] = _mm_cvtsd_f64(_mm_add_sd(d2, _mm_unpackhi_pd(d2, d2)));
   }
@@ -246,22 +247,24 @@ inline void Finish(const GemvArgs& a, int64_t n, double dot,
 // Rows [n0, n1) in address order: one at a time (one read stream per thread
 // read fastest: see the file comment), or, with two_runs, row n0 + i beside
 // row n0 + h + i (h: half the range), which shares each load of x's parts
-// between two rows: for x's parts beyond L1 (bf16, K > 4096) 1.10-1.18x the
-// widening kernel, where one row at a time read 0.6-0.9x (and blocks of K
-// over all rows, to keep x in L1, 0.8x).
+// between two rows: for x's parts beyond L1 (K > 4096) 1.10-1.18x the
+// widening kernel on bf16 rows, where one row at a time read 0.6-0.9x (and
+// blocks of K over all rows, to keep x in L1, 0.8x).
 template <class L, int S>
 void Rows(const GemvArgs& a, const uint16_t* xh, const uint16_t* xl, int64_t n0, int64_t n1, bool two_runs,
           void (*exact_rows)(const GemvArgs&, int64_t, int64_t)) {
   using T = typename L::T;
   const T* w = static_cast<const T*>(a.w);
   const auto row = [&](int64_t n) { return w + n * a.ldw; };
-  const auto bytes = [](const T* p) { return reinterpret_cast<const char*>(p); };
+  // Where row n's prefetch goes past its end: the next row, or (the last
+  // row of the range) the row itself, not past the rows it may read.
+  const auto after = [&](int64_t n) { return reinterpret_cast<const char*>(row(n + 1 < n1 ? n + 1 : n)); };
   int64_t n = n0;
   if (two_runs) {
     const int64_t h = (n1 - n0) / 2;
     for (int64_t i = 0; i < h; ++i) {
       const T* rows[2] = {row(n0 + i), row(n0 + h + i)};
-      const char* next[2] = {bytes(row(n0 + i + 1)), bytes(row(n0 + h + i + 1))};
+      const char* next[2] = {after(n0 + i), after(n0 + h + i)};
       double dot[2];
       RowDot<L, S, 2>(rows, a.K, xh, xl, next, dot);
       Finish(a, n0 + i, dot[0], exact_rows);
@@ -271,7 +274,7 @@ void Rows(const GemvArgs& a, const uint16_t* xh, const uint16_t* xl, int64_t n0,
   }
   for (; n < n1; ++n) {
     const T* rows[1] = {row(n)};
-    const char* next[1] = {bytes(row(n + 1))};
+    const char* next[1] = {after(n)};
     double dot;
     RowDot<L, S, 1>(rows, a.K, xh, xl, next, &dot);
     Finish(a, n, dot, exact_rows);

@@ -400,8 +400,9 @@ Command add_one(CLI::App& bench, const std::string& what, const std::string& hel
   }
   if (what == "linear")
     app->add_option("--dtypes", opt->dtypes,
-                    "Weight kinds: f32,bf16,f16,fp8 (e4m3 row scales),fp8-tensor,fp8-block,fp8-e5m2, and bf16-bf16x "
-                    "(bf16 weights, x and y: the call torch's F.linear makes with bf16 tensors)");
+                    "Weight kinds: f32,bf16,f16,fp8 (e4m3 row scales),fp8-tensor,fp8-block,fp8-e5m2, "
+                    "and bf16-bf16x (bf16 weights, x and y: the call torch's F.linear makes with bf16 "
+                    "tensors)");
   if (what == "linear")
     app->add_flag("--exact-too", opt->exact_too,
                   "Time each bf16/FP8 decode case again right after with the AVX512-BF16 dot kernel off "
