@@ -376,9 +376,8 @@ void gemm_pack_x(DType w_dtype, const GemvArgs& a, float* xp) {
   const int64_t blocks = HWY_DYNAMIC_DISPATCH(GemmPackedXBlocks)(a.M);
   // Blocks of up to 128 KiB of x per hand-off (runs inline when nested).
   const int64_t grain = std::max<int64_t>(1, (int64_t(128) << 10) / std::max<int64_t>(1, 4 * 16 * a.K));
-  parallel_for(0, blocks, grain, [&](int64_t b, int64_t e) {
-    HWY_DYNAMIC_DISPATCH(GemmPackX)(w_dtype, a, b, e, xp);
-  });
+  parallel_for(0, blocks, grain,
+               [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(GemmPackX)(w_dtype, a, b, e, xp); });
 }
 
 void gemm_packed_rows(DType w_dtype, const GemvArgs& a, const float* xp, int64_t n0, int64_t n1) {
