@@ -85,6 +85,9 @@ void set_bf16_dot(bool on);
 // CPU and target part is decided at the first call (after KILN_SIMD_TARGET's
 // cap): later hwy::SetSupportedTargetsForTest calls do not change it.
 bool bf16_dot_active();
+// bf16_dot_active() and weights of this dtype and scale layout (bf16, e4m3fn,
+// e5m2 without block scales): what one activation row takes the kernel for.
+bool bf16_dot_covers(DType w_dtype, ScaleKind scale_kind);
 // Rows [n0, n1) of W in w_dtype (bf16, e4m3fn, e5m2) through the dot kernel
 // when it applies (bf16_dot_active(), M == 1, no block scales, an x with no
 // inf or NaN); false when it does not, and nothing was written. exact_rows

@@ -336,10 +336,15 @@ bool RowsWith(const GemvArgs& a, int64_t n0, int64_t n1,
 }  // namespace
 #endif
 
+bool bf16_dot_covers(DType w_dtype, ScaleKind scale_kind) {
+  return bf16_dot_active() && scale_kind != ScaleKind::Block &&
+         (w_dtype == DType::BFloat16 || w_dtype == DType::Float8_e4m3fn || w_dtype == DType::Float8_e5m2);
+}
+
 bool gemv_rows_dot(DType w_dtype, const GemvArgs& a, int64_t n0, int64_t n1,
                    void (*exact_rows)(const GemvArgs&, int64_t, int64_t)) {
 #ifdef KILN_BF16_DOT_X86
-  if (a.M != 1 || a.scale_kind == ScaleKind::Block || a.K == 0 || !bf16_dot_active()) return false;
+  if (a.M != 1 || a.K == 0 || !bf16_dot_covers(w_dtype, a.scale_kind)) return false;
   switch (w_dtype) {
     case DType::BFloat16:
       return RowsWith<LoadBF16>(a, n0, n1, exact_rows);

@@ -155,12 +155,9 @@ std::map<std::string, double> run_torch_peer(const std::string& python, const js
 
 // ---- cases ------------------------------------------------------------------
 
-// Whether one-token linear layers of this kind may take the dot kernel
-// (cpu::gemv_rows_dot: bf16 and FP8 without block scales, on CPUs with
-// AVX512-BF16).
+// Whether one-token linear layers of this kind may take the dot kernel.
 bool uses_dot(const WeightKind& wk) {
-  return cpu::bf16_dot_active() && wk.scale != 3 &&
-         (wk.dtype == DType::BFloat16 || wk.dtype == DType::Float8_e4m3fn || wk.dtype == DType::Float8_e5m2);
+  return cpu::bf16_dot_covers(wk.dtype, wk.scale == 3 ? cpu::ScaleKind::Block : cpu::ScaleKind::Row);
 }
 
 // One-token linear (or scaled_mm) over the decode shapes.
