@@ -258,7 +258,7 @@ void Rows(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t n0, int64_t n
                 const T* src = static_cast<const T*>(a.w) + (pn + r) * a.ldw + pk;
                 const uintptr_t p0 = reinterpret_cast<uintptr_t>(src);
                 for (uintptr_t p = p0 & ~uintptr_t(63); p < p0 + uintptr_t(pbytes); p += 64)
-                  gemv::PrefetchL2(reinterpret_cast<const void*>(p));
+                  gemv::PrefetchAhead(reinterpret_cast<const void*>(p), false);
               }
             Micro<MR, NV>(wp + r0 * kKC, xk, kc, kb == 0, c + (tb * kNG + r0) * NR);
           }

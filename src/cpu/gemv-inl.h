@@ -32,12 +32,17 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 namespace gemv {
 
-// A read prefetch into L2 (not L1: the line is used a whole tile later).
-HWY_INLINE void PrefetchL2(const void* p) {
+// A read prefetch of a line used a whole tile later: into L2 (prefetcht1),
+// or into L1 (prefetcht0) where gemv_prefetch_to_l1() says so.
+HWY_INLINE void PrefetchAhead(const void* p, bool to_l1) {
 #if defined(__GNUC__) || defined(__clang__)
-  __builtin_prefetch(p, 0, 2);
+  if (to_l1)
+    __builtin_prefetch(p, 0, 3);
+  else
+    __builtin_prefetch(p, 0, 2);
 #else
   (void)p;
+  (void)to_l1;
 #endif
 }
 
@@ -99,6 +104,7 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
   // The next tile: rows n0 + R.. (adjacent rows) or n0 + 1 + r * rs.
   const int64_t next = rs == 1 ? R : 1;
   const bool prefetch = n0 + next + (R - 1) * rs < a.N;
+  const bool to_l1 = gemv_prefetch_to_l1();
   const int64_t isz = int64_t(sizeof(T));
   const int64_t pf_shift =
       (a.ldw * isz) % 4096 == 0 ? std::min<int64_t>(2048, K * isz / 2 / 64 * 64) / isz : 0;
@@ -130,7 +136,7 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
         int64_t pk = k + pf_shift;
         if (pk >= K) pk -= K;
         KILN_UNROLL
-        for (int r = 0; r < R; ++r) PrefetchL2(w[r] + next * a.ldw + pk);
+        for (int r = 0; r < R; ++r) PrefetchAhead(w[r] + next * a.ldw + pk, to_l1);
       }
       if constexpr (HasNanCode<W>()) {
         KILN_UNROLL

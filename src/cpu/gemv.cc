@@ -29,6 +29,15 @@ void gemv_rows(DType w_dtype, const GemvArgs& a, int64_t n0, int64_t n1) {
   }
 }
 
+bool gemv_prefetch_to_l1() {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  static const bool intel = __builtin_cpu_is("intel");
+  return intel;
+#else
+  return false;
+#endif
+}
+
 void gemv(DType w_dtype, const GemvArgs& a) {
   if (a.N <= 0 || a.M <= 0) return;
   // Chunks of at least ~256 KiB of weights, so a hand-off to another thread
