@@ -33,7 +33,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 namespace gemv {
 
 // A read prefetch of a line used a whole tile later: into L2 (prefetcht1),
-// or into L1 (prefetcht0) where gemv_prefetch_to_l1() says so.
+// or into L1 (prefetcht0) where gemv_tuning() says so.
 HWY_INLINE void PrefetchAhead(const void* p, bool to_l1) {
 #if defined(__GNUC__) || defined(__clang__)
   if (to_l1)
@@ -104,7 +104,7 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
   // The next tile: rows n0 + R.. (adjacent rows) or n0 + 1 + r * rs.
   const int64_t next = rs == 1 ? R : 1;
   const bool prefetch = n0 + next + (R - 1) * rs < a.N;
-  const bool to_l1 = gemv_prefetch_to_l1();
+  const bool to_l1 = gemv_tuning().prefetch_to_l1;
   const int64_t isz = int64_t(sizeof(T));
   const int64_t pf_shift =
       (a.ldw * isz) % 4096 == 0 ? std::min<int64_t>(2048, K * isz / 2 / 64 * 64) / isz : 0;
@@ -372,21 +372,23 @@ const float* PermuteX(const GemvArgs& a, int64_t& ldxp) {
   }
 }
 
-// One activation row and weight rows of up to 2 KiB: rows read whole in
-// address order, two far-apart rows per tile (RowsTwoRuns). Several short
+// One activation row and short weight rows (gemv_tuning()): rows read whole
+// in address order, two far-apart rows per tile (RowsTwoRuns). Several short
 // rows read side by side put several streams in one 4 KiB page, which the
 // hardware prefetcher follows poorly (a plain read of 768-1536-byte rows on a
 // Zen 3 core: ~10 GB/s row by row, ~6 eight rows side by side); the x row,
-// reread per weight row, stays in L1. Rows of exactly 2 KiB: bf16 (K = 1024)
-// 1.3-1.5x faster as two runs than eight side by side on Zen 3 AVX2, ~1.15x
-// on Zen 5 AVX-512; FP8 (K = 2048) the same as six side by side on Zen 3 but
-// 0.7-0.8x on Zen 5 AVX-512, so FP8 rows take two runs only below 2 KiB.
-// Rows of 2-4 KiB: 0.9-1.0x, so those stay side by side.
-constexpr int64_t kRowOrderBytes = 2048;
+// reread per weight row, stays in L1. How short depends on the CPU. Zen: rows
+// of exactly 2 KiB: bf16 (K = 1024) 1.3-1.5x faster as two runs than eight
+// side by side on Zen 3 AVX2, ~1.15x on Zen 5 AVX-512; FP8 (K = 2048) the same
+// as six side by side on Zen 3 but 0.7-0.8x on Zen 5 AVX-512, so FP8 rows take
+// two runs only below 2 KiB; rows of 2-4 KiB 0.9-1.0x, so those stay side by
+// side. Ice Lake: every row below 4 KiB is faster as two runs.
 template <class W>
 bool RowOrder(const GemvArgs& a) {
   const int64_t row_bytes = a.K * int64_t(sizeof(typename W::T));
-  return a.M == 1 && (sizeof(typename W::T) == 1 ? row_bytes < kRowOrderBytes : row_bytes <= kRowOrderBytes);
+  const GemvTuning& t = gemv_tuning();
+  return a.M == 1 &&
+         row_bytes <= (sizeof(typename W::T) == 1 ? t.two_runs_max_bytes_fp8 : t.two_runs_max_bytes);
 }
 
 // R * MT accumulators (and as many running totals for block scales) must fit
@@ -414,7 +416,7 @@ void Rows(const GemvArgs& a, int64_t n0, int64_t n1) {
   // Six FP8 rows per tile, not eight: rows of 0.5-2.3 KiB (SmolLM2, Qwen3
   // experts) ran at 0.62 of the roof with eight read streams per thread and
   // 0.66 with six (kiln bench linear, A/B interleaved); longer rows and bf16
-  // showed no difference. Rows of up to 2 KiB now go as two runs (RowOrder).
+  // showed no difference. Short rows now go as two runs (RowOrder).
   if constexpr (IsTiny<W>()) {
     if (RowOrder<W>(a)) return RowsTwoRuns<W>(a, xp, ldxp, vfac, n0, n1);
     if (a.M == 1) return RowsFixed<W, 6, 1, false>(a, xp, ldxp, vfac, n0, n1);

@@ -65,8 +65,9 @@ void gemv_reference(DType w_dtype, const GemvArgs& a);
 //   Fma:  the FMAs take them as they are, where denormals cost nothing (AMD
 //         Zen 3 and Zen 4 measured; older AMD cores assumed alike): ~10%
 //         faster on AVX-512, ~1.4x on AVX2.
-// The default follows the CPU's vendor; KILN_E4M3_SUBNORMALS=test|fma sets it
-// for a process. Other targets and dtypes do not depend on it.
+// The default follows the CPU (GemvTuning::denormal_fma_fast below);
+// KILN_E4M3_SUBNORMALS=test|fma sets it for a process. Other targets and
+// dtypes do not depend on it.
 enum class E4M3Subnormals { Test, Fma };
 E4M3Subnormals e4m3_subnormals();
 void set_e4m3_subnormals(E4M3Subnormals mode);
@@ -95,12 +96,25 @@ bool bf16_dot_covers(DType w_dtype, ScaleKind scale_kind);
 bool gemv_rows_dot(DType w_dtype, const GemvArgs& a, int64_t n0, int64_t n1,
                    void (*exact_rows)(const GemvArgs&, int64_t, int64_t));
 
-// Whether the widening kernels' prefetch of the next tile's rows goes to L1
-// (Intel) or to L2 (elsewhere); decided once. On an Ice Lake server core the
-// L2 hint cost 1.03-1.17x (geomean over 14 decode shapes: FP8, bf16, f32)
-// against the L1 hint; on Zen 3 the L2 hint is what the prefetch was tuned
-// with (see Tile in gemv-inl.h).
-bool gemv_prefetch_to_l1();
+// The widening kernels' choices that depend on the CPU, made once per process
+// from its vendor: Intel's were measured on an Ice Lake server core, the
+// others are what the kernels were tuned with on Zen 3 and Zen 5 (see Tile
+// and RowOrder in gemv-inl.h).
+struct GemvTuning {
+  // The next tile's rows are prefetched into L1 (prefetcht0), else into L2
+  // (prefetcht1). Ice Lake: the L2 hint cost 1.03-1.17x against L1 (geomean
+  // over 14 decode shapes: FP8, bf16, f32).
+  bool prefetch_to_l1;
+  // With one activation row, weight rows of at most this many bytes (FP8
+  // rows, rows of wider types) are read whole, two far-apart rows at a time
+  // (RowsTwoRuns), not several side by side. Ice Lake: rows of 2-4 KiB ran
+  // 1.02-1.19x faster as two runs (FP8, bf16, f32), rows of 4 KiB 0.83-0.91x.
+  int64_t two_runs_max_bytes_fp8, two_runs_max_bytes;
+  // FMAs take float32 denormal operands at full speed (AMD: Zen 3 and Zen 4
+  // measured; Intel's cost ~70x): the default E4M3Subnormals mode.
+  bool denormal_fma_fast;
+};
+const GemvTuning& gemv_tuning();
 
 // Per weight type (gemv_<type>.cc): rows [n0, n1) at the best SIMD target.
 void gemv_rows_f32(const GemvArgs& a, int64_t n0, int64_t n1);

@@ -53,11 +53,7 @@ E4M3Subnormals default_subnormals() {
     std::fprintf(stderr, "kiln: warning: KILN_E4M3_SUBNORMALS must be test or fma, not '%s'; ignored\n",
                  v.c_str());
   }
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  // AMD cores (Zen 3 and Zen 4 measured) run FMAs on denormals at full speed.
-  if (__builtin_cpu_is("amd")) return E4M3Subnormals::Fma;
-#endif
-  return E4M3Subnormals::Test;
+  return gemv_tuning().denormal_fma_fast ? E4M3Subnormals::Fma : E4M3Subnormals::Test;
 }
 std::atomic<int> g_subnormals{-1};  // -1: not chosen yet
 }  // namespace

@@ -115,6 +115,25 @@ TEST(Linear, FewRowsEveryWeightTypeAndScaleLayout) {
         }
 }
 
+// One activation row reads weight rows up to a CPU-dependent length whole, two
+// far-apart rows at a time, and longer ones several side by side
+// (cpu::gemv_tuning()): rows at, just past and well past that length, an odd
+// row count (one row without a partner), each scale layout.
+TEST(Linear, OneRowAcrossTheTwoRunsRowLength) {
+  const cpu::GemvTuning& t = cpu::gemv_tuning();
+  for (DType wd : kWeightTypes) {
+    const int64_t isz = int64_t(itemsize(wd));
+    const int64_t max_k = (isz == 1 ? t.two_runs_max_bytes_fp8 : t.two_runs_max_bytes) / isz;
+    for (int64_t K : {max_k, max_k + 1, 2 * max_k + 70})
+      for (int sk = 0; sk < 4; ++sk) {
+        const int64_t N = 21;
+        SCOPED_TRACE(trace(wd, sk, 1, N, K));
+        check_linear(randn_as({1, K}, DType::Float32, 7), randn_as({N, K}, wd, 8),
+                     randn_as({N}, DType::Float32, 9), make_scale(sk, N, K));
+      }
+  }
+}
+
 TEST(Linear, PrefillRowsEveryWeightTypeAndScaleLayout) {
   for (DType wd : kWeightTypes)
     for (int sk = 0; sk < 4; ++sk)
