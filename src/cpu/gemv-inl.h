@@ -71,11 +71,12 @@ HWY_NOINLINE void AddFlaggedTerms(const typename W::T* HWY_RESTRICT wr, int64_t 
 // chunk order (rows ldxp apart), used for the vector part; a.x for the tail.
 // vfac (or null for 1): per activation row, what the vector sums are
 // multiplied by to undo the scaling of xp (the tiny-float loader's).
-// Weight rows n0 + r * rs (r < R; rs = 1: adjacent rows) x activation rows
-// m0 .. m0 + MT.
-template <class W, int R, int MT, bool kBlock>
+// Weight rows n0 + r % P + (r / P) * rs (r < R): runs of P adjacent rows, rs
+// apart (P = R: all R rows adjacent) x activation rows m0 .. m0 + MT.
+template <class W, int R, int MT, bool kBlock, int P = R>
 HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t ldxp, const double* vfac,
                        int64_t n0, int64_t m0, int64_t rs = 1) {
+  static_assert(R % P == 0, "runs of P adjacent rows");
   using T = typename W::T;
   constexpr int C = W::kChunk;
   const DF df;
@@ -84,7 +85,7 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
   const int64_t K = a.K;
   const T* HWY_RESTRICT w[R];
   KILN_UNROLL
-  for (int r = 0; r < R; ++r) w[r] = static_cast<const T*>(a.w) + (n0 + r * rs) * a.ldw;
+  for (int r = 0; r < R; ++r) w[r] = static_cast<const T*>(a.w) + (n0 + r % P + r / P * rs) * a.ldw;
   const float* HWY_RESTRICT x[MT];
   const float* HWY_RESTRICT xq[MT];
   KILN_UNROLL
@@ -101,9 +102,9 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
   // evidently land there too and evict them (Zen 3, bf16 rows of 4 KiB,
   // hot: 2x slower); for those rows the prefetch runs half a row (at most
   // 2 KiB) ahead, in other sets.
-  // The next tile: rows n0 + R.. (adjacent rows) or n0 + 1 + r * rs.
-  const int64_t next = rs == 1 ? R : 1;
-  const bool prefetch = n0 + next + (R - 1) * rs < a.N;
+  // The next tile: each run's P rows after this tile's.
+  const int64_t next = P;
+  const bool prefetch = n0 + next + (P - 1) + (R / P - 1) * rs < a.N;
   const bool to_l1 = gemv_tuning().prefetch_to_l1;
   const int64_t isz = int64_t(sizeof(T));
   const int64_t pf_shift =
@@ -212,7 +213,7 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
         // Rows of a tile may straddle a 128-row block boundary, never two:
         // with block scales the rows are adjacent (rs == 1, R <= 128; the
         // two-run tiles of RowsTwoRuns run without them).
-        const float s = (n0 + r * rs) / kScaleBlock == n0 / kScaleBlock ? srow[0] : srow[a.scale_ld];
+        const float s = (n0 + r) / kScaleBlock == n0 / kScaleBlock ? srow[0] : srow[a.scale_ld];
         KILN_UNROLL
         for (int m = 0; m < MT; ++m) {
           tot[r * MT + m] = hn::MulAdd(acc[r * MT + m], hn::Set(df, s), tot[r * MT + m]);
@@ -236,7 +237,7 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
   }
   KILN_UNROLL
   for (int r = 0; r < R; ++r) {
-    const int64_t n = n0 + r * rs;
+    const int64_t n = n0 + r % P + r / P * rs;
     const float mult = W::kMult * (kBlock ? 1.0f : row_scale(a, n));
     const float b = a.bias ? a.bias[n] : 0.0f;
     KILN_UNROLL
@@ -258,15 +259,21 @@ HWY_INLINE void RowGroup(const GemvArgs& a, const float* xp, int64_t ldxp, const
   }
 }
 
-// One activation row, weight rows [n0, n1) read one at a time in address
-// order as two runs side by side: row n0 + i beside row n0 + h + i (h: half
-// the range, rounded up), so each core keeps two streams going where one left
-// its hardware prefetcher short (decode attention, read the same way: ~1.2x).
+// One activation row, weight rows [n0, n1) read in address order as two runs
+// side by side: row n0 + i beside row n0 + h + i (h: half the range, rounded
+// up), so each core keeps two streams going where one left its hardware
+// prefetcher short (decode attention, read the same way: ~1.2x). Rows short
+// enough (gemv_tuning()) go two adjacent rows per run, four per tile: a tile's
+// fixed cost (set-up, the sums across lanes, the stores) was a quarter of the
+// time of a two-row tile on 768-byte FP8 rows.
 template <class W>
 HWY_INLINE void RowsTwoRuns(const GemvArgs& a, const float* xp, int64_t ldxp, const double* vfac, int64_t n0,
                             int64_t n1) {
   const int64_t h = (n1 - n0 + 1) / 2, pairs = (n1 - n0) / 2;
-  for (int64_t i = 0; i < pairs; ++i) Tile<W, 2, 1, false>(a, xp, ldxp, vfac, n0 + i, 0, h);
+  int64_t i = 0;
+  if (a.K * int64_t(sizeof(typename W::T)) <= gemv_tuning().two_runs_pair_max_bytes)
+    for (; i + 2 <= pairs; i += 2) Tile<W, 4, 1, false, 2>(a, xp, ldxp, vfac, n0 + i, 0, h);
+  for (; i < pairs; ++i) Tile<W, 2, 1, false, 1>(a, xp, ldxp, vfac, n0 + i, 0, h);
   if (pairs < h) Tile<W, 1, 1, false>(a, xp, ldxp, vfac, n0 + h - 1, 0);
 }
 
@@ -386,9 +393,7 @@ const float* PermuteX(const GemvArgs& a, int64_t& ldxp) {
 template <class W>
 bool RowOrder(const GemvArgs& a) {
   const int64_t row_bytes = a.K * int64_t(sizeof(typename W::T));
-  const GemvTuning& t = gemv_tuning();
-  return a.M == 1 &&
-         row_bytes <= (sizeof(typename W::T) == 1 ? t.two_runs_max_bytes_fp8 : t.two_runs_max_bytes);
+  return a.M == 1 && row_bytes <= gemv_tuning().two_runs_max_bytes_for(int64_t(sizeof(typename W::T)));
 }
 
 // R * MT accumulators (and as many running totals for block scales) must fit

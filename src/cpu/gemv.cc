@@ -29,23 +29,34 @@ void gemv_rows(DType w_dtype, const GemvArgs& a, int64_t n0, int64_t n1) {
   }
 }
 
-namespace {
-GemvTuning pick_gemv_tuning() {
-  // Zen 3 / Zen 5: FP8 rows of exactly 2 KiB ran 0.7-0.8x as two runs on
-  // Zen 5, bf16 rows of 2 KiB 1.15-1.5x (gemv-inl.h, RowOrder).
-  GemvTuning t{false, 2047, 2048, false};
+GemvTuning gemv_tuning_for(CpuVendor vendor) {
+  // Zen 3 / Zen 5 (and CPUs not measured): FP8 rows of exactly 2 KiB ran
+  // 0.7-0.8x as two runs on Zen 5, bf16 rows of 2 KiB 1.15-1.5x (gemv-inl.h,
+  // RowOrder); denormal FMAs are fast on Zen 3 and Zen 4, older AMD cores
+  // assumed alike.
+  GemvTuning t{false, 2047, 2048, 0, false};
+  if (vendor == CpuVendor::Intel) t = {true, 4095, 4095, 1280, false};  // Ice Lake server
+  if (vendor == CpuVendor::Amd) t.denormal_fma_fast = true;
+  return t;
+}
+
+CpuVendor cpu_vendor() {
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-  if (__builtin_cpu_is("intel")) t = {true, 4095, 4095, false};
-  if (__builtin_cpu_is("amd")) t.denormal_fma_fast = true;  // older AMD cores assumed alike
+  if (__builtin_cpu_is("intel")) return CpuVendor::Intel;
+  if (__builtin_cpu_is("amd")) return CpuVendor::Amd;
 #endif
+  return CpuVendor::Other;
+}
+
+namespace {
+GemvTuning& tuning_in_force() {
+  static GemvTuning t = gemv_tuning_for(cpu_vendor());
   return t;
 }
 }  // namespace
 
-const GemvTuning& gemv_tuning() {
-  static const GemvTuning t = pick_gemv_tuning();
-  return t;
-}
+const GemvTuning& gemv_tuning() { return tuning_in_force(); }
+void set_gemv_tuning(const GemvTuning& tuning) { tuning_in_force() = tuning; }
 
 void gemv(DType w_dtype, const GemvArgs& a) {
   if (a.N <= 0 || a.M <= 0) return;

@@ -110,11 +110,30 @@ struct GemvTuning {
   // (RowsTwoRuns), not several side by side. Ice Lake: rows of 2-4 KiB ran
   // 1.02-1.19x faster as two runs (FP8, bf16, f32), rows of 4 KiB 0.83-0.91x.
   int64_t two_runs_max_bytes_fp8, two_runs_max_bytes;
+  // Of those, rows of at most this many bytes are read two adjacent rows per
+  // run (four rows per tile). Ice Lake: rows of 0.56-1.25 KiB 1.03-1.13x
+  // faster than one row per run (FP8, bf16, f32; in-process A/B), rows of
+  // 1.5 and 2 KiB 0.95-1.0x. 0: never.
+  int64_t two_runs_pair_max_bytes;
   // FMAs take float32 denormal operands at full speed (AMD: Zen 3 and Zen 4
   // measured; Intel's cost ~70x): the default E4M3Subnormals mode.
   bool denormal_fma_fast;
+
+  // The longest row, in bytes, read as two runs for weights of this itemsize.
+  int64_t two_runs_max_bytes_for(int64_t itemsize) const {
+    return itemsize == 1 ? two_runs_max_bytes_fp8 : two_runs_max_bytes;
+  }
 };
+enum class CpuVendor { Intel, Amd, Other };
+// The tuning for this vendor's cores, and the vendor of this CPU.
+GemvTuning gemv_tuning_for(CpuVendor vendor);
+CpuVendor cpu_vendor();
+// The tuning in force: gemv_tuning_for(cpu_vendor()) unless set_gemv_tuning
+// changed it. Tests use the setter to run every vendor's row order on any
+// CPU; it must not race kernels running on other threads.
+// (denormal_fma_fast feeds e4m3_subnormals() only when that is first read.)
 const GemvTuning& gemv_tuning();
+void set_gemv_tuning(const GemvTuning& tuning);
 
 // Per weight type (gemv_<type>.cc): rows [n0, n1) at the best SIMD target.
 void gemv_rows_f32(const GemvArgs& a, int64_t n0, int64_t n1);

@@ -115,23 +115,36 @@ TEST(Linear, FewRowsEveryWeightTypeAndScaleLayout) {
         }
 }
 
-// One activation row reads weight rows up to a CPU-dependent length whole, two
-// far-apart rows at a time, and longer ones several side by side
-// (cpu::gemv_tuning()): rows at, just past and well past that length, an odd
-// row count (one row without a partner), each scale layout.
-TEST(Linear, OneRowAcrossTheTwoRunsRowLength) {
-  const cpu::GemvTuning& t = cpu::gemv_tuning();
-  for (DType wd : kWeightTypes) {
-    const int64_t isz = int64_t(itemsize(wd));
-    const int64_t max_k = (isz == 1 ? t.two_runs_max_bytes_fp8 : t.two_runs_max_bytes) / isz;
-    for (int64_t K : {max_k, max_k + 1, 2 * max_k + 70})
-      for (int sk = 0; sk < 4; ++sk) {
-        const int64_t N = 21;
-        SCOPED_TRACE(trace(wd, sk, 1, N, K));
-        check_linear(randn_as({1, K}, DType::Float32, 7), randn_as({N, K}, wd, 8),
-                     randn_as({N}, DType::Float32, 9), make_scale(sk, N, K));
-      }
+// One activation row reads weight rows up to a CPU-dependent length whole,
+// two far-apart runs of one or (shorter rows) two adjacent rows at a time, and
+// longer ones several side by side (cpu::gemv_tuning()). Under each vendor's
+// tuning, on whatever CPU runs the test: rows at and just past each length,
+// well past the longest, row counts that leave a two-row tile and an unpaired
+// row, each scale layout. The dot kernel is off, so bf16 and FP8 take these
+// paths on CPUs that have it too.
+TEST(Linear, OneRowAcrossTheTwoRunsRowLengths) {
+  const cpu::GemvTuning saved = cpu::gemv_tuning();
+  const bool dot = cpu::bf16_dot();
+  cpu::set_bf16_dot(false);
+  for (cpu::CpuVendor v : {cpu::CpuVendor::Intel, cpu::CpuVendor::Amd, cpu::CpuVendor::Other}) {
+    const cpu::GemvTuning t = cpu::gemv_tuning_for(v);
+    cpu::set_gemv_tuning(t);
+    for (DType wd : kWeightTypes) {
+      const int64_t isz = int64_t(itemsize(wd));
+      const int64_t max_k = t.two_runs_max_bytes_for(isz) / isz, pair_k = t.two_runs_pair_max_bytes / isz;
+      std::vector<int64_t> ks = {max_k, max_k + 1, 2 * max_k + 70};
+      if (pair_k > 0) ks.insert(ks.end(), {pair_k, pair_k + 1});
+      for (int64_t K : ks)
+        for (int64_t N : {21, 23})
+          for (int sk = 0; sk < 4; ++sk) {
+            SCOPED_TRACE(trace(wd, sk, 1, N, K) + " vendor " + std::to_string(int(v)));
+            check_linear(randn_as({1, K}, DType::Float32, 7), randn_as({N, K}, wd, 8),
+                         randn_as({N}, DType::Float32, 9), make_scale(sk, N, K));
+          }
+    }
   }
+  cpu::set_gemv_tuning(saved);
+  cpu::set_bf16_dot(dot);
 }
 
 TEST(Linear, PrefillRowsEveryWeightTypeAndScaleLayout) {
