@@ -11,6 +11,7 @@
 #include "kiln/nn.h"
 #include "kiln/thread_pool.h"
 #include "llm/transformer.h"
+#include "nn/swiglu.h"
 
 namespace kiln::llm::detail {
 
@@ -107,11 +108,7 @@ void Transformer::moe(int64_t l, int64_t T) {
   float* yp = s_.yp.data<float>();
   grouped(xp, H, m.gate_up, m.gate_up_scale, m.codes, E, 2 * I, offs, h);
   parallel_for(0, R, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, I)), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r)
-      for (int64_t i = 0; i < I; ++i) {
-        const float g = h[r * 2 * I + i], u = h[r * 2 * I + I + i];
-        act[r * I + i] = g / (1.0f + std::exp(-g)) * u;
-      }
+    for (int64_t r = r0; r < r1; ++r) nn_detail::swiglu_f32(h + r * 2 * I, h + r * 2 * I + I, act + r * I, I);
   });
   grouped(act, I, m.down, m.down_scale, m.codes, E, H, offs, yp);
 

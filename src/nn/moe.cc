@@ -11,6 +11,7 @@
 #include "kiln/grouped_mm.h"
 #include "kiln/linear.h"
 #include "kiln/thread_pool.h"
+#include "nn/swiglu.h"
 #include "ops/linear_common.h"
 
 namespace kiln {
@@ -212,11 +213,7 @@ Tensor moe_ffn(const Tensor& x, const Tensor& router_w, const Tensor& gate_up_w,
   const float* hp = h.data<float>();
   float* ap = act.data<float>();
   parallel_for(0, R, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, I)), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r)
-      for (int64_t i = 0; i < I; ++i) {
-        const float g = hp[r * I2 + i], u = hp[r * I2 + I + i];
-        ap[r * I + i] = g / (1.0f + std::exp(-g)) * u;
-      }
+    for (int64_t r = r0; r < r1; ++r) nn_detail::swiglu_f32(hp + r * I2, hp + r * I2 + I, ap + r * I, I);
   });
   Tensor yp = empty({R, H}, DType::Float32);
   run(act, I, w2, s2, H, yp);

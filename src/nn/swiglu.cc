@@ -49,10 +49,15 @@ HWY_AFTER_NAMESPACE();
 
 #include "kiln/thread_pool.h"
 #include "nn/nn_util.h"
+#include "nn/swiglu.h"
 
 namespace kiln {
 namespace nn_kernels {
 HWY_EXPORT(SwigluF32);
+}
+
+void nn_detail::swiglu_f32(const float* g, const float* u, float* y, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(nn_kernels::SwigluF32)(g, u, y, n);
 }
 
 namespace {
@@ -61,7 +66,7 @@ constexpr int64_t kBlock = 1024;
 template <typename T>
 void swiglu_range(const T* g, const T* u, T* y, int64_t n) {
   if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(nn_kernels::SwigluF32)(g, u, y, n);
+    nn_detail::swiglu_f32(g, u, y, n);
   } else if constexpr (std::is_same_v<T, double>) {
     for (int64_t i = 0; i < n; ++i) y[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
   } else {
@@ -72,7 +77,7 @@ void swiglu_range(const T* g, const T* u, T* y, int64_t n) {
         bg[j] = float(g[b + j]);
         bu[j] = float(u[b + j]);
       }
-      HWY_DYNAMIC_DISPATCH(nn_kernels::SwigluF32)(bg, bu, bg, m);
+      nn_detail::swiglu_f32(bg, bu, bg, m);
       for (int64_t j = 0; j < m; ++j) y[b + j] = T(bg[j]);
     }
   }
