@@ -111,9 +111,10 @@ struct GemvTuning {
   // 1.02-1.19x faster as two runs (FP8, bf16, f32), rows of 4 KiB 0.83-0.91x.
   int64_t two_runs_max_bytes_fp8, two_runs_max_bytes;
   // Of those, rows of at most this many bytes are read two adjacent rows per
-  // run (four rows per tile). Ice Lake: rows of 0.56-1.25 KiB 1.03-1.13x
-  // faster than one row per run (FP8, bf16, f32; in-process A/B), rows of
-  // 1.5 and 2 KiB 0.95-1.0x. 0: never.
+  // run (four rows per tile). Ice Lake, in-process A/B against one row per
+  // run: rows of 0.56-1.25 KiB 0.99-1.13x (FP8, 9 shapes, geomean 1.08x),
+  // 1.02-1.09x (bf16), 1.03-1.08x (f32); rows of 1.5 and 2 KiB 0.95-1.0x.
+  // 0: never.
   int64_t two_runs_pair_max_bytes;
   // FMAs take float32 denormal operands at full speed (AMD: Zen 3 and Zen 4
   // measured; Intel's cost ~70x): the default E4M3Subnormals mode.
