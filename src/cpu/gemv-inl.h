@@ -95,18 +95,23 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
   }
   // Rows shorter than a page put several read streams in one 4 KiB page,
   // which the hardware prefetcher follows poorly (FP8 rows of 2-2.5 KiB ran
-  // at ~0.6 of the roof, 4 KiB rows at ~1.2): each step also prefetches a
-  // line of the next tile's rows, one tile ahead, at k + pf_shift (modulo
-  // the row). Rows a multiple of 4 KiB apart (bf16 K = 2048, 4096) put the
-  // R lines being read in one L1 set, and the R prefetched at the same k
-  // evidently land there too and evict them (Zen 3, bf16 rows of 4 KiB,
-  // hot: 2x slower); for those rows the prefetch runs half a row (at most
-  // 2 KiB) ahead, in other sets.
+  // at ~0.6 of the roof, 4 KiB rows at ~1.2): each step also prefetches one
+  // line per row. Where gemv_tuning() gives a distance (Intel), that line is
+  // the distance ahead in the same row, or past its end in the row that
+  // continues it in the next tile. Otherwise it is a line of the next tile's
+  // rows, one tile ahead, at k + pf_shift (modulo the row): rows a multiple
+  // of 4 KiB apart (bf16 K = 2048, 4096) put the R lines being read in one
+  // L1 set, and the R prefetched at the same k evidently land there too and
+  // evict them (Zen 3, bf16 rows of 4 KiB, hot: 2x slower); for those rows
+  // the prefetch runs half a row (at most 2 KiB) ahead, in other sets.
   // The next tile: each run's P rows after this tile's.
   const int64_t next = P;
   const bool prefetch = n0 + next + (P - 1) + (R / P - 1) * rs < a.N;
   const bool to_l1 = gemv_tuning().prefetch_to_l1;
   const int64_t isz = int64_t(sizeof(T));
+  const int64_t ahead = gemv_tuning().prefetch_ahead_bytes / isz;
+  const T* HWY_RESTRICT w0 = static_cast<const T*>(a.w);
+  const int64_t w_last = (a.N - 1) * a.ldw + K - 1;
   const int64_t pf_shift =
       (a.ldw * isz) % 4096 == 0 ? std::min<int64_t>(2048, K * isz / 2 / 64 * 64) / isz : 0;
 
@@ -133,7 +138,16 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
     for (int i = 0; i < R * MT; ++i) tail[i] = 0.0f;
     int64_t k = kb;
     for (; k + CL <= ke; k += CL) {
-      if (prefetch) {
+      if (ahead > 0) {
+        // Past the row's end: the continuing row of the next tile, or for
+        // rows shorter than the distance further along the run, never past
+        // W's last element.
+        const int64_t pk = k + ahead;
+        KILN_UNROLL
+        for (int r = 0; r < R; ++r)
+          PrefetchAhead(pk < K ? w[r] + pk : w0 + std::min(w[r] - w0 + next * a.ldw + (pk - K), w_last),
+                        to_l1);
+      } else if (prefetch) {
         int64_t pk = k + pf_shift;
         if (pk >= K) pk -= K;
         KILN_UNROLL
