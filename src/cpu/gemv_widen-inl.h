@@ -194,10 +194,14 @@ struct WidenE4M3TinyFma {
 #define KILN_GEMV_E4M3_TINY_TEST 1
 // The tiny loader for cores where denormal FMAs are slow (Intel): a 4L-byte
 // step that holds a subnormal code (rare: ~2e-5 of real model weights) is
-// detected with two AVX-512 mask tests and done exactly in scalar instead.
+// detected with AVX-512 mask tests and done exactly in scalar instead.
 // (AVX2 has no such cheap test; there the Test mode takes the f16 route.)
 struct WidenE4M3Tiny : WidenE4M3TinyFma {
   static constexpr bool kTestSubnormals = true;
+  // One bit per byte of the step whose code has E = 0 (zero or subnormal).
+  static HWY_INLINE uint64_t ZeroExponents(const T* HWY_RESTRICT p) {
+    return _mm512_testn_epi8_mask(_mm512_loadu_si512(p), _mm512_set1_epi8(0x78));
+  }
   // One bit per byte of the step that is a subnormal code (E = 0, M != 0).
   static HWY_INLINE uint64_t Subnormals(const T* HWY_RESTRICT p) {
     const __m512i v = _mm512_loadu_si512(p);

@@ -337,6 +337,37 @@ TEST(Linear, FP8RowsWithScatteredSubnormalsAndMixedActivations) {
   });
 }
 
+// e4m3 rows where many steps hold zero codes but no subnormal one (the x86
+// kernel's cheap per-step test flags both; only subnormals take the scalar
+// path), an all-zero row, and two lone subnormals in otherwise normal steps.
+TEST(Linear, FP8ZeroCodesBesideLoneSubnormals) {
+  in_each_subnormal_mode([] {
+    const int64_t N = 13, K = 700;
+    std::vector<uint8_t> codes(size_t(N * K));
+    uint64_t st = 7;
+    auto next = [&] {
+      st = st * 6364136223846793005ull + 1442695040888963407ull;
+      return st >> 33;
+    };
+    for (auto& c : codes) c = next() % 10 == 0 ? 0 : uint8_t((8 + next() % 100) | (next() & 1 ? 0x80 : 0));
+    for (int64_t k = 0; k < K; ++k) codes[size_t(4 * K + k)] = 0;  // all-zero row
+    codes[size_t(5 * K + 130)] = 0x03;                             // lone subnormals
+    codes[size_t(9 * K + 600)] = 0x85;
+    const Tensor w = from_buffer_copy(codes.data(), {N, K}, DType::Float8_e4m3fn);
+    const Tensor scale = add(rand({N, 1}, DType::Float32), Scalar(0.5));
+    for (int64_t M : {int64_t(1), int64_t(2)}) {
+      SCOPED_TRACE("M " + std::to_string(M));
+      Tensor x = randn_as({M, K}, DType::Float32, 5);
+      // Large x where the subnormals sit, so their terms show in the sums.
+      x.data<float>()[130] = 1e6f;
+      x.data<float>()[600] = -1e6f;
+      std::vector<double> want, mag;
+      reference(x, w, Tensor(), scale, want, mag);
+      test::expect_close(linear(x, w, Tensor(), scale), want, 0, 0, &mag, 1e-5);
+    }
+  });
+}
+
 // e4m3 weights with every finite code: marked NoNan (scanned by the caller),
 // the kernels skip their per-step NaN test and must give the same bits.
 TEST(Linear, FP8CheckedCodesGiveTheSameResults) {
