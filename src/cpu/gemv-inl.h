@@ -110,8 +110,15 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
   const bool to_l1 = gemv_tuning().prefetch_to_l1;
   const int64_t isz = int64_t(sizeof(T));
   const int64_t ahead = gemv_tuning().prefetch_ahead_bytes / isz;
-  const T* HWY_RESTRICT w0 = static_cast<const T*>(a.w);
-  const int64_t w_last = (a.N - 1) * a.ldw + K - 1;
+  // Past a row's end the line is in the row that continues it in the next
+  // tile (for rows shorter than the distance, further along the run): only
+  // where that stays inside W for every row of the tile, all but the last
+  // tiles.
+  const int64_t last_row = n0 + (P - 1) + (R / P - 1) * rs;
+  const bool ahead_past_end = ahead > 0 && (last_row + next) * a.ldw + ahead <= (a.N - 1) * a.ldw + K;
+  const T* HWY_RESTRICT w_cont[R];
+  KILN_UNROLL
+  for (int r = 0; r < R; ++r) w_cont[r] = w[r] + (ahead_past_end ? next * a.ldw : 0);
   const int64_t pf_shift =
       (a.ldw * isz) % 4096 == 0 ? std::min<int64_t>(2048, K * isz / 2 / 64 * 64) / isz : 0;
 
@@ -139,14 +146,14 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
     int64_t k = kb;
     for (; k + CL <= ke; k += CL) {
       if (ahead > 0) {
-        // Past the row's end: the continuing row of the next tile, or for
-        // rows shorter than the distance further along the run, never past
-        // W's last element.
         const int64_t pk = k + ahead;
-        KILN_UNROLL
-        for (int r = 0; r < R; ++r)
-          PrefetchAhead(pk < K ? w[r] + pk : w0 + std::min(w[r] - w0 + next * a.ldw + (pk - K), w_last),
-                        to_l1);
+        if (pk < K) {
+          KILN_UNROLL
+          for (int r = 0; r < R; ++r) PrefetchAhead(w[r] + pk, to_l1);
+        } else if (ahead_past_end) {
+          KILN_UNROLL
+          for (int r = 0; r < R; ++r) PrefetchAhead(w_cont[r] + (pk - K), to_l1);
+        }
       } else if (prefetch) {
         int64_t pk = k + pf_shift;
         if (pk >= K) pk -= K;
