@@ -123,7 +123,7 @@ struct GemvTuning {
   // the row's end: the row that continues it in the next tile); 0: the next
   // tile's rows at the same k (Tile in gemv-inl.h). Ice Lake, in-process A/B
   // over the 50 decode shapes of kiln bench linear: 2048 bytes ahead ran
-  // 1.044x (FP8: rows of 4 KiB and more 1.11-1.25x, shorter ones 0.98-1.07x),
+  // 1.044x (FP8: rows of 4 KiB and more 1.10-1.25x, shorter ones 0.98-1.08x),
   // 1.092x (bf16) and 1.075x (f32) the speed of the next-tile prefetch.
   int64_t prefetch_ahead_bytes;
 
