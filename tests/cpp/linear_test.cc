@@ -282,6 +282,15 @@ TEST(Linear, FP8EdgeCodesWithTinyAndHugeActivations) {
   });
 }
 
+// A small deterministic generator (64-bit LCG, high bits) for hand-built FP8 codes.
+struct Lcg {
+  uint64_t st;
+  uint64_t operator()() {
+    st = st * 6364136223846793005ull + 1442695040888963407ull;
+    return st >> 33;
+  }
+};
+
 TEST(Linear, FP8RowsWithScatteredSubnormalsAndMixedActivations) {
   in_each_subnormal_mode([] {
     // Long e4m3 rows (whole SIMD steps plus a tail) where ~2% of codes are
@@ -290,11 +299,7 @@ TEST(Linear, FP8RowsWithScatteredSubnormalsAndMixedActivations) {
     // tiny-float loader's activation scaling, and rows holding inf or NaN.
     const int64_t N = 41, K = 1000;
     std::vector<uint8_t> codes(size_t(N * K));
-    uint64_t st = 99;
-    auto next = [&] {
-      st = st * 6364136223846793005ull + 1442695040888963407ull;
-      return st >> 33;
-    };
+    Lcg next{99};
     for (auto& c : codes) {
       const uint64_t r = next() % 100;
       // subnormal, zero, or one of the smallest normals (so subnormal terms matter)
@@ -344,11 +349,7 @@ TEST(Linear, FP8ZeroCodesBesideLoneSubnormals) {
   in_each_subnormal_mode([] {
     const int64_t N = 13, K = 700;
     std::vector<uint8_t> codes(size_t(N * K));
-    uint64_t st = 7;
-    auto next = [&] {
-      st = st * 6364136223846793005ull + 1442695040888963407ull;
-      return st >> 33;
-    };
+    Lcg next{7};
     for (auto& c : codes) c = next() % 10 == 0 ? 0 : uint8_t((8 + next() % 100) | (next() & 1 ? 0x80 : 0));
     for (int64_t k = 0; k < K; ++k) codes[size_t(4 * K + k)] = 0;  // all-zero row
     codes[size_t(5 * K + 130)] = 0x03;                             // lone subnormals
