@@ -45,6 +45,7 @@ struct GroupedLinear {
   float* y = nullptr;
   int64_t ldy = 0;
   Fp8Codes codes = Fp8Codes::Unchecked;  // what the caller knows of FP8 W (kiln/quantize.h)
+  const Fp8Subnormals* subnormals = nullptr;  // W's G matrices' subnormal codes, or null (unchecked)
 };
 void grouped_linear(const GroupedLinear& p);
 }  // namespace detail

@@ -25,9 +25,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 // The same into `out` ([..., N], x's dtype or float32, contiguous). With
 // float32 x, contiguous inputs and a float32 bias it allocates nothing for
 // up to kLinearGemvMaxRows rows: the call a decode loop makes once per layer
-// per token. codes: what the caller knows of an FP8 weight (kiln/quantize.h).
+// per token. codes and subnormals: what the caller knows of an FP8 weight
+// (kiln/quantize.h); subnormals, when given, must list this weight's
+// (ValueError if its shape differs).
 void linear_out(const Tensor& x, const Tensor& weight, const Tensor& weight_scale, const Tensor& bias,
-                Tensor& out, Fp8Codes codes = Fp8Codes::Unchecked);
+                Tensor& out, Fp8Codes codes = Fp8Codes::Unchecked, const Fp8Subnormals* subnormals = nullptr);
 
 // The number of activation rows up to which linear takes the matrix-vector
 // path: its cost grows with every row, while the packed GEMM's micro-tile

@@ -31,9 +31,12 @@ Tensor moe_unpermute(const Tensor& y_perm, const Tensor& perm, const Tensor& wei
 //   down_w [E, H, I]; optional per-expert row scales for FP8 experts:
 //   gate_up_scale [E, 2I] (or [E, 2I, 1]), down_scale [E, H] (or [E, H, 1]).
 // y[t] = sum_{e in topk(t)} w_te * down_e(silu(gate_e x_t) * up_e x_t). Out in x's dtype.
-// expert_codes: what the caller knows of FP8 experts' codes (kiln/quantize.h).
+// expert_codes, gate_up_subnormals, down_subnormals: what the caller knows of
+// FP8 experts' codes (kiln/quantize.h); a list must be of its weight's shape.
 Tensor moe_ffn(const Tensor& x, const Tensor& router_w, const Tensor& gate_up_w, const Tensor& down_w,
                int64_t top_k, bool norm_topk_prob = true, const Tensor& gate_up_scale = Tensor(),
-               const Tensor& down_scale = Tensor(), Fp8Codes expert_codes = Fp8Codes::Unchecked);
+               const Tensor& down_scale = Tensor(), Fp8Codes expert_codes = Fp8Codes::Unchecked,
+               const Fp8Subnormals* gate_up_subnormals = nullptr,
+               const Fp8Subnormals* down_subnormals = nullptr);
 
 }  // namespace kiln

@@ -2,8 +2,10 @@
 // row (output feature) or per 128x128 block, saturating at the format's max.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "kiln/tensor.h"
 
@@ -51,5 +53,27 @@ enum class Fp8Codes : uint8_t { Unchecked, NoNan };
 // True when w is float8_e4m3fn and holds a NaN code; false for every other
 // dtype (float8_e5m2's NaN codes widen to NaN exactly). One read of w.
 bool fp8_has_nan_code(const Tensor& w);
+
+// Where a float8_e4m3fn weight's subnormal codes (exponent field 0, mantissa
+// not 0) lie. Intel cores take ~70x longer for a float32 FMA on a denormal
+// operand, which is what the e4m3 kernels' integer widening makes of those
+// codes, so by default the kernels there test every step of codes for them.
+// A caller that keeps a weight for many calls can find them once
+// (fp8_find_subnormals) and pass the result with it: the kernels then run
+// with denormal inputs read as zero (MXCSR.DAZ) and no per-step test, and add
+// the listed codes' terms exactly afterwards. A list made from another weight
+// gives wrong results.
+// A weight [E..., N, K] is listed as E matrices of N rows, one after another.
+struct Fp8Subnormals {
+  int64_t matrices = 0, rows = 0, cols = 0;  // E (1 for a 2-D weight), N, K
+  // [E * N + 1]: the codes of row n of matrix e are entries
+  // row_start[e * N + n] .. row_start[e * N + n + 1].
+  std::vector<int64_t> row_start;
+  std::vector<int32_t> col;   // each entry's column, ascending within a row
+  std::vector<int32_t> row;   // its row within its matrix (n)
+  std::vector<uint8_t> code;  // its code: the kernels read the list, not W
+};
+// w: float8_e4m3fn [E..., N, K], at least 2-D, N and K < 2^31. One read of w.
+Fp8Subnormals fp8_find_subnormals(const Tensor& w);
 
 }  // namespace kiln

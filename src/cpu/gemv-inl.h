@@ -49,6 +49,42 @@ HWY_INLINE void PrefetchAhead(const void* p, bool to_l1) {
 using gemv_store::row_scale;
 using gemv_store::store_out;
 
+// GemvArgs as the tiles see them. For the listed-subnormal loader: the terms
+// of the listed codes that the vector part reads as zero, per output,
+// listed[(n - listed_n0) * M + m], scaled like the vector sums (ListedTerms).
+struct TileArgs : GemvArgs {
+  explicit TileArgs(const GemvArgs& g) : GemvArgs(g) {}
+  const double* listed = nullptr;
+  int64_t listed_n0 = 0;
+};
+
+// The listed subnormal codes of rows [n0, n1) (GemvArgs::sub_row_start) that
+// fall in the vector part of a tile reading CL codes per step (those in a K
+// tail are added there), summed per output in double from x's exact values:
+// one pass in list order, so no branch depends on where the codes are.
+// (e4m3 only: the one loader that lists its subnormal codes.)
+template <class W>
+const double* ListedTerms(const GemvArgs& a, int64_t n0, int64_t n1, int64_t CL) {
+  thread_local std::vector<double> buf;
+  const size_t size = size_t((n1 - n0) * a.M);
+  if (buf.size() < size) buf.resize(size);
+  double* HWY_RESTRICT t = buf.data();
+  std::fill_n(t, size, 0.0);
+  const int64_t K = a.K, kv = K / CL * CL;
+  const bool block = a.scale_kind == ScaleKind::Block;
+  for (int64_t j = a.sub_row_start[n0]; j < a.sub_row_start[n1]; ++j) {
+    const int64_t n = a.sub_row[j], k = a.sub_col[j];
+    // With block scales each 128-code block ends in its own tail (128 is a
+    // multiple of CL, so only the last block can have one).
+    if (k >= kv) continue;
+    // The code from the list: W's cold lines would cost a miss each.
+    double wv = double(e4m3fn_bits_to_float(a.sub_code[j]));
+    if (block) wv *= ExactDouble(a.scale[(n / kScaleBlock) * a.scale_ld + k / kScaleBlock]);
+    for (int64_t m = 0; m < a.M; ++m) t[(n - n0) * a.M + m] += wv * ExactDouble(a.x[m * a.ldx + k]);
+  }
+  return t;
+}
+
 // Full unrolling of the loops over a tile's rows and accumulators: an
 // accumulator array indexed by a run-time loop variable anywhere in Tile is
 // kept in memory by the compiler, and every FMA then round-trips the stack
@@ -74,7 +110,7 @@ HWY_NOINLINE void AddFlaggedTerms(const typename W::T* HWY_RESTRICT wr, int64_t 
 // Weight rows n0 + r % P + (r / P) * rs (r < R): runs of P adjacent rows, rs
 // apart (P = R: all R rows adjacent) x activation rows m0 .. m0 + MT.
 template <class W, int R, int MT, bool kBlock, int P = R>
-HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t ldxp, const double* vfac,
+HWY_NOINLINE void Tile(const TileArgs& a, const float* HWY_RESTRICT xp, int64_t ldxp, const double* vfac,
                        int64_t n0, int64_t m0, int64_t rs = 1) {
   static_assert(R % P == 0, "runs of P adjacent rows");
   using T = typename W::T;
@@ -134,15 +170,22 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
     stot[i] = 0.0f;
   }
   [[maybe_unused]] NanCodeSteps nan_codes;
+  // The listed-subnormal loader's scalar terms (K tails and listed codes),
+  // scaled like tot: in double from x's exact value, as DAZ is set.
+  [[maybe_unused]] double dfix[R * MT] = {};
   const int64_t block = kBlock ? kScaleBlock : K;
   for (int64_t kb = 0; kb < K; kb += block) {
     const int64_t ke = kb + block < K ? kb + block : K;
     VF acc[R * MT * NA];
     float tail[R * MT];  // scalar terms: the K tail and, for the tiny loader, skipped steps
+    [[maybe_unused]] double dtail[R * MT];  // the K tail of the listed-subnormal loader
     KILN_UNROLL
     for (int i = 0; i < R * MT * NA; ++i) acc[i] = hn::Zero(df);
     KILN_UNROLL
-    for (int i = 0; i < R * MT; ++i) tail[i] = 0.0f;
+    for (int i = 0; i < R * MT; ++i) {
+      tail[i] = 0.0f;
+      dtail[i] = 0.0;
+    }
     int64_t k = kb;
     for (; k + CL <= ke; k += CL) {
       if (ahead > 0) {
@@ -230,9 +273,15 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
     for (; k < ke; ++k) {
       KILN_UNROLL
       for (int r = 0; r < R; ++r) {
-        const float wv = W::One(w[r][k]);
-        KILN_UNROLL
-        for (int m = 0; m < MT; ++m) tail[r * MT + m] += wv * x[m][k];
+        if constexpr (ListsSubnormals<W>()) {
+          const double wv = double(W::One(w[r][k]));
+          KILN_UNROLL
+          for (int m = 0; m < MT; ++m) dtail[r * MT + m] += wv * ExactDouble(x[m][k]);
+        } else {
+          const float wv = W::One(w[r][k]);
+          KILN_UNROLL
+          for (int m = 0; m < MT; ++m) tail[r * MT + m] += wv * x[m][k];
+        }
       }
     }
     if constexpr (kBlock) {
@@ -248,6 +297,7 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
         for (int m = 0; m < MT; ++m) {
           tot[r * MT + m] = hn::MulAdd(acc[r * MT + m], hn::Set(df, s), tot[r * MT + m]);
           stot[r * MT + m] += tail[r * MT + m] * s;
+          if constexpr (ListsSubnormals<W>()) dfix[r * MT + m] += dtail[r * MT + m] * double(s);
         }
       }
     } else {
@@ -255,6 +305,7 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
       for (int i = 0; i < R * MT; ++i) {
         tot[i] = acc[i];
         stot[i] = tail[i];
+        if constexpr (ListsSubnormals<W>()) dfix[i] = dtail[i];
       }
     }
   }
@@ -268,20 +319,28 @@ HWY_NOINLINE void Tile(const GemvArgs& a, const float* HWY_RESTRICT xp, int64_t 
   KILN_UNROLL
   for (int r = 0; r < R; ++r) {
     const int64_t n = n0 + r % P + r / P * rs;
-    const float mult = W::kMult * (kBlock ? 1.0f : row_scale(a, n));
+    const float sc = kBlock ? 1.0f : row_scale(a, n);
     const float b = a.bias ? a.bias[n] : 0.0f;
+    // W::kMult * sc and b as doubles (from their exact values under DAZ).
+    double mult = double(W::kMult * sc), db = double(b);
+    if constexpr (ListsSubnormals<W>()) {
+      mult = double(W::kMult) * ExactDouble(sc);
+      db = ExactDouble(b);
+    }
     KILN_UNROLL
     for (int m = 0; m < MT; ++m) {
       const double v = double(hn::GetLane(hn::SumOfLanes(df, tot[r * MT + m])));
-      const double sum = (vfac ? v * vfac[m0 + m] : v) + double(stot[r * MT + m]);
-      store_out(a, m0 + m, n, nan_row[r] ? NAN : float(sum * double(mult) + double(b)));
+      double sum = (vfac ? v * vfac[m0 + m] : v) + double(stot[r * MT + m]);
+      if constexpr (ListsSubnormals<W>())
+        sum += dfix[r * MT + m] + a.listed[(n - a.listed_n0) * a.M + m0 + m];
+      store_out(a, m0 + m, n, nan_row[r] ? NAN : float(sum * mult + db));
     }
   }
 }
 
 // All M rows for weight rows [n0, n0 + R): activation rows in tiles of MT.
 template <class W, int R, int MT, bool kBlock>
-HWY_INLINE void RowGroup(const GemvArgs& a, const float* xp, int64_t ldxp, const double* vfac, int64_t n0) {
+HWY_INLINE void RowGroup(const TileArgs& a, const float* xp, int64_t ldxp, const double* vfac, int64_t n0) {
   int64_t m = 0;
   for (; m + MT <= a.M; m += MT) Tile<W, R, MT, kBlock>(a, xp, ldxp, vfac, n0, m);
   if constexpr (MT > 1) {
@@ -297,7 +356,7 @@ HWY_INLINE void RowGroup(const GemvArgs& a, const float* xp, int64_t ldxp, const
 // fixed cost (set-up, the sums across lanes, the stores) was a quarter of the
 // time of a two-row tile on 768-byte FP8 rows.
 template <class W>
-HWY_INLINE void RowsTwoRuns(const GemvArgs& a, const float* xp, int64_t ldxp, const double* vfac, int64_t n0,
+HWY_INLINE void RowsTwoRuns(const TileArgs& a, const float* xp, int64_t ldxp, const double* vfac, int64_t n0,
                             int64_t n1) {
   const int64_t h = (n1 - n0 + 1) / 2, pairs = (n1 - n0) / 2;
   int64_t i = 0;
@@ -308,7 +367,7 @@ HWY_INLINE void RowsTwoRuns(const GemvArgs& a, const float* xp, int64_t ldxp, co
 }
 
 template <class W, int R, int MT, bool kBlock>
-HWY_INLINE void RowsFixed(const GemvArgs& a, const float* xp, int64_t ldxp, const double* vfac, int64_t n0,
+HWY_INLINE void RowsFixed(const TileArgs& a, const float* xp, int64_t ldxp, const double* vfac, int64_t n0,
                           int64_t n1) {
   int64_t n = n0;
   for (; n + R <= n1; n += R) RowGroup<W, R, MT, kBlock>(a, xp, ldxp, vfac, n);
@@ -426,8 +485,12 @@ bool RowOrder(const GemvArgs& a) {
   return a.M == 1 && row_bytes <= gemv_tuning().two_runs_max_bytes_for(int64_t(sizeof(typename W::T)));
 }
 
-// R * MT accumulators (and as many running totals for block scales) must fit
-// the 16 vector registers of AVX2 beside the loaded vectors.
+template <class W>
+void RowsInOrder(const TileArgs& a, const float* xp, int64_t ldxp, const double* vfac, int64_t n0,
+                 int64_t n1);
+
+// Rows [n0, n1) of y: x permuted (and, for the tiny loader, scaled) for the
+// loader, then the tiles.
 template <class W>
 void Rows(const GemvArgs& a, int64_t n0, int64_t n1) {
   int64_t ldxp = 0;
@@ -437,12 +500,29 @@ void Rows(const GemvArgs& a, int64_t n0, int64_t n1) {
   if constexpr (IsTiny<W>()) {
     xp = PermuteScaleX(a, ldxp, vfac);
     if (!xp) return Rows<LikeChecked<W, WidenE4M3> >(a, n0, n1);
+    if constexpr (ListsSubnormals<W>()) {
+      TileArgs t(a);
+      t.listed = ListedTerms<W>(a, n0, n1, W::kChunk * int64_t(hn::Lanes(DF())));
+      t.listed_n0 = n0;
+      const DenormalsAreZero daz;
+      return RowsInOrder<W>(t, xp, ldxp, vfac, n0, n1);
+    }
   } else {
     xp = PermuteX<W>(a, ldxp);
   }
 #else
   xp = PermuteX<W>(a, ldxp);
 #endif
+  RowsInOrder<W>(TileArgs(a), xp, ldxp, vfac, n0, n1);
+}
+
+// Rows' tiles, x in the loader's order (xp): the tile shape and row order
+// follow M, the scale layout and the row length. R * MT accumulators (and as
+// many running totals for block scales) must fit the 16 vector registers of
+// AVX2 beside the loaded vectors.
+template <class W>
+void RowsInOrder(const TileArgs& a, const float* xp, int64_t ldxp, const double* vfac, int64_t n0,
+                 int64_t n1) {
   if (a.scale_kind == ScaleKind::Block) {
     if (a.M == 1) return RowsFixed<W, 4, 1, true>(a, xp, ldxp, vfac, n0, n1);
     if (a.M == 2) return RowsFixed<W, 2, 2, true>(a, xp, ldxp, vfac, n0, n1);

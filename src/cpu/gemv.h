@@ -41,6 +41,19 @@ struct GemvArgs {
   // W (float8_e4m3fn) is known to hold no NaN code: the caller scanned it
   // (fp8_has_nan_code), so the kernel skips its own per-step test.
   bool w_no_nan = false;
+  // W (float8_e4m3fn)'s subnormal codes, all of them, as listed by
+  // fp8_find_subnormals (kiln/quantize.h): row n's columns are
+  // sub_col[sub_row_start[n] .. sub_row_start[n + 1]), ascending. Null: not
+  // known. Where the kernel would otherwise test each step for them (Intel),
+  // it runs with denormal inputs read as zero (MXCSR.DAZ) and adds these terms
+  // after, exactly. DAZ also drops what the exact kernels keep of a sum that
+  // falls below ~2^-124 of its row's largest |x| (seen only when the weights
+  // that meet x's largest elements are zero) and block scales below 2^-126.
+  // Not used with accumulate.
+  const int64_t* sub_row_start = nullptr;
+  const int32_t* sub_col = nullptr;
+  const int32_t* sub_row = nullptr;   // each listed code's row
+  const uint8_t* sub_code = nullptr;  // and the code itself
 };
 
 // Rows [n0, n1) of y, all M activation rows, on the calling thread. w_dtype is

@@ -23,6 +23,12 @@ void RowsFor(const GemvArgs& a, int64_t n0, int64_t n1) {
   gemv::Rows<W>(a, n0, n1);
 }
 void GemvRowsE4M3(const GemvArgs& a, int64_t n0, int64_t n1, bool test_subnormals) {
+#if defined(KILN_GEMV_E4M3_TINY)
+  // Listed subnormal codes replace the per-step test (and, on AVX2, the f16
+  // route); not into float32 y (accumulate), which DAZ would read wrong.
+  if (test_subnormals && a.sub_row_start && !a.accumulate)
+    return RowsFor<gemv::WidenE4M3TinyListed>(a, n0, n1);
+#endif
 #if defined(KILN_GEMV_E4M3_TINY_TEST)
   if (test_subnormals) return RowsFor<gemv::WidenE4M3Tiny>(a, n0, n1);
   RowsFor<gemv::WidenE4M3TinyFma>(a, n0, n1);

@@ -25,6 +25,7 @@
 #include <hwy/highway.h>
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "kiln/float_types.h"
@@ -147,6 +148,16 @@ struct WidenE4M3 : WidenFP8Base<WidenE4M3> {
 };
 #endif  // HWY_TARGET == HWY_SCALAR
 
+// v as a double, exactly, even under DAZ (which reads a denormal float as
+// zero in every conversion too): a denormal is built from its integer bits.
+HWY_INLINE double ExactDouble(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, sizeof u);
+  if ((u & 0x7F800000u) != 0) return double(v);
+  const double m = double(int32_t(u & 0x007FFFFFu)) * 0x1p-149;
+  return (u >> 31) ? -m : m;
+}
+
 #undef KILN_GEMV_E4M3_TINY  // set per target: this file is read once per target
 #undef KILN_GEMV_E4M3_TINY_TEST
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
@@ -189,6 +200,23 @@ struct WidenE4M3TinyFma {
     out[3] = hn::BitCast(df, hn::And(hi, top));       // byte 3
   }
   static float One(T v) { return float(v); }
+};
+// The tiny loader for cores where denormal FMAs are slow, over a weight whose
+// subnormal codes the caller listed (GemvArgs::sub_row_start): Rows runs it
+// with MXCSR.DAZ set, so the FMAs read those codes' denormals as zero at full
+// speed, and Tile adds their terms from the list. No per-step test, which
+// also lets AVX2 keep the tiny route.
+struct WidenE4M3TinyListed : WidenE4M3TinyFma {};
+// Denormal float inputs read as zero (MXCSR.DAZ) while it lives, on this thread.
+class DenormalsAreZero {
+ public:
+  DenormalsAreZero() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | 0x0040u); }
+  ~DenormalsAreZero() { _mm_setcsr(saved_); }
+  DenormalsAreZero(const DenormalsAreZero&) = delete;
+  DenormalsAreZero& operator=(const DenormalsAreZero&) = delete;
+
+ private:
+  unsigned saved_;
 };
 #if HWY_TARGET <= HWY_AVX3
 #define KILN_GEMV_E4M3_TINY_TEST 1
@@ -268,6 +296,15 @@ template <class W>
 constexpr bool IsTiny() {
 #ifdef KILN_GEMV_E4M3_TINY
   return std::is_base_of_v<WidenE4M3TinyFma, W>;
+#else
+  return false;
+#endif
+}
+// The tiny loader that takes its subnormal codes from a list (DAZ set).
+template <class W>
+constexpr bool ListsSubnormals() {
+#ifdef KILN_GEMV_E4M3_TINY
+  return std::is_base_of_v<WidenE4M3TinyListed, W>;
 #else
   return false;
 #endif

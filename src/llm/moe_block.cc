@@ -22,8 +22,8 @@ Tensor head(const Tensor& buf, int64_t rows, int64_t cols) {
   return buf.view({-1}).narrow(0, 0, rows * cols).view({rows, cols});
 }
 
-void grouped(const float* x, int64_t K, const Tensor& w, const Tensor& scale, Fp8Codes codes, int64_t E,
-             int64_t N, const int32_t* ends, float* y) {
+void grouped(const float* x, int64_t K, const Tensor& w, const Tensor& scale, Fp8Codes codes,
+             const Fp8Subnormals* subnormals, int64_t E, int64_t N, const int32_t* ends, float* y) {
   kiln::detail::GroupedLinear p;
   p.x = x;
   p.ldx = K;
@@ -39,6 +39,7 @@ void grouped(const float* x, int64_t K, const Tensor& w, const Tensor& scale, Fp
   p.y = y;
   p.ldy = N;
   p.codes = codes;
+  p.subnormals = subnormals;
   kiln::detail::grouped_linear(p);
 }
 
@@ -106,11 +107,11 @@ void Transformer::moe(int64_t l, int64_t T) {
   float* h = s_.h.data<float>();
   float* act = s_.mact.data<float>();
   float* yp = s_.yp.data<float>();
-  grouped(xp, H, m.gate_up, m.gate_up_scale, m.codes, E, 2 * I, offs, h);
+  grouped(xp, H, m.gate_up, m.gate_up_scale, m.codes, m.gate_up_subnormals.get(), E, 2 * I, offs, h);
   parallel_for(0, R, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, I)), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) nn_detail::swiglu_f32(h + r * 2 * I, h + r * 2 * I + I, act + r * I, I);
   });
-  grouped(act, I, m.down, m.down_scale, m.codes, E, H, offs, yp);
+  grouped(act, I, m.down, m.down_scale, m.codes, m.down_subnormals.get(), E, H, offs, yp);
 
   // x[t] += sum_j w[t, j] * yp[row of slot t*k + j]
   float* xo = x.data<float>();

@@ -23,6 +23,7 @@ struct MoEWeights {
   Tensor gate_up, gate_up_scale;  // [E, 2I, H], [E, 2I] (FP8 only)
   Tensor down, down_scale;        // [E, H, I], [E, H] (FP8 only)
   Fp8Codes codes = Fp8Codes::Unchecked;  // of both expert stacks (scanned_codes)
+  std::shared_ptr<const Fp8Subnormals> gate_up_subnormals, down_subnormals;  // (scanned_subnormals)
   bool mixtral_names = false;
   std::string prefix;            // "model.layers.N.mlp" / "...block_sparse_moe"
   int64_t expert_bytes() const;  // one expert's gate_up + down bytes (scales included)

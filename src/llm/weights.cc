@@ -25,6 +25,11 @@ Fp8Codes scanned_codes(const Tensor& w, bool owned) {
   return Fp8Codes::NoNan;
 }
 
+std::shared_ptr<const Fp8Subnormals> scanned_subnormals(const Tensor& w, bool owned) {
+  if (!owned || w.dtype() != DType::Float8_e4m3fn || w.dim() < 2) return nullptr;
+  return std::make_shared<const Fp8Subnormals>(fp8_find_subnormals(w));
+}
+
 Linear fuse_rows(std::vector<Linear*> parts) {
   Linear f;
   int64_t N = 0;
@@ -62,6 +67,7 @@ Linear fuse_rows(std::vector<Linear*> parts) {
     }
     r += n;
   }
+  f.subnormals = scanned_subnormals(f.w, true);
   return f;
 }
 
@@ -298,6 +304,7 @@ Linear WeightLoader::linear(const std::string& prefix) {
     L.w = convert_by_rows(wn, linear_dtype(opt_.weights), &L.scale);
     L.owned = true;
     L.codes = scanned_codes(L.w, true);
+    L.subnormals = scanned_subnormals(L.w, true);
     if (src_.contains(prefix + ".bias")) L.bias = f32(prefix + ".bias");
     return L;
   }
@@ -343,6 +350,7 @@ Linear WeightLoader::linear(const std::string& prefix) {
     }
     L.owned = !same_storage(L.w, t);
     L.codes = scanned_codes(L.w, L.owned);
+    L.subnormals = scanned_subnormals(L.w, L.owned);
     done(wn, L.owned);
   }
   if (src_.contains(prefix + ".bias")) L.bias = f32(prefix + ".bias");
@@ -351,10 +359,13 @@ Linear WeightLoader::linear(const std::string& prefix) {
 
 WeightLoader::Experts WeightLoader::experts(const std::string& prefix, int64_t E, int64_t I, int64_t H,
                                             bool mixtral_names) {
-  auto both_scanned = [](const Experts& x, bool owned) {
-    return scanned_codes(x.gate_up, owned) == Fp8Codes::NoNan && scanned_codes(x.down, owned) == Fp8Codes::NoNan
-               ? Fp8Codes::NoNan
-               : Fp8Codes::Unchecked;
+  auto scan_both = [](Experts& x, bool owned) {
+    x.codes =
+        scanned_codes(x.gate_up, owned) == Fp8Codes::NoNan && scanned_codes(x.down, owned) == Fp8Codes::NoNan
+            ? Fp8Codes::NoNan
+            : Fp8Codes::Unchecked;
+    x.gate_up_subnormals = scanned_subnormals(x.gate_up, owned);
+    x.down_subnormals = scanned_subnormals(x.down, owned);
   };
   const char* gname = mixtral_names ? "w1" : "gate_proj";
   const char* uname = mixtral_names ? "w3" : "up_proj";
@@ -414,8 +425,8 @@ WeightLoader::Experts WeightLoader::experts(const std::string& prefix, int64_t E
     };
     take(st + "gate_up_proj.weight", 2 * I, H, x.gate_up, x.gate_up_scale);
     take(st + "down_proj.weight", H, I, x.down, x.down_scale);
-    x.codes = both_scanned(x, !same_storage(x.gate_up, src_.get(st + "gate_up_proj.weight")) &&
-                                  !same_storage(x.down, src_.get(st + "down_proj.weight")));
+    scan_both(x, !same_storage(x.gate_up, src_.get(st + "gate_up_proj.weight")) &&
+                     !same_storage(x.down, src_.get(st + "down_proj.weight")));
     return x;
   }
   // Stacked layouts: GGUF (experts.gate_proj.weight [E, I, H]) and
@@ -478,7 +489,7 @@ WeightLoader::Experts WeightLoader::experts(const std::string& prefix, int64_t E
         put(src_.get_slice(names[2], e), Tensor(), x.down.select(0, e), scale_rows(x.down_scale, e, 0, H));
       }
       for (const auto& n : names) done(n, true);
-      x.codes = both_scanned(x, true);
+      scan_both(x, true);
       return x;
     } else {
       names = {st + "gate_up_proj", st + "down_proj"};
@@ -504,7 +515,7 @@ WeightLoader::Experts WeightLoader::experts(const std::string& prefix, int64_t E
       put(dn.select(0, e), Tensor(), x.down.select(0, e), scale_rows(x.down_scale, e, 0, H));
     }
     for (const auto& n : names) done(n, true);
-    x.codes = both_scanned(x, true);
+    scan_both(x, true);
     return x;
   }
   for (int64_t e = 0; e < E; ++e) {
@@ -517,7 +528,7 @@ WeightLoader::Experts WeightLoader::experts(const std::string& prefix, int64_t E
       if (!p->sn.empty()) done(p->sn, true);
     }
   }
-  x.codes = both_scanned(x, true);
+  scan_both(x, true);
   return x;
 }
 

@@ -62,6 +62,7 @@ struct Linear {
   Tensor w, scale, bias;
   bool owned = false;  // converted at load (not a view of the source's bytes)
   Fp8Codes codes = Fp8Codes::Unchecked;  // NoNan: an owned e4m3 weight scanned at load
+  std::shared_ptr<const Fp8Subnormals> subnormals;  // of an owned e4m3 weight, listed at load
   int64_t bytes() const;
   bool defined() const { return w.defined(); }
 };
@@ -71,6 +72,9 @@ struct Linear {
 // the decode kernels can skip their per-step NaN test; a view of a
 // checkpoint's own bytes stays Unchecked rather than be read whole at load.
 Fp8Codes scanned_codes(const Tensor& w, bool owned);
+// Likewise its subnormal codes (fp8_find_subnormals), which spare the decode
+// kernels their per-step test on Intel; null for any other weight.
+std::shared_ptr<const Fp8Subnormals> scanned_subnormals(const Tensor& w, bool owned);
 
 // Several linears with one input (q/k/v, gate/up) stacked into one weight so a
 // decode step makes one matrix-vector call; the parts become row views of it.
@@ -98,6 +102,7 @@ class WeightLoader {
   struct Experts {
     Tensor gate_up, gate_up_scale, down, down_scale;
     Fp8Codes codes = Fp8Codes::Unchecked;  // of both (as Linear::codes)
+    std::shared_ptr<const Fp8Subnormals> gate_up_subnormals, down_subnormals;  // as Linear::subnormals
   };
   Experts experts(const std::string& prefix, int64_t E, int64_t I, int64_t H, bool mixtral_names);
   // Reports the load complete (tensors the model does not use count as done).

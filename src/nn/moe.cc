@@ -152,7 +152,8 @@ Tensor expert_weights(const Tensor& w, const char* what) {
 
 Tensor moe_ffn(const Tensor& x, const Tensor& router_w, const Tensor& gate_up_w, const Tensor& down_w,
                int64_t top_k, bool norm_topk_prob, const Tensor& gate_up_scale, const Tensor& down_scale,
-               Fp8Codes expert_codes) {
+               Fp8Codes expert_codes, const Fp8Subnormals* gate_up_subnormals,
+               const Fp8Subnormals* down_subnormals) {
   KILN_CHECK(x.defined() && x.dim() == 2, ValueError, "[moe_ffn] x must be 2-D [tokens, hidden]");
   KILN_CHECK(detail::is_activation_dtype(x.dtype()), TypeError,
              "[moe_ffn] x must be float32, bfloat16 or float16, got " << name(x.dtype()));
@@ -173,6 +174,8 @@ Tensor moe_ffn(const Tensor& x, const Tensor& router_w, const Tensor& gate_up_w,
   const Tensor s1 = expert_scale(gate_up_scale, E, I2, "gate_up_scale");
   const Tensor s2 = expert_scale(down_scale, E, H, "down_scale");
   const Tensor w1 = expert_weights(gate_up_w, "gate_up_w"), w2 = expert_weights(down_w, "down_w");
+  if (gate_up_subnormals) detail::check_subnormal_list(*gate_up_subnormals, w1.dtype(), E, I2, H, "moe_ffn");
+  if (down_subnormals) detail::check_subnormal_list(*down_subnormals, w2.dtype(), E, H, I, "moe_ffn");
 
   const Tensor xf = detail::f32_contiguous(x);
   const Tensor logits = linear(xf, router_w);  // [T, E]
@@ -188,7 +191,8 @@ Tensor moe_ffn(const Tensor& x, const Tensor& router_w, const Tensor& gate_up_w,
   for (int64_t r = 0; r < R; ++r)
     std::copy(xs + (pp[r] / top_k) * H, xs + (pp[r] / top_k + 1) * H, xd + r * H);
 
-  auto run = [&](const Tensor& in, int64_t K, const Tensor& w, const Tensor& sc, int64_t N, Tensor& out) {
+  auto run = [&](const Tensor& in, int64_t K, const Tensor& w, const Tensor& sc, int64_t N,
+                 const Fp8Subnormals* subnormals, Tensor& out) {
     detail::GroupedLinear p;
     p.x = in.data<float>();
     p.ldx = K;
@@ -204,10 +208,11 @@ Tensor moe_ffn(const Tensor& x, const Tensor& router_w, const Tensor& gate_up_w,
     p.y = out.data<float>();
     p.ldy = N;
     p.codes = expert_codes;
+    p.subnormals = subnormals;
     detail::grouped_linear(p);
   };
   Tensor h = empty({R, I2}, DType::Float32);
-  run(xp, H, w1, s1, I2, h);
+  run(xp, H, w1, s1, I2, gate_up_subnormals, h);
   // SwiGLU: act = silu(gate) * up, [R, I].
   Tensor act = empty({R, I}, DType::Float32);
   const float* hp = h.data<float>();
@@ -216,7 +221,7 @@ Tensor moe_ffn(const Tensor& x, const Tensor& router_w, const Tensor& gate_up_w,
     for (int64_t r = r0; r < r1; ++r) nn_detail::swiglu_f32(hp + r * I2, hp + r * I2 + I, ap + r * I, I);
   });
   Tensor yp = empty({R, H}, DType::Float32);
-  run(act, I, w2, s2, H, yp);
+  run(act, I, w2, s2, H, down_subnormals, yp);
   return moe_unpermute(yp, perm, weights).to(x.dtype());
 }
 

@@ -42,6 +42,12 @@ void grouped_linear(const GroupedLinear& p) {
     a.ldy = p.ldy;
     a.y_dtype = DType::Float32;
     a.w_no_nan = p.codes == Fp8Codes::NoNan;
+    if (p.subnormals) {  // expert g's rows of the list
+      a.sub_row_start = p.subnormals->row_start.data() + g * p.N;
+      a.sub_col = p.subnormals->col.data();
+      a.sub_row = p.subnormals->row.data();
+      a.sub_code = p.subnormals->code.data();
+    }
     if (p.scale) {
       a.scale_kind = cpu::ScaleKind::Row;
       a.scale = p.scale + g * p.N;

@@ -94,7 +94,7 @@ float* scratch(std::vector<float>& v, size_t n) {
 }
 
 void run(const Tensor& x, const Tensor& w, const detail::WeightScale& ws, const Tensor& bias, Tensor& out,
-         const Dims& d, Fp8Codes codes = Fp8Codes::Unchecked) {
+         const Dims& d, Fp8Codes codes = Fp8Codes::Unchecked, const Fp8Subnormals* subnormals = nullptr) {
   thread_local std::vector<float> xbuf, bbuf;
   Tensor w2 = w;
   if (w.stride(1) != 1 || (w.size(0) > 1 && w.stride(0) < w.size(1))) w2 = w.contiguous();
@@ -108,6 +108,12 @@ void run(const Tensor& x, const Tensor& w, const detail::WeightScale& ws, const 
   a.scale = ws.data;
   a.scale_ld = ws.ld;
   a.w_no_nan = codes == Fp8Codes::NoNan;
+  if (subnormals && w.dtype() == DType::Float8_e4m3fn) {
+    a.sub_row_start = subnormals->row_start.data();
+    a.sub_col = subnormals->col.data();
+    a.sub_row = subnormals->row.data();
+    a.sub_code = subnormals->code.data();
+  }
   if (d.M == 0 || d.N == 0) return;
   if (d.K == 0) {
     // An empty sum: the bias, or zeros.
@@ -163,8 +169,9 @@ void run(const Tensor& x, const Tensor& w, const detail::WeightScale& ws, const 
 }  // namespace
 
 void linear_out(const Tensor& x, const Tensor& weight, const Tensor& weight_scale, const Tensor& bias,
-                Tensor& out, Fp8Codes codes) {
+                Tensor& out, Fp8Codes codes, const Fp8Subnormals* subnormals) {
   const Dims d = check_linear(x, weight, bias);
+  if (subnormals) detail::check_subnormal_list(*subnormals, weight.dtype(), 1, d.N, d.K, "linear");
   const detail::WeightScale ws = detail::classify_weight_scale(weight_scale, d.N, d.K, "linear");
   Shape shape = x.sizes();
   shape.back() = d.N;
@@ -174,7 +181,7 @@ void linear_out(const Tensor& x, const Tensor& weight, const Tensor& weight_scal
   KILN_CHECK(out.dtype() == x.dtype() || out.dtype() == DType::Float32, TypeError,
              "[linear] out dtype must be " << name(x.dtype()) << " or float32, got " << name(out.dtype()));
   KILN_CHECK(out.is_contiguous(), ValueError, "[linear] out must be contiguous");
-  run(x, weight, ws, bias, out, d, codes);
+  run(x, weight, ws, bias, out, d, codes, subnormals);
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& weight_scale) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cpu/gemv.h"
+#include "kiln/quantize.h"
 #include "kiln/tensor.h"
 
 namespace kiln::detail {
@@ -30,5 +31,10 @@ Tensor f32_contiguous(const Tensor& t);
 bool is_weight_dtype(DType d);
 // True for the activation dtypes (float32, bfloat16, float16).
 bool is_activation_dtype(DType d);
+
+// Raises unless s lists a float8_e4m3fn weight of E matrices [N, K]
+// (kiln/quantize.h); what it lists is trusted.
+void check_subnormal_list(const Fp8Subnormals& s, DType w_dtype, int64_t E, int64_t N, int64_t K,
+                          const char* op);
 
 }  // namespace kiln::detail

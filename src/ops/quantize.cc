@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "cpu/gemv.h"
 #include "kiln/error.h"
@@ -41,6 +42,60 @@ bool fp8_has_nan_code(const Tensor& w) {
   }
   return false;
 }
+
+Fp8Subnormals fp8_find_subnormals(const Tensor& w) {
+  KILN_CHECK(
+      w.defined() && w.dim() >= 2 && w.dtype() == DType::Float8_e4m3fn, TypeError,
+      "[fp8_find_subnormals] weight must be a float8_e4m3fn tensor of 2 or more dims, got "
+          << (w.defined() ? name(w.dtype()) + std::string(" ") + w.shape_str() : std::string("undefined")));
+  const int64_t N = w.size(-2), K = w.size(-1), E = N * K == 0 ? 0 : w.numel() / (N * K);
+  KILN_CHECK(K <= std::numeric_limits<int32_t>::max() && N <= std::numeric_limits<int32_t>::max(), ValueError,
+             "[fp8_find_subnormals] a [" << N << ", " << K << "] weight has a side longer than 2^31 - 1");
+  const Tensor c = w.contiguous();
+  const uint8_t* b = static_cast<const uint8_t*>(c.data_ptr());
+  Fp8Subnormals s;
+  s.matrices = E;
+  s.rows = N;
+  s.cols = K;
+  s.row_start.assign(size_t(E * N) + 1, 0);
+  for (int64_t en = 0; en < E * N; ++en) {
+    const int64_t n = en % N;
+    const uint8_t* r = b + en * K;
+    // Rows with none (most) are passed over 64 codes at a time: a code is
+    // subnormal exactly when (code & 0x78) == 0 and (code & 0x07) != 0.
+    for (int64_t k0 = 0; k0 < K; k0 += 64) {
+      const int64_t k1 = std::min(K, k0 + 64);
+      bool any = false;
+      for (int64_t k = k0; k < k1; ++k) any |= (r[k] & 0x78) == 0 && (r[k] & 0x07) != 0;
+      if (!any) continue;
+      for (int64_t k = k0; k < k1; ++k)
+        if ((r[k] & 0x78) == 0 && (r[k] & 0x07) != 0) {
+          s.col.push_back(int32_t(k));
+          s.row.push_back(int32_t(n));
+          s.code.push_back(r[k]);
+        }
+    }
+    s.row_start[size_t(en) + 1] = int64_t(s.col.size());
+  }
+  return s;
+}
+
+namespace detail {
+void check_subnormal_list(const Fp8Subnormals& s, DType w_dtype, int64_t E, int64_t N, int64_t K,
+                          const char* op) {
+  KILN_CHECK(
+      w_dtype == DType::Float8_e4m3fn, TypeError,
+      "[" << op << "] subnormal codes are listed for float8_e4m3fn weights only, got " << name(w_dtype));
+  const size_t n = s.col.size();
+  KILN_CHECK(s.matrices == E && s.rows == N && s.cols == K && s.row_start.size() == size_t(E * N) + 1 &&
+                 s.row_start.front() == 0 && s.row_start.back() == int64_t(n) && s.row.size() == n &&
+                 s.code.size() == n,
+             ValueError,
+             "[" << op << "] the subnormal list is of " << s.matrices << " matrices [" << s.rows << ", "
+                 << s.cols << "] (" << n << " codes), not of this weight's " << E << " [" << N << ", " << K
+                 << "]");
+}
+}  // namespace detail
 
 namespace {
 

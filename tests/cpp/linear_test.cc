@@ -403,6 +403,124 @@ TEST(Linear, FP8CheckedCodesGiveTheSameResults) {
   });
 }
 
+// e4m3 weights passed with their subnormal codes listed (fp8_find_subnormals):
+// where the kernel would test each step for them (Intel, x86 Test mode), it
+// reads them as zero under DAZ and adds their terms from the list. Every scale
+// layout, 1..6 rows, rows read as two runs and side by side, subnormals in
+// the vector part and in the K tail, denormal activations, bias.
+TEST(Linear, FP8ListedSubnormalsAreExact) {
+  in_each_subnormal_mode([] {
+    for (int64_t K : {int64_t(300), int64_t(1000), int64_t(1024), int64_t(4160)}) {
+      const int64_t N = 133;  // a 128-row scale block and a partial one; an odd row count
+      std::vector<uint8_t> codes(size_t(N * K));
+      Lcg next{uint64_t(K)};
+      for (auto& c : codes) {
+        const uint64_t r = next() % 100;
+        c = r < 3 ? uint8_t(1 + next() % 7) : r < 4 ? 0 : uint8_t(8 + next() % 16);
+        if (next() & 1) c |= 0x80;
+      }
+      for (int64_t k = 0; k < K; ++k) codes[size_t(7 * K + k)] = 0;  // no subnormal in row 7
+      for (int64_t n = 0; n < N; ++n) codes[size_t(n * K + 5)] = 0;  // see x_den below
+      const Tensor w = from_buffer_copy(codes.data(), {N, K}, DType::Float8_e4m3fn);
+      const Fp8Subnormals subs = fp8_find_subnormals(w);
+      ASSERT_EQ(subs.row_start.size(), size_t(N) + 1);
+      EXPECT_EQ(subs.row_start[8], subs.row_start[7]);
+      for (int sk = 0; sk < 4; ++sk)
+        for (int64_t M : {1, 2, 3, 4, 6}) {
+          SCOPED_TRACE(trace(w.dtype(), sk, M, N, K));
+          Tensor x = randn_as({M, K}, DType::Float32, 41);
+          float* xp = x.data<float>();
+          if (M == 3)  // a row too small for the tiny-float loader's scaling: the f16 route
+            for (int64_t k = 0; k < K; ++k) xp[2 * K + k] *= 1e-25f;
+          const Tensor scale = make_scale(sk, N, K), bias = randn_as({N}, DType::Float32, 42);
+          for (Fp8Codes fc : {Fp8Codes::Unchecked, Fp8Codes::NoNan}) {
+            Tensor y = empty({M, N});
+            linear_out(x, w, scale, bias, y, fc, &subs);
+            std::vector<double> want, mag;
+            reference(x, w, bias, scale, want, mag);
+            test::expect_close(y, want, 0, 0, &mag, 1e-5);
+          }
+        }
+      // Denormal activations beside a 1e-18 (large enough for the tiny
+      // loader's scaling, which then makes every product a normal float) that
+      // meets only zero codes: every term of the sums is one of a denormal, in
+      // the vector part, the K tail and the listed codes alike.
+      Tensor x_den = empty({1, K});
+      for (int64_t k = 0; k < K; ++k) x_den.data<float>()[k] = k == 5 ? 1e-18f : (k % 3 ? 3e-39f : -7e-39f);
+      for (int sk = 0; sk < 4; ++sk) {
+        SCOPED_TRACE("denormal x, " + trace(w.dtype(), sk, 1, N, K));
+        const Tensor scale = make_scale(sk, N, K);
+        Tensor y = empty({1, N});
+        linear_out(x_den, w, scale, Tensor(), y, Fp8Codes::NoNan, &subs);
+        std::vector<double> want, mag;
+        reference(x_den, w, Tensor(), scale, want, mag);
+        test::expect_close(y, want, 0, 0, &mag, 1e-5);
+      }
+    }
+  });
+  // Denormal inputs are read as zero only inside the kernel: not after it,
+  // on this thread or the pool's.
+  volatile float tiny = 1e-40f;
+  EXPECT_NE(tiny * 1.0f, 0.0f);
+  std::vector<int> zeroed(size_t(num_threads()), 0);
+  parallel_for(0, num_threads(), 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) zeroed[size_t(i)] = tiny * 1.0f == 0.0f;
+  });
+  for (int z : zeroed) EXPECT_EQ(z, 0);
+}
+
+TEST(Linear, FP8SubnormalListsAreCheckedAndComplete) {
+  // Every code in every position class: the list holds exactly the codes with
+  // a zero exponent field and a nonzero mantissa, by row, columns ascending.
+  const int64_t N = 9, K = 200;
+  std::vector<uint8_t> codes(size_t(N * K));
+  for (size_t i = 0; i < codes.size(); ++i) codes[i] = uint8_t((i * 97 + i / 7) % 256);
+  const Tensor w = from_buffer_copy(codes.data(), {N, K}, DType::Float8_e4m3fn);
+  const Fp8Subnormals s = fp8_find_subnormals(w);
+  EXPECT_EQ(s.rows, N);
+  EXPECT_EQ(s.cols, K);
+  std::vector<int64_t> start{0};
+  std::vector<int32_t> col, row;
+  std::vector<uint8_t> code;
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t k = 0; k < K; ++k) {
+      const uint8_t c = codes[size_t(n * K + k)];
+      if ((c & 0x78) == 0 && (c & 0x07) != 0) {
+        col.push_back(int32_t(k));
+        row.push_back(int32_t(n));
+        code.push_back(c);
+      }
+    }
+    start.push_back(int64_t(col.size()));
+  }
+  EXPECT_EQ(s.row_start, start);
+  EXPECT_EQ(s.col, col);
+  EXPECT_EQ(s.row, row);
+  EXPECT_EQ(s.code, code);
+  // A transposed view is listed by its own rows.
+  const Fp8Subnormals st = fp8_find_subnormals(w.t());
+  EXPECT_EQ(st.rows, K);
+  EXPECT_EQ(st.col.size(), col.size());
+
+  EXPECT_THROW(fp8_find_subnormals(zeros({4, 8})), TypeError);
+  EXPECT_THROW(fp8_find_subnormals(empty({8}, DType::Float8_e4m3fn)), TypeError);
+  EXPECT_THROW(fp8_find_subnormals(Tensor()), TypeError);
+  const Tensor x = zeros({1, K});
+  Tensor y = empty({1, N});
+  EXPECT_THROW(linear_out(x, w.narrow(0, 0, 8), Tensor(), Tensor(), y, Fp8Codes::Unchecked, &s), ValueError);
+  EXPECT_THROW(linear_out(x, w.to(DType::BFloat16), Tensor(), Tensor(), y, Fp8Codes::Unchecked, &s),
+               TypeError);
+  Fp8Subnormals cut = s;
+  cut.col.pop_back();
+  EXPECT_THROW(linear_out(x, w, Tensor(), Tensor(), y, Fp8Codes::Unchecked, &cut), ValueError);
+  cut = s;
+  cut.row.pop_back();
+  EXPECT_THROW(linear_out(x, w, Tensor(), Tensor(), y, Fp8Codes::Unchecked, &cut), ValueError);
+  cut = s;
+  cut.code.pop_back();
+  EXPECT_THROW(linear_out(x, w, Tensor(), Tensor(), y, Fp8Codes::Unchecked, &cut), ValueError);
+}
+
 TEST(Linear, Fp8HasNanCodeFindsEveryOne) {
   for (int64_t n : {1, 63, 64, 65, 65535, 65536, 65537, 200003}) {
     std::vector<uint8_t> codes(static_cast<size_t>(n));

@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <string>
+#include <vector>
 
+#include "cpu/gemv.h"
 #include "kiln/kiln.h"
 #include "matmul_test_util.h"
 
@@ -108,6 +111,53 @@ TEST(MoE, FfnMatchesPerTokenReference) {
     ASSERT_FALSE(fp8_has_nan_code(q1) || fp8_has_nan_code(q2));
     EXPECT_EQ(test::dvals(moe_ffn(x, rw, q1, q2, k, true, s1, s2, Fp8Codes::NoNan)), test::dvals(y));
   }
+}
+
+// FP8 experts with ~3% subnormal codes, listed (fp8_find_subnormals): in the
+// x86 Test mode the grouped kernel reads them as zero under DAZ and adds their
+// terms from the list; H = 200 and I = 72 leave K tails.
+TEST(MoE, FfnWithListedSubnormalCodes) {
+  const int64_t E = 5, H = 200, I = 72, k = 2;
+  auto codes = [](int64_t n, uint64_t st) {
+    std::vector<uint8_t> c(static_cast<size_t>(n));
+    auto next = [&st] {
+      st = st * 6364136223846793005ull + 1442695040888963407ull;
+      return st >> 33;
+    };
+    for (auto& v : c) {
+      const uint64_t r = next() % 100;
+      v = r < 3 ? uint8_t(1 + next() % 7) : r < 4 ? 0 : uint8_t(8 + next() % 16);
+      if (next() & 1) v |= 0x80;
+    }
+    return c;
+  };
+  const auto c1 = codes(E * 2 * I * H, 3), c2 = codes(E * H * I, 4);
+  const Tensor q1 = from_buffer_copy(c1.data(), {E, 2 * I, H}, DType::Float8_e4m3fn);
+  const Tensor q2 = from_buffer_copy(c2.data(), {E, H, I}, DType::Float8_e4m3fn);
+  const Tensor s1 = add(rand({E, 2 * I}, DType::Float32), Scalar(0.5));
+  const Tensor s2 = add(rand({E, H}, DType::Float32), Scalar(0.5));
+  const Fp8Subnormals l1 = fp8_find_subnormals(q1), l2 = fp8_find_subnormals(q2);
+  EXPECT_EQ(l1.matrices, E);
+  EXPECT_GT(l1.col.size(), size_t(1000));
+  const Tensor rw = randn_as({E, H}, DType::Float32, 85);
+  const cpu::E4M3Subnormals saved = cpu::e4m3_subnormals();
+  for (cpu::E4M3Subnormals mode : {cpu::E4M3Subnormals::Test, cpu::E4M3Subnormals::Fma}) {
+    cpu::set_e4m3_subnormals(mode);
+    for (int64_t T : {1, 3, 20}) {
+      SCOPED_TRACE("T " + std::to_string(T));
+      const Tensor x = randn_as({T, H}, DType::Float32, 86);
+      const auto want = ref_ffn(x, rw, dequantize(q1, s1), dequantize(q2, s2), k);
+      test::expect_close(moe_ffn(x, rw, q1, q2, k, true, s1, s2, Fp8Codes::NoNan, &l1, &l2), want, 1e-4,
+                         1e-4);
+    }
+  }
+  cpu::set_e4m3_subnormals(saved);
+  const Tensor x = randn_as({2, H}, DType::Float32, 87);
+  EXPECT_THROW(moe_ffn(x, rw, q1, q2, k, true, s1, s2, Fp8Codes::NoNan, &l2, &l1), ValueError);
+  EXPECT_THROW(moe_ffn(x, rw, q1, q2, k, true, s1, s2, Fp8Codes::NoNan, &l1, &l1), ValueError);
+  EXPECT_THROW(moe_ffn(x, rw, dequantize(q1, s1), dequantize(q2, s2), k, true, Tensor(), Tensor(),
+                       Fp8Codes::Unchecked, &l1, nullptr),
+               TypeError);
 }
 
 }  // namespace

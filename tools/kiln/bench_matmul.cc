@@ -186,6 +186,8 @@ void decode_cases(Ctx& c, bool scaled) {
       auto [w0, s0] = make_weight(wk, N, K);
       // Scanned once, as a model's weights are at load (kiln/quantize.h).
       const Fp8Codes codes = fp8_has_nan_code(w0) ? Fp8Codes::Unchecked : Fp8Codes::NoNan;
+      const bool e4m3 = wk.dtype == DType::Float8_e4m3fn;
+      const Fp8Subnormals subs = e4m3 ? fp8_find_subnormals(w0) : Fp8Subnormals{};
       std::vector<Tensor> ws{w0}, ss{s0};
       for (int i = 1; i < rot.copies; ++i)
         ws.push_back(w0.clone()), ss.push_back(s0.defined() ? s0.clone() : s0);
@@ -204,7 +206,8 @@ void decode_cases(Ctx& c, bool scaled) {
           r = c.runner.memory_case(
               case_name, per_copy + act_bytes, rot,
               [&](int i) {
-                linear_out(x, ws[size_t(i % rot.copies)], ss[size_t(i % rot.copies)], Tensor(), out, codes);
+                linear_out(x, ws[size_t(i % rot.copies)], ss[size_t(i % rot.copies)], Tensor(), out, codes,
+                           e4m3 ? &subs : nullptr);
               },
               calls);
         } else {

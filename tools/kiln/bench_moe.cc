@@ -280,6 +280,9 @@ void moe_cases(Ctx& c) {
       // Scanned once, as a model's experts are at load (kiln/quantize.h).
       const Fp8Codes codes =
           fp8_has_nan_code(w1) || fp8_has_nan_code(w2) ? Fp8Codes::Unchecked : Fp8Codes::NoNan;
+      const bool e4m3 = wk.dtype == DType::Float8_e4m3fn;
+      const Fp8Subnormals subs1 = e4m3 ? fp8_find_subnormals(w1) : Fp8Subnormals{},
+                          subs2 = e4m3 ? fp8_find_subnormals(w2) : Fp8Subnormals{};
       kiln::empty_cache();
       const double per_expert =
           double(3 * I * H) * double(itemsize(wk.dtype)) + (s1.defined() ? 4.0 * (2 * I + H) : 0);
@@ -307,7 +310,8 @@ void moe_cases(Ctx& c) {
                                  " E=" + std::to_string(E) + " k=" + std::to_string(k) +
                                  " T=" + std::to_string(T);
         bench::Result r = c.runner.memory_case(name, bytes, rot, [&](int i) {
-          Tensor y = moe_ffn(xs[size_t(i % kTokenCopies)], router, w1, w2, k, true, s1, s2, codes);
+          Tensor y = moe_ffn(xs[size_t(i % kTokenCopies)], router, w1, w2, k, true, s1, s2, codes,
+                             e4m3 ? &subs1 : nullptr, e4m3 ? &subs2 : nullptr);
         });
         r.extra["kind"] = kn;
         r.extra["tokens"] = T;
