@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/convert.h"
 #include "cpu/gemv.h"
 #include "kiln/kiln.h"
 #include "matmul_test_util.h"
@@ -445,6 +446,10 @@ TEST(Linear, FP8ListedSubnormalsAreExact) {
       // loader's scaling, which then makes every product a normal float) that
       // meets only zero codes: every term of the sums is one of a denormal, in
       // the vector part, the K tail and the listed codes alike.
+      // Only the x86 tiny loader scales x so: the f16 route (SSE4 and other
+      // targets) sums those products as float32 denormals, as before.
+      const std::string target = cpu::simd_target_name();
+      if (target.rfind("AVX", 0) != 0) continue;
       Tensor x_den = empty({1, K});
       for (int64_t k = 0; k < K; ++k) x_den.data<float>()[k] = k == 5 ? 1e-18f : (k % 3 ? 3e-39f : -7e-39f);
       for (int sk = 0; sk < 4; ++sk) {
