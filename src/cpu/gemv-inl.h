@@ -291,7 +291,7 @@ HWY_NOINLINE void Tile(const TileArgs& a, const float* HWY_RESTRICT xp, int64_t 
       for (int r = 0; r < R; ++r) {
         // Rows of a tile may straddle a 128-row block boundary, never two:
         // with block scales the rows are adjacent (rs == 1, R <= 128; the
-        // two-run tiles of RowsTwoRuns run without them).
+        // tiles of RowsInRuns run without them).
         const float s = (n0 + r) / kScaleBlock == n0 / kScaleBlock ? srow[0] : srow[a.scale_ld];
         KILN_UNROLL
         for (int m = 0; m < MT; ++m) {
@@ -348,22 +348,24 @@ HWY_INLINE void RowGroup(const TileArgs& a, const float* xp, int64_t ldxp, const
   }
 }
 
-// One activation row, weight rows [n0, n1) read in address order as two runs
-// side by side: row n0 + i beside row n0 + h + i (h: half the range, rounded
-// up), so each core keeps two streams going where one left its hardware
-// prefetcher short (decode attention, read the same way: ~1.2x). Rows short
-// enough (gemv_tuning()) go two adjacent rows per run, four per tile: a tile's
-// fixed cost (set-up, the sums across lanes, the stores) was a quarter of the
-// time of a two-row tile on 768-byte FP8 rows.
+// One activation row, weight rows [n0, n1) read whole in address order as
+// kRuns runs side by side: with h = (n1 - n0) / kRuns, a tile reads rows
+// n0 + i, n0 + h + i, ... (the rows left over, fewer than kRuns, one per
+// tile). Each core keeps kRuns streams going, pages apart, where rows side by
+// side put several in one page and a single stream left its hardware
+// prefetcher short (decode attention, read as two runs: ~1.2x).
+template <class W, int kRuns>
+HWY_INLINE void RowsRuns(const TileArgs& a, const float* xp, int64_t ldxp, const double* vfac, int64_t n0,
+                         int64_t n1) {
+  const int64_t h = (n1 - n0) / kRuns;
+  for (int64_t i = 0; i < h; ++i) Tile<W, kRuns, 1, false, 1>(a, xp, ldxp, vfac, n0 + i, 0, h);
+  for (int64_t n = n0 + kRuns * h; n < n1; ++n) Tile<W, 1, 1, false>(a, xp, ldxp, vfac, n, 0);
+}
 template <class W>
-HWY_INLINE void RowsTwoRuns(const TileArgs& a, const float* xp, int64_t ldxp, const double* vfac, int64_t n0,
-                            int64_t n1) {
-  const int64_t h = (n1 - n0 + 1) / 2, pairs = (n1 - n0) / 2;
-  int64_t i = 0;
-  if (a.K * int64_t(sizeof(typename W::T)) <= gemv_tuning().two_runs_pair_max_bytes)
-    for (; i + 2 <= pairs; i += 2) Tile<W, 4, 1, false, 2>(a, xp, ldxp, vfac, n0 + i, 0, h);
-  for (; i < pairs; ++i) Tile<W, 2, 1, false, 1>(a, xp, ldxp, vfac, n0 + i, 0, h);
-  if (pairs < h) Tile<W, 1, 1, false>(a, xp, ldxp, vfac, n0 + h - 1, 0);
+HWY_INLINE void RowsInRuns(const TileArgs& a, const float* xp, int64_t ldxp, const double* vfac, int64_t n0,
+                           int64_t n1) {
+  if (gemv_tuning().row_runs >= 4) return RowsRuns<W, 4>(a, xp, ldxp, vfac, n0, n1);
+  RowsRuns<W, 2>(a, xp, ldxp, vfac, n0, n1);
 }
 
 template <class W, int R, int MT, bool kBlock>
@@ -469,7 +471,7 @@ const float* PermuteX(const GemvArgs& a, int64_t& ldxp) {
 }
 
 // One activation row and short weight rows (gemv_tuning()): rows read whole
-// in address order, two far-apart rows per tile (RowsTwoRuns). Several short
+// in address order, far-apart rows side by side (RowsInRuns). Several short
 // rows read side by side put several streams in one 4 KiB page, which the
 // hardware prefetcher follows poorly (a plain read of 768-1536-byte rows on a
 // Zen 3 core: ~10 GB/s row by row, ~6 eight rows side by side); the x row,
@@ -478,11 +480,12 @@ const float* PermuteX(const GemvArgs& a, int64_t& ldxp) {
 // side by side on Zen 3 AVX2, ~1.15x on Zen 5 AVX-512; FP8 (K = 2048) the same
 // as six side by side on Zen 3 but 0.7-0.8x on Zen 5 AVX-512, so FP8 rows take
 // two runs only below 2 KiB; rows of 2-4 KiB 0.9-1.0x, so those stay side by
-// side. Ice Lake: every row below 4 KiB is faster as two runs.
+// side. Ice Lake: every row below 4 KiB is faster as runs, and FP8 rows of
+// 4 KiB as four runs (GemvTuning).
 template <class W>
 bool RowOrder(const GemvArgs& a) {
   const int64_t row_bytes = a.K * int64_t(sizeof(typename W::T));
-  return a.M == 1 && row_bytes <= gemv_tuning().two_runs_max_bytes_for(int64_t(sizeof(typename W::T)));
+  return a.M == 1 && row_bytes <= gemv_tuning().row_runs_max_bytes_for(int64_t(sizeof(typename W::T)));
 }
 
 template <class W>
@@ -531,12 +534,12 @@ void RowsInOrder(const TileArgs& a, const float* xp, int64_t ldxp, const double*
   // Six FP8 rows per tile, not eight: rows of 0.5-2.3 KiB (SmolLM2, Qwen3
   // experts) ran at 0.62 of the roof with eight read streams per thread and
   // 0.66 with six (kiln bench linear, A/B interleaved); longer rows and bf16
-  // showed no difference. Short rows now go as two runs (RowOrder).
+  // showed no difference. Short rows now go in runs (RowOrder).
   if constexpr (IsTiny<W>()) {
-    if (RowOrder<W>(a)) return RowsTwoRuns<W>(a, xp, ldxp, vfac, n0, n1);
+    if (RowOrder<W>(a)) return RowsInRuns<W>(a, xp, ldxp, vfac, n0, n1);
     if (a.M == 1) return RowsFixed<W, 6, 1, false>(a, xp, ldxp, vfac, n0, n1);
   }
-  if (RowOrder<W>(a)) return RowsTwoRuns<W>(a, xp, ldxp, vfac, n0, n1);
+  if (RowOrder<W>(a)) return RowsInRuns<W>(a, xp, ldxp, vfac, n0, n1);
   if (a.M == 1) return RowsFixed<W, 8, 1, false>(a, xp, ldxp, vfac, n0, n1);
   if (a.M == 2) return RowsFixed<W, 4, 2, false>(a, xp, ldxp, vfac, n0, n1);
   if (a.M == 3) return RowsFixed<W, 2, 3, false>(a, xp, ldxp, vfac, n0, n1);

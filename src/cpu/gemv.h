@@ -119,16 +119,18 @@ struct GemvTuning {
   // over 14 decode shapes: FP8, bf16, f32).
   bool prefetch_to_l1;
   // With one activation row, weight rows of at most this many bytes (FP8
-  // rows, rows of wider types) are read whole, two far-apart rows at a time
-  // (RowsTwoRuns), not several side by side. Ice Lake: rows of 2-4 KiB ran
-  // 1.02-1.19x faster as two runs (FP8, bf16, f32), rows of 4 KiB 0.83-0.91x.
-  int64_t two_runs_max_bytes_fp8, two_runs_max_bytes;
-  // Of those, rows of at most this many bytes are read two adjacent rows per
-  // run (four rows per tile). Ice Lake, in-process A/B against one row per
-  // run: rows of 0.56-1.25 KiB 0.99-1.13x (FP8, 9 shapes, geomean 1.08x),
-  // 1.02-1.09x (bf16), 1.03-1.08x (f32); rows of 1.5 and 2 KiB 0.95-1.0x.
-  // 0: never.
-  int64_t two_runs_pair_max_bytes;
+  // rows, rows of wider types) are read whole, row_runs far-apart rows at a
+  // time (RowsInRuns), not several side by side. Ice Lake, four runs, in an
+  // in-process A/B over the 50 decode shapes of kiln bench linear: FP8 rows of
+  // 4 KiB 1.01-1.07x faster than six side by side, longer rows 0.93-1.02x;
+  // bf16 and f32 rows of 4 KiB 0.92-0.99x. (Two runs: rows of 2-4 KiB had
+  // run 1.02-1.19x faster than side by side.)
+  int64_t row_runs_max_bytes_fp8, row_runs_max_bytes;
+  // How many runs: 2 or 4. Ice Lake, four against two (one row per run, or
+  // two for rows up to 1.25 KiB), same A/B: FP8 1.00-1.34x, geomean 1.125
+  // (38 shapes), bf16 1.04-1.14x, geomean 1.095 (10), f32 1.11-1.13x (5).
+  // Two on Zen, where four were not measured.
+  int64_t row_runs;
   // FMAs take float32 denormal operands at full speed (AMD: Zen 3 and Zen 4
   // measured; Intel's cost ~70x): the default E4M3Subnormals mode.
   bool denormal_fma_fast;
@@ -140,9 +142,9 @@ struct GemvTuning {
   // 1.092x (bf16) and 1.075x (f32) the speed of the next-tile prefetch.
   int64_t prefetch_ahead_bytes;
 
-  // The longest row, in bytes, read as two runs for weights of this itemsize.
-  int64_t two_runs_max_bytes_for(int64_t itemsize) const {
-    return itemsize == 1 ? two_runs_max_bytes_fp8 : two_runs_max_bytes;
+  // The longest row, in bytes, read in runs for weights of this itemsize.
+  int64_t row_runs_max_bytes_for(int64_t itemsize) const {
+    return itemsize == 1 ? row_runs_max_bytes_fp8 : row_runs_max_bytes;
   }
 };
 enum class CpuVendor { Intel, Amd, Other };

@@ -117,13 +117,13 @@ TEST(Linear, FewRowsEveryWeightTypeAndScaleLayout) {
 }
 
 // One activation row reads weight rows up to a CPU-dependent length whole,
-// two far-apart runs of one or (shorter rows) two adjacent rows at a time, and
-// longer ones several side by side (cpu::gemv_tuning()). Under each vendor's
-// tuning, on whatever CPU runs the test: rows at and just past each length,
-// well past the longest, row counts that leave a two-row tile and an unpaired
-// row, each scale layout. The dot kernel is off, so bf16 and FP8 take these
-// paths on CPUs that have it too.
-TEST(Linear, OneRowAcrossTheTwoRunsRowLengths) {
+// two or four far-apart runs at a time, and longer ones several side by side
+// (cpu::gemv_tuning()). Under each vendor's tuning, on whatever CPU runs the
+// test: rows at and just past each length and well past the longest; row
+// counts that leave each number of rows outside the runs (0-3) in a thread's
+// range, and fewer rows than runs; each scale layout. The dot kernel is off,
+// so bf16 and FP8 take these paths on CPUs that have it too.
+TEST(Linear, OneRowAcrossTheRowRunsLengths) {
   const cpu::GemvTuning saved = cpu::gemv_tuning();
   const bool dot = cpu::bf16_dot();
   cpu::set_bf16_dot(false);
@@ -132,11 +132,9 @@ TEST(Linear, OneRowAcrossTheTwoRunsRowLengths) {
     cpu::set_gemv_tuning(t);
     for (DType wd : kWeightTypes) {
       const int64_t isz = int64_t(itemsize(wd));
-      const int64_t max_k = t.two_runs_max_bytes_for(isz) / isz, pair_k = t.two_runs_pair_max_bytes / isz;
-      std::vector<int64_t> ks = {max_k, max_k + 1, 2 * max_k + 70};
-      if (pair_k > 0) ks.insert(ks.end(), {pair_k, pair_k + 1});
-      for (int64_t K : ks)
-        for (int64_t N : {21, 23})
+      const int64_t max_k = t.row_runs_max_bytes_for(isz) / isz;
+      for (int64_t K : {max_k, max_k + 1, 2 * max_k + 70})
+        for (int64_t N : {3, 21, 22, 23, 45})
           for (int sk = 0; sk < 4; ++sk) {
             SCOPED_TRACE(trace(wd, sk, 1, N, K) + " vendor " + std::to_string(int(v)));
             check_linear(randn_as({1, K}, DType::Float32, 7), randn_as({N, K}, wd, 8),
