@@ -1,8 +1,8 @@
 // The machine's memory read roof: a STREAM-like read of a buffer several times
 // larger than the last-level cache, by every thread of kiln's pool, with the
-// loads a good streaming kernel uses (full-width SIMD, eight independent
-// accumulators, one contiguous share of the buffer per thread; see
-// cpu/stream_read.h). Benchmarks report memory-bound results as a fraction of
+// loads a good streaming kernel uses (full-width SIMD, one contiguous share of
+// the buffer per thread, read as 8 or 12 far-apart streams with independent
+// accumulators; see cpu/stream_read.h). Benchmarks report memory-bound results as a fraction of
 // the best pass measured beside them in the same run (see BENCHMARKS.md),
 // because shared VMs drift by tens of percent and a pass can only be slowed
 // by other work, never sped up.
@@ -39,7 +39,8 @@ class ReadRoof {
 
   size_t bytes() const { return bytes_; }
   // One timed pass over the whole buffer with kiln::num_threads() threads;
-  // returns GB/s. Every other pass also prefetches in software.
+  // returns GB/s. Every other pass reads 12 streams per thread, not 8, and
+  // prefetches in software.
   double pass_gbps() const;
   // Passes until at least min_passes are done and budget_s has been spent,
   // or max_passes are done.

@@ -203,15 +203,18 @@ TEST(Bandwidth, SmallRoofRunsAndSummarizes) {
 
 TEST(Bandwidth, StreamReadXorsEveryWord) {
   // The roof's read kernel must touch every word (vector body, tails, with and
-  // without software prefetch), or the roof would count bytes it never read.
+  // without software prefetch, 8 or 12 streams), or the roof would count bytes
+  // it never read.
   std::vector<uint64_t> v(4099);
   for (size_t i = 0; i < v.size(); ++i) v[i] = (i + 1) * 0x9E3779B97F4A7C15ull;
   for (size_t n : {size_t(0), size_t(1), size_t(7), size_t(64), size_t(1000), v.size()})
-    for (size_t pf : {size_t(0), size_t(256), size_t(2048)}) {
-      uint64_t want = 0;
-      for (size_t i = 0; i < n; ++i) want ^= v[i];
-      EXPECT_EQ(kiln::cpu::stream_read_xor(v.data(), n * 8, pf), want) << n << " words, prefetch " << pf;
-    }
+    for (size_t pf : {size_t(0), size_t(256), size_t(2048)})
+      for (int streams : {8, 12}) {
+        uint64_t want = 0;
+        for (size_t i = 0; i < n; ++i) want ^= v[i];
+        EXPECT_EQ(kiln::cpu::stream_read_xor(v.data(), n * 8, pf, streams), want)
+            << n << " words, prefetch " << pf << ", " << streams << " streams";
+      }
 }
 
 TEST(Cli, BenchOpsFilterAndMissingPython) {

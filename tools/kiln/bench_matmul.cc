@@ -350,8 +350,9 @@ int run_matmul(MatOptions opt) {
                "calls_per_sample consecutive calls (on successive copies, enough for 16 MiB of "
                "weights) and reports the time per call"},
               {"roof_rule",
-               "one roof pass (full-width SIMD loads, 8 accumulators, all threads, buffer >= 4x "
-               "the LLC; every other pass also prefetches in software) right before every timed "
+               "one roof pass (full-width SIMD loads, all threads, each reading its share as 8 "
+               "far-apart streams, or on every other pass 12 that also prefetch in software; "
+               "buffer >= 4x the LLC) right before every timed "
                "repetition; roof_fraction = median GB/s of the case / best pass beside it"},
               {"summary", summary},
               {"results", results}};
