@@ -34,8 +34,8 @@ GemvTuning gemv_tuning_for(CpuVendor vendor) {
   // 0.7-0.8x as two runs on Zen 5, bf16 rows of 2 KiB 1.15-1.5x (gemv-inl.h,
   // RowOrder); denormal FMAs are fast on Zen 3 and Zen 4, older AMD cores
   // assumed alike.
-  GemvTuning t{false, 2047, 2048, 2, false, 0};
-  if (vendor == CpuVendor::Intel) t = {true, 4096, 4095, 4, false, 2048};  // Ice Lake server
+  GemvTuning t{false, 2047, 2048, 2, false, 0, true};
+  if (vendor == CpuVendor::Intel) t = {true, 4096, 4095, 4, false, 2048, false};  // Ice Lake, Emerald Rapids
   if (vendor == CpuVendor::Amd) t.denormal_fma_fast = true;
   return t;
 }

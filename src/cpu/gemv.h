@@ -91,8 +91,9 @@ void set_e4m3_subnormals(E4M3Subnormals mode);
 // speed of widening on a Zen 5. It splits x into two bf16 parts (16
 // significant bits: each term off by at most 2^-17 of itself) and drops terms
 // below 2^-126; rows that come out NaN and x with inf or NaN take the exact
-// kernel. On by default; KILN_BF16_DOT=off (or set_bf16_dot(false)) keeps
-// every row exact to float32.
+// kernel. On by default except on Intel (GemvTuning::bf16_dot_by_default);
+// KILN_BF16_DOT=on|off (or set_bf16_dot) overrides, and off keeps every row
+// exact to float32.
 bool bf16_dot();
 void set_bf16_dot(bool on);
 // bf16_dot() and this CPU and the dispatch target allow the dot kernel. The
@@ -141,6 +142,11 @@ struct GemvTuning {
   // 1.044x (FP8: rows of 4 KiB and more 1.10-1.25x, shorter ones 0.98-1.08x),
   // 1.092x (bf16) and 1.075x (f32) the speed of the next-tile prefetch.
   int64_t prefetch_ahead_bytes;
+  // The AVX512-BF16 dot kernel is on by default (bf16_dot) where the CPU has
+  // it. Zen 5: 1.15-1.2x the widening kernels. Emerald Rapids, kiln bench
+  // linear --exact-too over the 50 decode shapes: 0.91x (bf16) and 0.78x
+  // (FP8) of them, so off on Intel.
+  bool bf16_dot_by_default;
 
   // The longest row, in bytes, read in runs for weights of this itemsize.
   int64_t row_runs_max_bytes_for(int64_t itemsize) const {
