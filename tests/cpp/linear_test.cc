@@ -36,6 +36,19 @@ void in_each_subnormal_mode(F&& body) {
   cpu::set_e4m3_subnormals(saved);
 }
 
+// The AVX512-BF16 dot kernel off while it lives (the tests that follow one
+// activation row through the widening kernels), restored after.
+class DotKernelOff {
+ public:
+  DotKernelOff() : saved_(cpu::bf16_dot()) { cpu::set_bf16_dot(false); }
+  ~DotKernelOff() { cpu::set_bf16_dot(saved_); }
+  DotKernelOff(const DotKernelOff&) = delete;
+  DotKernelOff& operator=(const DotKernelOff&) = delete;
+
+ private:
+  bool saved_;
+};
+
 // y = x @ (w * scale)^T + bias in double, plus sum |terms| for tolerances.
 void reference(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& scale,
                std::vector<double>& y, std::vector<double>& mag) {
@@ -125,8 +138,7 @@ TEST(Linear, FewRowsEveryWeightTypeAndScaleLayout) {
 // so bf16 and FP8 take these paths on CPUs that have it too.
 TEST(Linear, OneRowAcrossTheRowRunsLengths) {
   const cpu::GemvTuning saved = cpu::gemv_tuning();
-  const bool dot = cpu::bf16_dot();
-  cpu::set_bf16_dot(false);
+  const DotKernelOff dot_off;
   for (cpu::CpuVendor v : {cpu::CpuVendor::Intel, cpu::CpuVendor::Amd, cpu::CpuVendor::Other}) {
     const cpu::GemvTuning t = cpu::gemv_tuning_for(v);
     cpu::set_gemv_tuning(t);
@@ -143,7 +155,6 @@ TEST(Linear, OneRowAcrossTheRowRunsLengths) {
     }
   }
   cpu::set_gemv_tuning(saved);
-  cpu::set_bf16_dot(dot);
 }
 
 TEST(Linear, PrefillRowsEveryWeightTypeAndScaleLayout) {
@@ -410,8 +421,7 @@ TEST(Linear, FP8CheckedCodesGiveTheSameResults) {
 // kernel is off: it takes one activation row on CPUs with AVX512-BF16 and
 // drops terms below 2^-126 by design (gemv.h, bf16_dot).
 TEST(Linear, FP8ListedSubnormalsAreExact) {
-  const bool dot = cpu::bf16_dot();
-  cpu::set_bf16_dot(false);
+  const DotKernelOff dot_off;
   in_each_subnormal_mode([] {
     for (int64_t K : {int64_t(300), int64_t(1000), int64_t(1024), int64_t(4160)}) {
       const int64_t N = 133;  // a 128-row scale block and a partial one; an odd row count
@@ -474,7 +484,6 @@ TEST(Linear, FP8ListedSubnormalsAreExact) {
     for (int64_t i = i0; i < i1; ++i) zeroed[size_t(i)] = tiny * 1.0f == 0.0f;
   });
   for (int z : zeroed) EXPECT_EQ(z, 0);
-  cpu::set_bf16_dot(dot);
 }
 
 TEST(Linear, FP8SubnormalListsAreCheckedAndComplete) {
