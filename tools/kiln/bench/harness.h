@@ -61,9 +61,11 @@ class Runner {
   // consecutive calls (each on the next copy, so each still reads cold
   // inputs) and reports the time per call: a run of small layers, as in
   // decoding, rather than one call with cold code and thread pool.
-  // With `warm`, one untimed call on the same inputs goes right before the
-  // timed ones (rot.copies should then be 1): the inputs sit in cache, as
-  // logits do when the layer that wrote them has just run.
+  // One untimed call goes right before the timed ones. With `warm` it is on
+  // the same inputs (rot.copies should then be 1): they sit in cache, as
+  // logits do when the layer that wrote them has just run. Otherwise it is on
+  // the next copy (when there are two or more), so the timed calls follow
+  // the kernel's own work rather than the roof pass.
   Result memory_case(const std::string& name, double bytes, const Rotation& rot,
                      const std::function<void(int)>& fn, int calls = 1, bool warm = false);
   // Times batches of `calls` calls of fn; the result is per call.
