@@ -29,28 +29,30 @@ void gemv_rows(DType w_dtype, const GemvArgs& a, int64_t n0, int64_t n1) {
   }
 }
 
-GemvTuning gemv_tuning_for(CpuVendor vendor) {
+GemvTuning gemv_tuning_for(CpuKind kind) {
   // Zen 3 / Zen 5 (and CPUs not measured): FP8 rows of exactly 2 KiB ran
   // 0.7-0.8x as two runs on Zen 5, bf16 rows of 2 KiB 1.15-1.5x (gemv-inl.h,
   // RowOrder); denormal FMAs are fast on Zen 3 and Zen 4, older AMD cores
   // assumed alike.
   GemvTuning t{false, 2047, 2048, 2, false, 0, true};
-  if (vendor == CpuVendor::Intel) t = {true, 4096, 4095, 4, false, 2048, false};  // Ice Lake, Emerald Rapids
-  if (vendor == CpuVendor::Amd) t.denormal_fma_fast = true;
+  if (kind == CpuKind::Intel || kind == CpuKind::IntelBf16) t = {true, 4096, 4095, 4, false, 2048, false};
+  if (kind == CpuKind::IntelBf16) t.prefetch_ahead_bytes = 1024;  // Emerald Rapids
+  if (kind == CpuKind::Amd) t.denormal_fma_fast = true;
   return t;
 }
 
-CpuVendor cpu_vendor() {
+CpuKind cpu_kind() {
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-  if (__builtin_cpu_is("intel")) return CpuVendor::Intel;
-  if (__builtin_cpu_is("amd")) return CpuVendor::Amd;
+  if (__builtin_cpu_is("intel"))
+    return __builtin_cpu_supports("avx512bf16") ? CpuKind::IntelBf16 : CpuKind::Intel;
+  if (__builtin_cpu_is("amd")) return CpuKind::Amd;
 #endif
-  return CpuVendor::Other;
+  return CpuKind::Other;
 }
 
 namespace {
 GemvTuning& tuning_in_force() {
-  static GemvTuning t = gemv_tuning_for(cpu_vendor());
+  static GemvTuning t = gemv_tuning_for(cpu_kind());
   return t;
 }
 }  // namespace

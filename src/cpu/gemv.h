@@ -111,9 +111,10 @@ bool gemv_rows_dot(DType w_dtype, const GemvArgs& a, int64_t n0, int64_t n1,
                    void (*exact_rows)(const GemvArgs&, int64_t, int64_t));
 
 // The widening kernels' choices that depend on the CPU, made once per process
-// from its vendor: Intel's were measured on an Ice Lake server core, the
-// others are what the kernels were tuned with on Zen 3 and Zen 5 (see Tile
-// and RowOrder in gemv-inl.h).
+// from its kind (CpuKind): Intel's were measured on an Ice Lake server core
+// and, where they differ, on an Emerald Rapids one; the others are what the
+// kernels were tuned with on Zen 3 and Zen 5 (see Tile and RowOrder in
+// gemv-inl.h).
 struct GemvTuning {
   // The next tile's rows are prefetched into L1 (prefetcht0), else into L2
   // (prefetcht1). Ice Lake: the L2 hint cost 1.03-1.17x against L1 (geomean
@@ -141,6 +142,9 @@ struct GemvTuning {
   // over the 50 decode shapes of kiln bench linear: 2048 bytes ahead ran
   // 1.044x (FP8: rows of 4 KiB and more 1.10-1.25x, shorter ones 0.98-1.08x),
   // 1.092x (bf16) and 1.075x (f32) the speed of the next-tile prefetch.
+  // Emerald Rapids, same A/B (two runs of 25 alternating samples per shape):
+  // 1024 bytes ahead 1.036x and 1.046x (bf16), 1.009x and 1.012x (FP8) the
+  // speed of 2048; 4096 ahead 0.98x and 0.96x, the next tile 0.94x and 0.98x.
   int64_t prefetch_ahead_bytes;
   // The AVX512-BF16 dot kernel is on by default (bf16_dot) where the CPU has
   // it. Zen 5: 1.15-1.2x the widening kernels. Emerald Rapids, kiln bench
@@ -153,12 +157,14 @@ struct GemvTuning {
     return itemsize == 1 ? row_runs_max_bytes_fp8 : row_runs_max_bytes;
   }
 };
-enum class CpuVendor { Intel, Amd, Other };
-// The tuning for this vendor's cores, and the vendor of this CPU.
-GemvTuning gemv_tuning_for(CpuVendor vendor);
-CpuVendor cpu_vendor();
-// The tuning in force: gemv_tuning_for(cpu_vendor()) unless set_gemv_tuning
-// changed it. Tests use the setter to run every vendor's row order on any
+// Intel: Intel cores without AVX512-BF16 (Ice Lake measured); IntelBf16:
+// Intel cores with it (Sapphire and Emerald Rapids; Emerald Rapids measured).
+enum class CpuKind { Intel, IntelBf16, Amd, Other };
+// The tuning for this kind of core, and the kind of this CPU.
+GemvTuning gemv_tuning_for(CpuKind kind);
+CpuKind cpu_kind();
+// The tuning in force: gemv_tuning_for(cpu_kind()) unless set_gemv_tuning
+// changed it. Tests use the setter to run every kind's row order on any
 // CPU; it must not race kernels running on other threads.
 // (denormal_fma_fast feeds e4m3_subnormals() only when that is first read.)
 const GemvTuning& gemv_tuning();

@@ -49,7 +49,7 @@ bool default_bf16_dot() {
     if (v == "0" || v == "off") return false;
     std::fprintf(stderr, "kiln: warning: KILN_BF16_DOT must be on or off, not '%s'; ignored\n", v.c_str());
   }
-  return gemv_tuning_for(cpu_vendor()).bf16_dot_by_default;
+  return gemv_tuning_for(cpu_kind()).bf16_dot_by_default;
 }
 std::atomic<int> g_bf16_dot{-1};  // -1: not chosen yet
 

@@ -131,7 +131,7 @@ TEST(Linear, FewRowsEveryWeightTypeAndScaleLayout) {
 
 // One activation row reads weight rows up to a CPU-dependent length whole,
 // two or four far-apart runs at a time, and longer ones several side by side
-// (cpu::gemv_tuning()). Under each vendor's tuning, on whatever CPU runs the
+// (cpu::gemv_tuning()). Under each kind of CPU's tuning, on whatever CPU runs the
 // test: rows at and just past each length and well past the longest; row
 // counts that leave each number of rows outside the runs (0-3) in a thread's
 // range, and fewer rows than runs; each scale layout. The dot kernel is off,
@@ -139,7 +139,8 @@ TEST(Linear, FewRowsEveryWeightTypeAndScaleLayout) {
 TEST(Linear, OneRowAcrossTheRowRunsLengths) {
   const cpu::GemvTuning saved = cpu::gemv_tuning();
   const DotKernelOff dot_off;
-  for (cpu::CpuVendor v : {cpu::CpuVendor::Intel, cpu::CpuVendor::Amd, cpu::CpuVendor::Other}) {
+  for (cpu::CpuKind v :
+       {cpu::CpuKind::Intel, cpu::CpuKind::IntelBf16, cpu::CpuKind::Amd, cpu::CpuKind::Other}) {
     const cpu::GemvTuning t = cpu::gemv_tuning_for(v);
     cpu::set_gemv_tuning(t);
     for (DType wd : kWeightTypes) {
@@ -148,7 +149,7 @@ TEST(Linear, OneRowAcrossTheRowRunsLengths) {
       for (int64_t K : {max_k, max_k + 1, 2 * max_k + 70})
         for (int64_t N : {3, 21, 22, 23, 45})
           for (int sk = 0; sk < 4; ++sk) {
-            SCOPED_TRACE(trace(wd, sk, 1, N, K) + " vendor " + std::to_string(int(v)));
+            SCOPED_TRACE(trace(wd, sk, 1, N, K) + " kind " + std::to_string(int(v)));
             check_linear(randn_as({1, K}, DType::Float32, 7), randn_as({N, K}, wd, 8),
                          randn_as({N}, DType::Float32, 9), make_scale(sk, N, K));
           }

@@ -407,7 +407,9 @@ Command add_one(CLI::App& bench, const std::string& what, const std::string& hel
   if (what == "linear")
     app->add_flag("--exact-too", opt->exact_too,
                   "Time each bf16/FP8 decode case again right after with the AVX512-BF16 dot kernel off "
-                  "(KILN_BF16_DOT=off), as kind <kind>-exact, and report the dot kernel's speedup");
+                  "(KILN_BF16_DOT=off), as kind <kind>-exact, and report the dot kernel's speedup. Only cases "
+                  "the dot kernel runs are timed twice: on Intel, where it is off by default, run with "
+                  "KILN_BF16_DOT=on");
   return {app, [opt] { return run_matmul(*opt); }};
 }
 
