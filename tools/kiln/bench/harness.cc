@@ -88,7 +88,7 @@ Result Runner::memory_case(const std::string& name, double bytes, const Rotation
     // call of the same kernel, as a layer follows a layer in a model, and not
     // the roof pass, after which the first call ran ~7% slower (Emerald
     // Rapids, FP8 4096x4096: 20.5 GB/s, then 21.1-22.4 for the next calls;
-    // 22.2-22.6 for every call after a run of the kernel).
+    // 21.8-22.8 for every call after a run of the kernel).
     if (warm || rot.copies >= 2) fn(call++);
     const double t0 = now_s();
     for (int i = 0; i < calls; ++i) fn(call++);
