@@ -13,20 +13,57 @@
 
 namespace kiln::cpu {
 
+BlasThreads::BlasThreads(int n) : prev_(openblas_get_num_threads()) {
+  if (n != prev_) openblas_set_num_threads(n);
+}
+BlasThreads::~BlasThreads() {
+  if (openblas_get_num_threads() != prev_) openblas_set_num_threads(prev_);
+}
+
+namespace {
+// C = alpha * A @ op(B) + beta * C through OpenBLAS's `gemm` (cblas_sgemm or
+// cblas_dgemm). A product of at least ~4M multiply-adds is cut into one block
+// per kiln thread along the longer of M and N (each call packs the whole of
+// the other operand: the smaller one), with OpenBLAS single-threaded for the
+// region. Nested in a parallel region, or small, it is one call with
+// OpenBLAS's threads as they are set.
+template <typename T, typename Gemm>
+void blas_gemm(Gemm gemm, bool b_trans, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
+               const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+  if (M <= 0 || N <= 0) return;
+  // C[m0:m1, n0:n1]; op(B)'s columns n0..n1 are rows of B [N, K] when
+  // transposed, else columns of B [K, N].
+  auto block = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    gemm(CblasRowMajor, CblasNoTrans, b_trans ? CblasTrans : CblasNoTrans, blasint(m1 - m0), blasint(n1 - n0),
+         blasint(K), alpha, A + m0 * lda, blasint(std::max<int64_t>(lda, 1)), B + (b_trans ? n0 * ldb : n0),
+         blasint(std::max<int64_t>(ldb, 1)), beta, C + m0 * ldc + n0, blasint(std::max<int64_t>(ldc, 1)));
+  };
+  const int threads = in_parallel_region() ? 1 : num_threads();
+  if (threads <= 1 || double(M) * double(N) * double(K) < double(1 << 22)) return block(0, M, 0, N);
+  const bool along_n = N >= M;
+  const int64_t len = along_n ? N : M;
+  // Block edges on 16 elements: whole cache lines of C when cut along N.
+  const int64_t units = (len + 15) / 16;
+  const int64_t parts = std::min<int64_t>(threads, units);
+  const BlasThreads one(1);
+  parallel_for(0, parts, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t b = std::min(len, units * p / parts * 16),
+                    e = std::min(len, units * (p + 1) / parts * 16);
+      if (e > b) along_n ? block(0, M, b, e) : block(b, e, 0, N);
+    }
+  });
+}
+}  // namespace
+
 void sgemm(bool b_trans, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
            const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  if (M <= 0 || N <= 0) return;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, b_trans ? CblasTrans : CblasNoTrans, blasint(M), blasint(N),
-              blasint(K), alpha, A, blasint(std::max<int64_t>(lda, 1)), B, blasint(std::max<int64_t>(ldb, 1)),
-              beta, C, blasint(std::max<int64_t>(ldc, 1)));
+  blas_gemm(cblas_sgemm, b_trans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 void dgemm(bool b_trans, int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda,
            const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
-  if (M <= 0 || N <= 0) return;
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, b_trans ? CblasTrans : CblasNoTrans, blasint(M), blasint(N),
-              blasint(K), alpha, A, blasint(std::max<int64_t>(lda, 1)), B, blasint(std::max<int64_t>(ldb, 1)),
-              beta, C, blasint(std::max<int64_t>(ldc, 1)));
+  blas_gemm(cblas_dgemm, b_trans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 bool openblas_runs_avx512() {

@@ -1,8 +1,8 @@
 // Many-row linear layers (prefill): y[M, N] = x[M, K] @ (W * scale)^T + bias
 // for W in any weight dtype of gemv.h: kiln's packed GEMM, which widens W
 // (scale applied) into small float32 panels as it goes; plain float32 weights
-// with x beyond L2 (M * K * 4 > 2 MiB) go to OpenBLAS's threaded sgemm, which
-// is faster there, except where kiln runs AVX-512 and OpenBLAS its AVX2
+// with x beyond L2 (M * K * 4 > 2 MiB) go to OpenBLAS's sgemm (sgemm below),
+// which is faster there, except where kiln runs AVX-512 and OpenBLAS its AVX2
 // kernels (gemm.cc).
 #pragma once
 
@@ -27,11 +27,30 @@ void gemm_pack_x(DType w_dtype, const GemvArgs& a, float* xp);
 void gemm_packed_rows(DType w_dtype, const GemvArgs& a, const float* xp, int64_t n0, int64_t n1);
 
 // C[M, N] = alpha * A[M, K] @ op(B) + beta * C, row-major, float32 via OpenBLAS;
-// op(B) = B^T (B is [N, K], ldb) when b_trans, else B [K, N].
+// op(B) = B^T (B is [N, K], ldb) when b_trans, else B [K, N]. Large products
+// are split over kiln's threads, one single-threaded OpenBLAS call each, not
+// handed to OpenBLAS's own threads: those spin and yield for a while after
+// each call and take cores from kiln's next op (Emerald Rapids, 2 cores: the
+// bf16 GEMM that follows a threaded sgemm ran 1.10-1.17x slower, thousands of
+// involuntary context switches per call; the split sgemm is 0.98x the time of
+// OpenBLAS's threaded one).
 void sgemm(bool b_trans, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
            const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 void dgemm(bool b_trans, int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda,
            const double* B, int64_t ldb, double beta, double* C, int64_t ldc);
+// OpenBLAS's own thread count for a scope; the previous count comes back at
+// its end.
+class BlasThreads {
+ public:
+  explicit BlasThreads(int n);
+  ~BlasThreads();
+  BlasThreads(const BlasThreads&) = delete;
+  BlasThreads& operator=(const BlasThreads&) = delete;
+
+ private:
+  int prev_;
+};
+
 // Whether OpenBLAS runs its AVX-512 kernel set (SkylakeX, Cooperlake or
 // SapphireRapids), chosen by itself or through OPENBLAS_CORETYPE.
 bool openblas_runs_avx512();

@@ -158,13 +158,6 @@ void check_infos(const int32_t* info, int64_t count, const char* api, const char
   }
 }
 
-BlasThreads::BlasThreads(int n) : prev_(openblas_get_num_threads()) {
-  if (n != prev_) openblas_set_num_threads(n);
-}
-BlasThreads::~BlasThreads() {
-  if (openblas_get_num_threads() != prev_) openblas_set_num_threads(prev_);
-}
-
 double eps_of(DType d) {
   return (d == DType::Float32 || d == DType::Complex64) ? double(std::numeric_limits<float>::epsilon())
                                                         : std::numeric_limits<double>::epsilon();

@@ -52,23 +52,15 @@ double eps_of(DType d);
 
 }  // namespace kiln::linalg::detail
 
+#include "cpu/gemm.h"
 #include "kiln/thread_pool.h"
 namespace kiln::linalg::detail {
-// OpenBLAS's own threads for one op: 1 below `kBlasThreadMinN` (where its
-// thread hand-offs cost more than they save -- on a busy 2-core machine a
-// 128x128 QR took 2.5 s threaded vs 0.8 ms not), kiln's thread count above.
-// Restores the previous setting when it goes out of scope.
+// OpenBLAS's own threads for one op (cpu::BlasThreads): 1 below
+// `kBlasThreadMinN` (where its thread hand-offs cost more than they save -- on
+// a busy 2-core machine a 128x128 QR took 2.5 s threaded vs 0.8 ms not),
+// kiln's thread count above.
 inline constexpr int64_t kBlasThreadMinN = 512;
-class BlasThreads {
- public:
-  explicit BlasThreads(int n);
-  ~BlasThreads();
-  BlasThreads(const BlasThreads&) = delete;
-  BlasThreads& operator=(const BlasThreads&) = delete;
-
- private:
-  int prev_;
-};
+using cpu::BlasThreads;
 
 // Runs fn(b) for every matrix b in [0, count): across kiln's threads for small
 // matrices (where one LAPACK call is too little work to thread), one after the

@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "cpu/convert.h"
+#include "cpu/gemm.h"
 #include "cpu/gemv.h"
 #include "kiln/kiln.h"
+#include "kiln/thread_pool.h"
 #include "matmul_test_util.h"
 
 namespace kiln {
@@ -628,6 +630,61 @@ TEST(Matmul, DtypesTransposedAndErrors) {
   EXPECT_THROW(mm(zeros({2, 3, 1}), zeros({3, 2})), ValueError);
   EXPECT_EQ(matmul(zeros({2, 0}), zeros({0, 3})).sizes(), (Shape{2, 3}));
   test::expect_close(matmul(ones({2, 0}), ones({0, 3})), std::vector<double>(6, 0.0), 0, 0);
+}
+
+// cpu::sgemm / dgemm cut large products into one OpenBLAS call per thread,
+// along N or M: every block edge, padded leading dimensions, both layouts of
+// B, alpha and beta, and the same call nested in a parallel region (one call).
+TEST(Matmul, BlasSplitBlocksMatchTheDoubleProduct) {
+  struct Case {
+    int64_t M, N, K;
+  };
+  for (const Case cs : {Case{300, 37, 500}, Case{5, 1003, 900}, Case{257, 259, 70}, Case{40, 40, 40}})
+    for (bool b_trans : {false, true})
+      for (bool nested : {false, true}) {
+        const int64_t M = cs.M, N = cs.N, K = cs.K, lda = K + 3, ldb = (b_trans ? K : N) + 5, ldc = N + 7;
+        const std::vector<double> a = dvals(randn_as({M, lda}, DType::Float64, 40));
+        const std::vector<double> b = dvals(randn_as({b_trans ? N : K, ldb}, DType::Float64, 41));
+        const std::vector<double> c0 = dvals(randn_as({M, ldc}, DType::Float64, 42));
+        const std::vector<float> af(a.begin(), a.end()), bf(b.begin(), b.end());
+        std::vector<float> cf(c0.begin(), c0.end());
+        std::vector<double> cd = c0;
+        auto run = [&] {
+          cpu::sgemm(b_trans, M, N, K, 0.5f, af.data(), lda, bf.data(), ldb, 2.0f, cf.data(), ldc);
+          cpu::dgemm(b_trans, M, N, K, 0.5, a.data(), lda, b.data(), ldb, 2.0, cd.data(), ldc);
+        };
+        if (nested)
+          parallel_for(0, 2, 1, [&](int64_t i, int64_t) {
+            if (i == 0) run();
+          });
+        else
+          run();
+        int bad = 0;
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < ldc; ++n) {
+            const size_t i = size_t(m * ldc + n);
+            double want = c0[i], mag = std::fabs(c0[i]);
+            if (n < N) {
+              double s = 0, sm = 0;
+              for (int64_t k = 0; k < K; ++k) {
+                const double t =
+                    a[size_t(m * lda + k)] * b[b_trans ? size_t(n * ldb + k) : size_t(k * ldb + n)];
+                s += t;
+                sm += std::fabs(t);
+              }
+              want = 0.5 * s + 2.0 * c0[i];
+              mag = 0.5 * sm + 2.0 * std::fabs(c0[i]);
+            }
+            // Past column N, C's padding is untouched.
+            const bool ok =
+                std::fabs(cf[i] - want) <= 1e-5 * mag + 1e-6 && std::fabs(cd[i] - want) <= 1e-12 * mag;
+            if (!ok && ++bad <= 3)
+              ADD_FAILURE() << M << "x" << N << "x" << K << " b_trans " << b_trans << " nested " << nested
+                            << " at (" << m << ", " << n << "): f32 " << cf[i] << " f64 " << cd[i] << " want "
+                            << want;
+          }
+        EXPECT_EQ(bad, 0);
+      }
 }
 
 }  // namespace
