@@ -281,34 +281,45 @@ void prefill_cases(Ctx& c, bool scaled) {
   const int64_t M = c.opt.quick ? 32 : 512, N = c.opt.quick ? 256 : 4096, K = c.opt.quick ? 256 : 4096;
   const double flops = 2.0 * double(M) * double(N) * double(K);
   const Tensor x = randn({M, K});
+  const std::string dims = " M=" + std::to_string(M) + " " + std::to_string(N) + "x" + std::to_string(K);
   std::map<std::string, double> t;
-  auto add = [&](const std::string& label, const std::function<void()>& fn) {
-    bench::Result r = c.runner.latency_case(
-        "prefill " + label + " M=" + std::to_string(M) + " " + std::to_string(N) + "x" + std::to_string(K), 1,
-        fn);
-    r.extra["gflops"] = flops / r.median_s / 1e9;
-    t[label] = r.median_s;
-    record(c, r);
+  // The cases of one comparison run interleaved (Runner::latency_cases).
+  auto run = [&](std::vector<bench::Runner::Latency> cases) {
+    std::vector<std::string> labels;
+    for (auto& cs : cases) labels.push_back(cs.name), cs.name = "prefill " + cs.name + dims;
+    std::vector<bench::Result> rs = c.runner.latency_cases(cases, 1);
+    for (size_t i = 0; i < rs.size(); ++i) {
+      rs[i].extra["gflops"] = flops / rs[i].median_s / 1e9;
+      t[labels[i]] = rs[i].median_s;
+      record(c, rs[i]);
+    }
   };
   if (!scaled) {
     const Tensor w32 = make_weight(weight_kind("f32"), N, K).first;
+    const std::pair<Tensor, Tensor> wb = make_weight(weight_kind("bf16"), N, K);
+    const std::pair<Tensor, Tensor> w8 = make_weight(weight_kind("fp8"), N, K);
     Tensor y = empty({M, N});
-    add("openblas sgemm f32", [&] {
-      cpu::sgemm(true, M, N, K, 1.0f, x.data<float>(), K, w32.data<float>(), K, 0.0f, y.data<float>(), N);
-    });
-    add("linear f32", [&] { linear_out(x, w32, Tensor(), Tensor(), y); });
-    for (const char* kn : {"bf16", "fp8"}) {
-      auto [w, s] = make_weight(weight_kind(kn), N, K);
-      add(std::string("linear ") + kn, [&] { linear_out(x, w, s, Tensor(), y); });
-    }
+    // The peer: OpenBLAS's sgemm as a program calls it, on its own threads
+    // (kiln's linear f32 calls it single-threaded on kiln's, cpu::sgemm).
+    run({{"openblas sgemm f32",
+          [&] {
+            const cpu::BlasThreads all(kiln::num_threads());
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blasint(M), blasint(N), blasint(K), 1.0f,
+                        x.data<float>(), blasint(K), w32.data<float>(), blasint(K), 0.0f, y.data<float>(),
+                        blasint(N));
+          },
+          0.25},
+         {"linear f32", [&] { linear_out(x, w32, Tensor(), Tensor(), y); }},
+         {"linear bf16", [&] { linear_out(x, wb.first, wb.second, Tensor(), y); }},
+         {"linear fp8", [&] { linear_out(x, w8.first, w8.second, Tensor(), y); }}});
     c.summary["prefill_ratio_f32_over_openblas"] = t["linear f32"] / t["openblas sgemm f32"];
     c.summary["prefill_ratio_bf16_over_f32"] = t["linear bf16"] / t["linear f32"];
     c.summary["prefill_ratio_fp8_over_f32"] = t["linear fp8"] / t["linear f32"];
   } else {
     auto [w, s] = make_weight(weight_kind("fp8"), N, K);
     const Tensor a = x.to(DType::Float8_e4m3fn), sa = ones({M, 1}), sb = s.view({1, N});
-    add("scaled_mm fp8 row-wise",
-        [&] { Tensor y = scaled_mm(a, w.t(), sa, sb, Tensor(), Tensor(), DType::BFloat16); });
+    run({{"scaled_mm fp8 row-wise",
+          [&] { Tensor y = scaled_mm(a, w.t(), sa, sb, Tensor(), Tensor(), DType::BFloat16); }}});
   }
 }
 

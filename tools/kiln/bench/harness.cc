@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <thread>
 
 #include "cpu/convert.h"
 #include "cpu/gemv.h"
@@ -118,24 +119,37 @@ Result Runner::memory_case(const std::string& name, double bytes, const Rotation
 }
 
 Result Runner::latency_case(const std::string& name, int calls, const std::function<void()>& fn) {
+  return latency_cases({{name, fn}}, calls).front();
+}
+
+std::vector<Result> Runner::latency_cases(const std::vector<Latency>& cases, int calls) {
   calls = std::max(calls, 1);
-  for (int i = 0; i < opt_.warmup * calls; ++i) fn();
-  std::vector<double> per_call;
-  for (int r = 0; r < opt_.repeat; ++r) {
-    const double t0 = now_s();
-    for (int i = 0; i < calls; ++i) fn();
-    per_call.push_back((now_s() - t0) / calls);
+  for (const Latency& c : cases)
+    for (int i = 0; i < opt_.warmup * calls; ++i) c.fn();
+  std::vector<std::vector<double>> per_call(cases.size());
+  for (int r = 0; r < opt_.repeat; ++r)
+    for (size_t k = 0; k < cases.size(); ++k) {
+      const double t0 = now_s();
+      for (int i = 0; i < calls; ++i) cases[k].fn();
+      per_call[k].push_back((now_s() - t0) / calls);
+      if (cases[k].settle_s > 0)
+        std::this_thread::sleep_for(std::chrono::duration<double>(cases[k].settle_s));
+    }
+  std::vector<Result> out;
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const Summary t = summarize(per_call[k]);
+    Result res;
+    res.name = cases[k].name;
+    res.unit = "ns/call";
+    res.median_s = t.median;
+    res.min_s = t.min;
+    res.max_s = t.max;
+    res.repeat = opt_.repeat;
+    res.extra["calls_per_sample"] = calls;
+    if (cases.size() > 1) res.extra["interleaved_with"] = int(cases.size()) - 1;
+    out.push_back(std::move(res));
   }
-  const Summary t = summarize(per_call);
-  Result res;
-  res.name = name;
-  res.unit = "ns/call";
-  res.median_s = t.median;
-  res.min_s = t.min;
-  res.max_s = t.max;
-  res.repeat = opt_.repeat;
-  res.extra["calls_per_sample"] = calls;
-  return res;
+  return out;
 }
 
 sys::RoofStats Runner::roof_stats() const {

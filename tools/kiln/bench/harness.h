@@ -70,6 +70,18 @@ class Runner {
                      const std::function<void(int)>& fn, int calls = 1, bool warm = false);
   // Times batches of `calls` calls of fn; the result is per call.
   Result latency_case(const std::string& name, int calls, const std::function<void()>& fn);
+  // The same for several cases whose ratios matter, interleaved: each
+  // repetition times every case in turn, so the machine's drift (this VM's
+  // compute speed moved 1.4x within minutes) hits all of them alike.
+  struct Latency {
+    std::string name;
+    std::function<void()> fn;
+    // Untimed sleep after each sample: for a peer whose threads keep
+    // spinning after a call (OpenBLAS's: ~0.1 s), so the next case runs on
+    // free cores.
+    double settle_s = 0;
+  };
+  std::vector<Result> latency_cases(const std::vector<Latency>& cases, int calls);
 
   // Every roof pass taken so far, over the whole run.
   sys::RoofStats roof_stats() const;
