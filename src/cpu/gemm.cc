@@ -1,6 +1,6 @@
-// Prefill GEMM dispatch (see gemm.h): kiln's packed GEMM, or OpenBLAS's
-// threaded sgemm for plain float32 weights once x outgrows L2, unless OpenBLAS
-// runs narrower vectors than kiln.
+// Prefill GEMM dispatch (see gemm.h): kiln's packed GEMM, or OpenBLAS's sgemm
+// (split over kiln's threads) for plain float32 weights once x outgrows L2,
+// unless OpenBLAS runs narrower vectors than kiln.
 #include "cpu/gemm.h"
 
 #include <cblas.h>
