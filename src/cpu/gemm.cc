@@ -24,9 +24,10 @@ namespace {
 // C = alpha * A @ op(B) + beta * C through OpenBLAS's `gemm` (cblas_sgemm or
 // cblas_dgemm). A product of at least ~4M multiply-adds is cut into one block
 // per kiln thread along the longer of M and N (each call packs the whole of
-// the other operand: the smaller one), with OpenBLAS single-threaded for the
-// region. Nested in a parallel region, or small, it is one call with
-// OpenBLAS's threads as they are set.
+// the other operand: the smaller one); a smaller one is one call. OpenBLAS
+// runs single-threaded either way, so its threads never wake to spin after a
+// call. Nested in a parallel region it is one call with OpenBLAS's threads as
+// they are set.
 template <typename T, typename Gemm>
 void blas_gemm(Gemm gemm, bool b_trans, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
                const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
@@ -38,14 +39,16 @@ void blas_gemm(Gemm gemm, bool b_trans, int64_t M, int64_t N, int64_t K, T alpha
          blasint(K), alpha, A + m0 * lda, blasint(std::max<int64_t>(lda, 1)), B + (b_trans ? n0 * ldb : n0),
          blasint(std::max<int64_t>(ldb, 1)), beta, C + m0 * ldc + n0, blasint(std::max<int64_t>(ldc, 1)));
   };
-  const int threads = in_parallel_region() ? 1 : num_threads();
+  // Nested: the count is global, so another thread's call must not see it change.
+  if (in_parallel_region()) return block(0, M, 0, N);
+  const BlasThreads one(1);
+  const int threads = num_threads();
   if (threads <= 1 || double(M) * double(N) * double(K) < double(1 << 22)) return block(0, M, 0, N);
   const bool along_n = N >= M;
   const int64_t len = along_n ? N : M;
   // Block edges on 16 elements: whole cache lines of C when cut along N.
   const int64_t units = (len + 15) / 16;
   const int64_t parts = std::min<int64_t>(threads, units);
-  const BlasThreads one(1);
   parallel_for(0, parts, 1, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t b = std::min(len, units * p / parts * 16),
