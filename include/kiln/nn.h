@@ -88,6 +88,10 @@ struct RopeTables {
 RopeTables rope_cos_sin(const Tensor& positions, const Tensor& inv_freq);
 // The same for positions start, start + 1, ..., start + count - 1.
 RopeTables rope_cos_sin(int64_t start, int64_t count, const Tensor& inv_freq);
+// The same rows written into cos/sin, contiguous float32 [T, inv_freq.numel()],
+// for positions start, ..., start + T - 1 (inv_freq: contiguous float32): the
+// tables a decode step needs, computed when needed and without allocating.
+void rope_cos_sin_out(int64_t start, const Tensor& inv_freq, const Tensor& cos, const Tensor& sin);
 
 // Rotates the first rotary_dim = 2 * cos.size(-1) features of each head of
 // x [..., T, H, D] (or [T, D] / any tensor whose dim -3 is T when it has >= 3 dims,

@@ -1,9 +1,9 @@
 // Rotary position embeddings: inv_freq with Hugging Face's scaling rules, the
 // cos/sin tables, and the rotation itself (half-split or interleaved pairs,
 // partial rotary dims) on [..., T, H, D] activations of any float dtype.
+#include <algorithm>
 #include <cmath>
 #include <numbers>
-#include <vector>
 
 #include "kiln/nn.h"
 #include "kiln/thread_pool.h"
@@ -44,23 +44,28 @@ Tensor rope_inv_freq(int64_t rotary_dim, double theta, const RopeScaling& sc) {
 }
 
 namespace {
-RopeTables tables(const std::vector<int64_t>& pos, const Tensor& inv_freq) {
-  KILN_CHECK(inv_freq.dim() == 1, ValueError,
-             "[rope_cos_sin] inv_freq must be 1-D, got " << inv_freq.shape_str());
-  const Tensor f = inv_freq.to(DType::Float32).contiguous();
-  const int64_t T = int64_t(pos.size()), h = f.numel();
-  RopeTables r{empty({T, h}), empty({T, h})};
-  const float* fp = f.data<float>();
-  float* c = r.cos.data<float>();
-  float* s = r.sin.data<float>();
+// cos/sin [T, h] of pos(t) * inv_freq[i], in float64 stored as float32: one
+// body for the tables and the runtime's per-chunk rows, so they agree bit for bit.
+template <typename Pos>
+void fill_cos_sin(Pos pos, int64_t T, const float* fp, int64_t h, float* c, float* s) {
   parallel_for(0, T, std::max<int64_t>(1, 4096 / std::max<int64_t>(h, 1)), [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t)
       for (int64_t i = 0; i < h; ++i) {
-        const double a = double(pos[size_t(t)]) * double(fp[i]);
+        const double a = double(pos(t)) * double(fp[i]);
         c[t * h + i] = float(std::cos(a));
         s[t * h + i] = float(std::sin(a));
       }
   });
+}
+
+template <typename Pos>
+RopeTables tables(Pos pos, int64_t T, const Tensor& inv_freq) {
+  KILN_CHECK(inv_freq.dim() == 1, ValueError,
+             "[rope_cos_sin] inv_freq must be 1-D, got " << inv_freq.shape_str());
+  const Tensor f = inv_freq.to(DType::Float32).contiguous();
+  const int64_t h = f.numel();
+  RopeTables r{empty({T, h}), empty({T, h})};
+  fill_cos_sin(pos, T, f.data<float>(), h, r.cos.data<float>(), r.sin.data<float>());
   return r;
 }
 }  // namespace
@@ -71,14 +76,30 @@ RopeTables rope_cos_sin(const Tensor& positions, const Tensor& inv_freq) {
                                                                            << name(positions.dtype()));
   const Tensor p = positions.to(DType::Int64).contiguous();
   const int64_t* pp = p.data<int64_t>();
-  return tables(std::vector<int64_t>(pp, pp + p.numel()), inv_freq);
+  return tables([pp](int64_t t) { return pp[t]; }, p.numel(), inv_freq);
 }
 
 RopeTables rope_cos_sin(int64_t start, int64_t count, const Tensor& inv_freq) {
   KILN_CHECK(count >= 0, ValueError, "[rope_cos_sin] count must be >= 0, got " << count);
-  std::vector<int64_t> pos(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) pos[size_t(i)] = start + i;
-  return tables(pos, inv_freq);
+  return tables([start](int64_t t) { return start + t; }, count, inv_freq);
+}
+
+void rope_cos_sin_out(int64_t start, const Tensor& inv_freq, const Tensor& cos, const Tensor& sin) {
+  const char* op = "rope_cos_sin_out";
+  KILN_CHECK(inv_freq.dim() == 1 && inv_freq.dtype() == DType::Float32 && inv_freq.is_contiguous(),
+             ValueError,
+             "[" << op << "] inv_freq must be a contiguous 1-D float32 tensor, got " << inv_freq.shape_str()
+                 << " " << name(inv_freq.dtype()));
+  const int64_t h = inv_freq.numel();
+  for (const Tensor* t : {&cos, &sin})
+    KILN_CHECK(t->dim() == 2 && t->size(1) == h && t->dtype() == DType::Float32 && t->is_contiguous(),
+               ValueError,
+               "[" << op << "] cos and sin must be contiguous float32 [T, " << h << "], got "
+                   << t->shape_str() << " " << name(t->dtype()));
+  KILN_CHECK(sin.size(0) == cos.size(0), ValueError,
+             "[" << op << "] cos " << cos.shape_str() << " and sin " << sin.shape_str() << " differ");
+  fill_cos_sin([start](int64_t t) { return start + t; }, cos.size(0), inv_freq.data<float>(), h,
+               cos.data<float>(), sin.data<float>());
 }
 
 namespace {
