@@ -43,6 +43,28 @@ std::vector<int32_t> to_ids(nb::handle h) {
   return v;
 }
 
+// A Python int argument as int64. Past int64: `clamp` gives INT64_MAX (a bound
+// such as max_tokens, where 10**30 means "no bound"), else OverflowError.
+int64_t int_arg(nb::handle h, const char* name, bool clamp) {
+  if (!PyIndex_Check(h.ptr()))
+    throw kiln::TypeError(std::string("[llm] ") + name + " must be an int, got " +
+                          nb::type_name(h.type()).c_str());
+  nb::object i = nb::steal(PyNumber_Index(h.ptr()));
+  if (!i.is_valid()) throw nb::python_error();
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (v == -1 && PyErr_Occurred()) throw nb::python_error();
+  if (overflow > 0 && clamp) return INT64_MAX;
+  if (overflow != 0) {
+    const std::string text = nb::str(i).c_str();
+    PyErr_SetString(
+        PyExc_OverflowError,
+        (std::string("[llm] ") + name + " " + text + " does not fit in a signed 64-bit integer").c_str());
+    throw nb::python_error();
+  }
+  return v;
+}
+
 // A Python iterator over the text pieces of one generation.
 struct PyGeneration {
   std::unique_ptr<kiln::llm::Generation> g;
@@ -192,11 +214,11 @@ void init_llm(nb::module_& m) {
         "Where the default model's GGUF is cached (whether or not it has been fetched yet).");
   m.def(
       "llm_load",
-      [](std::optional<std::string> path, const std::string& dtype, int64_t max_context,
+      [](std::optional<std::string> path, const std::string& dtype, nb::handle max_context,
          nb::handle kv_dtype) {
         kiln::llm::LoadOptions o;
         o.weights = kiln::llm::weight_format_from_name(dtype);
-        o.max_context = max_context;
+        o.max_context = int_arg(max_context, "max_context", /*clamp=*/false);
         if (!kv_dtype.is_none()) o.kv_dtype = kiln::py::to_dtype(kv_dtype);
         nb::gil_scoped_release release;
         std::string p = path.value_or("");
@@ -209,5 +231,7 @@ void init_llm(nb::module_& m) {
       "path"_a = nb::none(), "dtype"_a = "fp8", "max_context"_a = 0, "kv_dtype"_a = nb::none(),
       "Loads a model: a .gguf file or a Hugging Face / kiln model directory (None or \"default\": the "
       "default model, SmolLM2-135M-Instruct, fetched on first use). dtype: the linear weights "
-      "as fp8 (per-row e4m3fn), bf16 or f32.");
+      "as fp8 (per-row e4m3fn), bf16 or f32. max_context: KV-cache positions (0: the length the model "
+      "was trained for, lowered to what fits in memory); one whose cache cannot fit in the memory "
+      "available is a ValueError naming the bytes it needs.");
 }

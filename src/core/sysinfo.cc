@@ -89,6 +89,28 @@ int64_t SystemInfo::llc_bytes() const {
   return l1d_bytes;
 }
 
+int64_t available_memory_bytes() {
+  int64_t avail = read_meminfo("MemAvailable");
+  // A container's limit is lower than the host's free memory: memory.max
+  // ("max" when unlimited) less memory.current, of this process's cgroup.
+  std::string cg = read_line("/proc/self/cgroup");  // v2: "0::/path"
+  if (cg.rfind("0::", 0) == 0) {
+    const std::string dir = "/sys/fs/cgroup" + trim(cg.substr(3));
+    const std::string max = trim(read_line(dir + "/memory.max"));
+    const std::string cur = trim(read_line(dir + "/memory.current"));
+    auto digits = [](const std::string& t) {
+      return !t.empty() && t.size() < 19 && std::all_of(t.begin(), t.end(), [](char ch) {
+        return std::isdigit(static_cast<unsigned char>(ch)) != 0;
+      });
+    };
+    if (digits(max) && digits(cur)) {
+      const int64_t room = std::max<int64_t>(0, std::stoll(max) - std::stoll(cur));
+      avail = avail > 0 ? std::min(avail, room) : room;
+    }
+  }
+  return avail;
+}
+
 const SystemInfo& system_info() {
   static const SystemInfo info = probe();
   return info;

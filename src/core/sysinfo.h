@@ -25,6 +25,11 @@ struct SystemInfo {
 // Reads the machine once per process (cached).
 const SystemInfo& system_info();
 
+// Memory a new allocation can have now (read afresh on every call): MemAvailable,
+// lowered to the room left under this process's cgroup v2 limit when it has one;
+// 0 when the OS does not say.
+int64_t available_memory_bytes();
+
 // Parses a sysfs cache size such as "48K", "2048K", "32M" or "1G" into bytes;
 // returns 0 for anything else.
 int64_t parse_cache_size(const std::string& text);

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
+#include "core/sysinfo.h"
 #include "kiln/allocator.h"
 #include "kiln/attention.h"
 #include "kiln/error.h"
@@ -38,6 +40,44 @@ RopeScaling rope_scaling_of(const io::ModelConfig& c) {
   return r;
 }
 
+// "2.1 TiB": a byte count (possibly past int64) for messages.
+std::string format_bytes(double b) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
+  int u = 0;
+  while (b >= 1024 && u < 8) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, kUnits[u]);
+  return buf;
+}
+
+// The KV-cache positions: LoadOptions::max_context when given (refused, before
+// anything is allocated, when its cache cannot fit in the memory available),
+// else the length the model was trained for, lowered to what fits. A sliding
+// window at least as long as the context never slides, so the context is at
+// most the window.
+int64_t choose_context(const io::ModelConfig& c, const LoadOptions& o, int64_t Hk, int64_t D) {
+  KILN_CHECK(o.max_context >= 0, ValueError,
+             "[llm] max_context must be >= 0 (0: the model's), got " << o.max_context);
+  const int64_t trained = c.max_position_embeddings > 0 ? c.max_position_embeddings : kFallbackContext;
+  int64_t ctx = o.max_context > 0 ? o.max_context : trained;
+  if (c.sliding_window && *c.sliding_window > 0) ctx = std::min(ctx, *c.sliding_window);
+  const int64_t per_token = KVCache::bytes_for(c.num_hidden_layers, 1, Hk, 1, D, o.kv_dtype);
+  const int64_t avail = sys::available_memory_bytes();
+  if (avail <= 0 || per_token <= 0) return ctx;  // the OS does not say: the cache commits as it fills
+  const int64_t fits = avail / per_token;
+  if (ctx <= fits) return ctx;
+  if (o.max_context == 0 && fits >= 1) return fits >= 256 ? fits / 256 * 256 : fits;
+  KILN_CHECK(false, ValueError,
+             "[llm] a context of " << ctx << " tokens needs " << format_bytes(double(per_token) * double(ctx))
+                                   << " for the KV cache (" << per_token
+                                   << " bytes per token); this machine has " << format_bytes(double(avail))
+                                   << " available (at most " << fits << " tokens fit)");
+  return ctx;
+}
+
 // x[i] += y[i] over n floats.
 void add_(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
@@ -69,11 +109,10 @@ Transformer::Transformer(io::ModelConfig cfg, const TensorSource& src, const Loa
   olmoe_qk_norm_ = c.architecture == "olmoe";
   const RopeScaling rs = rope_scaling_of(c);
 
-  max_ctx_ = options.max_context > 0
-                 ? options.max_context
-                 : std::min<int64_t>(c.max_position_embeddings > 0 ? c.max_position_embeddings : 4096, 4096);
-  // A sliding window at least as long as the context never slides.
-  if (c.sliding_window && *c.sliding_window > 0) max_ctx_ = std::min(max_ctx_, *c.sliding_window);
+  // Before the weights: a context that cannot fit is refused at once, and the
+  // cache is only an address-space reservation (kv_cache.cc) that fills as used.
+  max_ctx_ = choose_context(c, options, Hk_, D_);
+  cache_ = KVCache(c.num_hidden_layers, 1, Hk_, max_ctx_, D_, options.kv_dtype);
 
   WeightLoader ld(src, cfg_, options);
   embed_ = ld.embedding("model.embed_tokens.weight");
@@ -142,13 +181,14 @@ Transformer::Transformer(io::ModelConfig cfg, const TensorSource& src, const Loa
     for (int64_t i = 0; i < inv.numel(); ++i) inv.data<float>()[i] /= f.data<float>()[i];
   }
   ld.finish();
-  auto tables = rope_cos_sin(0, max_ctx_, inv);
-  rope_cos_ = tables.cos;
-  rope_sin_ = tables.sin;
-  cache_ = KVCache(c.num_hidden_layers, 1, Hk_, max_ctx_, D_, options.kv_dtype);
+  inv_freq_ = inv.to(DType::Float32).contiguous();
 
   const int64_t R = std::min(kMaxChunk, max_ctx_);
   s_.rows = R;
+  // cos/sin of a chunk's positions, computed per chunk rather than as a table
+  // of every position: a long context costs nothing until it is used.
+  s_.cos = empty({R, inv_freq_.numel()});
+  s_.sin = empty({R, inv_freq_.numel()});
   s_.x = empty({R, H_});
   s_.xn = empty({R, H_});
   s_.tmp = empty({R, H_});
@@ -215,9 +255,7 @@ int64_t Transformer::weight_bytes() const {
   return b;
 }
 
-int64_t Transformer::kv_cache_bytes() const {
-  return 2 * cfg_.num_hidden_layers * Hk_ * max_ctx_ * D_ * int64_t(itemsize(cache_.dtype()));
-}
+int64_t Transformer::kv_cache_bytes() const { return cache_.capacity_bytes(); }
 
 Tensor Transformer::forward(std::span<const int32_t> tokens, bool all_logits) {
   const int64_t n = int64_t(tokens.size());
@@ -244,6 +282,7 @@ void Transformer::forward_chunk(const int32_t* ids, int64_t T, Tensor* logits_ou
   Tensor x = s_.x.narrow(0, 0, T);
   for (int64_t t = 0; t < T; ++t) x.narrow(0, t, 1).copy_(embed_.narrow(0, ids[t], 1));
   bytes_read_ += T * H_ * int64_t(embed_.itemsize());
+  rope_cos_sin_out(pos_, inv_freq_, s_.cos.narrow(0, 0, T), s_.sin.narrow(0, 0, T));
   for (int64_t l = 0; l < int64_t(layers_.size()); ++l) {
     attention(l, T);
     if (layers_[size_t(l)].moe)
@@ -303,7 +342,7 @@ void Transformer::attention(int64_t l, int64_t T) {
     }
     bytes_read_ += int64_t(L.q_norm.nbytes() + L.k_norm.nbytes());
   }
-  const Tensor cos = rope_cos_.narrow(0, pos_, T), sin = rope_sin_.narrow(0, pos_, T);
+  const Tensor cos = s_.cos.narrow(0, 0, T), sin = s_.sin.narrow(0, 0, T);  // positions [pos_, pos_ + T)
   apply_rotary_emb_(q3, cos, sin);
   apply_rotary_emb_(k3, cos, sin);
   // [T, Hk, D] -> cache [Hk, S, D]

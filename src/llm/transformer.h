@@ -1,6 +1,7 @@
 // The decoder-only transformer behind every supported architecture (llama,
 // qwen2, qwen3, qwen3_moe, mixtral, olmoe): plain structs of weights, a KV
-// cache and scratch buffers allocated once at load.
+// cache (reserved at load, committed as positions fill) and scratch buffers
+// allocated once at load.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +47,7 @@ struct Scratch {
   Tensor gate, up, act;              // [rows, I]
   Tensor last;                       // [1, H]
   Tensor logits1;                    // [1, V]
+  Tensor cos, sin;                   // [rows, rotary_dim / 2] of the chunk's positions
   // MoE
   Tensor router_logits, route_w;  // [rows, E], [rows, k]
   Tensor route_ids, perm, offs;   // int32 [rows, k], [rows*k], [E]
@@ -93,7 +95,7 @@ class Transformer final : public Model {
   Linear lm_head_;  // untied only; tied uses embed_
   Tensor final_norm_;
   std::vector<LayerWeights> layers_;
-  Tensor rope_cos_, rope_sin_;  // [max_ctx, rotary_dim / 2]
+  Tensor inv_freq_;  // [rotary_dim / 2] float32
   KVCache cache_;
   Scratch s_;
   Tensor all_logits_;  // grown on demand for forward(all_logits)
@@ -102,5 +104,7 @@ class Transformer final : public Model {
 
 // Rows of one chunk of a prefill (scratch height).
 inline constexpr int64_t kMaxChunk = 512;
+// The context of a model whose config does not give its trained length.
+inline constexpr int64_t kFallbackContext = 4096;
 
 }  // namespace kiln::llm::detail

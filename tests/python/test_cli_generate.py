@@ -152,6 +152,63 @@ def test_generate_tiny_errors_after_load():
     assert_one_line_error(kiln("generate", TINY, "--prompt-ids", long_ids, "-q"), "context")
 
 
+def mem_available():
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def test_generate_long_context_costs_nothing_until_used():
+    # --context 2000000 on tiny-llama is 1 GiB of bf16 KV cache, zero-filled (with a
+    # 256 MB rotary table) at load before; now the cache fills as tokens come.
+    if mem_available() < 3 * 2**30:
+        pytest.skip("less than 3 GiB of memory available")
+    r = kiln("generate", TINY, "--prompt-ids", "3 4 5", "-n", "2", "--ignore-eos", "--context", "2000000",
+             timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "context 2000000" in r.stderr
+    assert "beyond the 256 positions the model was trained on" in r.stderr
+    s = stats_of(r.stderr)
+    assert s["generated"] == 2 and s["peak_mb"] < 512, s
+
+
+@pytest.mark.parametrize("cmd", ["generate", "perplexity"])
+def test_context_that_cannot_fit_is_refused_with_its_size(cmd, tmp_path):
+    # 10**15 tokens x 512 bytes per token: std::bad_alloc before, from the rotary table.
+    text = tmp_path / "t.txt"
+    text.write_text("some words " * 10)
+    args = ["--prompt-ids", "3 4 5"] if cmd == "generate" else [text]
+    r = kiln(cmd, TINY, *args, "--context", "1000000000000000", timeout=60)
+    assert_one_line_error(r, "a context of 1000000000000000 tokens needs 454.7 PiB for the KV cache",
+                          "available (at most ")
+    r = kiln(cmd, TINY, *args, "--context", str(2**63), timeout=60)
+    assert_one_line_error(r, "--context")
+
+
+def test_context_reservation_that_fails_says_so():
+    # Under an address-space limit the KV cache's reservation can fail although
+    # memory is free: a kiln message with the bytes, not std::bad_alloc.
+    import resource
+    limit = 3 * 2**30
+    if mem_available() < 3 * limit:
+        pytest.skip("less than 9 GiB of memory available")
+
+    def run(*args):
+        return subprocess.run(["kiln", "generate", str(TINY), "--prompt-ids", "3 4 5", "-n", "1", *args],
+                              capture_output=True, text=True, timeout=60,
+                              preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+
+    if run().returncode != 0:
+        pytest.skip("kiln does not start under a 3 GiB address-space limit here")
+    tokens = 2 * limit // 512  # tiny-llama: 512 bytes per token
+    assert_one_line_error(run("--context", str(tokens)), "[KVCache] cannot reserve 6 GiB of address space",
+                          f"{tokens} positions")
+
+
 def test_generate_needs_a_prompt():
     # A single existing path is the MODEL, so there is no prompt.
     assert_one_line_error(kiln("generate", TINY), "no prompt")
@@ -298,6 +355,12 @@ def test_chat_piped(default_model):
     assert len([l for l in r.stderr.splitlines() if STATS.search(l)]) == 2
     assert "(conversation reset)" in r.stderr
     assert r.stdout.strip()
+
+
+def test_default_context_is_the_trained_length(default_model):
+    r = kiln("generate", default_model, "--prompt", "Hi", "-n", "1")
+    assert r.returncode == 0, r.stderr
+    assert "context 8192)" in r.stderr, r.stderr
 
 
 def test_chat_keeps_the_conversation(default_model):

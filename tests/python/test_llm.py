@@ -150,3 +150,20 @@ def test_default_model_generates_text():
     assert isinstance(m.tokenizer, kiln.Tokenizer)
     text = "".join(m.generate("The capital of France is", max_tokens=8, temperature=0))
     assert "Paris" in text
+
+
+def test_load_context_that_cannot_fit():
+    # tiny-llama's KV cache is 512 bytes per token (bf16): 2**50 tokens need 512 PiB.
+    path = str(MODELS / "tiny-llama")
+    with pytest.raises(ValueError, match=r"^\[llm\] a context of 1125899906842624 tokens needs 512\.0 PiB for the "
+                                         r"KV cache \(512 bytes per token\); this machine has .* available"):
+        kiln.llm.load(path, max_context=2**50)
+    with pytest.raises(ValueError, match=r"^\[llm\] a context of 9223372036854775807 tokens needs"):
+        kiln.llm.load(path, max_context=2**63 - 1)
+    with pytest.raises(OverflowError, match=r"^\[llm\] max_context"):
+        kiln.llm.load(path, max_context=2**63)
+    with pytest.raises(ValueError, match=r"^\[llm\] max_context must be >= 0"):
+        kiln.llm.load(path, max_context=-1)
+    # The default is the trained length (config.json: 256).
+    assert kiln.llm.load(path).max_context == 256
+

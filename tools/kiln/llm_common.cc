@@ -5,9 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -24,8 +26,10 @@ void add_model_flags(CLI::App& app, ModelFlags& f, bool with_quiet) {
                  "they are), bf16 or f32 (an FP8 checkpoint's weights dequantized at load)")
       ->check(CLI::IsMember({"fp8", "bf16", "f32"}))
       ->capture_default_str();
-  app.add_option("--context", f.context, "KV-cache positions (0: the model's, at most 4096)")
-      ->check(non_negative());
+  app.add_option("--context", f.context,
+                 "KV-cache positions (0: the length the model was trained for, lowered to what fits in "
+                 "memory). Memory is committed as tokens come; a context whose cache cannot fit is refused")
+      ->check(non_negative_int64());
   app.add_option("--threads", f.threads, "Worker threads (0: one per core, or KILN_NUM_THREADS)")
       ->check(non_negative());
   if (with_quiet) app.add_flag("-q,--quiet", f.quiet, "No progress, load or stats lines on stderr");
@@ -204,6 +208,18 @@ CLI::Validator in_open_closed_unit() {
 
 CLI::Validator non_negative() {
   return finite_number([](double v) { return v >= 0; }, "a number >= 0", ">=0");
+}
+
+CLI::Validator non_negative_int64() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        errno = 0;
+        char* end = nullptr;
+        const long long v = std::strtoll(s.c_str(), &end, 10);
+        if (!s.empty() && end == s.c_str() + s.size() && errno != ERANGE && v >= 0) return {};
+        return "must be an integer in [0, 9223372036854775807], got " + s;
+      },
+      "[0,2^63)");
 }
 
 CLI::Validator positive() {

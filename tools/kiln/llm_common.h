@@ -76,5 +76,6 @@ class InterruptGuard {
 CLI::Validator in_open_closed_unit();  // (0, 1]
 CLI::Validator non_negative();         // >= 0, finite
 CLI::Validator positive();             // > 0, finite
+CLI::Validator non_negative_int64();   // an integer in [0, 2^63): a count or size (CLI11 saturates past it)
 
 }  // namespace kiln::cli

@@ -1,6 +1,6 @@
 // A loaded language model: config, tokenizer, weights prepared for decoding,
-// a KV cache and scratch buffers allocated once. The token loop calls
-// forward(); nothing is allocated per token.
+// a KV cache (reserved once, committed as it fills) and scratch buffers
+// allocated once. The token loop calls forward(); nothing is allocated per token.
 //
 //   auto m = kiln::llm::Model::load("model.gguf");          // FP8 linear weights
 //   std::vector<int32_t> ids = m->tokenizer().encode("Hello");
@@ -37,7 +37,12 @@ const char* weight_format_name(WeightFormat f);
 
 struct LoadOptions {
   WeightFormat weights = WeightFormat::FP8;
-  // KV-cache positions; 0: min(config.max_position_embeddings, 4096).
+  // KV-cache positions; 0: the length the model was trained for
+  // (config.max_position_embeddings, 4096 when the config does not say),
+  // lowered to what fits in the memory available. A context whose KV cache
+  // cannot fit in the memory available is refused (ValueError naming the
+  // bytes needed) before anything is loaded. The cache commits memory only as
+  // positions fill, so a long context costs nothing until it is used.
   int64_t max_context = 0;
   DType kv_dtype = DType::BFloat16;
   // Called as weights are prepared: (bytes done, bytes in all). May be empty.
@@ -90,6 +95,7 @@ class Model {
   // Weight bytes the last forward() read (MoE: only the experts selected), the
   // numerator of the decode bandwidth bound.
   virtual int64_t bytes_read_last_forward() const = 0;
+  // Bytes of the KV cache at max_context() positions (what a full cache commits).
   virtual int64_t kv_cache_bytes() const = 0;
 
   // The weights as held, under Hugging Face names. An FP8 linear weight
