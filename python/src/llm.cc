@@ -160,7 +160,8 @@ void init_llm(nb::module_& m) {
           "token_ids"_a, "float32 logits [n, V] of token ids from a fresh cache.")
       .def(
           "perplexity",
-          [](Model& md, nb::handle ids, int64_t window) {
+          [](Model& md, nb::handle ids, nb::handle window_arg) {
+            const int64_t window = int_arg(window_arg, "window", /*clamp=*/true);
             const std::vector<int32_t> v = to_ids(ids);
             nb::gil_scoped_release release;
             return kiln::llm::perplexity(md, v, window);
@@ -168,7 +169,7 @@ void init_llm(nb::module_& m) {
           "token_ids"_a, "window"_a = 0, "exp(mean NLL) of ids[1:] given the ids before them.")
       .def(
           "generate",
-          [](Model& md, nb::handle prompt, int64_t max_tokens, double temperature, int64_t top_k,
+          [](Model& md, nb::handle prompt, nb::handle max_tokens, double temperature, int64_t top_k,
              double top_p, double min_p, double repetition_penalty, double presence_penalty,
              double frequency_penalty, uint64_t seed, bool stop_at_eos, bool reset, bool add_special_tokens) {
             std::vector<int32_t> ids;
@@ -178,7 +179,7 @@ void init_llm(nb::module_& m) {
               ids = to_ids(prompt);
             if (reset) md.reset(0);
             kiln::llm::GenerateOptions o;
-            o.max_tokens = max_tokens;
+            o.max_tokens = int_arg(max_tokens, "max_tokens", /*clamp=*/true);
             o.sampling.temperature = temperature;
             o.sampling.top_k = top_k;
             o.sampling.top_p = top_p;

@@ -59,6 +59,8 @@ Generation::Generation(Model& model, std::vector<int32_t> prompt, GenerateOption
         return tokenizer_or_stub(model, h);
       }()) {
   KILN_CHECK(!prompt_.empty(), ValueError, "[llm] the prompt is empty");
+  KILN_CHECK(options_.max_tokens >= 0, ValueError,
+             "[llm] max_tokens must be >= 0 (the most tokens to generate), got " << options_.max_tokens);
   const int64_t n = int64_t(prompt_.size()), pos = model_.position(), ctx = model_.max_context();
   KILN_CHECK(
       pos + n <= ctx, ValueError,
@@ -70,9 +72,14 @@ Generation::Generation(Model& model, std::vector<int32_t> prompt, GenerateOption
                "[llm] prompt token id " << prompt_[i] << " at index " << i
                                         << " is outside the vocabulary [0, " << V << ")");
   has_tokenizer_ = has_tokenizer(model_);
+  // max_tokens is a bound, not a size: what can come is at most the room left
+  // in the context (the last token need not enter the cache). Reserved up to a
+  // few thousand tokens; a longer generation grows the vectors by doubling.
+  const int64_t room = ctx - pos - n + 1;
+  const size_t expect = size_t(std::min({options_.max_tokens, room, int64_t(4096)}));
+  history_.reserve(prompt_.size() + expect);
   history_.assign(prompt_.begin(), prompt_.end());
-  history_.reserve(prompt_.size() + size_t(std::max<int64_t>(0, options_.max_tokens)));
-  generated_.reserve(size_t(std::max<int64_t>(0, std::min<int64_t>(options_.max_tokens, ctx))));
+  generated_.reserve(expect);
   stats_.prompt_tokens = n;
 }
 

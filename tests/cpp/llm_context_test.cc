@@ -160,6 +160,35 @@ TEST(LlmContext, LongContextCommitsOnlyWhatIsUsed) {
   EXPECT_LT(rss_bytes() - before, int64_t(64) << 20);
 }
 
+// max_tokens bounds a generation; it is not a size to reserve (INT64_MAX threw
+// std::length_error "vector::reserve"). A negative bound is an error, not an
+// empty generation.
+TEST(LlmContext, HugeMaxTokensRunsToTheEndOfTheContext) {
+  auto m = Model::load(tiny(), f32(40));
+  for (int64_t n : {INT64_MAX, INT64_MAX - 2, int64_t(1) << 62}) {
+    kiln::llm::GenerateOptions o;
+    o.max_tokens = n;
+    o.sampling.temperature = 0;
+    o.stop_at_eos = false;
+    m->reset();
+    kiln::llm::Generation g(*m, {5, 6, 7}, o);
+    std::string piece;
+    while (g.next(piece)) {
+    }
+    EXPECT_EQ(g.stats().stop_reason, "context");
+    EXPECT_EQ(g.generated().size(), 38u);  // 40 - 3 positions, and the last token sampled
+  }
+  kiln::llm::GenerateOptions neg;
+  neg.max_tokens = -1;
+  m->reset();
+  try {
+    kiln::llm::Generation g(*m, {5, 6, 7}, neg);
+    ADD_FAILURE() << "max_tokens -1 accepted";
+  } catch (const kiln::ValueError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("[llm] max_tokens must be >= 0", 0), 0u) << e.what();
+  }
+}
+
 // The cache reserves address space, not memory: 128 GiB of it for a cache that
 // holds three positions (std::bad_alloc before, from zero-filled tensors).
 TEST(KVCacheReserve, HugeMaxLenCommitsOnlyWrittenPositions) {

@@ -162,6 +162,19 @@ def mem_available():
     return 0
 
 
+def test_generate_huge_max_tokens_runs_to_the_context_end():
+    # -n 9223372036854775807 printed "kiln: error: vector::reserve"; it is a bound.
+    ids = ["--prompt-ids", "3 4 5", "--temperature", "0", "--ignore-eos", "--context", "64"]
+    r = kiln("generate", TINY, *ids, "-n", "9223372036854775807", timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert len(r.stdout.split()) == 64 - 3 + 1
+    s = stats_of(r.stderr)
+    assert s["generated"] == 62 and s["stop"] == "context"
+    # Past int64, and negative: one line naming the flag.
+    assert_one_line_error(kiln("generate", TINY, *ids, "-n", "9223372036854775808"), "max-tokens")
+    assert_one_line_error(kiln("generate", TINY, *ids, "-n", "-5"), "max-tokens")
+
+
 def test_generate_long_context_costs_nothing_until_used():
     # --context 2000000 on tiny-llama is 1 GiB of bf16 KV cache, zero-filled (with a
     # 256 MB rotary table) at load before; now the cache fills as tokens come.
@@ -187,6 +200,8 @@ def test_context_that_cannot_fit_is_refused_with_its_size(cmd, tmp_path):
                           "available (at most ")
     r = kiln(cmd, TINY, *args, "--context", str(2**63), timeout=60)
     assert_one_line_error(r, "--context")
+    if cmd == "perplexity":
+        assert_one_line_error(kiln(cmd, TINY, *args, "--window", str(2**63)), "--window")
 
 
 def test_context_reservation_that_fails_says_so():
@@ -346,6 +361,9 @@ def test_perplexity_reports_the_window_it_used(default_model, tmp_path):
     r = kiln("perplexity", default_model, text, "--window", "100000", "--context", "64", "--json", "-q")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["window"] == 64
+    r = kiln("perplexity", default_model, text, "--window", str(2**63 - 1), "--context", "64", "--json", "-q")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["window"] == 64
 
 
 def test_chat_piped(default_model):
@@ -355,6 +373,18 @@ def test_chat_piped(default_model):
     assert len([l for l in r.stderr.splitlines() if STATS.search(l)]) == 2
     assert "(conversation reset)" in r.stderr
     assert r.stdout.strip()
+
+
+def test_chat_and_generate_huge_max_tokens(default_model):
+    # -n 9223372036854775807 printed "kiln: error: vector::reserve" in both.
+    n = "9223372036854775807"
+    r = kiln("chat", default_model, "-n", n, "--temperature", "0", "--context", "96", input="Hi\n", timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert stats_of(r.stderr)["stop"] in ("eos", "context"), r.stderr
+    r = kiln("generate", default_model, "--prompt", "Hi", "-n", n, "--context", "48", "--ignore-eos", timeout=300)
+    assert r.returncode == 0, r.stderr
+    s = stats_of(r.stderr)
+    assert s["stop"] == "context" and s["prompt"] + s["generated"] == 48 + 1, s
 
 
 def test_default_context_is_the_trained_length(default_model):

@@ -152,6 +152,18 @@ def test_default_model_generates_text():
     assert "Paris" in text
 
 
+def test_max_tokens_is_a_bound_not_a_size():
+    # 2**62 raised "vector::reserve" (a reservation of that many tokens); a bound past
+    # int64 is the same bound. Generation runs to the end of the context.
+    m = kiln.llm.load(str(MODELS / "tiny-llama"), dtype="f32", max_context=32)
+    for n in (2**62, 2**63 - 1, 2**70):
+        g = m.generate([3, 4, 5], max_tokens=n, temperature=0, stop_at_eos=False)
+        list(g)
+        assert len(g.tokens) == 32 - 3 + 1 and g.stats["stop_reason"] == "context", n
+    with pytest.raises(ValueError, match=r"^\[llm\] max_tokens must be >= 0"):
+        m.generate([3, 4, 5], max_tokens=-1)
+
+
 def test_load_context_that_cannot_fit():
     # tiny-llama's KV cache is 512 bytes per token (bf16): 2**50 tokens need 512 PiB.
     path = str(MODELS / "tiny-llama")
@@ -167,3 +179,10 @@ def test_load_context_that_cannot_fit():
     # The default is the trained length (config.json: 256).
     assert kiln.llm.load(path).max_context == 256
 
+
+def test_perplexity_window_is_a_bound():
+    ids, _ = load_reference("tiny-qwen2")
+    m = kiln.llm.load(str(MODELS / "tiny-qwen2"), dtype="f32")
+    assert m.perplexity(ids, window=2**70) == m.perplexity(ids)
+    with pytest.raises(ValueError, match=r"^\[llm\] perplexity window must be >= 0"):
+        m.perplexity(ids, window=-1)

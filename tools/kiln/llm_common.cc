@@ -37,8 +37,9 @@ void add_model_flags(CLI::App& app, ModelFlags& f, bool with_quiet) {
 
 void add_sampling_flags(CLI::App& app, SamplingFlags& s) {
   llm::GenerateOptions& o = s.options;
-  app.add_option("-n,--max-tokens", o.max_tokens, "Tokens to generate at most")
-      ->check(non_negative())
+  app.add_option("-n,--max-tokens", o.max_tokens,
+                 "Tokens to generate at most (a bound: generation also stops at the end of the context)")
+      ->check(non_negative_int64())
       ->capture_default_str();
   app.add_option("--temperature", o.sampling.temperature, "Sampling temperature (0: greedy)")
       ->check(non_negative())

@@ -70,7 +70,7 @@ Command add_perplexity(CLI::App& parent) {
   app->add_option("model", p->model.model, "Model file or directory, or \"default\"")->required();
   app->add_option("file", p->file, "UTF-8 text file")->required();
   app->add_option("--window", p->window, "Tokens per window (0, or more than --context: the context length)")
-      ->check(non_negative());
+      ->check(non_negative_int64());
   app->add_flag("--json", p->json, "Print one JSON object instead of the text line");
   add_model_flags(*app, p->model);
   return {app, [p] { return run_perplexity(*p); }};
