@@ -1,7 +1,10 @@
 // kiln: the command-line front end. `kiln --help` lists the commands.
 #include <cstdio>
 #include <exception>
+#include <new>
+#include <stdexcept>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -43,9 +46,22 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  std::string running = "kiln";  // the command, for errors that do not name it
   try {
     for (const auto& c : commands)
-      if (c.app->parsed()) return c.run();
+      if (c.app->parsed()) {
+        running = c.app->get_name();
+        return c.run();
+      }
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "kiln: error: %s ran out of memory (an allocation failed)\n", running.c_str());
+    return 1;
+  } catch (const std::logic_error& e) {  // std::length_error, std::out_of_range, ...: a size out of range
+    std::fprintf(stderr, "kiln: error: %s: a size or value out of range (%s)\n", running.c_str(), e.what());
+    return 1;
+  } catch (const std::bad_cast& e) {
+    std::fprintf(stderr, "kiln: error: %s: a value of the wrong type (%s)\n", running.c_str(), e.what());
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kiln: error: %s\n", e.what());
     return 1;
