@@ -9,6 +9,7 @@
 
 #include "cpu/softmax.h"
 #include "kiln/error.h"
+#include "llm/stop_strings.h"
 #include "llm/transformer.h"
 
 namespace kiln::llm {
@@ -70,6 +71,9 @@ Generation::Generation(Model& model, std::vector<int32_t> prompt, GenerateOption
                "[llm] prompt token id " << prompt_[i] << " at index " << i
                                         << " is outside the vocabulary [0, " << V << ")");
   has_tokenizer_ = has_tokenizer(model_);
+  detail::check_stop_strings(options_.stop);
+  KILN_CHECK(options_.stop.empty() || has_tokenizer_, ValueError,
+             "[generate] stop strings need a tokenizer; the model has none");
   history_.assign(prompt_.begin(), prompt_.end());
   history_.reserve(prompt_.size() + size_t(std::max<int64_t>(0, options_.max_tokens)));
   generated_.reserve(size_t(std::max<int64_t>(0, std::min<int64_t>(options_.max_tokens, ctx))));
@@ -82,7 +86,11 @@ bool Generation::next(std::string& piece) {
   auto finish = [&](const char* why) {
     stats_.stop_reason = why;
     done_ = true;
-    piece += decoder_.flush();
+    bool stopped = false;
+    piece += detail::push_past_stops(options_.stop, stop_held_, decoder_.flush(), stopped);
+    if (stopped) stats_.stop_reason = "stop";
+    piece += stop_held_;
+    stop_held_.clear();
     return false;
   };
   if (options_.cancel && options_.cancel->load()) return finish("cancelled");
@@ -138,7 +146,15 @@ bool Generation::next(std::string& piece) {
     }
     if (eos) return finish("eos");
   }
-  if (has_tokenizer_) piece = decoder_.push(int32_t(tok));
+  if (has_tokenizer_) {
+    bool stopped = false;
+    piece = detail::push_past_stops(options_.stop, stop_held_, decoder_.push(int32_t(tok)), stopped);
+    if (stopped) {
+      stats_.stop_reason = "stop";
+      done_ = true;
+      return false;
+    }
+  }
   return true;
 }
 
