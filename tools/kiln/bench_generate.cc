@@ -23,6 +23,7 @@
 #include "kiln/bench/python_side.h"
 #include "kiln/bench_generate.h"
 #include "kiln/bench_generate_peers.h"
+#include "kiln/cli_io.h"
 #include "kiln/commands.h"
 #include "kiln/llm/default_model.h"
 #include "kiln/llm/model.h"
@@ -266,7 +267,7 @@ int run_generate(GenOptions opt) {
         {"bound", "bytes per token = weights read (MoE: selected experts) + K/V read at that position"}}},
       {"results", results},
       {"missing", missing}};
-  if (!opt.out.empty()) std::ofstream(opt.out) << doc.dump(2) << "\n";
+  if (!opt.out.empty()) write_file(opt.out, doc.dump(2) + "\n");
   if (opt.json) {
     std::printf("%s\n", doc.dump(2).c_str());
     return 0;

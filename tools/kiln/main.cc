@@ -6,9 +6,33 @@
 
 #include <CLI/CLI.hpp>
 
+#include "kiln/cli_io.h"
 #include "kiln/commands.h"
 #include "kiln/openblas_restart.h"
 #include "kiln/version.h"
+
+namespace {
+
+// "kiln generate", "kiln bench ops": how error lines name the command.
+std::string command_name(const CLI::App& app) {
+  std::string name = app.get_name();
+  for (const CLI::App* p = app.get_parent(); p != nullptr; p = p->get_parent())
+    name = (p->get_parent() == nullptr ? std::string("kiln") : p->get_name()) + " " + name;
+  return name;
+}
+
+// Flushes stdout; a write that failed turns `status` into 1 with one line on stderr.
+int report_output_error(const std::string& command, int status) {
+  try {
+    kiln::cli::flush_stdout();
+  } catch (const kiln::cli::OutputError& e) {
+    std::fprintf(stderr, "%s: %s\n", command.c_str(), e.what());
+    return status != 0 ? status : 1;
+  }
+  return status;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   kiln::cli::maybe_restart_for_openblas();  // before any GEMM or LAPACK call
@@ -38,17 +62,31 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    if (e.get_exit_code() == 0) {  // --help, --version
+      const int status = app.exit(e);
+      return report_output_error("kiln", status);
+    }
     std::fprintf(stderr, "kiln: error: %s (see 'kiln --help')\n", e.what());
     return 2;
   }
 
-  try {
-    for (const auto& c : commands)
-      if (c.app->parsed()) return c.run();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "kiln: error: %s\n", e.what());
-    return 1;
+  for (const auto& c : commands) {
+    if (!c.app->parsed()) continue;
+    int status = 1;
+    try {
+      status = c.run();
+    } catch (const kiln::cli::OutputError& e) {
+      std::fprintf(stderr, "%s: %s\n", command_name(*c.app).c_str(), e.what());
+      return 1;
+    } catch (const kiln::cli::UsageError& e) {
+      std::fprintf(stderr, "kiln: error: %s\n", e.what());
+      return 2;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "kiln: error: %s\n", e.what());
+      status = 1;
+    }
+    // What is still buffered for stdout must reach it too: `kiln info > /dev/full` fails.
+    return report_output_error(command_name(*c.app), status);
   }
   // A group without its subcommand (`kiln`, `kiln bench`): show what there is.
   const CLI::App* shown = bench->parsed() ? bench : &app;
