@@ -216,3 +216,33 @@ def test_ctrl_c_at_an_idle_chat_prompt_exits(model):
             p.kill()
             p.wait()
     assert p.returncode == 130, p.stderr.read()
+
+
+def test_ctrl_c_in_chat_stops_a_reply_and_chat_goes_on():
+    # With a model slow enough to interrupt mid-reply (the default one, when it is on this machine):
+    # the first Ctrl-C stops the reply, the chat takes the next line, and Ctrl-C at the prompt ends it.
+    path = os.environ.get("KILN_DEFAULT_MODEL")
+    if not path or not os.path.isfile(path):
+        pytest.skip("KILN_DEFAULT_MODEL not set")
+    p = subprocess.Popen(["kiln", "chat", path, "-n", "100000", "--ignore-eos", "--context", "4096"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        p.stdin.write(b"Tell me a very long story.\n")
+        p.stdin.flush()
+        assert os.read(p.stdout.fileno(), 1)  # the reply is streaming
+        time.sleep(0.5)
+        p.send_signal(signal.SIGINT)
+        assert read_line(p.stdout, 120) is not None  # a line of the reply
+        assert p.poll() is None  # and the chat goes on
+        p.stdin.write(b"/reset\n")
+        p.stdin.flush()
+        time.sleep(0.5)
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=30)
+        err = p.stderr.read().decode()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 130, err
+    assert "stop cancelled" in err and "(conversation reset)" in err, err
