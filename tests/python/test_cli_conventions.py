@@ -168,3 +168,10 @@ def test_convert_defaults_to_the_default_model(tmp_path):
     r = kiln("convert", copy, "--force", env=env)
     assert r.returncode == 2 and "holds a model" in r.stderr, r.stderr
     assert sorted(p.name for p in copy.iterdir()) == before
+
+
+def test_bench_generate_names_the_model_with_a_trailing_slash():
+    r = kiln("bench", "generate", "--quick", "--json", "--models", str(TINY) + "/.", "--dtypes", "f32", "--tokens",
+             "1", "--prompt-tokens", "2")
+    assert r.returncode == 0, r.stderr
+    assert [x["name"] for x in json.loads(r.stdout)["results"]] == ["tiny-llama decode f32"]

@@ -121,8 +121,7 @@ ModelSpec resolve(const GenOptions& opt, const std::string& m) {
     s.llama = {{"fp8", base + ".q8_0.gguf"}, {"bf16", base + ".bf16.gguf"}};
     s.hf_dtypes = {"bf16"};
   } else {
-    s.name = fs::path(m).filename().string();
-    if (s.name.empty()) s.name = fs::path(m).parent_path().filename().string();
+    s.name = model_name(m);  // "dir//" and "dir/." name "dir" too
     s.kiln_path = s.hf_path = m;
     s.dtypes = {"fp8", "bf16", "f32"};
     s.hf_dtypes = {"bf16", "f32"};
