@@ -112,6 +112,13 @@ def test_chat_skips_a_line_that_is_not_utf8(model):
     assert len(stats(err)) == 2, err  # the turns before and after it both ran
 
 
+def test_chat_refuses_a_system_message_that_is_not_utf8(model):
+    r = subprocess.run([b"kiln", b"chat", str(model).encode(), b"--system", b"be \xff brief"], input=b"hello\n",
+                       capture_output=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.decode().startswith("kiln: error: --system is not valid UTF-8"), r.stderr
+
+
 @pytest.mark.parametrize("bad", [b"\xff", b"caf\xc3", b"\xc0\xaf", b"\xed\xa0\x80", b"ok \xf4\x90\x80\x80"])
 def test_generate_refuses_a_prompt_that_is_not_utf8(model, bad):
     r = kiln("generate", model, "--prompt", "-", "-n", "1", input=bad + b"\n", text=False)

@@ -35,6 +35,8 @@ jinja::Value message(const std::string& role, const std::string& content) {
 }
 
 int run_chat(ChatFlags& c) {
+  if (const auto at = invalid_utf8_offset(c.system))
+    throw UsageError("--system is not valid UTF-8 (byte " + std::to_string(*at) + ")");
   auto model = load_model(c.model);
   const Tokenizer& tok = model->tokenizer();
   if (tok.chat_template().empty()) throw ValueError("the model has no chat template; use kiln generate");
