@@ -65,6 +65,24 @@ int64_t int_arg(nb::handle h, const char* name, bool clamp) {
   return v;
 }
 
+// stop=: None, one string, or an iterable of strings.
+std::vector<std::string> to_stop_strings(nb::handle h) {
+  std::vector<std::string> v;
+  if (h.is_none()) return v;
+  if (nb::isinstance<nb::str>(h)) {
+    v.push_back(nb::cast<std::string>(h));
+    return v;
+  }
+  KILN_CHECK(!nb::isinstance<nb::bytes>(h), kiln::TypeError,
+             "[generate] stop must be a str or a list of str, got bytes");
+  for (nb::handle x : h) {
+    KILN_CHECK(nb::isinstance<nb::str>(x), kiln::TypeError,
+               "[generate] stop strings must be str, got " << nb::inst_name(x).c_str());
+    v.push_back(nb::cast<std::string>(x));
+  }
+  return v;
+}
+
 // A Python iterator over the text pieces of one generation.
 struct PyGeneration {
   std::unique_ptr<kiln::llm::Generation> g;
@@ -171,13 +189,13 @@ void init_llm(nb::module_& m) {
           "generate",
           [](Model& md, nb::handle prompt, nb::handle max_tokens, double temperature, int64_t top_k,
              double top_p, double min_p, double repetition_penalty, double presence_penalty,
-             double frequency_penalty, uint64_t seed, bool stop_at_eos, bool reset, bool add_special_tokens) {
+             double frequency_penalty, uint64_t seed, bool stop_at_eos, bool reset, bool add_special_tokens,
+             nb::handle stop) {
             std::vector<int32_t> ids;
             if (nb::isinstance<nb::str>(prompt))
               ids = md.tokenizer().encode(nb::cast<std::string>(prompt), add_special_tokens);
             else
               ids = to_ids(prompt);
-            if (reset) md.reset(0);
             kiln::llm::GenerateOptions o;
             o.max_tokens = int_arg(max_tokens, "max_tokens", /*clamp=*/true);
             o.sampling.temperature = temperature;
@@ -189,6 +207,11 @@ void init_llm(nb::module_& m) {
             o.sampling.frequency_penalty = frequency_penalty;
             o.seed = seed;
             o.stop_at_eos = stop_at_eos;
+            o.stop = to_stop_strings(stop);
+            // Checked before reset so a refused call leaves the cache as it was.
+            KILN_CHECK(o.max_tokens >= 0, kiln::ValueError,
+                       "[generate] max_tokens must be >= 0, got " << o.max_tokens);
+            if (reset) md.reset(0);
             auto g = std::make_unique<PyGeneration>();
             o.cancel = &g->cancel;
             g->g = std::make_unique<kiln::llm::Generation>(md, std::move(ids), o);
@@ -200,10 +223,13 @@ void init_llm(nb::module_& m) {
           "repetition_penalty"_a = kDefaults.sampling.repetition_penalty,
           "presence_penalty"_a = kDefaults.sampling.presence_penalty,
           "frequency_penalty"_a = kDefaults.sampling.frequency_penalty, "seed"_a = kDefaults.seed,
-          "stop_at_eos"_a = true, "reset"_a = true, "add_special_tokens"_a = true, nb::keep_alive<0, 1>(),
+          "stop_at_eos"_a = true, "reset"_a = true, "add_special_tokens"_a = true, "stop"_a = nb::none(),
+          nb::keep_alive<0, 1>(),
           "An iterator over text pieces. prompt: text (encoded with the tokenizer) or token ids. The "
           "defaults are kiln generate's: 128 tokens, temperature 0.8, top_k 40, top_p 0.95, min_p 0.05, "
-          "seed 0; temperature 0 is greedy. reset=False continues after the cached tokens.")
+          "seed 0; temperature 0 is greedy. reset=False continues after the cached tokens. stop: a string "
+          "or a list of them; generation ends when the text produces one, and the text ends just before "
+          "it (stats['stop_reason'] == 'stop').")
       .def("named_weights", &Model::named_weights, "The weights as held, under Hugging Face names.")
       .def("__repr__", [](const Model& md) {
         return "kiln.llm.LanguageModel(" + md.config().architecture + ", " +

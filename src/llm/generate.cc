@@ -9,6 +9,7 @@
 
 #include "cpu/softmax.h"
 #include "kiln/error.h"
+#include "llm/stop_strings.h"
 #include "llm/transformer.h"
 
 namespace kiln::llm {
@@ -72,6 +73,9 @@ Generation::Generation(Model& model, std::vector<int32_t> prompt, GenerateOption
                "[llm] prompt token id " << prompt_[i] << " at index " << i
                                         << " is outside the vocabulary [0, " << V << ")");
   has_tokenizer_ = has_tokenizer(model_);
+  detail::check_stop_strings(options_.stop);
+  KILN_CHECK(options_.stop.empty() || has_tokenizer_, ValueError,
+             "[generate] stop strings need a tokenizer; the model has none");
   // max_tokens is a bound, not a size: what can come is at most the room left
   // in the context (the last token need not enter the cache). Reserved up to a
   // few thousand tokens; a longer generation grows the vectors by doubling.
@@ -89,7 +93,11 @@ bool Generation::next(std::string& piece) {
   auto finish = [&](const char* why) {
     stats_.stop_reason = why;
     done_ = true;
-    piece += decoder_.flush();
+    bool stopped = false;
+    piece += detail::push_past_stops(options_.stop, stop_held_, decoder_.flush(), stopped);
+    if (stopped) stats_.stop_reason = "stop";
+    piece += stop_held_;
+    stop_held_.clear();
     return false;
   };
   if (options_.cancel && options_.cancel->load()) return finish("cancelled");
@@ -145,7 +153,15 @@ bool Generation::next(std::string& piece) {
     }
     if (eos) return finish("eos");
   }
-  if (has_tokenizer_) piece = decoder_.push(int32_t(tok));
+  if (has_tokenizer_) {
+    bool stopped = false;
+    piece = detail::push_past_stops(options_.stop, stop_held_, decoder_.push(int32_t(tok)), stopped);
+    if (stopped) {
+      stats_.stop_reason = "stop";
+      done_ = true;
+      return false;
+    }
+  }
   return true;
 }
 

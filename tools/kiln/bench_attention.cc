@@ -16,6 +16,7 @@
 #include "kiln/bench/harness.h"
 #include "kiln/bench/report.h"
 #include "kiln/commands.h"
+#include "kiln/llm_common.h"
 #include "kiln/random.h"
 #include "kiln/thread_pool.h"
 #include "kiln/version.h"
@@ -121,8 +122,7 @@ Command add_bench_attention(CLI::App& bench) {
       ->check(CLI::Range(1, 100000));
   app->add_option("--warmup", opt->warmup, "Untimed calls before timing (default 2)")
       ->check(CLI::Range(0, 100000));
-  app->add_option("--threads", opt->threads, "Threads to use (default: all cores)")
-      ->check(CLI::Range(1, 4096));
+  add_threads_option(*app, opt->threads);
   app->add_flag("--quick", opt->quick, "Tiny sizes and few repeats: a smoke run, not a measurement");
   app->add_option("--peer-python", opt->peer_python,
                   "A Python with torch, to time torch's SDPA side by side");

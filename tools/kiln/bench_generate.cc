@@ -23,6 +23,7 @@
 #include "kiln/bench/python_side.h"
 #include "kiln/bench_generate.h"
 #include "kiln/bench_generate_peers.h"
+#include "kiln/cli_io.h"
 #include "kiln/commands.h"
 #include "kiln/llm/default_model.h"
 #include "kiln/llm/model.h"
@@ -120,8 +121,7 @@ ModelSpec resolve(const GenOptions& opt, const std::string& m) {
     s.llama = {{"fp8", base + ".q8_0.gguf"}, {"bf16", base + ".bf16.gguf"}};
     s.hf_dtypes = {"bf16"};
   } else {
-    s.name = fs::path(m).filename().string();
-    if (s.name.empty()) s.name = fs::path(m).parent_path().filename().string();
+    s.name = model_name(m);  // "dir//" and "dir/." name "dir" too
     s.kiln_path = s.hf_path = m;
     s.dtypes = {"fp8", "bf16", "f32"};
     s.hf_dtypes = {"bf16", "f32"};
@@ -266,7 +266,7 @@ int run_generate(GenOptions opt) {
         {"bound", "bytes per token = weights read (MoE: selected experts) + K/V read at that position"}}},
       {"results", results},
       {"missing", missing}};
-  if (!opt.out.empty()) std::ofstream(opt.out) << doc.dump(2) << "\n";
+  if (!opt.out.empty()) write_file(opt.out, doc.dump(2) + "\n");
   if (opt.json) {
     std::printf("%s\n", doc.dump(2).c_str());
     return 0;

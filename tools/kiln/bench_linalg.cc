@@ -19,8 +19,10 @@
 #include "kiln/bench/harness.h"
 #include "kiln/bench/python_side.h"
 #include "kiln/binary.h"
+#include "kiln/cli_io.h"
 #include "kiln/commands.h"
 #include "kiln/linalg.h"
+#include "kiln/llm_common.h"
 #include "kiln/random.h"
 #include "kiln/tensor.h"
 #include "kiln/thread_pool.h"
@@ -377,11 +379,7 @@ int run_linalg(LinalgOptions opt) {
               {"peers", peers_info},
               {"results", results}};
   if (!missing.empty()) doc["missing"] = missing;
-  if (!opt.out.empty()) {
-    std::ofstream f(opt.out);
-    if (!f) throw std::runtime_error("[bench linalg] cannot write " + opt.out);
-    f << doc.dump(2) << "\n";
-  }
+  if (!opt.out.empty()) write_file(opt.out, doc.dump(2) + "\n");
   if (opt.json) {
     std::printf("%s\n", doc.dump(2).c_str());
     return 0;
@@ -416,8 +414,7 @@ Command add_bench_linalg(CLI::App& bench) {
       ->check(CLI::Range(1, 100000));
   app->add_option("--warmup", opt->warmup, "Untimed calls before timing (default 1)")
       ->check(CLI::Range(0, 1000));
-  app->add_option("--threads", opt->threads, "Threads for kiln (default: KILN_NUM_THREADS or all cores)")
-      ->check(CLI::Range(1, 4096));
+  add_threads_option(*app, opt->threads);
   app->add_flag("--quick", opt->quick, "Tiny sizes: a smoke run, not a measurement");
   app->add_option("--python", opt->python,
                   "Python with numpy+scipy for the peers (default: the python next to kiln)");

@@ -248,7 +248,8 @@ Command add_bench_load(CLI::App& bench) {
       ->check(CLI::Range(1, 1000));
   app->add_option("--dir", opt->dir, "Where to write the synthetic files (default /tmp)");
   app->add_option("--tokenizer", opt->tokenizer,
-                  "Also time loading this tokenizer.json (or model directory) and encoding/decoding with it");
+                  "Also time loading this tokenizer (tokenizer.json, a GGUF model, a model directory, or "
+                  "\"default\") and encoding/decoding with it");
   return {app, [opt] { return run_load(*opt); }};
 }
 

@@ -25,8 +25,10 @@
 #include "kiln/allocator.h"
 #include "kiln/bench/harness.h"
 #include "kiln/bench/python_side.h"
+#include "kiln/cli_io.h"
 #include "kiln/commands.h"
 #include "kiln/kiln.h"
+#include "kiln/llm_common.h"
 #include "kiln/version.h"
 
 namespace kiln::cli::matbench {
@@ -367,7 +369,7 @@ int run_matmul(MatOptions opt) {
                "repetition; roof_fraction = median GB/s of the case / best pass beside it"},
               {"summary", summary},
               {"results", results}};
-  if (!opt.out.empty()) std::ofstream(opt.out) << doc.dump(2) << "\n";
+  if (!opt.out.empty()) write_file(opt.out, doc.dump(2) + "\n");
   if (!opt.plot.empty()) {
     const std::string why = bench::plot_with_python(bench::find_python(""), doc, opt.plot);
     if (!why.empty()) throw std::runtime_error("--plot " + opt.plot + ": " + why);
@@ -399,8 +401,7 @@ Command add_one(CLI::App& bench, const std::string& what, const std::string& hel
       ->check(CLI::Range(1, 100000));
   app->add_option("--warmup", opt->warmup, "Untimed calls before timing (default 2)")
       ->check(CLI::Range(0, 100000));
-  app->add_option("--threads", opt->threads, "Threads (default: KILN_NUM_THREADS or all cores)")
-      ->check(CLI::Range(1, 4096));
+  add_threads_option(*app, opt->threads);
   app->add_flag("--quick", opt->quick, "Tiny sizes and few repeats: a smoke run, not a measurement");
   app->add_option("--plot", opt->plot,
                   "Also draw the roof fraction per case and weight kind into this PNG (matplotlib)");

@@ -16,7 +16,9 @@
 #include "kiln/reduce.h"
 #include "kiln/bench/harness.h"
 #include "kiln/bench/python_side.h"
+#include "kiln/cli_io.h"
 #include "kiln/commands.h"
+#include "kiln/llm_common.h"
 #include "kiln/random.h"
 #include "kiln/tensor.h"
 #include "kiln/thread_pool.h"
@@ -197,11 +199,7 @@ int run_ops(OpsOptions opt) {
   if (!python_info.is_null()) doc["python"] = python_info;
   if (!missing.empty()) doc["missing"] = missing;
 
-  if (!opt.out.empty()) {
-    std::ofstream f(opt.out);
-    if (!f) throw std::runtime_error("[bench ops] cannot write " + opt.out);
-    f << doc.dump(2) << "\n";
-  }
+  if (!opt.out.empty()) write_file(opt.out, doc.dump(2) + "\n");
   if (opt.json) {
     std::printf("%s\n", doc.dump(2).c_str());
     return 0;
@@ -245,8 +243,7 @@ Command add_bench_ops(CLI::App& bench) {
       ->check(CLI::Range(1, 100000));
   app->add_option("--warmup", opt->warmup, "Untimed calls before timing (default 2)")
       ->check(CLI::Range(0, 100000));
-  app->add_option("--threads", opt->threads, "Threads to use (default: KILN_NUM_THREADS or all cores)")
-      ->check(CLI::Range(1, 4096));
+  add_threads_option(*app, opt->threads);
   app->add_flag("--quick", opt->quick, "Tiny sizes and few repeats: a smoke run, not a measurement");
   app->add_option("--numel", opt->numel, "Elements per tensor (default 64M; 64K with --quick)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 40));

@@ -15,6 +15,7 @@
 #include "kiln/bench/report.h"
 #include "kiln/binary.h"
 #include "kiln/commands.h"
+#include "kiln/llm_common.h"
 #include "kiln/random.h"
 #include "kiln/sampling.h"
 #include "kiln/thread_pool.h"
@@ -111,8 +112,7 @@ Command add_bench_sample(CLI::App& bench) {
       ->check(CLI::Range(1, 100000));
   app->add_option("--warmup", opt->warmup, "Untimed batches before timing (default 2)")
       ->check(CLI::Range(0, 100000));
-  app->add_option("--threads", opt->threads, "Threads to use (default: all cores)")
-      ->check(CLI::Range(1, 4096));
+  add_threads_option(*app, opt->threads);
   app->add_flag("--quick", opt->quick, "Tiny sizes and few repeats: a smoke run, not a measurement");
   app->add_option("--vocab", opt->vocab, "Vocabulary size (default 151936)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 31));

@@ -17,6 +17,7 @@
 #include "kiln/bench/report.h"
 #include "kiln/binary.h"
 #include "kiln/commands.h"
+#include "kiln/llm_common.h"
 #include "kiln/random.h"
 #include "kiln/softmax.h"
 #include "kiln/thread_pool.h"
@@ -200,8 +201,7 @@ Command add_bench_softmax(CLI::App& bench) {
       ->check(CLI::Range(1, 100000));
   app->add_option("--warmup", opt->warmup, "Untimed calls before timing (default 2)")
       ->check(CLI::Range(0, 100000));
-  app->add_option("--threads", opt->threads, "Threads to use (default: all cores)")
-      ->check(CLI::Range(1, 4096));
+  add_threads_option(*app, opt->threads);
   app->add_flag("--quick", opt->quick, "Tiny sizes and few repeats: a smoke run, not a measurement");
   app->add_option("--peer-python", opt->peer_python, "A Python with torch, to time torch side by side");
   app->add_option("--cache", opt->cache,

@@ -12,6 +12,8 @@
 #include "kiln/bench/harness.h"
 #include "kiln/bench_tokenizer.h"
 #include "kiln/commands.h"
+#include "kiln/io/gguf_tokenizer.h"
+#include "kiln/llm_common.h"
 #include "kiln/tokenizer.h"
 
 namespace kiln::cli {
@@ -80,14 +82,13 @@ bench::json entry(const std::string& name, const Timing& t, double mb, int repea
 }  // namespace
 
 bench::json bench_tokenizer(const TokenizerBenchOptions& opt) {
-  std::string path = opt.tokenizer;
-  if (path.size() < 5 || path.compare(path.size() - 5, 5, ".json") != 0)
-    path += (path.empty() || path.back() == '/' ? "" : "/") + std::string("tokenizer.json");
+  const std::string path = resolve_tokenizer_path(opt.tokenizer, /*quiet=*/false);  // "default" too
   const int repeat = opt.quick ? 1 : opt.repeat;
   bench::json results = bench::json::array();
 
   std::unique_ptr<Tokenizer> tok;
-  const Timing load = time_it(opt.quick ? 1 : 3, [&] { tok = std::make_unique<Tokenizer>(Tokenizer::from_file(path)); });
+  const Timing load =
+      time_it(opt.quick ? 1 : 3, [&] { tok = std::make_unique<Tokenizer>(io::load_tokenizer(path)); });
   results.push_back(entry("load", load, 0, opt.quick ? 1 : 3));
 
   const std::string text = tokenizer_bench_corpus(opt.quick ? (64 << 10) : (4 << 20));
@@ -117,7 +118,10 @@ Command add_bench_tokenizer(CLI::App& bench) {
   auto opt = std::make_shared<TokenizerBenchOptions>();
   CLI::App* app = bench.add_subcommand(
       "tokenizer", "tokenizer.json load time, encode and decode MB/s on a generated multilingual corpus.");
-  app->add_option("--tokenizer", opt->tokenizer, "tokenizer.json, or a model directory holding one")->required();
+  app->add_option(
+      "--tokenizer", opt->tokenizer,
+      "tokenizer.json, a GGUF model, a model directory holding tokenizer.json, or \"default\" (the "
+      "default: the default model's)");
   app->add_flag("--json", opt->json, "Print one JSON object");
   app->add_flag("--quick", opt->quick, "A 64 KB corpus, one repetition: checks the plumbing, not speed");
   app->add_option("--repeat", opt->repeat, "Timed repetitions (median reported)")->check(CLI::Range(1, 1000));

@@ -9,7 +9,7 @@
 namespace kiln::cli {
 
 struct TokenizerBenchOptions {
-  std::string tokenizer;  // tokenizer.json, or a directory holding one
+  std::string tokenizer;  // tokenizer.json, a GGUF file, a directory holding tokenizer.json; "" or "default"
   bool json = false;
   bool quick = false;
   int repeat = 5;

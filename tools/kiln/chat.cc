@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kiln/chat_template.h"
+#include "kiln/cli_io.h"
 #include "kiln/commands.h"
 #include "kiln/error.h"
 #include "kiln/llm/generate.h"
@@ -34,6 +35,8 @@ jinja::Value message(const std::string& role, const std::string& content) {
 }
 
 int run_chat(ChatFlags& c) {
+  if (const auto at = invalid_utf8_offset(c.system))
+    throw UsageError("--system is not valid UTF-8 (byte " + std::to_string(*at) + ")");
   auto model = load_model(c.model);
   const Tokenizer& tok = model->tokenizer();
   if (tok.chat_template().empty()) throw ValueError("the model has no chat template; use kiln generate");
@@ -52,7 +55,13 @@ int run_chat(ChatFlags& c) {
       std::fflush(stderr);
     }
     InterruptGuard::clear();
-    if (!std::getline(std::cin, line)) break;
+    // Waiting for a line, Ctrl-C ends kiln chat (status 130) as it ends a
+    // shell's foreground command; while a reply streams, it stops the reply.
+    InterruptGuard::set_idle(true);
+    const bool got = static_cast<bool>(std::getline(std::cin, line));
+    InterruptGuard::set_idle(false);
+    if (!got) break;
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // a "\r\n" line end
     if (line == "/quit" || line == "/exit") break;
     if (line == "/reset") {
       messages.resize(base);
@@ -62,6 +71,10 @@ int run_chat(ChatFlags& c) {
       continue;
     }
     if (line.empty()) continue;
+    if (invalid_utf8_offset(line)) {
+      std::fprintf(stderr, "kiln chat: that line is not valid UTF-8; try again\n");
+      continue;
+    }
     messages.push_back(message("user", line));
     std::vector<int32_t> ids = tok.encode(apply_chat_template(tok, jinja::Value(messages), true), false);
     // Too long with the history: drop the oldest turns until this one fits
@@ -94,21 +107,22 @@ int run_chat(ChatFlags& c) {
     llm::GenerateOptions opt = generate_options(c.sampling);
     opt.cancel = InterruptGuard::cancel();
     llm::Generation gen(*model, std::move(rest), opt);
-    std::string piece, reply;
+    std::string piece, shown;
     while (true) {
       const bool more = gen.next(piece);
       if (!piece.empty()) {
-        std::fwrite(piece.data(), 1, piece.size(), stdout);
-        std::fflush(stdout);
+        write_stdout(piece);
+        shown += piece;
       }
       if (!more) break;
     }
-    std::fputc('\n', stdout);
-    std::fflush(stdout);
-    // The reply as text, without the end-of-turn token, for the next rendering.
+    write_stdout("\n");
+    // The reply as text, without the end-of-turn token, for the next
+    // rendering; cut at a --stop string, it is the text shown.
     std::vector<int32_t> out = gen.generated();
     if (!out.empty() && tok.is_special(out.back())) out.pop_back();
-    messages.push_back(message("assistant", tok.decode(out, /*skip_special_tokens=*/true)));
+    const bool stopped = gen.stats().stop_reason == "stop";
+    messages.push_back(message("assistant", stopped ? shown : tok.decode(out, /*skip_special_tokens=*/true)));
     cached = ids;
     cached.insert(cached.end(), gen.generated().begin(), gen.generated().end());
     cached.resize(size_t(std::min<int64_t>(int64_t(cached.size()), model->position())));
@@ -125,9 +139,10 @@ Command add_chat(CLI::App& parent) {
   app->footer(
       "Reads one message per line from stdin (a terminal or a pipe) and streams each reply to stdout; "
       "the stats line of each turn goes to stderr. /reset forgets the conversation, /quit or end of "
-      "input ends it, Ctrl-C stops a reply. MODEL defaults to the default model (see kiln generate "
-      "--help). The conversation stays in the KV cache; when it outgrows --context, the oldest turns are "
-      "dropped.");
+      "input ends it, Ctrl-C stops a reply (at the prompt, it ends kiln chat with status 130). A line that "
+      "is not UTF-8 is refused and the conversation goes on. The conversation stays in the KV cache; when "
+      "it outgrows --context, the oldest turns are dropped. " +
+      std::string(kModelConvention));
   app->add_option("model", c->model.model, "A .gguf file, a model directory, or \"default\"");
   app->add_option("--system", c->system, "A system message that opens the conversation");
   c->sampling.options.max_tokens = 256;

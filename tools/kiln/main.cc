@@ -9,9 +9,33 @@
 
 #include <CLI/CLI.hpp>
 
+#include "kiln/cli_io.h"
 #include "kiln/commands.h"
 #include "kiln/openblas_restart.h"
 #include "kiln/version.h"
+
+namespace {
+
+// "kiln generate", "kiln bench ops": how error lines name the command.
+std::string command_name(const CLI::App& app) {
+  std::string name = app.get_name();
+  for (const CLI::App* p = app.get_parent(); p != nullptr; p = p->get_parent())
+    name = (p->get_parent() == nullptr ? std::string("kiln") : p->get_name()) + " " + name;
+  return name;
+}
+
+// Flushes stdout; a write that failed turns `status` into 1 with one line on stderr.
+int report_output_error(const std::string& command, int status) {
+  try {
+    kiln::cli::flush_stdout();
+  } catch (const kiln::cli::OutputError& e) {
+    std::fprintf(stderr, "%s: %s\n", command.c_str(), e.what());
+    return status != 0 ? status : 1;
+  }
+  return status;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   kiln::cli::maybe_restart_for_openblas();  // before any GEMM or LAPACK call
@@ -41,30 +65,41 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    if (e.get_exit_code() == 0) {  // --help, --version
+      const int status = app.exit(e);
+      return report_output_error("kiln", status);
+    }
     std::fprintf(stderr, "kiln: error: %s (see 'kiln --help')\n", e.what());
     return 2;
   }
 
-  std::string running = "kiln";  // the command, for errors that do not name it
-  try {
-    for (const auto& c : commands)
-      if (c.app->parsed()) {
-        running = c.app->get_name();
-        return c.run();
-      }
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "kiln: error: %s ran out of memory (an allocation failed)\n", running.c_str());
-    return 1;
-  } catch (const std::logic_error& e) {  // std::length_error, std::out_of_range, ...: a size out of range
-    std::fprintf(stderr, "kiln: error: %s: a size or value out of range (%s)\n", running.c_str(), e.what());
-    return 1;
-  } catch (const std::bad_cast& e) {
-    std::fprintf(stderr, "kiln: error: %s: a value of the wrong type (%s)\n", running.c_str(), e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "kiln: error: %s\n", e.what());
-    return 1;
+  for (const auto& c : commands) {
+    if (!c.app->parsed()) continue;
+    const std::string running = command_name(*c.app);
+    int status = 1;
+    try {
+      status = c.run();
+    } catch (const kiln::cli::OutputError& e) {
+      std::fprintf(stderr, "%s: %s\n", running.c_str(), e.what());
+      return 1;
+    } catch (const kiln::cli::UsageError& e) {
+      std::fprintf(stderr, "kiln: error: %s\n", e.what());
+      return 2;
+    } catch (const std::bad_alloc&) {
+      std::fprintf(stderr, "kiln: error: %s ran out of memory (an allocation failed)\n", running.c_str());
+      status = 1;
+    } catch (const std::logic_error& e) {  // std::length_error, std::out_of_range, ...: a size out of range
+      std::fprintf(stderr, "kiln: error: %s: a size or value out of range (%s)\n", running.c_str(), e.what());
+      status = 1;
+    } catch (const std::bad_cast& e) {
+      std::fprintf(stderr, "kiln: error: %s: a value of the wrong type (%s)\n", running.c_str(), e.what());
+      status = 1;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "kiln: error: %s\n", e.what());
+      status = 1;
+    }
+    // What is still buffered for stdout must reach it too: `kiln info > /dev/full` fails.
+    return report_output_error(running, status);
   }
   // A group without its subcommand (`kiln`, `kiln bench`): show what there is.
   const CLI::App* shown = bench->parsed() ? bench : &app;

@@ -1,5 +1,5 @@
-// `kiln perplexity MODEL FILE`: exp(mean negative log-likelihood) of a text's
-// tokens under a model, with the token count and speed.
+// `kiln perplexity [MODEL] FILE`: exp(mean negative log-likelihood) of a
+// text's tokens under a model, with the token count and speed.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -9,7 +9,10 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "kiln/cli_io.h"
 #include "kiln/commands.h"
 #include "kiln/error.h"
 #include "kiln/llm/generate.h"
@@ -20,18 +23,37 @@ namespace {
 
 struct PerplexityFlags {
   ModelFlags model;
+  std::vector<std::string> positional;  // [MODEL] FILE
   std::string file;
   int64_t window = 0;
   bool json = false;
 };
 
-int run_perplexity(PerplexityFlags& p) {
+// A file kiln would load as a model: a directory, or a file that starts with GGUF's magic.
+bool looks_like_model(const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(p.file, ec))
-    throw ValueError(p.file + " is a directory, not a text file");
-  std::ifstream in(p.file, std::ios::binary);
-  if (!in) throw ValueError("cannot read " + p.file);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (std::filesystem::is_directory(path, ec)) return true;
+  char magic[4] = {};
+  std::ifstream f(path, std::ios::binary);
+  return f.read(magic, 4) && std::string_view(magic, 4) == "GGUF";
+}
+
+int run_perplexity(PerplexityFlags& p) {
+  const auto& pos = p.positional;
+  if (pos.empty()) throw UsageError("no text file: expected [MODEL] FILE");
+  if (pos.size() > 2) throw UsageError("too many arguments: expected [MODEL] FILE");
+  if (pos.size() == 2) {
+    p.model.model = pos[0];
+    p.file = pos[1];
+  } else {
+    // One argument is the FILE (the model is then the default one); a model
+    // there means the text was forgotten.
+    p.file = pos[0];
+    if (looks_like_model(p.file))
+      throw UsageError(p.file + " is a model, not a text file: give the text too, kiln perplexity " + p.file +
+                       " FILE");
+  }
+  const std::string text = read_text_input(p.file);
   auto model = load_model(p.model);
   const std::vector<int32_t> ids = model->tokenizer().encode(text, /*add_special_tokens=*/true);
   if (ids.size() < 2) throw ValueError(p.file + " has fewer than 2 tokens; perplexity needs at least 2");
@@ -64,11 +86,13 @@ Command add_perplexity(CLI::App& parent) {
   auto p = std::make_shared<PerplexityFlags>();
   CLI::App* app = parent.add_subcommand("perplexity", "Perplexity of a model on a text file.");
   app->footer(
-      "MODEL is a .gguf file, a model directory, or \"default\" (the default model, fetched on first "
-      "use). The text is tokenized as a whole (with the model's BOS token when it adds one) and scored in "
+      std::string(
+          "With one argument, it is the FILE and the model is the default one; with two, MODEL FILE. ") +
+      kModelConvention +
+      " The text is tokenized as a whole (with the model's BOS token when it adds one) and scored in "
       "windows of at most --window tokens, each starting from an empty cache.");
-  app->add_option("model", p->model.model, "Model file or directory, or \"default\"")->required();
-  app->add_option("file", p->file, "UTF-8 text file")->required();
+  app->add_option("args", p->positional,
+                  "[MODEL] FILE: a model (default: the default model) and a UTF-8 text file");
   app->add_option("--window", p->window, "Tokens per window (0, or more than --context: the context length)")
       ->check(non_negative_int64());
   app->add_flag("--json", p->json, "Print one JSON object instead of the text line");

@@ -1,35 +1,33 @@
-// `kiln tokenize --tokenizer PATH [--ids-only] TEXT|-`: the token ids (and
+// `kiln tokenize [--tokenizer PATH] [--ids-only] TEXT|-`: the token ids (and
 // tokens) of a text, or of standard input when TEXT is "-".
-#include <filesystem>
 #include <cstdio>
-#include <iostream>
-#include <iterator>
 #include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "kiln/cli_io.h"
 #include "kiln/commands.h"
 #include "kiln/io/gguf_tokenizer.h"
+#include "kiln/llm_common.h"
 #include "kiln/tokenizer.h"
 
 namespace kiln::cli {
 namespace {
 
 struct TokenizeOptions {
-  std::string tokenizer;
+  std::string tokenizer;  // "" or "default": the default model's
   std::string text;
   bool ids_only = false;
   bool json = false;
   bool add_special = false;
+  bool quiet = false;
 };
 
 int run_tokenize(const TokenizeOptions& opt) {
-  std::string path = opt.tokenizer;
-  if (std::filesystem::is_directory(path)) path += "/tokenizer.json";  // a model directory
-  const Tokenizer tok = io::load_tokenizer(path);
-  std::string text = opt.text;
-  if (text == "-") text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  const Tokenizer tok = io::load_tokenizer(resolve_tokenizer_path(opt.tokenizer, opt.quiet));
+  // Standard input as `kiln generate --prompt -` reads it: one trailing newline dropped.
+  const std::string text = opt.text == "-" ? strip_one_newline(read_text_input("-")) : opt.text;
   const std::vector<int32_t> ids = tok.encode(text, opt.add_special);
   if (opt.json) {
     nlohmann::json j{{"ids", ids}, {"tokens", nlohmann::json::array()}};
@@ -49,11 +47,20 @@ int run_tokenize(const TokenizeOptions& opt) {
 Command add_tokenize(CLI::App& parent) {
   auto opt = std::make_shared<TokenizeOptions>();
   CLI::App* app = parent.add_subcommand("tokenize", "Print the token ids (and tokens) of a text.");
-  app->add_option("--tokenizer", opt->tokenizer, "tokenizer.json, a GGUF model file, or a model directory holding tokenizer.json")->required();
-  app->add_option("text", opt->text, "The text, or - to read standard input")->required();
+  app->footer(
+      "The tokenizer is that of a MODEL as every command names one: a .gguf file, a model directory "
+      "(its tokenizer.json), a tokenizer.json, or \"default\"; without --tokenizer, the default model's.");
+  app->add_option(
+      "--tokenizer", opt->tokenizer,
+      "tokenizer.json, a GGUF model file, a model directory holding tokenizer.json, or \"default\" "
+      "(the default)");
+  app->add_option("text", opt->text,
+                  "The text, or - to read standard input (one trailing newline is dropped, as generate does)")
+      ->required();
   app->add_flag("--ids-only", opt->ids_only, "Print only the ids, space-separated on one line");
   app->add_flag("--json", opt->json, "Print {\"ids\": [...], \"tokens\": [...]}");
   app->add_flag("--add-special-tokens", opt->add_special, "Apply the post-processor (e.g. a BOS token)");
+  app->add_flag("-q,--quiet", opt->quiet, "No progress lines on stderr (when the default model is fetched)");
   return {app, [opt] { return run_tokenize(*opt); }};
 }
 

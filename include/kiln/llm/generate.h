@@ -24,6 +24,10 @@ struct GenerateOptions {
   SamplingParams sampling = {.temperature = 0.8, .top_k = 40, .top_p = 0.95, .min_p = 0.05};
   uint64_t seed = 0;
   bool stop_at_eos = true;
+  // Generation stops when its text produces one of these (non-empty) strings;
+  // the text ends just before it (stop_reason "stop"), as OpenAI's `stop`.
+  // Needs a tokenizer. Streamed text that may begin one is held back.
+  std::vector<std::string> stop;
   // Set from another thread (a SIGINT handler) to stop after the current token.
   const std::atomic<bool>* cancel = nullptr;
 };
@@ -33,7 +37,7 @@ struct GenerateStats {
   int64_t generated_tokens = 0;
   double prefill_seconds = 0;
   double decode_seconds = 0;  // all decode steps after the first token
-  std::string stop_reason;    // "eos", "length", "context", "cancelled"
+  std::string stop_reason;    // "eos", "stop", "length", "context", "cancelled"
   double prefill_tokens_per_second() const;
   double decode_tokens_per_second() const;
 };
@@ -47,8 +51,9 @@ class Generation {
   // Runs the prefill on the first call, then one decode step per call (Error
   // when another call moved the model's cache in between). Sets
   // `piece` to the text this step completed (may be empty while a character
-  // is split across tokens). Returns false once generation has stopped (the
-  // final call flushes any held bytes into `piece`).
+  // is split across tokens, or text is held back as the possible start of a
+  // stop string). Returns false once generation has stopped (the final call
+  // flushes any held text into `piece`).
   bool next(std::string& piece);
   const GenerateStats& stats() const { return stats_; }
   const std::vector<int32_t>& generated() const { return generated_; }
@@ -62,6 +67,7 @@ class Generation {
   std::vector<int32_t> generated_;
   std::vector<int64_t> history_;  // prompt + generated, for the penalties
   std::vector<float> logits_row_;
+  std::string stop_held_;  // text not shown yet: it may begin a stop string
   GenerateStats stats_;
   int64_t position_ = 0;  // the model's cache position and reset count after this generation's last step
   uint64_t resets_ = 0;

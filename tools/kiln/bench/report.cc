@@ -5,6 +5,7 @@
 
 #include "kiln/bench/harness.h"
 #include "kiln/bench_torch_peer.h"
+#include "kiln/cli_io.h"
 
 namespace kiln::cli::bench {
 
@@ -24,7 +25,7 @@ json add_torch_peer(const std::string& peer_python, const json& config, json& re
 
 void emit_report(const json& doc, const std::string& out_path, bool as_json, const std::string& header,
                  const std::string& after_table) {
-  if (!out_path.empty()) std::ofstream(out_path) << doc.dump(2) << "\n";
+  if (!out_path.empty()) write_file(out_path, doc.dump(2) + "\n");
   if (as_json) {
     std::printf("%s\n", doc.dump(2).c_str());
     return;
