@@ -358,6 +358,10 @@ TEST(ChatTemplate, LexerAndAttributeEdgeCases) {
   EXPECT_THROW(Template("{% raw %}x{% endraw"), kiln::jinja::TemplateError);
   EXPECT_THROW(Template("{% raw %}endraw%}"), kiln::jinja::TemplateError);
   EXPECT_EQ(render("{% raw %}a{{ b }}{%- endraw %}|{% raw -%}  c {% endraw %}"), "a{{ b }}|c ");
+  // Filters iterating a string's characters or a dict's keys read them after they were freed.
+  EXPECT_EQ(render("{{ 'ab'|rejectattr('r')|list }} {{ {'k': 1}|select|list }} {{ 'ab'|map('upper')|join }} "
+                   "{{ 'aba'|unique|join }} {{ 'a' is in({'a': 1}) }} {{ {'k': 1}|join(',') }}"),
+            "['a', 'b'] ['k'] AB ab True k");
   EXPECT_EQ(render("{{ [{'a': 1}]|map(attribute='99999999999999999999')|list|length }} "
                    "{{ [[5, 6]]|map(attribute='1')|list }} {{ [{'1a': 2}]|map(attribute='1a')|list }}"),
             "1 [6] [2]");

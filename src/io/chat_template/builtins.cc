@@ -225,7 +225,8 @@ bool apply_test(const Node& at, const std::string& name, const Value& v, const A
   }
   if (name == "in") {
     if (x->is_string()) return v.is_string() && text::find(x->s, v.s) != std::string::npos;
-    for (const Value& e : *iterate(at, *x))
+    const auto items = iterate(at, *x);
+    for (const Value& e : *items)
       if (equal(e, v)) return true;
     return false;
   }
@@ -236,10 +237,11 @@ namespace {
 
 // |join and str.join: the result grows by the separator per item, so it is
 // charged as it grows.
-std::string join(const Node& at, const Value& items, const std::string& sep, const Value* attr) {
+std::string join(const Node& at, const Value& seq, const std::string& sep, const Value* attr) {
   std::string out;
   bool first = true;
-  for (const Value& e : *iterate(at, items)) {
+  const auto items = iterate(at, seq);
+  for (const Value& e : *items) {
     if (!first) {
       charge_bytes(sep.size());
       out += sep;
@@ -364,7 +366,8 @@ Value apply_filter(const Node& at, const std::string& name, const Value& v, cons
     const Value* attr = a.get(1, "attribute");
     Seen seen(at, cs && cs->truthy());
     List out;
-    for (const Value& e : *iterate(at, v))
+    const auto items = iterate(at, v);
+    for (const Value& e : *items)
       if (seen.insert(attr ? attr_path(e, attr->str()) : e)) out.push_back(e);
     return Value(std::move(out));
   }
@@ -397,7 +400,8 @@ Value apply_filter(const Node& at, const std::string& name, const Value& v, cons
   if (name == "map") {
     List out;
     const Value* attr = a.get(99, "attribute");
-    for (const Value& e : *iterate(at, v)) {
+    const auto items = iterate(at, v);
+    for (const Value& e : *items) {
       if (attr) {
         out.push_back(attr_path(e, attr->str()));
       } else if (!a.pos.empty()) {
@@ -422,7 +426,8 @@ Value apply_filter(const Node& at, const std::string& name, const Value& v, cons
     Args rest;
     rest.pos.assign(a.pos.begin() + std::min(k, a.pos.size()), a.pos.end());
     List out;
-    for (const Value& e : *iterate(at, v)) {
+    const auto items = iterate(at, v);
+    for (const Value& e : *items) {
       const Value subject = by_attr ? attr_path(e, attr) : e;
       const bool r = test.empty() ? subject.truthy() : apply_test(at, test, subject, rest);
       if (r == keep_true) out.push_back(e);

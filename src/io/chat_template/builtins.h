@@ -25,7 +25,8 @@ struct Args {
 [[noreturn]] void fail_at(const Node& n, const std::string& msg);
 bool equal(const Value& a, const Value& b);  // Python's ==
 // The items for iterating v: a list itself, a dict's keys, a string's code
-// points, nothing for an undefined value.
+// points, nothing for an undefined value. Hold the pointer while iterating:
+// `for (x : *iterate(...))` frees a new list before the loop body runs.
 std::shared_ptr<const List> iterate(const Node& at, const Value& v);
 Value get_attr(const Value& obj, const std::string& name);
 Value get_item(const Value& obj, const Value& key);
