@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "io/chat_template/limits.h"
+#include "io/chat_template/text.h"
 #include "kiln/tokenizer.h"
 
 using kiln::jinja::Template;
@@ -302,6 +304,22 @@ TEST(ChatTemplate, StringSearchIsLinear) {
   EXPECT_EQ(render("{{ 'abcabc'.rfind('bc') }} {{ 'h\xc3\xa9llo'.find('l') }} {{ 'abc'.replace('', '-') }} "
                    "{{ 'abc'.replace('', '-', 2) }}"),
             "4 2 -a-b-c- -a-bc");
+}
+
+// The windowed search agrees with std::string_view::find, matches across window ends included.
+TEST(ChatTemplate, TextFindMatchesStdFind) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 3000; ++trial) {
+    const size_t n = rng() % 3000, m = 1 + rng() % (trial % 3 == 0 ? 600 : 4);
+    std::string hay(n, 'a'), needle(m, 'a');
+    for (char& c : hay) c = rng() % 8 ? 'a' : 'b';
+    for (char& c : needle) c = rng() % 8 ? 'a' : 'b';
+    if (n >= m && rng() % 2) hay.replace(rng() % (n - m + 1), m, needle);  // plant a match
+    const size_t from = rng() % (n + 2);
+    ASSERT_EQ(kiln::jinja::text::find(hay, needle, from), std::string_view(hay).find(needle, from))
+        << n << " " << m << " " << from;
+    ASSERT_EQ(kiln::jinja::text::rfind(hay, needle), std::string_view(hay).rfind(needle)) << n << " " << m;
+  }
 }
 
 // |unique is Jinja's: case-insensitive by default, 1 == 1.0 == true, linear time.

@@ -25,9 +25,10 @@ std::shared_ptr<const List> iterate(const Node& at, const Value& v) {
       l->push_back(Value(kv.first));
     }
   } else if (v.kind == K::string) {
-    for (size_t i = 0; i < v.s.size(); i += text::cp_len(uint8_t(v.s[i]))) {
+    for (size_t i = 0, e; i < v.s.size(); i = e) {
+      e = text::cp_end(v.s, i);
       charge_bytes(sizeof(Value));  // a Value per character: counted before it exists
-      l->push_back(Value(v.s.substr(i, text::cp_len(uint8_t(v.s[i])))));
+      l->push_back(Value(v.s.substr(i, e - i)));
     }
   } else if (!v.is_undefined()) {
     fail_at(at, "'" + type_name(v) + "' object is not iterable");
@@ -174,7 +175,7 @@ Value get_item(const Value& obj, const Value& key) {
     if (i < 0) return Value();
     const size_t b = text::cp_offset(obj.s, i);
     if (b >= obj.s.size()) return Value();
-    return Value(obj.s.substr(b, std::min(text::cp_len(uint8_t(obj.s[b])), obj.s.size() - b)));
+    return Value(obj.s.substr(b, text::cp_end(obj.s, b) - b));
   }
   return Value();
 }
@@ -331,7 +332,7 @@ Value apply_filter(const Node& at, const std::string& name, const Value& v, cons
   if (name == "first" || name == "last") {
     if (v.is_string()) {
       if (v.s.empty()) return Value();
-      if (name == "first") return Value(v.s.substr(0, std::min(text::cp_len(uint8_t(v.s[0])), v.s.size())));
+      if (name == "first") return Value(v.s.substr(0, text::cp_end(v.s, 0)));
       const std::vector<size_t> off = text::cp_offsets(v.s);
       return Value(v.s.substr(off[off.size() - 2]));
     }

@@ -16,7 +16,7 @@ namespace kiln::jinja {
 
 // Evaluation steps: one per statement or expression evaluated and per value
 // copied, compared or visited by a filter, plus one per 64 bytes a search scans.
-inline constexpr uint64_t kMaxSteps = 10'000'000;
+inline constexpr uint64_t kMaxSteps = 5'000'000;
 // Bytes of strings, lists and dicts a render builds or copies, its output
 // included. Counted cumulatively, so it bounds the memory held at any time.
 inline constexpr uint64_t kMaxBytes = uint64_t(256) << 20;

@@ -15,8 +15,8 @@ namespace kiln::jinja::text {
 
 int64_t count_cps(std::string_view s) {
   charge_scan(s.size());
-  int64_t n = 0;
-  for (size_t i = 0; i < s.size(); i += cp_len(uint8_t(s[i]))) ++n;
+  int64_t n = !s.empty() && is_cont(s[0]);
+  for (char c : s) n += !is_cont(c);
   return n;
 }
 
@@ -24,7 +24,7 @@ std::vector<size_t> cp_offsets(std::string_view s) {
   charge_scan(s.size());
   std::vector<size_t> off;
   size_t i = 0;
-  for (; i < s.size(); i += cp_len(uint8_t(s[i]))) {
+  for (; i < s.size(); i = cp_end(s, i)) {
     charge_bytes(sizeof(size_t));
     off.push_back(i);
   }
@@ -34,7 +34,7 @@ std::vector<size_t> cp_offsets(std::string_view s) {
 
 size_t cp_offset(std::string_view s, int64_t k) {
   size_t i = 0;
-  for (; k > 0 && i < s.size(); --k) i += cp_len(uint8_t(s[i]));
+  for (; k > 0 && i < s.size(); --k) i = cp_end(s, i);
   charge_scan(i);
   return std::min(i, s.size());
 }
@@ -42,10 +42,27 @@ size_t cp_offset(std::string_view s, int64_t k) {
 size_t find(std::string_view hay, std::string_view needle, size_t from) {
   if (from > hay.size()) return std::string::npos;
   if (needle.empty()) return from;
-  const void* p = memmem(hay.data() + from, hay.size() - from, needle.data(), needle.size());
-  const size_t at = p ? size_t(static_cast<const char*>(p) - hay.data()) : std::string::npos;
-  charge_scan((p ? at + needle.size() : hay.size()) - from);
-  return at;
+  // memmem over windows that double from a few needle lengths, so that the
+  // work to the next match is linear in its distance even where memmem checks
+  // its whole haystack first (AddressSanitizer's does): one call over the rest
+  // of a long text per match would make split or count quadratic there.
+  const size_t m = needle.size();
+  size_t pos = from, window = std::max<size_t>(4 * m, 256);
+  while (true) {
+    const size_t len = std::min(window, hay.size() - pos);
+    const void* p = len < m ? nullptr : memmem(hay.data() + pos, len, needle.data(), m);
+    if (p) {
+      const size_t at = size_t(static_cast<const char*>(p) - hay.data());
+      charge_scan(at + m - from);
+      return at;
+    }
+    if (pos + len == hay.size()) {
+      charge_scan(hay.size() - from);
+      return std::string::npos;
+    }
+    pos += len - (m - 1);  // a match may straddle the window's end
+    window *= 2;
+  }
 }
 
 size_t rfind(std::string_view hay, std::string_view needle) {
@@ -79,8 +96,8 @@ std::string strip(const std::string& s, const Value* chars, bool left, bool righ
     return s.substr(b, e - b);
   }
   std::unordered_set<std::string_view> cps;
-  for (size_t i = 0; i < set.size(); i += cp_len(uint8_t(set[i])))
-    cps.insert(std::string_view(set).substr(i, cp_len(uint8_t(set[i]))));
+  for (size_t i = 0; i < set.size(); i = cp_end(set, i))
+    cps.insert(std::string_view(set).substr(i, cp_end(set, i) - i));
   const std::vector<size_t> off = cp_offsets(s);
   size_t lo = 0, hi = off.size() - 1;  // code points [lo, hi)
   auto cp = [&](size_t k) { return std::string_view(s).substr(off[k], off[k + 1] - off[k]); };
@@ -158,7 +175,7 @@ std::string replace(const std::string& s, const std::string& from, const std::st
     charge_scan(s.size());
     size_t i = 0;
     for (; i < s.size() && (count < 0 || done < count); ++done) {
-      const size_t n = std::min(cp_len(uint8_t(s[i])), s.size() - i);
+      const size_t n = cp_end(s, i) - i;
       add(to);
       add(std::string_view(s).substr(i, n));
       i += n;

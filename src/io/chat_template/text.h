@@ -12,8 +12,15 @@
 
 namespace kiln::jinja::text {
 
-// Byte length of the code point that starts with `lead` (invalid bytes count as code points).
-inline size_t cp_len(uint8_t lead) { return lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2; }
+// Code points: a code point starts at each byte that is not a UTF-8
+// continuation byte (and at the first byte), so that counting them is one
+// pass over the bytes; on valid UTF-8 these are exactly its code points.
+inline bool is_cont(char c) { return (uint8_t(c) & 0xC0) == 0x80; }
+// The end of the code point that starts at s[i].
+inline size_t cp_end(std::string_view s, size_t i) {
+  for (++i; i < s.size() && is_cont(s[i]);) ++i;
+  return i;
+}
 int64_t count_cps(std::string_view s);
 // Byte offset of each code point and, last, s.size().
 std::vector<size_t> cp_offsets(std::string_view s);
