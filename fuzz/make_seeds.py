@@ -96,5 +96,9 @@ for i, src in enumerate([
     "{{ raise_exception('stop') if false }} {{ strftime_now('%Y') is string }} {{ x is defined }} {{ none is none }} {{ 3 is divisibleby(3) }}",
     "{{ messages[0].content }}{% for m in messages[1:] %}{{ m.role|upper }}: {{ m.content|e }}{% endfor %}{{ bos_token ~ eos_token }}",
     "{% macro f(x) %}{{ x }}{% endmacro %}{{ f(1) }}",
+    # quick ways to the limits: overflow, zero division, range, memory, nesting
+    "{{ 9223372036854775807 + 1 }}", "{{ 2 ** 64 }}", "{{ 1 // 0.0 }}", "{{ range(1000000) }}", "{{ [1] * 1000000000000 }}",
+    "{{ x" + ".a" * 300 + " }}{% set ns = namespace(l=[]) %}{% for i in range(300) %}{% set ns.l = [ns.l] %}{% endfor %}",
+    "{% raw %}x{% endraw",
 ]):
     put("chat_template", f"expr{i:02d}", src)

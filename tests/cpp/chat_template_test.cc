@@ -369,6 +369,15 @@ TEST(ChatTemplate, NestingDepth) {
   EXPECT_TRUE(fails_with("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns.me }}", "namespace"));
   EXPECT_TRUE(fails_with("{% set ns = namespace() %}{% set ns.me = [{'a': ns}] %}", "namespace"));
   EXPECT_TRUE(fails_with("{{ namespace(a=1)|tojson }}", "not JSON serializable"));
+  // The loop object changes as the loop runs: it counts as holding whatever the list holds.
+  EXPECT_TRUE(
+      fails_with("{% set ns = namespace() %}{% for x in [1, 1, ns] %}{% set ns.l = loop %}{% endfor %}"
+                 "{{ ns|tojson }}",
+                 "namespace"));
+  EXPECT_EQ(
+      render(
+          "{% set ns = namespace() %}{% for x in [1, 2] %}{% set ns.l = loop %}{% endfor %}{{ ns.l.index }}"),
+      "2");
 }
 
 // Inputs the fuzzer turned up: each must end in a TemplateError or a rendering.
