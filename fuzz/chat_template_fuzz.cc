@@ -5,6 +5,7 @@
 // must end every render well inside the -timeout and -rss_limit_mb that
 // scripts/fuzz sets.
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "kiln/chat_template.h"
@@ -27,7 +28,8 @@ const kiln::jinja::Value& context(bool add_generation_prompt) {
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
                        "required": ["city"]}}}],
       "bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>", "enable_thinking": false,
-      "add_generation_prompt": )") + (gen ? "true" : "false") + "}");
+      "add_generation_prompt": )") + (gen ? "true" : "false") +
+                                          "}");
   };
   static const kiln::jinja::Value with = make(true), without = make(false);
   return add_generation_prompt ? with : without;
