@@ -2,6 +2,9 @@
 // supported model families use (Qwen2/Qwen3, Llama 3.x, SmolLM2, Mixtral,
 // OLMoE), rendered as transformers renders them (trim_blocks, lstrip_blocks,
 // loop controls, tojson without ASCII escaping, raise_exception, strftime_now).
+// Templates are untrusted input: a render is bounded in steps, memory and
+// nesting, and ints are int64 with overflow reported as an error (Jinja's are
+// Python's unbounded ints; no chat template leaves int64).
 //
 //   kiln::jinja::Template t(tok.chat_template());
 //   std::string prompt = t.render(kiln::jinja::Value::parse_json(R"({"messages": [...],
@@ -30,9 +33,13 @@ struct Dict {
 };
 
 struct Value {
-  enum class Kind { undefined, none, boolean, integer, floating, string, list, dict };
+  enum class Kind : uint8_t { undefined, none, boolean, integer, floating, string, list, dict };
   Kind kind = Kind::undefined;
   bool b = false;
+  // Kept by the constructors: the lists/dicts nested in this value (1 for [1])
+  // and whether a namespace() is among them; they bound recursion over values.
+  uint16_t depth = 0;
+  bool holds_namespace = false;
   int64_t i = 0;
   double f = 0;
   std::string s;
@@ -45,10 +52,17 @@ struct Value {
   Value(int x) : kind(Kind::integer), i(x) {}
   Value(int64_t x) : kind(Kind::integer), i(x) {}
   Value(double x) : kind(Kind::floating), f(x) {}
-  Value(std::string x) : kind(Kind::string), s(std::move(x)) {}
-  Value(const char* x) : kind(Kind::string), s(x) {}
-  Value(List l) : kind(Kind::list), list(std::make_shared<List>(std::move(l))) {}
-  Value(Dict d) : kind(Kind::dict), dict(std::make_shared<Dict>(std::move(d))) {}
+  // Strings, lists, dicts and copies count toward the limits of the render
+  // that makes them (src/io/chat_template/limits.h); outside a render they are free.
+  Value(std::string x);
+  Value(const char* x) : Value(std::string(x)) {}
+  Value(List l);
+  Value(Dict d);
+  Value(const Value& o);
+  Value(Value&&) noexcept = default;
+  Value& operator=(const Value& o);
+  Value& operator=(Value&&) noexcept = default;
+  ~Value() = default;
 
   bool is_undefined() const { return kind == Kind::undefined; }
   bool is_none() const { return kind == Kind::none; }
@@ -57,7 +71,7 @@ struct Value {
   bool truthy() const;
   std::string str() const;  // Python str(): True, None, ['a', 1], {'k': 'v'}
   // JSON as Python's json.dumps(ensure_ascii=False) writes it; indent < 0: one line.
-  std::string to_json(int indent = -1, int depth = 0) const;
+  std::string to_json(int indent = -1, int level = 0) const;
   static Value parse_json(std::string_view json);  // throws ValueError
 };
 
@@ -66,12 +80,20 @@ class TemplateError : public ValueError {
   using ValueError::ValueError;
 };
 
+// What one render used of its limits: evaluation steps and bytes built.
+struct RenderStats {
+  uint64_t steps = 0;
+  uint64_t bytes = 0;
+};
+
 struct Node;
 class Template {
  public:
   explicit Template(std::string_view source);  // throws TemplateError on a syntax error
-  // `context` is a dict of the template's variables.
+  // `context` is a dict of the template's variables. A template that passes
+  // the step, memory or nesting limits throws TemplateError.
   std::string render(const Value& context) const;
+  std::string render(const Value& context, RenderStats* stats) const;
 
  private:
   std::shared_ptr<const Node> root_;

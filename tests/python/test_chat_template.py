@@ -122,6 +122,21 @@ EXPRESSIONS = [
     "{{ 3 > 2 and 2 >= 2 and 1 < 2 <= 2 }} {{ not 1 == 2 }} {{ 1 == 1.0 }} {{ true == 1 }} {{ -3|abs }}",
     "{% raw %}{{ not rendered }}{% endraw %} {{ '\\n'|tojson }} {{ \"it's\" }} {{ ['it\\'s'] }}",
     "{{ 1e3 if false else 1.0e-5 }} {{ 12345678901234567.0 }} {{ 100.0 }} {{ 2.5|int }} {{ '42'|int + 1 }} {{ 3|float }}",
+    # Python's numbers at the edges of int64 and of float division
+    "{{ 9223372036854775806 + 1 }} {{ (-2) ** 63 }} {{ 7 ** 0 }} {{ -true }} {{ 9007199254740993 == 9007199254740992 }} "
+    "{{ 9007199254740993 == 9007199254740992.0 }} {{ 9007199254740993 > 9007199254740992 }}",
+    "{{ 1 // 0.1 }} {{ -7.5 // 2 }} {{ 7.5 % -2 }} {{ 1 % 0.1 }} {{ 2 ** -1 }} {{ 1 ** 1000000000000 }} "
+    "{{ (-1) ** 1000000000001 }} {{ (-9223372036854775807 - 1) % -1 }}",
+    "{{ ' 42 '|int }} {{ '4_2'|int }} {{ '42.9'|int }} {{ '1e3'|int }} {{ '12abc'|int }} {{ 'x'|int(7) }} "
+    "{{ '1e400'|int }} {{ '12abc'|float }} {{ '1e400'|float }} {{ ' -2.5 '|float }}",
+    "{{ range(9223372036854775800, 9223372036854775807, 100)|list }} {{ [1, 2, 3][2::9223372036854775807] }} "
+    "{{ [1, 2, 3][::-9223372036854775807 - 1] }} {{ 'h\u00e9llo'[::-2] }} {{ [1, 2, 3]['a':] }} {{ [1, 2][true] }}",
+    "{{ [1, 'a'] * 2 }} {{ 2 * 'ab' }} {{ [1] * -1 }} {{ ['A', 'a', 'b', 1, 1.0, true, none]|unique|list }} "
+    "{{ ['b', 'A', 'c']|sort }} {{ [3, 1.5, true]|sort(reverse=true) }}",
+    "{{ 'a,b,c'.rsplit(',', 1) }} {{ ' a b c '.split(none, 1) }} {{ 'abc'.replace('', '-', 2) }} {{ 'abcabc'.rfind('bc') }} "
+    "{{ 'h\u00e9llo'.find('l') }} {{ 'xyxyx'.count('x') }} {{ 'ab'.count('') }}",
+    "{{ 'h\u00e9\u00e9'.strip('\u00e9') }} {{ 'xxhixx'|trim('x') }} {{ 2.5|round }} {{ 3.14159|round(2) }} {{ 1.5|round(400) }} "
+    "{{ 5|round }} {{ 2.7|round(method='floor') }} {% raw -%}  {{ x }} {%- endraw %}",
 ]
 
 
@@ -142,6 +157,39 @@ def test_errors():
         kiln.ChatTemplate("{{ x }}").render(x=object())
     with pytest.raises(ValueError):
         kiln.ChatTemplate("{% macro m() %}{% endmacro %}")
+
+
+@pytest.mark.parametrize("src", ["{{ 9223372036854775807 + 1 }}", "{{ 2 ** 64 }}", "{{ -(-9223372036854775807 - 1) }}",
+                                 "{{ 4611686018427387904 * 2 }}", "{{ '99999999999999999999'|int }}"])
+def test_int64_overflow_is_an_error(src):
+    # Python's ints are unbounded; kiln's are int64 and say so instead of wrapping.
+    assert abs(int(hf_render(src))) > 2**63 - 1
+    with pytest.raises(ValueError, match="integer overflow"):
+        kiln.ChatTemplate(src).render()
+
+
+@pytest.mark.parametrize("src,error", [("{{ 1 // 0 }}", ZeroDivisionError), ("{{ 1.5 % 0 }}", ZeroDivisionError),
+                                       ("{{ 0 ** -1 }}", ZeroDivisionError), ("{{ range(100001)|length }}", OverflowError),
+                                       ("{{ [[1], [1]]|unique|list }}", TypeError), ("{{ [1, 'a']|sort }}", TypeError)])
+def test_python_errors_are_template_errors(src, error):
+    with pytest.raises(error):
+        hf_render(src)
+    with pytest.raises(ValueError):
+        kiln.ChatTemplate(src).render()
+
+
+@pytest.mark.parametrize("src,match", [
+    ("{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}", "step limit"),
+    ("{% set ns = namespace(x=[1]) %}{% for i in range(60) %}{% set ns.x = ns.x + ns.x %}{% endfor %}", "memory limit"),
+    ("{{ 'x' * 100000000000 }}", "memory limit"),
+    ("{% set ns = namespace(x=1) %}{% for i in range(1000) %}{% set ns.x = [ns.x] %}{% endfor %}", "nested too deeply"),
+    ("{{ x" + ".a" * 100000 + " }}", "nested too deeply"),
+])
+def test_hostile_templates_end_with_an_error(src, match):
+    # Jinja would run these for hours or until memory runs out; kiln renders
+    # untrusted templates and stops them at its limits.
+    with pytest.raises(ValueError, match=match):
+        kiln.ChatTemplate(src).render(x={})
 
 
 def test_tokenizer_apply_chat_template(tmp_path):

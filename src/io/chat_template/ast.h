@@ -47,6 +47,7 @@ struct Node {
   Value value;
   bool negated = false;
   int line = 0;
+  int height = 1;  // of the expression tree below this node (the parser bounds it)
   explicit Node(Kind k) : kind(k) {}
 };
 

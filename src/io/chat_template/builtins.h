@@ -23,14 +23,18 @@ struct Args {
 };
 
 [[noreturn]] void fail_at(const Node& n, const std::string& msg);
-std::vector<std::string> code_points(const std::string& s);
-bool equal(const Value& a, const Value& b);
-double num(const Value& v);
+bool equal(const Value& a, const Value& b);  // Python's ==
+// The items for iterating v: a list itself, a dict's keys, a string's code
+// points, nothing for an undefined value. Hold the pointer while iterating:
+// `for (x : *iterate(...))` frees a new list before the loop body runs.
+std::shared_ptr<const List> iterate(const Node& at, const Value& v);
 Value get_attr(const Value& obj, const std::string& name);
 Value get_item(const Value& obj, const Value& key);
 Value apply_filter(const Node& at, const std::string& name, const Value& v, const Args& a);
 bool apply_test(const Node& at, const std::string& name, const Value& v, const Args& a);
 Value call_method(const Node& at, const Value& obj, const std::string& name, const Args& a);
 Value call_global(const Node& at, const std::string& name, const Args& a);
+// json.dumps(v, indent=indent) (indent < 0: one line), bounded by the active budget.
+std::string to_json_text(const Value& v, int64_t indent, int64_t level = 0);
 
 }  // namespace kiln::jinja

@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <optional>
 
+#include "io/chat_template/arith.h"
 #include "io/chat_template/ast.h"
 #include "io/chat_template/builtins.h"
+#include "io/chat_template/limits.h"
+#include "io/chat_template/text.h"
 
 namespace kiln::jinja {
 
@@ -24,7 +28,11 @@ class Eval {
     frames_.emplace_back();
   }
 
+  RenderStats stats() const { return {budget_.steps(), budget_.bytes()}; }
+
   Flow exec(const Node& n, std::string& out) {
+    budget_.at_line(n.line);
+    budget_.step();
     switch (n.kind) {
       case Node::Body:
         for (const NodeP& k : n.kids) {
@@ -32,8 +40,17 @@ class Eval {
           if (f != Flow::normal) return f;
         }
         return Flow::normal;
-      case Node::Text: out += n.value.s; return Flow::normal;
-      case Node::Output: out += eval(*n.kids[0]).str(); return Flow::normal;
+      case Node::Text:
+        emit(out, n.value.s);
+        return Flow::normal;
+      case Node::Output: {
+        const Value v = eval(*n.kids[0]);
+        if (v.is_string())
+          emit(out, v.s);
+        else
+          emit(out, v.str());
+        return Flow::normal;
+      }
       case Node::If:
         for (size_t k = 0; k + 1 < n.kids.size(); k += 2)
           if (eval(*n.kids[k]).truthy()) return exec(*n.kids[k + 1], out);
@@ -47,6 +64,8 @@ class Eval {
           Value ns = lookup(n.targets[0]);
           if (ns.kind != Value::Kind::dict || !ns.dict->is_namespace)
             fail_at(n, "can only set attributes of a namespace, not of '" + n.targets[0] + "'");
+          // Namespaces are the only values that change: kept out of each other, they form no cycles.
+          if (v.holds_namespace) fail_at(n, "a namespace attribute cannot hold a namespace");
           ns.dict->set(n.targets[1], std::move(v));
         } else {
           set_var(n.targets[0], std::move(v));
@@ -60,6 +79,8 @@ class Eval {
   }
 
   Value eval(const Node& n) {
+    budget_.at_line(n.line);
+    budget_.step();
     switch (n.kind) {
       case Node::Literal: return n.value;
       case Node::Name: return lookup(n.name);
@@ -92,9 +113,7 @@ class Eval {
       case Node::Unary: {
         const Value v = eval(*n.kids[0]);
         if (n.name == "not") return Value(!v.truthy());
-        if (v.kind == Value::Kind::integer) return Value(n.name == "-" ? -v.i : v.i);
-        if (v.kind == Value::Kind::floating) return Value(n.name == "-" ? -v.f : v.f);
-        fail_at(n, "bad operand for unary " + n.name);
+        return unary_sign(n, n.name, v);
       }
       case Node::Binary: return binary(n);
       case Node::Cond:
@@ -115,6 +134,7 @@ class Eval {
   }
 
  private:
+  Budget budget_;  // this render's: active on this thread while the Eval lives
   std::shared_ptr<Dict> globals_;
   std::vector<std::vector<std::pair<std::string, Value>>> frames_;
 
@@ -124,16 +144,25 @@ class Eval {
     return "value";
   }
 
+  static void emit(std::string& out, const std::string& s) {
+    charge_bytes(s.size());
+    out += s;
+  }
+
+  // Variables are found by a linear scan: a frame of many names costs steps.
   Value lookup(const std::string& name) const {
-    for (auto f = frames_.rbegin(); f != frames_.rend(); ++f)
+    for (auto f = frames_.rbegin(); f != frames_.rend(); ++f) {
+      charge_steps(f->size() / 8);
       for (auto it = f->rbegin(); it != f->rend(); ++it)
         if (it->first == name) return it->second;
+    }
     if (globals_)
       if (const Value* v = globals_->find(name)) return *v;
     return Value();
   }
   void set_var(const std::string& name, Value v) {
     auto& f = frames_.back();
+    charge_steps(f.size() / 8);
     for (auto& kv : f)
       if (kv.first == name) {
         kv.second = std::move(v);
@@ -162,18 +191,8 @@ class Eval {
 
   Flow exec_for(const Node& n, std::string& out) {
     const Value seq = eval(*n.kids[0]);
-    List items;
-    if (seq.kind == Value::Kind::list) {
-      items = *seq.list;
-    } else if (seq.kind == Value::Kind::dict) {
-      for (const auto& kv : seq.dict->items) items.push_back(Value(kv.first));
-    } else if (seq.kind == Value::Kind::string) {
-      for (const std::string& c : code_points(seq.s)) items.push_back(Value(c));
-    } else if (!seq.is_undefined() && !seq.is_none()) {
-      fail_at(n, "cannot iterate over " + seq.str());
-    } else if (seq.is_none()) {
-      fail_at(n, "'NoneType' object is not iterable");
-    }
+    if (seq.is_none()) fail_at(n, "'NoneType' object is not iterable");
+    std::shared_ptr<const List> items = iterate(n, seq);  // a list itself: lists never change
     frames_.emplace_back();
     auto bind = [&](const Value& item) {
       if (n.targets.size() == 1) {
@@ -185,24 +204,31 @@ class Eval {
       }
     };
     if (n.kids[3]) {  // {% for x in xs if cond %}: filter before counting
-      List kept;
-      for (const Value& it : items) {
+      auto kept = std::make_shared<List>();
+      for (const Value& it : *items) {
         bind(it);
-        if (eval(*n.kids[3]).truthy()) kept.push_back(it);
+        if (eval(*n.kids[3]).truthy()) kept->push_back(it);
       }
       items = std::move(kept);
     }
-    const int64_t len = int64_t(items.size());
+    // One loop object for the whole loop, updated in place as Jinja's is. It
+    // can hold any item, so it is as deep as the list and holds what it holds.
+    Value loop{Dict{}};
+    loop.depth = std::max<uint16_t>(loop.depth, seq.depth);
+    loop.holds_namespace = seq.holds_namespace;
+    const int64_t len = int64_t(items->size());
     for (int64_t k = 0; k < len; ++k) {
-      bind(items[size_t(k)]);
-      Dict loop;
-      loop.items = {{"index", Value(k + 1)},       {"index0", Value(k)},
-                    {"revindex", Value(len - k)},  {"revindex0", Value(len - k - 1)},
-                    {"first", Value(k == 0)},      {"last", Value(k == len - 1)},
-                    {"length", Value(len)},
-                    {"previtem", k > 0 ? items[size_t(k - 1)] : Value()},
-                    {"nextitem", k + 1 < len ? items[size_t(k + 1)] : Value()}};
-      set_var("loop", Value(std::move(loop)));
+      bind((*items)[size_t(k)]);
+      loop.dict->items = {{"index", Value(k + 1)},
+                          {"index0", Value(k)},
+                          {"revindex", Value(len - k)},
+                          {"revindex0", Value(len - k - 1)},
+                          {"first", Value(k == 0)},
+                          {"last", Value(k == len - 1)},
+                          {"length", Value(len)},
+                          {"previtem", k > 0 ? (*items)[size_t(k - 1)] : Value()},
+                          {"nextitem", k + 1 < len ? (*items)[size_t(k + 1)] : Value()}};
+      set_var("loop", loop);
       const Flow f = exec(*n.kids[1], out);
       if (f == Flow::brk) break;
     }
@@ -226,78 +252,85 @@ class Eval {
     if (op == "!=") return Value(!equal(a, b));
     if (op == "in") return Value(contains(n, b, a));
     if (op == "not in") return Value(!contains(n, b, a));
-    if (op == "~") return Value(a.str() + b.str());
+    if (op == "~") {
+      std::string s = a.is_string() ? a.s : a.str();
+      const std::string t = b.is_string() ? b.s : b.str();
+      check_room(s.size() + t.size());
+      s += t;
+      return Value(std::move(s));
+    }
     if (op == "<" || op == ">" || op == "<=" || op == ">=") {
-      int c;
-      if (a.is_number() && b.is_number()) {
-        const double x = num(a), y = num(b);
-        c = x < y ? -1 : x > y ? 1 : 0;
-      } else if (a.is_string() && b.is_string()) {
-        c = a.s.compare(b.s);
-      } else {
-        fail_at(n, "'" + op + "' not supported between " + a.str() + " and " + b.str());
-      }
-      if (op == "<") return Value(c < 0);
-      if (op == ">") return Value(c > 0);
-      if (op == "<=") return Value(c <= 0);
-      return Value(c >= 0);
+      const std::optional<int> c = compare(n, op, a, b);
+      if (!c) return Value(false);  // NaN
+      if (op == "<") return Value(*c < 0);
+      if (op == ">") return Value(*c > 0);
+      if (op == "<=") return Value(*c <= 0);
+      return Value(*c >= 0);
     }
     if (op == "+") {
-      if (a.is_string() && b.is_string()) return Value(a.s + b.s);
+      if (a.is_string() && b.is_string()) {
+        check_room(a.s.size() + b.s.size());
+        return Value(a.s + b.s);
+      }
       if (a.kind == Value::Kind::list && b.kind == Value::Kind::list) {
-        List l = *a.list;
+        check_room((a.list->size() + b.list->size()) * sizeof(Value));
+        List l;
+        l.reserve(a.list->size() + b.list->size());
+        l.insert(l.end(), a.list->begin(), a.list->end());
         l.insert(l.end(), b.list->begin(), b.list->end());
         return Value(std::move(l));
       }
     }
-    if (op == "*" && a.is_string() && b.kind == Value::Kind::integer) {
-      if (b.i > 0 && a.s.size() * size_t(b.i) > (size_t(64) << 20)) fail_at(n, "string repetition over 64 MB");
+    if (op == "*") {  // sequence repetition, either way round
+      const bool seq_a = a.is_string() || a.kind == Value::Kind::list;
+      const bool seq_b = b.is_string() || b.kind == Value::Kind::list;
+      if ((seq_a && is_int_like(b)) || (seq_b && is_int_like(a)))
+        return repeat(n, seq_a ? a : b, seq_a ? b : a);
+      if (seq_a || seq_b)
+        fail_at(n, "can't multiply sequence by non-int of type '" + type_name(seq_a ? b : a) + "'");
+    }
+    return arith(n, op, a, b);
+  }
+
+  // seq * times: Python's repetition, sized against the memory limit before it is built.
+  Value repeat(const Node& n, const Value& seq, const Value& times) {
+    const int64_t t = times.kind == Value::Kind::boolean ? int64_t(times.b) : times.i;
+    const uint64_t count = t > 0 ? uint64_t(t) : 0;
+    const uint64_t unit = seq.is_string() ? seq.s.size() : seq.list->size() * sizeof(Value);
+    uint64_t total;
+    if (__builtin_mul_overflow(unit, count, &total)) total = UINT64_MAX;
+    check_room(total);
+    if (seq.is_string()) {  // by doubling: 'a' * 10**8 is a few copies, not 10**8 appends
       std::string s;
-      for (int64_t k = 0; k < b.i; ++k) s += a.s;
-      return Value(s);
+      if (count > 0) s = seq.s;
+      s.reserve(size_t(total));
+      while (s.size() < total) s.append(s, 0, std::min(s.size(), size_t(total) - s.size()));
+      return Value(std::move(s));
     }
-    const bool ints = (a.kind == Value::Kind::integer || a.kind == Value::Kind::boolean) &&
-                      (b.kind == Value::Kind::integer || b.kind == Value::Kind::boolean);
-    if (!(a.is_number() || a.kind == Value::Kind::boolean) || !(b.is_number() || b.kind == Value::Kind::boolean))
-      fail_at(n, "unsupported operand types for " + op + ": " + a.str() + " and " + b.str());
-    if (ints) {
-      const int64_t x = a.kind == Value::Kind::boolean ? a.b : a.i, y = b.kind == Value::Kind::boolean ? b.b : b.i;
-      if (op == "+") return Value(x + y);
-      if (op == "-") return Value(x - y);
-      if (op == "*") return Value(x * y);
-      if (op == "//" || op == "%") {
-        if (y == 0) fail_at(n, "division by zero");
-        int64_t q = x / y, r = x % y;
-        if (r != 0 && ((r < 0) != (y < 0))) {
-          --q;
-          r += y;
-        }
-        return Value(op == "//" ? q : r);
-      }
-      if (op == "**" && y >= 0) {
-        int64_t p = 1;
-        for (int64_t k = 0; k < y; ++k) p *= x;
-        return Value(p);
-      }
+    List l;
+    l.reserve(size_t(count * seq.list->size()));
+    for (uint64_t k = 0; k < count; ++k) l.insert(l.end(), seq.list->begin(), seq.list->end());
+    (void)n;
+    return Value(std::move(l));
+  }
+
+  // Python's ordering: numbers (exactly) and strings among themselves.
+  std::optional<int> compare(const Node& n, const std::string& op, const Value& a, const Value& b) {
+    if (is_numeric(a) && is_numeric(b)) return compare_numbers(a, b);
+    if (a.is_string() && b.is_string()) {
+      charge_scan(std::min(a.s.size(), b.s.size()));
+      const int c = a.s.compare(b.s);
+      return c < 0 ? -1 : c > 0 ? 1 : 0;
     }
-    const double x = num(a), y = num(b);
-    if (op == "+") return Value(x + y);
-    if (op == "-") return Value(x - y);
-    if (op == "*") return Value(x * y);
-    if (op == "/") {
-      if (y == 0) fail_at(n, "division by zero");
-      return Value(x / y);
-    }
-    if (op == "//") return Value(std::floor(x / y));
-    if (op == "%") return Value(x - y * std::floor(x / y));
-    if (op == "**") return Value(std::pow(x, y));
-    fail_at(n, "unknown operator " + op);
+    fail_at(n, "'" + op + "' not supported between instances of '" + type_name(a) + "' and '" + type_name(b) +
+                   "'");
   }
 
   bool contains(const Node& n, const Value& hay, const Value& needle) {
     if (hay.is_string()) {
-      if (!needle.is_string()) fail_at(n, "'in <string>' requires a string");
-      return hay.s.find(needle.s) != std::string::npos;
+      if (!needle.is_string())
+        fail_at(n, "'in <string>' requires string as left operand, not " + type_name(needle));
+      return text::find(hay.s, needle.s) != std::string::npos;
     }
     if (hay.kind == Value::Kind::list) {
       for (const Value& v : *hay.list)
@@ -309,34 +342,48 @@ class Eval {
     fail_at(n, "argument of type " + hay.str() + " is not iterable");
   }
 
+  // Python's slice over a list or the code points of a string. Indices that
+  // are not ints give an undefined value (Jinja turns the TypeError into one).
   Value slice(const Node& n, const Value& obj, const Value& a, const Value& b, const Value& c) {
-    int64_t len;
-    std::vector<std::string> cps;
-    if (obj.kind == Value::Kind::list) {
-      len = int64_t(obj.list->size());
-    } else if (obj.is_string()) {
-      cps = code_points(obj.s);
-      len = int64_t(cps.size());
-    } else {
-      fail_at(n, "cannot slice " + obj.str());
+    if (obj.kind != Value::Kind::list && !obj.is_string()) {
+      if (obj.is_undefined()) fail_at(n, "'" + describe(*n.kids[0]) + "' is undefined (slice)");
+      return Value();
     }
-    const int64_t step = c.is_none() ? 1 : c.i;
+    for (const Value* v : {&a, &b, &c})
+      if (!v->is_none() && !is_int_like(*v)) return Value();
+    auto as_int = [](const Value& v) { return v.kind == Value::Kind::boolean ? int64_t(v.b) : v.i; };
+    std::vector<size_t> off;  // code point offsets of a string
+    int64_t len;
+    if (obj.is_string()) {
+      off = text::cp_offsets(obj.s);
+      len = int64_t(off.size()) - 1;
+    } else {
+      len = int64_t(obj.list->size());
+    }
+    const int64_t step = c.is_none() ? 1 : as_int(c);
     if (step == 0) fail_at(n, "slice step cannot be zero");
-    auto clamp = [&](const Value& v, int64_t dflt) {
+    auto index = [&](const Value& v, int64_t dflt) {
       if (v.is_none()) return dflt;
-      int64_t x = v.i;
-      if (x < 0) x += len;
+      int64_t x = as_int(v);
+      if (x < 0) x += len;  // no overflow: x < 0 <= len
       if (step > 0) return std::clamp<int64_t>(x, 0, len);
       return std::clamp<int64_t>(x, -1, len - 1);
     };
-    const int64_t start = clamp(a, step > 0 ? 0 : len - 1), stop = clamp(b, step > 0 ? len : -1);
-    List l;
-    std::string s;
-    for (int64_t k = start; step > 0 ? k < stop : k > stop; k += step) {
-      if (obj.is_string()) s += cps[size_t(k)];
-      else l.push_back((*obj.list)[size_t(k)]);
+    const int64_t start = index(a, step > 0 ? 0 : len - 1), stop = index(b, step > 0 ? len : -1);
+    // Item count without forming start + k * step past the ends (step may be +-2**63).
+    uint64_t count = 0;
+    if (step > 0 && start < stop) count = (uint64_t(stop - start) - 1) / uint64_t(step) + 1;
+    if (step < 0 && start > stop) count = (uint64_t(start - stop) - 1) / (uint64_t(0) - uint64_t(step)) + 1;
+    auto at = [&](uint64_t k) { return size_t(start + int64_t(k) * step); };  // |k * step| < len when k >= 1
+    if (obj.is_string()) {
+      std::string s;
+      for (uint64_t k = 0; k < count; ++k) s.append(obj.s, off[at(k)], off[at(k) + 1] - off[at(k)]);
+      return Value(std::move(s));
     }
-    return obj.is_string() ? Value(s) : Value(std::move(l));
+    List l;
+    l.reserve(size_t(count));
+    for (uint64_t k = 0; k < count; ++k) l.push_back((*obj.list)[at(k)]);
+    return Value(std::move(l));
   }
 
   Value call(const Node& n) {
@@ -359,10 +406,13 @@ class Eval {
 
 Template::Template(std::string_view source) : root_(parse_template(source)) {}
 
-std::string Template::render(const Value& context) const {
+std::string Template::render(const Value& context) const { return render(context, nullptr); }
+
+std::string Template::render(const Value& context, RenderStats* stats) const {
   Eval e(context);
   std::string out;
   e.exec(*root_, out);
+  if (stats) *stats = e.stats();
   return out;
 }
 

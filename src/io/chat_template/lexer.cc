@@ -1,10 +1,11 @@
 // Chat-template lexer: text and tags with Jinja2's whitespace rules as
 // transformers configures them (trim_blocks, lstrip_blocks, "-" and "+"
 // markers); tag contents as name, number, string and operator tokens.
-#include <cctype>
-#include <cstring>
-
 #include "io/chat_template/lexer.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
 
 namespace kiln::jinja {
 
@@ -63,10 +64,13 @@ size_t lex_tag(std::string_view src, size_t pos, const char* close, int line, st
         if (d != '_') num += d;
       if (is_float) {
         t.t = Tok::Float;
-        t.f = std::stod(num);
+        t.f = std::strtod(num.c_str(), nullptr);  // 1e400 is inf, 1e-320 a subnormal, as in Python
       } else {
         t.t = Tok::Int;
-        t.i = std::stoll(num);
+        for (char d : num)
+          if (__builtin_mul_overflow(t.i, int64_t(10), &t.i) ||
+              __builtin_add_overflow(t.i, int64_t(d - '0'), &t.i))
+            fail(line, "integer literal " + num.substr(0, 40) + " is outside int64 (kiln's ints are 64-bit)");
       }
       pos = e;
     } else if (c == '\'' || c == '"') {
@@ -108,6 +112,47 @@ size_t lex_tag(std::string_view src, size_t pos, const char* close, int line, st
     }
     out.push_back(std::move(t));
   }
+}
+
+// The text of a raw block from src[pos] (after "{% raw %}") to its
+// "{% endraw %}", whose own "-" markers and lstrip_blocks apply. Returns the
+// position after the end tag; *strip_after: it ended with "-%}".
+size_t lex_raw(std::string_view src, size_t pos, bool strip_start, int& line, std::vector<Part>& parts,
+               bool* strip_after) {
+  size_t tag = pos, close = 0;
+  char marker = 0;
+  for (;; tag += 2) {
+    tag = src.find("{%", tag);
+    if (tag == std::string_view::npos) fail(line, "missing end of raw block ({% endraw %})");
+    size_t q = tag + 2;
+    marker = q < src.size() && (src[q] == '-' || src[q] == '+') ? src[q++] : 0;
+    while (q < src.size() && is_ws(src[q])) ++q;
+    if (src.compare(q, 6, "endraw") != 0) continue;
+    q += 6;
+    while (q < src.size() && is_ws(src[q])) ++q;
+    *strip_after = q < src.size() && src[q] == '-';
+    if (*strip_after) ++q;
+    if (src.compare(q, 2, "%}") == 0) {
+      close = q + 2;
+      break;
+    }
+  }
+  std::string text(src.substr(pos, tag - pos));
+  if (strip_start) {
+    size_t k = 0;
+    while (k < text.size() && is_ws(text[k])) ++k;
+    text.erase(0, k);
+  }
+  if (marker == '-') {
+    while (!text.empty() && is_ws(text.back())) text.pop_back();
+  } else if (marker != '+') {  // lstrip_blocks: the end tag alone at the start of a line
+    const size_t nl = text.rfind('\n');
+    if (nl != std::string::npos && text.find_first_not_of(" \t", nl + 1) == std::string::npos)
+      text.erase(nl + 1);
+  }
+  parts.push_back({Part::Text, text, {}, line});
+  for (char c : src.substr(pos, close - pos)) line += c == '\n';
+  return close;
 }
 
 }  // namespace
@@ -172,11 +217,7 @@ std::vector<Part> lex(std::string_view src) {
       for (char c : src.substr(p, pos - p)) line += c == '\n';
       // {% raw %} ... {% endraw %}: the text in between is kept as it is
       if (part.k == Part::Block && part.toks.size() == 1 && part.toks[0].s == "raw") {
-        const size_t e = src.find("endraw", pos);
-        const size_t tag = e == std::string_view::npos ? e : src.rfind("{%", e);
-        if (tag == std::string_view::npos) fail(line, "missing endraw");
-        parts.push_back({Part::Text, std::string(src.substr(pos, tag - pos)), {}, line});
-        pos = src.find("%}", e) + 2;
+        pos = lex_raw(src, pos, strip_after, line, parts, &strip_after);
       } else {
         parts.push_back(std::move(part));
       }

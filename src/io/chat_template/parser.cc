@@ -1,6 +1,9 @@
 // Chat-template parser: statements and expressions by Jinja2's precedence
 // over the lexer's parts.
+#include <algorithm>
+
 #include "io/chat_template/lexer.h"
+#include "io/chat_template/limits.h"
 
 namespace kiln::jinja {
 namespace {
@@ -184,7 +187,16 @@ class Parser {
   }
 
   // ---- expressions -----------------------------------------------------------
-  int depth_ = 0;  // nesting guard: a hostile template must not overflow the stack
+  // Two guards keep a hostile template off the end of the stack: depth_ bounds
+  // the parser's recursion, grown() the height of the trees its loops build
+  // (x.a.a.a..., 1 + 1 + 1 ...), which evaluating and freeing them recurse over.
+  NodeP grown(NodeP n) {
+    for (const NodeP& k : n->kids)
+      if (k) n->height = std::max(n->height, k->height + 1);
+    if (n->height > kMaxNesting) fail(line(), "expressions nested too deeply");
+    return n;
+  }
+  int depth_ = 0;
   struct Nest {
     Parser& p;
     explicit Nest(Parser& parser) : p(parser) {
@@ -201,7 +213,7 @@ class Parser {
       c->kids.push_back(e);
       c->kids.push_back(parse_or());
       c->kids.push_back(take_name("else") ? parse_expr() : nullptr);
-      return c;
+      return grown(c);
     }
     return e;
   }
@@ -209,7 +221,7 @@ class Parser {
     NodeP n = node(Node::Binary);
     n->name = op;
     n->kids = {std::move(a), std::move(b)};
-    return n;
+    return grown(n);
   }
   NodeP parse_or() {
     NodeP a = parse_and();
@@ -227,7 +239,7 @@ class Parser {
       NodeP n = node(Node::Unary);
       n->name = "not";
       n->kids.push_back(parse_not());
-      return n;
+      return grown(n);
     }
     return parse_compare();
   }
@@ -292,6 +304,7 @@ class Parser {
       n = node(Node::Unary);
       n->name = (*toks_)[ti_++].s;
       n->kids.push_back(parse_unary(false));
+      n = grown(n);
     } else {
       n = parse_primary();
     }
@@ -326,11 +339,11 @@ class Parser {
           NodeP lit = node(Node::Literal);
           lit->value = Value((*toks_)[ti_++].i);
           idx->kids = {n, lit};
-          n = idx;
+          n = grown(idx);
           continue;
         }
         a->name = expect_name();
-        n = a;
+        n = grown(a);
       } else if (take_op("[")) {
         NodeP parts[3];
         int colons = 0;
@@ -348,17 +361,17 @@ class Parser {
           if (!parts[0]) fail(line(), "empty subscript");
           NodeP idx = node(Node::Index);
           idx->kids = {n, parts[0]};
-          n = idx;
+          n = grown(idx);
         } else {
           NodeP s = node(Node::Slice);
           s->kids = {n, parts[0], parts[1], parts[2]};
-          n = s;
+          n = grown(s);
         }
       } else if (take_op("(")) {
         NodeP c = node(Node::Call);
         c->kids.push_back(n);
         parse_args(c);
-        n = c;
+        n = grown(c);
       } else {
         return n;
       }
@@ -371,7 +384,7 @@ class Parser {
         f->name = expect_name();
         f->kids.push_back(n);
         if (take_op("(")) parse_args(f);
-        n = f;
+        n = grown(f);
       } else if (take_name("is")) {
         NodeP t = node(Node::Test);
         t->negated = take_name("not");
@@ -384,7 +397,7 @@ class Parser {
                      !at_name("if") && !at_name("not") && !at_name("in") && !at_name("is")))) {
           t->kids.push_back(parse_postfix(parse_primary()));
         }
-        n = t;
+        n = grown(t);
       } else {
         return n;
       }
@@ -421,7 +434,7 @@ class Parser {
             NodeP tup = node(Node::TupleLit);
             tup->kids.push_back(e);
             while (take_op(",") && !at_op(")")) tup->kids.push_back(parse_expr());
-            e = tup;
+            e = grown(tup);
           }
           expect_op(")");
           return e;
@@ -435,7 +448,7 @@ class Parser {
               break;
             }
           }
-          return l;
+          return grown(l);
         }
         if (take_op("{")) {
           NodeP d = node(Node::DictLit);
@@ -448,7 +461,7 @@ class Parser {
               break;
             }
           }
-          return d;
+          return grown(d);
         }
         break;
       }

@@ -1,23 +1,25 @@
 // Template values: Python's str()/repr() and json.dumps() spellings, JSON input.
 #include <simdjson.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 
-#include "kiln/chat_template.h"
+#include "io/chat_template/builtins.h"
+#include "io/chat_template/limits.h"
 
 namespace kiln::jinja {
 
+// Lookups scan the items: a dict literal of many keys costs steps per lookup.
 const Value* Dict::find(std::string_view key) const {
+  charge_steps(1 + items.size() / 8);
   for (const auto& kv : items)
     if (kv.first == key) return &kv.second;
   return nullptr;
 }
 Value* Dict::find(std::string_view key) {
-  for (auto& kv : items)
-    if (kv.first == key) return &kv.second;
-  return nullptr;
+  return const_cast<Value*>(static_cast<const Dict*>(this)->find(key));
 }
 void Dict::set(std::string key, Value v) {
   if (Value* x = find(key)) {
@@ -25,6 +27,55 @@ void Dict::set(std::string key, Value v) {
     return;
   }
   items.emplace_back(std::move(key), std::move(v));
+}
+
+Value::Value(std::string x) : kind(Kind::string), s(std::move(x)) { charge_bytes(s.size()); }
+
+namespace {
+void nest_over(const Value& v, uint16_t& depth, bool& holds_namespace) {
+  depth = std::max<uint16_t>(depth, uint16_t(v.depth + 1));
+  holds_namespace |= v.holds_namespace;
+}
+void check_depth(const Value& v) {
+  if (v.depth > kMaxNesting)
+    limit_error("values nested too deeply (over " + std::to_string(kMaxNesting) + " levels)");
+}
+}  // namespace
+
+Value::Value(List l) : kind(Kind::list), depth(1), list(std::make_shared<List>(std::move(l))) {
+  charge_steps(list->size());
+  charge_bytes(list->size() * sizeof(Value));
+  for (const Value& v : *list) nest_over(v, depth, holds_namespace);
+  check_depth(*this);
+}
+
+Value::Value(Dict d) : kind(Kind::dict), depth(1), dict(std::make_shared<Dict>(std::move(d))) {
+  holds_namespace = dict->is_namespace;
+  charge_steps(dict->items.size());
+  charge_bytes(dict->items.size() * sizeof(dict->items[0]));
+  for (const auto& kv : dict->items) nest_over(kv.second, depth, holds_namespace);
+  check_depth(*this);
+}
+
+Value::Value(const Value& o)
+    : kind(o.kind),
+      b(o.b),
+      depth(o.depth),
+      holds_namespace(o.holds_namespace),
+      i(o.i),
+      f(o.f),
+      list(o.list),
+      dict(o.dict) {
+  if (Budget* budget = Budget::active()) {
+    budget->step();
+    budget->alloc(o.s.size());
+  }
+  s = o.s;
+}
+
+Value& Value::operator=(const Value& o) {
+  if (this != &o) *this = Value(o);
+  return *this;
 }
 
 bool Value::truthy() const {
@@ -78,50 +129,186 @@ std::string float_repr(double x) {
   return out;
 }
 
-std::string py_repr_str(const std::string& s) {
-  const bool dq = s.find('\'') != std::string::npos && s.find('"') == std::string::npos;
-  const char q = dq ? '"' : '\'';
-  std::string out(1, q);
-  for (unsigned char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else if (c == uint8_t(q)) out += std::string("\\") + char(q);
-    else if (c < 0x20 || c == 0x7F) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\x%02x", c);
-      out += b;
-    } else out += char(c);
+// Appends Python's str()/repr() or json.dumps() text of values to one string,
+// charging the active budget per value and per byte: a value that shares its
+// parts ([x, x] nested sixty times) is small, its text is not.
+class Writer {
+ public:
+  explicit Writer(std::string& out) : out_(out) {}
+
+  void put(std::string_view t) {
+    charge_bytes(t.size());
+    out_ += t;
   }
-  return out + q;
-}
 
-std::string repr(const Value& v) { return v.is_string() ? py_repr_str(v.s) : v.str(); }
-
-std::string json_str(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", c);
-          out += b;
-        } else {
-          out += char(c);
+  void str(const Value& v) {
+    charge_steps(1);
+    switch (v.kind) {
+      case Value::Kind::undefined:
+        return;
+      case Value::Kind::none:
+        return put("None");
+      case Value::Kind::boolean:
+        return put(v.b ? "True" : "False");
+      case Value::Kind::integer:
+        return put(std::to_string(v.i));
+      case Value::Kind::floating:
+        return put(float_repr(v.f));
+      case Value::Kind::string:
+        return put(v.s);
+      case Value::Kind::list:
+        put("[");
+        for (size_t k = 0; k < v.list->size(); ++k) {
+          if (k) put(", ");
+          repr((*v.list)[k]);
         }
+        return put("]");
+      case Value::Kind::dict:
+        if (v.dict->is_namespace) return put("<Namespace>");
+        put("{");
+        for (size_t k = 0; k < v.dict->items.size(); ++k) {
+          if (k) put(", ");
+          repr_str(v.dict->items[k].first);
+          put(": ");
+          repr(v.dict->items[k].second);
+        }
+        return put("}");
     }
   }
-  return out + "\"";
-}
+
+  // Python's repr of a str: quotes chosen as Python chooses them.
+  void repr_str(const std::string& s) {
+    charge_scan(s.size());
+    const bool dq = s.find('\'') != std::string::npos && s.find('"') == std::string::npos;
+    const char q = dq ? '"' : '\'';
+    std::string out(1, q);
+    for (unsigned char c : s) {
+      if (c == '\\')
+        out += "\\\\";
+      else if (c == '\n')
+        out += "\\n";
+      else if (c == '\r')
+        out += "\\r";
+      else if (c == '\t')
+        out += "\\t";
+      else if (c == uint8_t(q))
+        out += std::string("\\") + char(q);
+      else if (c < 0x20 || c == 0x7F) {
+        char b[8];
+        std::snprintf(b, sizeof b, "\\x%02x", c);
+        out += b;
+      } else
+        out += char(c);
+    }
+    out += q;
+    put(out);
+  }
+
+  void repr(const Value& v) {
+    if (v.is_string())
+      repr_str(v.s);
+    else
+      str(v);
+  }
+
+  // indent < 0: one line with ", " and ": " separators.
+  void json(const Value& v, int64_t indent, int64_t level) {
+    charge_steps(1);
+    switch (v.kind) {
+      case Value::Kind::undefined:
+        throw TemplateError("[chat_template] tojson: an undefined value is not JSON serializable");
+      case Value::Kind::none:
+        return put("null");
+      case Value::Kind::boolean:
+        return put(v.b ? "true" : "false");
+      case Value::Kind::integer:
+        return put(std::to_string(v.i));
+      case Value::Kind::floating:
+        if (std::isnan(v.f)) return put("NaN");
+        if (std::isinf(v.f)) return put(v.f > 0 ? "Infinity" : "-Infinity");
+        return put(float_repr(v.f));
+      case Value::Kind::string:
+        return json_str(v.s);
+      case Value::Kind::list:
+        if (v.list->empty()) return put("[]");
+        put("[");
+        for (size_t k = 0; k < v.list->size(); ++k) {
+          if (k) put(indent >= 0 ? "," : ", ");
+          newline(indent, level + 1);
+          json((*v.list)[k], indent, level + 1);
+        }
+        newline(indent, level);
+        return put("]");
+      case Value::Kind::dict:
+        if (v.dict->is_namespace)
+          throw TemplateError("[chat_template] tojson: Object of type Namespace is not JSON serializable");
+        if (v.dict->items.empty()) return put("{}");
+        put("{");
+        for (size_t k = 0; k < v.dict->items.size(); ++k) {
+          if (k) put(indent >= 0 ? "," : ", ");
+          newline(indent, level + 1);
+          json_str(v.dict->items[k].first);
+          put(": ");
+          json(v.dict->items[k].second, indent, level + 1);
+        }
+        newline(indent, level);
+        return put("}");
+    }
+  }
+
+ private:
+  std::string& out_;
+
+  void newline(int64_t indent, int64_t level) {
+    if (indent < 0) return;
+    // Charged before it is built: indent may be any int the template passed.
+    uint64_t n;
+    if (__builtin_mul_overflow(uint64_t(indent), uint64_t(level), &n) || n > kMaxBytes) n = kMaxBytes + 1;
+    charge_bytes(n + 1);
+    out_ += '\n';
+    out_.append(size_t(n), ' ');
+  }
+
+  void json_str(const std::string& s) {
+    charge_scan(s.size());
+    std::string out = "\"";
+    for (unsigned char c : s) {
+      switch (c) {
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        case '\b':
+          out += "\\b";
+          break;
+        case '\f':
+          out += "\\f";
+          break;
+        default:
+          if (c < 0x20) {
+            char b[8];
+            std::snprintf(b, sizeof b, "\\u%04x", c);
+            out += b;
+          } else {
+            out += char(c);
+          }
+      }
+    }
+    out += '"';
+    put(out);
+  }
+};
 
 Value from_dom(simdjson::dom::element e) {
   using T = simdjson::dom::element_type;
@@ -151,77 +338,18 @@ Value from_dom(simdjson::dom::element e) {
 }  // namespace
 
 std::string Value::str() const {
-  switch (kind) {
-    case Kind::undefined: return "";
-    case Kind::none: return "None";
-    case Kind::boolean: return b ? "True" : "False";
-    case Kind::integer: return std::to_string(i);
-    case Kind::floating: return float_repr(f);
-    case Kind::string: return s;
-    case Kind::list: {
-      std::string out = "[";
-      for (size_t k = 0; k < list->size(); ++k) {
-        if (k) out += ", ";
-        out += repr((*list)[k]);
-      }
-      return out + "]";
-    }
-    case Kind::dict: {
-      if (dict->is_namespace) return "<Namespace>";
-      std::string out = "{";
-      for (size_t k = 0; k < dict->items.size(); ++k) {
-        if (k) out += ", ";
-        out += py_repr_str(dict->items[k].first);
-        out += ": ";
-        out += repr(dict->items[k].second);
-      }
-      return out + "}";
-    }
-  }
-  return "";
+  if (kind == Kind::string) return s;
+  std::string out;
+  Writer(out).str(*this);
+  return out;
 }
 
-std::string Value::to_json(int indent, int depth) const {
-  std::string nl, close;
-  if (indent >= 0) {
-    nl.assign(1, '\n').append(size_t(indent) * size_t(depth + 1), ' ');
-    close.assign(1, '\n').append(size_t(indent) * size_t(depth), ' ');
-  }
-  const char* sep = indent >= 0 ? "," : ", ";
-  switch (kind) {
-    case Kind::undefined: throw TemplateError("[chat_template] tojson: an undefined value is not JSON serializable");
-    case Kind::none: return "null";
-    case Kind::boolean: return b ? "true" : "false";
-    case Kind::integer: return std::to_string(i);
-    case Kind::floating:
-      if (std::isnan(f)) return "NaN";
-      if (std::isinf(f)) return f > 0 ? "Infinity" : "-Infinity";
-      return float_repr(f);
-    case Kind::string: return json_str(s);
-    case Kind::list: {
-      if (list->empty()) return "[]";
-      std::string out = "[";
-      for (size_t k = 0; k < list->size(); ++k) {
-        if (k) out += sep;
-        out += nl;
-        out += (*list)[k].to_json(indent, depth + 1);
-      }
-      return out + close + "]";
-    }
-    case Kind::dict: {
-      if (dict->items.empty()) return "{}";
-      std::string out = "{";
-      for (size_t k = 0; k < dict->items.size(); ++k) {
-        if (k) out += sep;
-        out += nl;
-        out += json_str(dict->items[k].first);
-        out += ": ";
-        out += dict->items[k].second.to_json(indent, depth + 1);
-      }
-      return out + close + "}";
-    }
-  }
-  return "null";
+std::string Value::to_json(int indent, int level) const { return to_json_text(*this, indent, level); }
+
+std::string to_json_text(const Value& v, int64_t indent, int64_t level) {
+  std::string out;
+  Writer(out).json(v, indent, level);
+  return out;
 }
 
 Value Value::parse_json(std::string_view json) {
