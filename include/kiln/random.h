@@ -2,6 +2,7 @@
 // on (seed, offset + i), so results are reproducible whatever the thread count.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 
@@ -9,17 +10,21 @@
 
 namespace kiln {
 
+// Threads may share a generator: every draw reserves its own counters, and a
+// manual_seed() while another thread draws is no data race (that draw uses
+// the old or the new seed). torch's generators do not lock at all; a stream
+// that must be reproducible wants one generator per thread.
 class Generator {
  public:
   explicit Generator(uint64_t seed = 67280421310721ull) : seed_(seed) {}
   void manual_seed(uint64_t seed);
-  uint64_t initial_seed() const { return seed_; }
+  uint64_t initial_seed() const { return seed_.load(std::memory_order_relaxed); }
   // Reserves `n` counters and returns the first; later draws never reuse them.
   uint64_t advance(uint64_t n);
 
  private:
   std::mutex mu_;
-  uint64_t seed_;
+  std::atomic<uint64_t> seed_;  // written under mu_, read without it
   uint64_t offset_ = 0;
 };
 

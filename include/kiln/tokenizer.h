@@ -9,7 +9,9 @@
 // piece: normalizer (NFC ...), pre-tokenizer (regex splits, ByteLevel), BPE.
 // decode() = byte-level decoding; invalid UTF-8 becomes U+FFFD as in HF.
 // A Tokenizer is an immutable, cheaply copied handle; encode/decode are
-// thread-safe.
+// thread-safe and run in parallel (the word cache behind encode takes a
+// shared lock to read, an exclusive one only to add a word). A StreamDecoder
+// holds one stream's pending bytes: one thread at a time.
 #pragma once
 
 #include <cstdint>

@@ -3,12 +3,20 @@
 //   m = kiln.llm.load("model.gguf", dtype="fp8")
 //   for piece in m.generate("Once upon a time", max_tokens=32, temperature=0):
 //       print(piece, end="")
+//
+// Threads: every call that runs the model releases the GIL and holds the model
+// (Model::Use) for its whole length, taken and given back with the GIL
+// released, so a second thread's call on the same model waits for it and
+// never sees its scratch or cache half written. A generation holds the model
+// per step: a call from elsewhere between two of its steps ends it with an
+// error (one model per thread runs generations in parallel).
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/unique_ptr.h>
 
 #include <atomic>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -83,31 +91,51 @@ std::vector<std::string> to_stop_strings(nb::handle h) {
   return v;
 }
 
-// A Python iterator over the text pieces of one generation.
+// A Python iterator over the text pieces of one generation. Threads sharing
+// one iterator take turns (mu): each piece goes to one of them.
 struct PyGeneration {
   std::unique_ptr<kiln::llm::Generation> g;
   std::atomic<bool> cancel{false};
+  std::mutex mu;  // guards g's state and finished; taken with the GIL released
   bool finished = false;
 
   std::string next() {
-    if (finished) throw nb::stop_iteration();
     std::string piece;
-    for (;;) {
-      bool more;
-      {
-        nb::gil_scoped_release release;
-        more = g->next(piece);
+    bool stop = false;
+    {
+      nb::gil_scoped_release release;
+      const std::lock_guard<std::mutex> lock(mu);
+      if (finished) {
+        stop = true;
+      } else {
+        bool more;
+        do {  // an empty piece (a character split across tokens): step again
+          more = g->next(piece);
+        } while (more && piece.empty());
+        finished = !more;
+        stop = finished && piece.empty();
       }
-      if (!more) {
-        finished = true;
-        if (piece.empty()) throw nb::stop_iteration();
-        return piece;
-      }
-      if (!piece.empty()) return piece;
-      // An empty piece (a character split across tokens): step again.
     }
+    if (stop) throw nb::stop_iteration();
+    return piece;
+  }
+
+  // Reads of the generation's state, in turn with the steps.
+  template <typename F>
+  auto read(F&& fn) {
+    nb::gil_scoped_release release;
+    const std::lock_guard<std::mutex> lock(mu);
+    return fn(*g);
   }
 };
+
+// Runs fn with the GIL released and the model held by this thread.
+template <typename F>
+auto holding(Model& md, const char* op, F&& fn) {
+  nb::gil_scoped_release release;
+  const Model::Use use(md, op);
+  return fn();
+}
 
 nb::dict stats_dict(const kiln::llm::GenerateStats& s) {
   nb::dict d;
@@ -130,9 +158,10 @@ void init_llm(nb::module_& m) {
       .def("__next__", &PyGeneration::next)
       .def(
           "cancel", [](PyGeneration& g) { g.cancel = true; }, "Stops after the current token.")
-      .def_prop_ro("stats", [](const PyGeneration& g) { return stats_dict(g.g->stats()); })
+      .def_prop_ro("stats",
+                   [](PyGeneration& g) { return stats_dict(g.read([](auto& x) { return x.stats(); })); })
       .def_prop_ro(
-          "tokens", [](const PyGeneration& g) { return g.g->generated(); },
+          "tokens", [](PyGeneration& g) { return g.read([](auto& x) { return x.generated(); }); },
           "The token ids generated so far (an end-of-sequence token included).");
 
   nb::class_<Model>(m, "LanguageModel",
@@ -143,23 +172,33 @@ void init_llm(nb::module_& m) {
           "dtype",
           [](const Model& md) { return std::string(kiln::llm::weight_format_name(md.weight_format())); })
       .def_prop_ro("max_context", &Model::max_context)
-      .def_prop_ro("position", &Model::position, "Tokens in the KV cache.")
+      .def_prop_ro(
+          "position",
+          [](Model& md) { return holding(md, "[LanguageModel.position]", [&] { return md.position(); }); },
+          "Tokens in the KV cache.")
       .def_prop_ro("weight_bytes", &Model::weight_bytes)
-      .def_prop_ro("kv_cache_bytes", &Model::kv_cache_bytes)
-      .def_prop_ro("bytes_read_last_forward", &Model::bytes_read_last_forward)
+      .def_prop_ro("kv_cache_bytes",
+                   [](Model& md) {
+                     return holding(md, "[LanguageModel.kv_cache_bytes]",
+                                    [&] { return md.kv_cache_bytes(); });
+                   })
+      .def_prop_ro("bytes_read_last_forward",
+                   [](Model& md) {
+                     return holding(md, "[LanguageModel.bytes_read_last_forward]",
+                                    [&] { return md.bytes_read_last_forward(); });
+                   })
       .def(
-          "reset", [](Model& md, int64_t position) { md.reset(position); }, "position"_a = 0,
-          "Forgets cached positions from `position` on.")
+          "reset",
+          [](Model& md, int64_t position) {
+            holding(md, "[LanguageModel.reset]", [&] { md.reset(position); });
+          },
+          "position"_a = 0, "Forgets cached positions from `position` on.")
       .def(
           "forward",
           [](Model& md, nb::handle ids, bool all_logits) {
             const std::vector<int32_t> v = to_ids(ids);
-            Tensor out;
-            {
-              nb::gil_scoped_release release;
-              out = md.forward(v, all_logits).clone();
-            }
-            return out;
+            // The clone is taken before another thread's call can overwrite the scratch.
+            return holding(md, "[LanguageModel.forward]", [&] { return md.forward(v, all_logits).clone(); });
           },
           "token_ids"_a, "all_logits"_a = false,
           "Runs token ids after the cached ones; float32 logits [n, V] (all_logits) or [1, V].")
@@ -167,13 +206,10 @@ void init_llm(nb::module_& m) {
           "logits",
           [](Model& md, nb::handle ids) {
             const std::vector<int32_t> v = to_ids(ids);
-            Tensor out;
-            {
-              nb::gil_scoped_release release;
+            return holding(md, "[LanguageModel.logits]", [&] {
               md.reset(0);
-              out = md.forward(v, true).clone();
-            }
-            return out;
+              return md.forward(v, true).clone();
+            });
           },
           "token_ids"_a, "float32 logits [n, V] of token ids from a fresh cache.")
       .def(
@@ -182,7 +218,7 @@ void init_llm(nb::module_& m) {
             const int64_t window = int_arg(window_arg, "window", /*clamp=*/true);
             const std::vector<int32_t> v = to_ids(ids);
             nb::gil_scoped_release release;
-            return kiln::llm::perplexity(md, v, window);
+            return kiln::llm::perplexity(md, v, window);  // holds the model itself
           },
           "token_ids"_a, "window"_a = 0, "exp(mean NLL) of ids[1:] given the ids before them.")
       .def(
@@ -192,10 +228,13 @@ void init_llm(nb::module_& m) {
              double frequency_penalty, uint64_t seed, bool stop_at_eos, bool reset, bool add_special_tokens,
              nb::handle stop) {
             std::vector<int32_t> ids;
-            if (nb::isinstance<nb::str>(prompt))
-              ids = md.tokenizer().encode(nb::cast<std::string>(prompt), add_special_tokens);
-            else
+            if (nb::isinstance<nb::str>(prompt)) {
+              const std::string text = nb::cast<std::string>(prompt);
+              nb::gil_scoped_release release;
+              ids = md.tokenizer().encode(text, add_special_tokens);
+            } else {
               ids = to_ids(prompt);
+            }
             kiln::llm::GenerateOptions o;
             o.max_tokens = int_arg(max_tokens, "max_tokens", /*clamp=*/true);
             o.sampling.temperature = temperature;
@@ -211,10 +250,13 @@ void init_llm(nb::module_& m) {
             // Checked before reset so a refused call leaves the cache as it was.
             KILN_CHECK(o.max_tokens >= 0, kiln::ValueError,
                        "[generate] max_tokens must be >= 0, got " << o.max_tokens);
-            if (reset) md.reset(0);
             auto g = std::make_unique<PyGeneration>();
             o.cancel = &g->cancel;
-            g->g = std::make_unique<kiln::llm::Generation>(md, std::move(ids), o);
+            // The reset and the generation's start state are taken together.
+            holding(md, "[LanguageModel.generate]", [&] {
+              if (reset) md.reset(0);
+              g->g = std::make_unique<kiln::llm::Generation>(md, std::move(ids), o);
+            });
             return g;
           },
           "prompt"_a, "max_tokens"_a = kDefaults.max_tokens, "temperature"_a = kDefaults.sampling.temperature,

@@ -1,4 +1,7 @@
 // kiln.Tokenizer and kiln.StreamDecoder: Hugging Face tokenizer.json byte-level BPE.
+// A Tokenizer is immutable and thread-safe: encode, encode_batch and decode
+// release the GIL so threads tokenize in parallel. StreamDecoder and
+// ChatTemplate calls keep the GIL (short, and a StreamDecoder holds state).
 #include <nanobind/stl/string_view.h>
 
 #include "bind_util.h"
@@ -58,7 +61,12 @@ void init_tokenizer_chat(nb::module_& m, nb::class_<Tokenizer>& cls) {
         extra.dict->set("tools", to_value(tools));
         const std::string text = kiln::apply_chat_template(t, to_value(messages), add_generation_prompt, extra);
         if (!tokenize) return nb::cast(text);
-        return nb::cast(t.encode(text));
+        std::vector<int32_t> ids;
+        {
+          nb::gil_scoped_release release;
+          ids = t.encode(text);
+        }
+        return nb::cast(ids);
       },
       "messages"_a, "add_generation_prompt"_a = false, "tokenize"_a = false, "tools"_a = nb::none(), "kwargs"_a,
       "Renders the chat template with messages, add_generation_prompt, tools, the special tokens and any "
@@ -99,7 +107,10 @@ void init_tokenizer(nb::module_& m) {
           "texts"_a, "add_special_tokens"_a = false)
       .def(
           "decode",
-          [](const Tokenizer& t, const std::vector<int32_t>& ids, bool skip) { return t.decode(ids, skip); },
+          [](const Tokenizer& t, const std::vector<int32_t>& ids, bool skip) {
+            nb::gil_scoped_release release;
+            return t.decode(ids, skip);
+          },
           "ids"_a, "skip_special_tokens"_a = false,
           "Text of ids; bytes that are not valid UTF-8 become U+FFFD, unknown ids are skipped (as HF).")
       .def("token_to_id", &Tokenizer::token_to_id, "token"_a, "The id of a token in vocabulary form ('Ġthe'), or None.")

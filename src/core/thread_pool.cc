@@ -60,7 +60,8 @@ class Pool {
   explicit Pool(int n) { resize(n); }
   ~Pool() { stop(); }
 
-  int size() const { return int(workers_.size()) + 1; }
+  // Read by num_threads() from any thread, also while another one resizes.
+  int size() const { return size_.load(std::memory_order_relaxed); }
 
   // Waits for any running region (run_mu_) so workers never vanish mid-region.
   void resize_if_needed(int n) {
@@ -73,6 +74,7 @@ class Pool {
     quit_ = false;
     const uint32_t gen = generation_;
     for (int i = 0; i + 1 < n; ++i) workers_.emplace_back([this, gen] { loop(gen); });
+    size_.store(n, std::memory_order_relaxed);
   }
 
   void run(int64_t begin, int64_t end, int64_t grain, void* ctx, detail::RangeFn fn) {
@@ -191,6 +193,7 @@ class Pool {
   }
 
   std::vector<std::thread> workers_;
+  std::atomic<int> size_{1};  // workers_.size() + 1, the caller
   std::mutex run_mu_, mu_, err_mu_;
   std::condition_variable cv_;
   uint32_t generation_ = 0;            // the last region's, written by the caller only

@@ -62,6 +62,10 @@ Generation::Generation(Model& model, std::vector<int32_t> prompt, GenerateOption
   KILN_CHECK(!prompt_.empty(), ValueError, "[llm] the prompt is empty");
   KILN_CHECK(options_.max_tokens >= 0, ValueError,
              "[llm] max_tokens must be >= 0 (the most tokens to generate), got " << options_.max_tokens);
+  const Model::Use use(model_, "[generate]");
+  // The cache state this generation continues from: its first step checks it.
+  position_ = model_.position();
+  resets_ = model_.resets();
   const int64_t n = int64_t(prompt_.size()), pos = model_.position(), ctx = model_.max_context();
   KILN_CHECK(
       pos + n <= ctx, ValueError,
@@ -102,6 +106,17 @@ bool Generation::next(std::string& piece) {
   };
   if (options_.cancel && options_.cancel->load()) return finish("cancelled");
   if (int64_t(generated_.size()) >= options_.max_tokens) return finish("length");
+  // The step (forward and the read of its logits view) runs with the model held.
+  const Model::Use use(model_, "[generate]");
+  // The cache is the model's: another generation or forward call since this
+  // one started or last stepped moved it, and this one would continue from
+  // their tokens.
+  KILN_CHECK(
+      model_.position() == position_ && model_.resets() == resets_, Error,
+      "[generate] the model's KV cache was reset or used by another call since this generation "
+          << (started_ ? "last stepped" : "started")
+          << "; a model runs one generation at a time: start a new one (one model per thread runs them "
+             "in parallel)");
   Tensor logits;
   if (!started_) {
     started_ = true;
@@ -118,11 +133,6 @@ bool Generation::next(std::string& piece) {
     }
     stats_.prefill_seconds = now() - t0;
   } else {
-    // The cache is the model's: another generation or forward call since the
-    // last step moved it, and this one would continue from their tokens.
-    KILN_CHECK(model_.position() == position_ && model_.resets() == resets_, Error,
-               "[generate] the model's KV cache was reset or used by another call since this generation's "
-               "last step; a model runs one generation at a time: start a new one");
     if (model_.position() + 1 > model_.max_context()) return finish("context");
     const double t0 = now();
     const int32_t last = generated_.back();
@@ -167,12 +177,18 @@ bool Generation::next(std::string& piece) {
 
 GenerateStats generate(Model& model, const std::vector<int32_t>& prompt, const GenerateOptions& options,
                        const std::function<void(std::string_view)>& on_piece) {
+  // The whole generation holds the model: another thread's generate() waits
+  // for it, and on_piece may not call back into this model (Model::CallOut).
+  Model::Use use(model, "[generate]");
   Generation g(model, prompt, options);
   std::string piece;
   bool more = true;
   while (more) {
     more = g.next(piece);
-    if (!piece.empty() && on_piece) on_piece(piece);
+    if (!piece.empty() && on_piece) {
+      const Model::CallOut out(use);
+      on_piece(piece);
+    }
   }
   return g.stats();
 }

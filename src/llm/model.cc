@@ -35,6 +35,42 @@ const char* weight_format_name(WeightFormat f) {
   return "?";
 }
 
+Model::Use::Use(Model& model, const char* op) : model_(model) {
+  if (model.user_.load(std::memory_order_acquire) == std::this_thread::get_id()) {
+    // Only this thread sets user_ to its own id: the model is held by this thread.
+    KILN_CHECK(
+        !model.calling_out_, Error,
+        op << " the model is in use by this thread: a callback that runs while the model generates "
+              "(on_piece) cannot call the same model; use another model or call it after the generation");
+    return;
+  }
+  model.use_mu_.lock();
+  model.user_.store(std::this_thread::get_id(), std::memory_order_release);
+  outer_ = true;
+}
+
+Model::Use::~Use() {
+  if (!outer_) return;
+  model_.user_.store(std::thread::id(), std::memory_order_release);
+  model_.use_mu_.unlock();
+}
+
+Model::CallOut::CallOut(Use& use) : model_(use.model_), before_(use.model_.calling_out_) {
+  model_.calling_out_ = true;
+}
+
+Model::CallOut::~CallOut() { model_.calling_out_ = before_; }
+
+Tensor Model::forward(std::span<const int32_t> tokens, bool all_logits) {
+  const Use use(*this, "[LanguageModel.forward]");
+  return run_forward(tokens, all_logits);
+}
+
+void Model::reset(int64_t position) {
+  const Use use(*this, "[LanguageModel.reset]");
+  run_reset(position);
+}
+
 namespace {
 
 bool has_gguf_magic(const std::string& path) {

@@ -13,6 +13,7 @@ double perplexity(Model& model, std::span<const int32_t> ids, int64_t window) {
   KILN_CHECK(n >= 2, ValueError, "[llm] perplexity needs at least 2 tokens, got " << n);
   KILN_CHECK(window >= 0, ValueError,
              "[llm] perplexity window must be >= 0 (0: the whole context), got " << window);
+  const Model::Use use(model, "[perplexity]");  // the logits views are read between forward calls
   const int64_t W = window > 0 ? std::min(window, model.max_context()) : model.max_context();
   KILN_CHECK(W >= 2, ValueError, "[llm] perplexity window must be at least 2 tokens, got " << W);
   constexpr int64_t kChunk = 128;

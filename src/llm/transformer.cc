@@ -232,7 +232,7 @@ const Tokenizer& Transformer::tokenizer() const {
   return *tokenizer_;
 }
 
-void Transformer::reset(int64_t position) {
+void Transformer::run_reset(int64_t position) {
   KILN_CHECK(position >= 0 && position <= pos_, ValueError,
              "[llm] reset position " << position << " outside [0, " << pos_ << "]");
   cache_.truncate(position);
@@ -257,7 +257,7 @@ int64_t Transformer::weight_bytes() const {
 
 int64_t Transformer::kv_cache_bytes() const { return cache_.capacity_bytes(); }
 
-Tensor Transformer::forward(std::span<const int32_t> tokens, bool all_logits) {
+Tensor Transformer::run_forward(std::span<const int32_t> tokens, bool all_logits) {
   const int64_t n = int64_t(tokens.size());
   KILN_CHECK(n > 0, ValueError, "[llm] forward needs at least one token");
   KILN_CHECK(pos_ + n <= max_ctx_, ValueError,

@@ -70,14 +70,14 @@ class Transformer final : public Model {
   WeightFormat weight_format() const override { return format_; }
   int64_t max_context() const override { return max_ctx_; }
   int64_t position() const override { return pos_; }
-  void reset(int64_t position = 0) override;
-  Tensor forward(std::span<const int32_t> tokens, bool all_logits = false) override;
   int64_t weight_bytes() const override;
   int64_t bytes_read_last_forward() const override { return bytes_read_; }
   int64_t kv_cache_bytes() const override;
   std::vector<std::pair<std::string, Tensor>> named_weights() const override;
 
  private:
+  void run_reset(int64_t position) override;
+  Tensor run_forward(std::span<const int32_t> tokens, bool all_logits) override;
   void forward_chunk(const int32_t* ids, int64_t T, Tensor* logits_out);
   void attention(int64_t l, int64_t T);
   void mlp(int64_t l, int64_t T);

@@ -43,13 +43,16 @@ struct GenerateStats {
 };
 
 // One generation, stepped by the caller (the CLI streams it, Python iterates it).
+// Each step holds the model (Model::Use); one Generation is stepped by one
+// thread at a time.
 class Generation {
  public:
   // Continues from the model's current cache position (call model.reset() for a
   // fresh conversation). ValueError when the prompt does not fit the context.
   Generation(Model& model, std::vector<int32_t> prompt, GenerateOptions options);
   // Runs the prefill on the first call, then one decode step per call (Error
-  // when another call moved the model's cache in between). Sets
+  // when another call moved the model's cache since construction or the last
+  // step: a model runs one generation at a time). Sets
   // `piece` to the text this step completed (may be empty while a character
   // is split across tokens, or text is held back as the possible start of a
   // stop string). Returns false once generation has stopped (the final call
@@ -76,11 +79,14 @@ class Generation {
 };
 
 // Runs a whole generation, calling on_piece for every non-empty text piece.
+// Holds the model throughout: another thread's calls on it wait, and calls
+// from on_piece on the same model throw Error (Model::CallOut).
 GenerateStats generate(Model& model, const std::vector<int32_t>& prompt, const GenerateOptions& options,
                        const std::function<void(std::string_view)>& on_piece);
 
 // exp(mean negative log-likelihood) of ids[1:] given the preceding ids, over
 // windows of at most `window` tokens (0: max_context()), prefilled in chunks.
+// Holds the model throughout and leaves its cache empty.
 double perplexity(Model& model, std::span<const int32_t> ids, int64_t window = 0);
 
 }  // namespace kiln::llm

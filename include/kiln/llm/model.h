@@ -6,17 +6,34 @@
 //   std::vector<int32_t> ids = m->tokenizer().encode("Hello");
 //   kiln::Tensor logits = m->forward(ids);                    // [1, V] of the last token
 //
+// Threads: a model owns its KV cache and scratch, so it runs one caller at a
+// time. forward() and reset() serialise themselves: a call from a second thread
+// waits until the running one returns (as a llama.cpp context, a model is not
+// for concurrent use; unlike one, it cannot be corrupted by it). A sequence of
+// calls that must not interleave with another thread's (reset + forward +
+// reading the logits view, a whole generation) holds the model with a Use:
+//
+//   { kiln::llm::Model::Use use(*m, "[my_op]"); m->reset(); copy(m->forward(ids)); }
+//
+// The holding thread's own calls pass; other threads wait for the Use to end.
+// A callback that kiln runs while it holds the model (generate()'s on_piece)
+// may not use that model: its calls throw Error instead of deadlocking or
+// running inside the generation. Parallel work wants one model per thread.
+//
 // Architectures: llama, qwen2, qwen3 (q/k norms), qwen3_moe, mixtral, olmoe.
 // Sources: a GGUF file, a Hugging Face directory (config.json, *.safetensors or
 // model.safetensors.index.json, tokenizer.json), including native FP8
 // checkpoints (block and channel scales), or a directory `kiln convert` wrote.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -70,15 +87,48 @@ class Model {
                                              std::optional<Tokenizer> tokenizer = std::nullopt);
   virtual ~Model() = default;
 
+  class CallOut;
+  // Holds the model for the calling thread (see the header comment): waits
+  // while another thread holds it; nests on the thread that holds it. `op`
+  // ("[generate]") starts the message of the Error thrown when this thread is
+  // inside a callback that a hold of this model runs (CallOut).
+  class Use {
+   public:
+    Use(Model& model, const char* op);
+    ~Use();
+    Use(const Use&) = delete;
+    Use& operator=(const Use&) = delete;
+
+   private:
+    friend class CallOut;
+    Model& model_;
+    bool outer_ = false;  // this Use took the lock (else it nests in one of this thread's)
+  };
+  // While alive, the thread holding `use` runs user code (a callback): that
+  // code's calls on the model throw Error rather than run inside the hold.
+  class CallOut {
+   public:
+    explicit CallOut(Use& use);
+    ~CallOut();
+    CallOut(const CallOut&) = delete;
+    CallOut& operator=(const CallOut&) = delete;
+
+   private:
+    Model& model_;
+    bool before_;
+  };
+
   virtual const io::ModelConfig& config() const = 0;
   virtual const Tokenizer& tokenizer() const = 0;
   virtual WeightFormat weight_format() const = 0;
   virtual int64_t max_context() const = 0;
 
-  // Tokens in the KV cache (the position the next token gets).
+  // Tokens in the KV cache (the position the next token gets). This,
+  // resets() and bytes_read_last_forward() read what forward() writes: from
+  // another thread than the one running the model, read them under a Use.
   virtual int64_t position() const = 0;
   // Forgets cached positions from `position` on (0: an empty cache).
-  virtual void reset(int64_t position = 0) = 0;
+  void reset(int64_t position = 0);
   // How many times reset() has run: with position(), how a generation knows
   // that nothing else used the cache between two of its steps.
   uint64_t resets() const { return resets_; }
@@ -88,7 +138,8 @@ class Model {
   // the last token; the tensor is a view of scratch that the next call
   // overwrites. n = 1 takes the matrix-vector path, n > 1 the GEMM path.
   // ValueError when the tokens do not fit in max_context() or an id is out of range.
-  virtual Tensor forward(std::span<const int32_t> tokens, bool all_logits = false) = 0;
+  // Another thread reading the view needs a Use over forward() and the read.
+  Tensor forward(std::span<const int32_t> tokens, bool all_logits = false);
 
   // Bytes of weights as held (embedding counted once when tied).
   virtual int64_t weight_bytes() const = 0;
@@ -105,7 +156,15 @@ class Model {
   virtual std::vector<std::pair<std::string, Tensor>> named_weights() const = 0;
 
  protected:
+  // The work of forward() and reset(), run while the calling thread holds the model.
+  virtual Tensor run_forward(std::span<const int32_t> tokens, bool all_logits) = 0;
+  virtual void run_reset(int64_t position) = 0;
   uint64_t resets_ = 0;  // reset() implementations count themselves here
+
+ private:
+  std::mutex use_mu_;                    // held by the thread using the model
+  std::atomic<std::thread::id> user_{};  // that thread (id() when none)
+  bool calling_out_ = false;             // user_ runs a callback (CallOut); user_'s alone
 };
 
 }  // namespace kiln::llm
