@@ -140,6 +140,15 @@ Tensor lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool le
   Shape pfull = batch;
   pfull.push_back(n);
   const Tensor piv = pivots.expand(pfull).contiguous();
+  {  // getrs swaps rows of B by these: one outside [1, n] would index past it.
+    const Tensor pc = pivots.contiguous();
+    const int32_t* pv = pc.data<int32_t>();
+    for (int64_t i = 0, c = pc.numel(); i < c; ++i)
+      KILN_CHECK(pv[i] >= 1 && pv[i] <= n, ValueError,
+                 "[" << op << "] pivots must lie in [1, " << n
+                     << "] (1-based, as lu_factor returns them), got " << pv[i] << " at flat index " << i
+                     << " of pivots " << pivots.shape_str());
+  }
   Tensor x = colmajor_copy(Bl, batch);
   if (count > 0 && n > 0 && m > 0) {
     dispatch<kLinalgSet>(LU.dtype(), op, [&]<typename T>() {

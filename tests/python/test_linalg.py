@@ -285,6 +285,15 @@ def test_det_slogdet(rng, dtype):
     assert A_(LA.det(np.zeros((0, 0), dtype))) == 1
 
 
+def test_lu_solve_rejects_out_of_range_pivots():
+    # getrs swaps rows of B by the pivots: one outside [1, n] read and wrote past B (heap corruption).
+    lu, piv = LA.lu_factor(np.array([[4.0, 1.0], [2.0, 3.0]]))
+    b = np.ones((2, 1))
+    for bad in ([0, 2], [1, 3], [-5, 2]):
+        with pytest.raises(ValueError, match=r"^\[linalg.lu_solve\] pivots must lie in \[1, 2\]"):
+            LA.lu_solve(lu, np.array(bad, np.int32), b)
+
+
 # ---------------------------------------------------------------- QR
 
 
