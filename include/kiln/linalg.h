@@ -7,8 +7,10 @@
 //
 // Singular or failed inputs: the *_ex variants return LAPACK's `info` (int32,
 // one per matrix, 0 = success) and raise only when check_errors is true; the
-// plain variants raise kiln::Error (Python RuntimeError) with torch's message,
-// prefixed "(Batch element k): " for batched input.
+// plain variants raise kiln::Error (Python RuntimeError) "[linalg.<op>] ...",
+// naming the batch element, the input's dtype and shape, and what info means
+// (e.g. "[linalg.inv] the matrix is singular: U[2, 2] of its LU factorization
+// is zero (info 3; input float32 [4, 4])").
 //
 // Small matrices (n <= 16, float32/float64) go through kiln's own batched
 // kernel, vectorized across the batch; large ones through LAPACKE/OpenBLAS.

@@ -26,7 +26,7 @@ CholeskyEx cholesky_ex(const Tensor& A, bool upper, bool check_errors) {
           if (upper ? i > j : i < j) a[j * n + i] = T(0);
     });
   });
-  if (check_errors) check_infos(info.data<int32_t>(), count, "linalg.cholesky", "cholesky", A.dim() == 2);
+  if (check_errors) check_infos(info, op, InfoKind::Cholesky, A);
   return {colmajor_view(buf), info};
 }
 
@@ -56,7 +56,7 @@ Eigh eigh_impl(const Tensor& A, const std::string& UPLO, bool vectors, const cha
       if (n > 0) ip[b] = lapack::syevd<T>(vectors ? 'V' : 'N', uplo, n, ap + b * n * n, n, wp + b * n);
     });
   });
-  check_infos(info.data<int32_t>(), count, op, "eigh", A.dim() == 2);
+  check_infos(info, op, InfoKind::Converge, A);
   return {w, vectors ? colmajor_view(buf) : Tensor()};
 }
 

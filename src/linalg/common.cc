@@ -118,41 +118,57 @@ Tensor colmajor_empty(const Shape& batch, int64_t m, int64_t n, DType dtype) {
   return empty(with_matrix(batch, n, m), dtype);
 }
 
-void check_infos(const int32_t* info, int64_t count, const char* api, const char* kind, bool is_matrix) {
+namespace {
+
+std::string describe(const Tensor& A) { return std::string(name(A.dtype())) + " " + A.shape_str(); }
+
+std::string matrix_at(int64_t b, bool batched) {
+  return batched ? "the matrix in batch element " + std::to_string(b) : std::string("the matrix");
+}
+
+}  // namespace
+
+void check_infos(const Tensor& info, const char* op, InfoKind kind, const Tensor& A) {
+  const int32_t* ip = info.data<int32_t>();
+  const int64_t count = info.numel();
   int32_t any = 0;  // a branch-free scan first (vectorizes): almost always all zero
-  for (int64_t b = 0; b < count; ++b) any |= info[b];
+  for (int64_t b = 0; b < count; ++b) any |= ip[b];
   if (any == 0) return;
+  const bool batched = info.dim() > 0;
   for (int64_t b = 0; b < count; ++b) {
-    const int32_t i = info[b];
+    const int32_t i = ip[b];
     if (i == 0) continue;
     std::ostringstream os;
-    os << api << ": ";
-    if (!is_matrix) os << "(Batch element " << b << "): ";
-    const std::string k = kind;
-    if (i < 0) {
-      os << "Argument " << -i << " has illegal value. Most certainly there is a bug in the implementation.";
-    } else if (k == "inv") {
-      os << "The diagonal element " << i
-         << " is zero, the inversion could not be completed because the input matrix is singular.";
-    } else if (k == "solve") {
-      os << "The solver failed because the input matrix is singular.";
-    } else if (k == "cholesky") {
-      os << "The factorization could not be completed because the input is not positive-definite "
-            "(the leading minor of order "
-         << i << " is not positive-definite).";
-    } else if (k == "lu_factor") {
-      os << "U[" << i << "," << i
-         << "] is zero and using it on lu_solve would result in a division by zero. If you still want "
-            "to perform the factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, "
-            "pivot)";
-    } else if (k == "lstsq") {
-      os << "The least squares solution could not be computed because the input matrix does not have full "
-            "rank (error code: "
-         << i << ").";
+    os << "[" << op << "] ";
+    const std::string what = matrix_at(b, batched), in = describe(A);
+    if (i == -1010) {
+      os << "out of memory: LAPACK could not allocate its workspace for " << what << " (input " << in << ")";
+    } else if (i < 0) {
+      os << "internal error: LAPACK rejected argument " << -i << " of the call for " << what << " (input "
+         << in << "); this is a bug in kiln, please report it";
     } else {
-      os << "The algorithm failed to converge because the input matrix is ill-conditioned or has too many "
-            "repeated singular values (error code: "
-         << i << ").";
+      switch (kind) {
+        case InfoKind::LU:
+        case InfoKind::LUFactor:
+          os << what << " is singular: U[" << i - 1 << ", " << i - 1
+             << "] of its LU factorization is zero (info " << i << "; input " << in << ")";
+          if (kind == InfoKind::LUFactor)
+            os << "; lu_solve would divide by it, linalg.lu_factor_ex returns the factors without raising";
+          break;
+        case InfoKind::Cholesky:
+          os << what << " is not positive-definite: its leading minor of order " << i << " is not (info " << i
+             << "; input " << in << ")";
+          break;
+        case InfoKind::Converge:
+          os << "the algorithm did not converge on " << what << " (LAPACK info " << i << "; input " << in
+             << ")";
+          break;
+        case InfoKind::FullRank:
+          os << what << " does not have full rank: R[" << i - 1 << ", " << i - 1
+             << "] of its QR factorization is zero (info " << i << "; input " << in
+             << "); driver 'gels' needs full rank, 'gelsy', 'gelsd' and 'gelss' do not";
+          break;
+      }
     }
     throw Error(os.str());
   }

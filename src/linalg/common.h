@@ -1,6 +1,6 @@
 // Shared front-end helpers for kiln.linalg: dtype and shape checks, batch
-// broadcasting, column-major working copies for LAPACK, info checks with
-// torch's messages.
+// broadcasting, column-major working copies for LAPACK, and kiln's messages
+// for LAPACK's info codes.
 #pragma once
 
 #include <cstdint>
@@ -41,11 +41,19 @@ inline Tensor colmajor_view(const Tensor& buf) { return buf.transpose(-2, -1); }
 // has shape batch + {n, m}; colmajor_view(buf) is the matrix view.
 Tensor colmajor_empty(const Shape& batch, int64_t m, int64_t n, DType dtype);
 
-// Raises with torch's message when any info is nonzero. `api` is the torch name
-// ("linalg.inv", "torch.linalg.solve", ...), `is_matrix`: A was 2-D (no batch
-// prefix). `kind` picks the message: "inv", "solve", "cholesky", "svd", "eigh",
-// "lstsq", "lu_factor".
-void check_infos(const int32_t* info, int64_t count, const char* api, const char* kind, bool is_matrix);
+// What a positive LAPACK info means, by the routine that reported it.
+enum class InfoKind {
+  LU,        // getrf: U[k-1, k-1] is exactly zero (inv, solve)
+  LUFactor,  // getrf for lu_factor (the message points at lu_factor_ex)
+  Cholesky,  // potrf: the leading minor of order k is not positive-definite
+  Converge,  // gesdd/gesvd, syevd/heevd, gelsd/gelss: no convergence
+  FullRank,  // gels: R[k-1, k-1] is exactly zero
+};
+// Raises kiln::Error "[op] ..." for the first matrix whose info is nonzero.
+// info: int32, the batch shape (0-dim: one matrix, no batch element named).
+// A: the input, named by dtype and shape. info < 0 (LAPACK rejected an
+// argument) is an internal error, -1010 LAPACKE's out-of-memory report.
+void check_infos(const Tensor& info, const char* op, InfoKind kind, const Tensor& A);
 
 // The epsilon of A's real dtype.
 double eps_of(DType d);

@@ -83,7 +83,7 @@ InvEx inv_ex(const Tensor& A, bool check_errors) {
     }
     out = colmajor_view(buf);
   }
-  if (check_errors) check_infos(info.data<int32_t>(), count, "linalg.inv", "inv", A.dim() == 2);
+  if (check_errors) check_infos(info, "linalg.inv", InfoKind::LU, A);
   return {out, info};
 }
 
@@ -115,8 +115,7 @@ SolveEx solve_ex(const Tensor& A, const Tensor& B, bool left, bool check_errors)
                  << (left ? "" : " (left=False)"));
   const Shape batch = broadcast_shapes(batch_shape(A), batch_shape(Bm), op);
   SolveEx r = solve_left(Al, Bm, batch);
-  if (check_errors)
-    check_infos(r.info.data<int32_t>(), r.info.numel(), "torch.linalg.solve", "solve", A.dim() == 2);
+  if (check_errors) check_infos(r.info, op, InfoKind::LU, A);
   if (!left) r.result = r.result.transpose(-2, -1);
   if (vector_case) r.result = r.result.squeeze(-1);
   return r;

@@ -71,8 +71,7 @@ Lstsq lstsq(const Tensor& A, const Tensor& B, std::optional<double> rcond,
       if (rp) rp[b] = rk;
     });
   });
-  const char* kind = driver == "gels" ? "lstsq" : "svd";
-  check_infos(info.data<int32_t>(), count, "torch.linalg.lstsq", kind, A.dim() == 2 && Bm.dim() == 2);
+  check_infos(info, op, driver == "gels" ? InfoKind::FullRank : InfoKind::Converge, A);
   // Squared residuals of each column: rows n..m-1 of the QR/SVD-transformed
   // right-hand side, when m > n and every matrix has full rank (as torch).
   Tensor residuals = empty({0}, to_real(A.dtype()));

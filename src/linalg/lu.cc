@@ -58,8 +58,7 @@ LUFactorEx lu_factor_ex(const Tensor& A, bool pivot, bool check_errors) {
                       [&](int64_t b) { ip[b] = lapack::getrf<T>(m, n, ap + b * m * n, m, pp + b * k); });
     });
   }
-  if (check_errors)
-    check_infos(info.data<int32_t>(), count, "torch.linalg.lu_factor", "lu_factor", A.dim() == 2);
+  if (check_errors) check_infos(info, op, InfoKind::LUFactor, A);
   return {colmajor_view(buf), pivots, info};
 }
 

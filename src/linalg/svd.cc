@@ -74,7 +74,7 @@ SVD svd(const Tensor& A, bool full_matrices) {
                          vp + b * vrows * n, vrows);
     });
   });
-  check_infos(info.data<int32_t>(), count, "linalg.svd", "svd", A.dim() == 2);
+  check_infos(info, op, InfoKind::Converge, A);
   return {colmajor_view(ub), S, colmajor_view(vb)};
 }
 
@@ -99,7 +99,7 @@ Tensor svdvals(const Tensor& A) {
       ip[b] = svd_one<T>('N', m, n, ap + b * m * n, sp + b * k, nullptr, nullptr, 1);
     });
   });
-  check_infos(info.data<int32_t>(), count, "linalg.svd", "svd", A.dim() == 2);
+  check_infos(info, op, InfoKind::Converge, A);
   return S;
 }
 

@@ -1,14 +1,17 @@
 // kiln::linalg against double-precision scalar references: the batched small
 // kernel (inverse, solve, singular info), the batched triangular kernel, LU
-// pivots (icamax for complex), QR and SVD residuals.
+// pivots (icamax for complex), QR and SVD residuals; kiln's messages for
+// LAPACK's info codes.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <complex>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kiln/kiln.h"
+#include "linalg/common.h"
 
 namespace kiln {
 namespace {
@@ -212,6 +215,60 @@ TEST(LinalgQRSVD, Residuals) {
       for (int k = 0; k < 7; ++k) t += u[i * 7 + k] * sv[k] * vh[k * 7 + j];
       EXPECT_NEAR(t, a[i * 7 + j], 1e-12);
     }
+}
+
+// The message of the kiln::Error that fn throws ("" when it throws none).
+template <typename F>
+std::string error_of(F&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Every nonzero info gets a kiln message; a negative one (LAPACK rejected an
+// argument) is an internal error that names kiln, never "a bug in the
+// implementation".
+TEST(LinalgInfo, KilnMessages) {
+  using linalg::detail::check_infos;
+  using linalg::detail::InfoKind;
+  const Tensor A = zeros({2, 4, 4});
+  auto msg = [&](int32_t i1, InfoKind kind) {
+    const int32_t v[2] = {0, i1};
+    const Tensor info = from_buffer_copy(v, {2}, DType::Int32);
+    return error_of([&] { check_infos(info, "linalg.op", kind, A); });
+  };
+  EXPECT_EQ(msg(0, InfoKind::LU), "");
+  EXPECT_EQ(
+      msg(-6, InfoKind::Converge),
+      "[linalg.op] internal error: LAPACK rejected argument 6 of the call for the matrix in batch element 1 "
+      "(input float32 [2, 4, 4]); this is a bug in kiln, please report it");
+  EXPECT_EQ(
+      msg(-1010, InfoKind::LU),
+      "[linalg.op] out of memory: LAPACK could not allocate its workspace for the matrix in batch element 1 "
+      "(input float32 [2, 4, 4])");
+  EXPECT_EQ(msg(3, InfoKind::LU),
+            "[linalg.op] the matrix in batch element 1 is singular: U[2, 2] of its LU factorization is zero "
+            "(info 3; "
+            "input float32 [2, 4, 4])");
+  EXPECT_EQ(msg(2, InfoKind::Cholesky),
+            "[linalg.op] the matrix in batch element 1 is not positive-definite: its leading minor of order "
+            "2 is not "
+            "(info 2; input float32 [2, 4, 4])");
+  EXPECT_EQ(
+      msg(5, InfoKind::Converge),
+      "[linalg.op] the algorithm did not converge on the matrix in batch element 1 (LAPACK info 5; input "
+      "float32 [2, 4, 4])");
+  EXPECT_NE(msg(1, InfoKind::FullRank).find("does not have full rank: R[0, 0]"), std::string::npos);
+  const int32_t one = 2;
+  EXPECT_EQ(error_of([&] {
+              check_infos(from_buffer_copy(&one, {}, DType::Int32), "linalg.op", InfoKind::LU, zeros({4, 4}));
+            }),
+            "[linalg.op] the matrix is singular: U[1, 1] of its LU factorization is zero (info 2; input "
+            "float32 [4, "
+            "4])");
 }
 
 }  // namespace
