@@ -12,6 +12,15 @@
 // (e.g. "[linalg.inv] the matrix is singular: U[2, 2] of its LU factorization
 // is zero (info 3; input float32 [4, 4])").
 //
+// Non-finite input (NaN, +-inf):
+// - inv, solve, det, slogdet, lu_factor, lu, qr, householder_product: a
+//   matrix holding a NaN gives all-NaN results (inverse, solution, det,
+//   slogdet's sign and logabsdet, LU with pivots 1..k, Q and R) and info 0,
+//   on every path. An inf, and NaN or inf in solve's B, go through the
+//   arithmetic as in torch and NumPy (inv([[inf]]) is [[0]]; a zero pivot
+//   still reports the matrix singular). solve_triangular and lu_solve compute
+//   with whatever they are given.
+//
 // Small matrices (n <= 16, float32/float64) go through kiln's own batched
 // kernel, vectorized across the batch; large ones through LAPACKE/OpenBLAS.
 #pragma once

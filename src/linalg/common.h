@@ -1,10 +1,14 @@
 // Shared front-end helpers for kiln.linalg: dtype and shape checks, batch
-// broadcasting, column-major working copies for LAPACK, and kiln's messages
-// for LAPACK's info codes.
+// broadcasting, column-major working copies for LAPACK, NaN scans, and kiln's
+// messages for LAPACK's info codes.
 #pragma once
 
+#include <algorithm>
+#include <complex>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kiln/dtype.h"
@@ -54,6 +58,28 @@ enum class InfoKind {
 // A: the input, named by dtype and shape. info < 0 (LAPACK rejected an
 // argument) is an internal error, -1010 LAPACKE's out-of-memory report.
 void check_infos(const Tensor& info, const char* op, InfoKind kind, const Tensor& A);
+
+// ---- NaN input ----
+
+// n NaNs at p (complex: NaN + NaN i): the LU/QR family's result for a matrix
+// holding a NaN (see linalg.h).
+template <typename T>
+void fill_nan(T* p, int64_t n) {
+  if constexpr (std::is_floating_point_v<T>) {
+    std::fill(p, p + n, std::numeric_limits<T>::quiet_NaN());
+  } else {
+    using R = typename T::value_type;
+    std::fill(p, p + n, T(std::numeric_limits<R>::quiet_NaN(), std::numeric_limits<R>::quiet_NaN()));
+  }
+}
+
+// True when any of the n values at p is NaN (complex: either part).
+bool any_nan(const float* p, int64_t n);
+bool any_nan(const double* p, int64_t n);
+template <typename T>
+bool any_nan(const std::complex<T>* p, int64_t n) {
+  return any_nan(reinterpret_cast<const T*>(p), 2 * n);
+}
 
 // The epsilon of A's real dtype.
 double eps_of(DType d);

@@ -1,11 +1,12 @@
 // kiln::linalg against double-precision scalar references: the batched small
 // kernel (inverse, solve, singular info), the batched triangular kernel, LU
-// pivots (icamax for complex), QR and SVD residuals; kiln's messages for
-// LAPACK's info codes.
+// pivots (icamax for complex), QR and SVD residuals; NaN input; kiln's
+// messages for LAPACK's info codes.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <complex>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -226,6 +227,34 @@ std::string error_of(F&& fn) {
     return e.what();
   }
   return "";
+}
+
+// A matrix holding a NaN: an all-NaN inverse and info 0 on the small kernel
+// (every chunk shape: full 16-lane chunks, a partial one, n = 7's general
+// loop) and on LAPACK; the other matrices are untouched. Before, LAPACK's
+// path raised "illegal value" (LAPACKE refuses NaN), det was the product of
+// the unfactored diagonal, and a zero pivot met before the NaN reported the
+// matrix singular on the small path.
+TEST(LinalgNonFinite, InverseOfNanMatrixIsNan) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    for (int64_t n : {2, 4, 7, 16, 40}) {
+      Tensor A = random_matrices({37, n, n}, dt, uint32_t(n));
+      A = add(A, mul(eye(n, n, dt), scalar_tensor(Scalar(double(2 * n)), dt)));
+      A.select(0, 3).select(0, n - 1).select(0, 0).fill_(Scalar(nan));
+      A.select(0, 20).select(1, 0).fill_(0);                         // getrf would stop at U[0, 0] == 0 ...
+      A.select(0, 20).select(0, 1).select(0, 1).fill_(Scalar(nan));  // ... but the NaN decides
+      const linalg::InvEx r = linalg::inv_ex(A);
+      const auto x = as_f64(r.inverse);
+      for (int64_t b = 0; b < 37; ++b) {
+        EXPECT_EQ(r.info.data<int32_t>()[b], 0) << name(dt) << " n=" << n << " b=" << b;
+        for (int64_t e = 0; e < n * n; ++e)
+          ASSERT_EQ(std::isnan(x[b * n * n + e]), b == 3 || b == 20) << name(dt) << " n=" << n << " b=" << b;
+      }
+      const auto d = as_f64(linalg::det(A));
+      EXPECT_TRUE(std::isnan(d[3]) && std::isnan(d[20]) && !std::isnan(d[0]));
+    }
+  }
 }
 
 // Every nonzero info gets a kiln message; a negative one (LAPACK rejected an
