@@ -12,7 +12,15 @@
 // (e.g. "[linalg.inv] the matrix is singular: U[2, 2] of its LU factorization
 // is zero (info 3; input float32 [4, 4])").
 //
-// Non-finite input (NaN, +-inf):
+// Non-finite input (NaN, +-inf), as torch where torch is defined:
+// - svd, svdvals, pinv, matrix_rank, matrix_norm / norm with ord 2, -2 or
+//   "nuc", eigh, eigvalsh and lstsq (every driver; A or B) raise kiln::Error
+//   "[linalg.<op>] the input contains non-finite values (NaN or inf) in batch
+//   element k (<dtype> <shape>)" (eigh: only the UPLO triangle is checked).
+//   Nothing is printed: LAPACK never sees such a matrix.
+// - cholesky / cholesky_ex: a NaN or inf in the read triangle makes the matrix
+//   not positive-definite; info = the order of the smallest leading minor
+//   holding one.
 // - inv, solve, det, slogdet, lu_factor, lu, qr, householder_product: a
 //   matrix holding a NaN gives all-NaN results (inverse, solution, det,
 //   slogdet's sign and logabsdet, LU with pivots 1..k, Q and R) and info 0,

@@ -7,7 +7,9 @@
 // one, return -k without computing anything (leaving factors and pivots
 // unwritten). The LU and QR routines, which kiln runs on non-finite input
 // (NaN propagates into the result, as torch and NumPy), therefore go through
-// the LAPACKE_*_work entry points, which call LAPACK directly.
+// the LAPACKE_*_work entry points, which call LAPACK directly. The iterative
+// routines (SVD, eigensolvers, least squares, Cholesky) keep the high-level
+// ones: kiln checks their input is finite before calling them.
 #pragma once
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // kiln::linalg against double-precision scalar references: the batched small
 // kernel (inverse, solve, singular info), the batched triangular kernel, LU
-// pivots (icamax for complex), QR and SVD residuals; NaN input; kiln's
-// messages for LAPACK's info codes.
+// pivots (icamax for complex), QR and SVD residuals; NaN and inf input;
+// kiln's messages for LAPACK's info codes.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -229,6 +229,35 @@ std::string error_of(F&& fn) {
   return "";
 }
 
+// Input with a NaN or inf never reaches LAPACK's SVD: before, an inf looped
+// forever (small matrices) or made LAPACK's xerbla print "On entry to DLASCL
+// parameter number 4 had an illegal value" to stdout (large ones), and a NaN
+// came back as "Argument 6 has illegal value ... bug in the implementation".
+TEST(LinalgNonFinite, SvdRaisesKilnErrorAndPrintsNothing) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  for (DType dt : {DType::Float32, DType::Float64, DType::Complex128}) {
+    for (int64_t n : {100, 4}) {
+      for (double v : {inf, -inf, nan}) {
+        Tensor A = random_matrices({2, n, n}, DType::Float64, 5).to(dt);
+        A.select(0, 1).select(0, 2).select(0, 1).fill_(Scalar(v));
+        testing::internal::CaptureStdout();
+        testing::internal::CaptureStderr();
+        const std::string msg = error_of([&] { linalg::svd(A); });
+        const std::string out = testing::internal::GetCapturedStdout();
+        const std::string err = testing::internal::GetCapturedStderr();
+        EXPECT_EQ(msg, "[linalg.svd] the input contains non-finite values (NaN or inf) in batch element 1 (" +
+                           std::string(name(dt)) + " [2, " + std::to_string(n) + ", " + std::to_string(n) +
+                           "])");
+        EXPECT_EQ(out, "");
+        EXPECT_EQ(err, "");
+        EXPECT_NE(
+            error_of([&] { linalg::eigvalsh(A); }).find("[linalg.eigvalsh] the input contains non-finite"),
+            std::string::npos);
+      }
+    }
+  }
+}
+
 // A matrix holding a NaN: an all-NaN inverse and info 0 on the small kernel
 // (every chunk shape: full 16-lane chunks, a partial one, n = 7's general
 // loop) and on LAPACK; the other matrices are untouched. Before, LAPACK's
@@ -298,6 +327,25 @@ TEST(LinalgInfo, KilnMessages) {
             "[linalg.op] the matrix is singular: U[1, 1] of its LU factorization is zero (info 2; input "
             "float32 [4, "
             "4])");
+}
+
+// The smallest leading minor holding a NaN or inf, in the triangle LAPACK reads.
+TEST(LinalgNonFinite, NonfiniteMinor) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> a(25, 1.0);  // column-major 5 x 5
+  EXPECT_EQ(linalg::detail::nonfinite_minor(a.data(), 5, 'L'), 0);
+  a[1 * 5 + 3] = nan;  // (3, 1): lower, order 4
+  a[4 * 5 + 2] = nan;  // (2, 4): upper, order 5
+  EXPECT_EQ(linalg::detail::nonfinite_minor(a.data(), 5, 'L'), 4);
+  EXPECT_EQ(linalg::detail::nonfinite_minor(a.data(), 5, 'U'), 5);
+  a[0 * 5 + 4] = -std::numeric_limits<double>::infinity();  // (4, 0): lower, order 5
+  EXPECT_EQ(linalg::detail::nonfinite_minor(a.data(), 5, 'L'), 4);
+  std::vector<std::complex<float>> c(9, {1.0f, 0.0f});
+  c[4] = {2.0f, std::numeric_limits<float>::quiet_NaN()};  // the diagonal's imaginary part is not read
+  EXPECT_EQ(linalg::detail::nonfinite_minor(c.data(), 3, 'L'), 0);
+  c[5] = {std::numeric_limits<float>::infinity(), 0.0f};  // (2, 1)
+  EXPECT_EQ(linalg::detail::nonfinite_minor(c.data(), 3, 'L'), 3);
+  EXPECT_EQ(linalg::detail::nonfinite_minor(c.data(), 3, 'U'), 0);
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
-"""kiln.linalg on NaN and inf input: the LU/QR family gives NaN for a matrix holding a NaN (as
-NumPy; LAPACKE used to refuse it with "illegal value", and OpenBLAS's sscal turned x * NaN into 0)
-and computes through inf as NumPy does. Every case runs on the batched small kernel (n <= 16), and
-on LAPACK below and above the n = 96 switch between threading across the batch and inside each
-call."""
+"""kiln.linalg on NaN and inf input, the policy of include/kiln/linalg.h: the SVD, eigen and
+least-squares ops raise kiln's RuntimeError and print nothing (LAPACK's xerbla writes to stdout,
+and its SVD looped forever on inf), cholesky reports such a matrix not positive-definite, and the
+LU/QR family gives NaN for a matrix holding a NaN (as NumPy; LAPACKE used to refuse it with
+"illegal value", and OpenBLAS's sscal turned x * NaN into 0) and computes through inf as NumPy
+does. Every case runs on the batched small kernel (n <= 16), and on LAPACK below and above the
+n = 96 switch between threading across the batch and inside each call."""
 import faulthandler
 import re
 
@@ -71,6 +73,95 @@ def nonfinite_msg(op, what, batch, shown):
 def assert_silent(capfd):
     out, err = capfd.readouterr()
     assert out == "" and err == "", (out, err)
+
+
+# ------------------------------------------------------------------ ops that raise
+
+RAISING = {
+    "svd": ("svd", lambda a: LA.svd(a)),
+    "svd_reduced": ("svd", lambda a: LA.svd(a, full_matrices=False)),
+    "svdvals": ("svdvals", LA.svdvals),
+    "pinv": ("pinv", LA.pinv),
+    "pinv_hermitian": ("pinv", lambda a: LA.pinv(a, hermitian=True)),
+    "matrix_rank": ("matrix_rank", LA.matrix_rank),
+    "matrix_rank_hermitian": ("matrix_rank", lambda a: LA.matrix_rank(a, hermitian=True)),
+    "matrix_norm_2": ("matrix_norm", lambda a: LA.matrix_norm(a, 2)),
+    "matrix_norm_-2": ("matrix_norm", lambda a: LA.matrix_norm(a, -2)),
+    "norm_nuc": ("matrix_norm", lambda a: LA.norm(a, "nuc", dim=(-2, -1))),
+    "eigh": ("eigh", LA.eigh),
+    "eigh_upper": ("eigh", lambda a: LA.eigh(a, UPLO="U")),
+    "eigvalsh": ("eigvalsh", LA.eigvalsh),
+}
+
+
+@pytest.mark.parametrize("value", VALUES)
+@pytest.mark.parametrize("batch,n", SHAPES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", list(RAISING))
+def test_raises_kiln_error_and_prints_nothing(name, dtype, batch, n, value, capfd):
+    op, fn = RAISING[name]
+    at = (0, 1) if name == "eigh_upper" else (1, 0)  # in the triangle eigh reads
+    a = poison(spd(batch, n, dtype), value, at)
+    with pytest.raises(RuntimeError, match="^" + nonfinite_msg(op, "the input", batch, a) + "$"):
+        fn(a)
+    assert_silent(capfd)
+    fn(spd(batch, n, dtype))  # the finite matrices still work
+
+
+@pytest.mark.parametrize("value", VALUES)
+@pytest.mark.parametrize("batch,n", SHAPES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("driver", ["gelsy", "gels", "gelsd", "gelss"])
+def test_lstsq_raises_for_nonfinite_a_or_b(driver, dtype, batch, n, value, capfd):
+    a = spd(batch, n, dtype)
+    b = rand(np.random.default_rng(1), batch + (n, 2), dtype)
+    bad_a = poison(a, value)
+    with pytest.raises(RuntimeError, match="^" + nonfinite_msg("lstsq", "A", batch, bad_a) + "$"):
+        LA.lstsq(bad_a, b, driver=driver)
+    bad_b = poison(b, value)
+    with pytest.raises(RuntimeError, match="^" + nonfinite_msg("lstsq", "B", batch, bad_b) + "$"):
+        LA.lstsq(a, bad_b, driver=driver)
+    assert_silent(capfd)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_hermitian_ops_ignore_the_unread_triangle(dtype):
+    # LAPACK reads one triangle (and for complex, not the imaginary part of the diagonal):
+    # non-finite values elsewhere change nothing, as in NumPy.
+    a = spd((2,), 20, dtype)
+    for uplo, at in (("L", (0, 5)), ("U", (5, 0))):
+        bad = poison(a, "nan", at)
+        if np.dtype(dtype).kind == "c":
+            bad[0, 3, 3] += complex(0, np.nan)
+        np.testing.assert_array_equal(A_(LA.eigvalsh(bad, UPLO=uplo)), A_(LA.eigvalsh(a, UPLO=uplo)))
+        np.testing.assert_allclose(A_(LA.eigvalsh(bad, UPLO=uplo)), np.linalg.eigvalsh(bad, UPLO=uplo),
+                                   rtol=1e-4, atol=0)
+        upper = uplo == "U"
+        np.testing.assert_array_equal(A_(LA.cholesky(bad, upper=upper)), A_(LA.cholesky(a, upper=upper)))
+
+
+# ------------------------------------------------------------------ cholesky
+
+
+@pytest.mark.parametrize("value", VALUES)
+@pytest.mark.parametrize("batch,n", SHAPES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_nonfinite_is_not_positive_definite(upper, dtype, batch, n, value, capfd):
+    # The smallest leading minor holding the value is of order 3 (all-NaN: order 1).
+    a = poison(spd(batch, n, dtype), value, (1, 2) if upper else (2, 1))
+    k = 1 if value == "all-nan" else 3
+    info = A_(LA.cholesky_ex(a, upper=upper).info)
+    expected = np.zeros(batch, np.int32)
+    expected[(-1,) * len(batch)] = k
+    np.testing.assert_array_equal(info, expected)
+    msg = (f"[linalg.cholesky] the matrix{where(batch)} is not positive-definite: its leading minor of order {k} "
+           f"contains non-finite values (NaN or inf) (info {k}; input {shape_of(a)})")
+    with pytest.raises(RuntimeError, match="^" + re.escape(msg) + "$"):
+        LA.cholesky(a, upper=upper)
+    with pytest.raises(RuntimeError, match="^" + re.escape(msg) + "$"):
+        LA.cholesky_ex(a, upper=upper, check_errors=True)
+    assert_silent(capfd)
 
 
 # ------------------------------------------------------------------ the LU / QR family
@@ -197,3 +288,24 @@ def test_solve_triangular_and_lu_solve_propagate_nan(dtype, n):
     lu, piv = LA.lu_factor(a)
     y = A_(LA.lu_solve(lu, piv, b))
     assert np.isnan(y[:, 0]).any() and not np.isnan(y[:, 1:]).any()
+
+
+# ------------------------------------------------------------------ finite extremes
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_finite_extremes_never_reach_xerbla(dtype, capfd):
+    # LAPACK scales matrices near overflow or underflow itself: finite input never makes it
+    # reject an argument (which xerbla would print) and never raises.
+    fi = np.finfo(dtype)
+    rng = np.random.default_rng(11)
+    for n in (4, 40):
+        for scale in (fi.max, fi.max / 4, fi.tiny, fi.smallest_subnormal):
+            a = (rng.uniform(-1, 1, (n, n)) * scale).astype(dtype)
+            a[0, 0] = scale
+            b = a[:, :2].copy()
+            LA.svd(a), LA.svdvals(a), LA.eigh(a), LA.pinv(a), LA.matrix_norm(a, 2), LA.qr(a)
+            LA.inv_ex(a), LA.cholesky_ex(a), LA.slogdet(a), LA.lu_factor_ex(a)
+            for driver in ("gelsy", "gelsd", "gelss"):
+                LA.lstsq(a, b, driver=driver)
+    assert_silent(capfd)
