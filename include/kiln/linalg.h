@@ -7,8 +7,27 @@
 //
 // Singular or failed inputs: the *_ex variants return LAPACK's `info` (int32,
 // one per matrix, 0 = success) and raise only when check_errors is true; the
-// plain variants raise kiln::Error (Python RuntimeError) with torch's message,
-// prefixed "(Batch element k): " for batched input.
+// plain variants raise kiln::Error (Python RuntimeError) "[linalg.<op>] ...",
+// naming the batch element, the input's dtype and shape, and what info means
+// (e.g. "[linalg.inv] the matrix is singular: U[2, 2] of its LU factorization
+// is zero (info 3; input float32 [4, 4])").
+//
+// Non-finite input (NaN, +-inf), as torch where torch is defined:
+// - svd, svdvals, pinv, matrix_rank, matrix_norm / norm with ord 2, -2 or
+//   "nuc", eigh, eigvalsh and lstsq (every driver; A or B) raise kiln::Error
+//   "[linalg.<op>] the input contains non-finite values (NaN or inf) in batch
+//   element k (<dtype> <shape>)" (eigh: only the UPLO triangle is checked).
+//   Nothing is printed: LAPACK never sees such a matrix.
+// - cholesky / cholesky_ex: a NaN or inf in the read triangle makes the matrix
+//   not positive-definite; info = the order of the smallest leading minor
+//   holding one.
+// - inv, solve, det, slogdet, lu_factor, lu, qr, householder_product: a
+//   matrix holding a NaN gives all-NaN results (inverse, solution, det,
+//   slogdet's sign and logabsdet, LU with pivots 1..k, Q and R) and info 0,
+//   on every path. An inf, and NaN or inf in solve's B, go through the
+//   arithmetic as in torch and NumPy (inv([[inf]]) is [[0]]; a zero pivot
+//   still reports the matrix singular). solve_triangular and lu_solve compute
+//   with whatever they are given.
 //
 // Small matrices (n <= 16, float32/float64) go through kiln's own batched
 // kernel, vectorized across the batch; large ones through LAPACKE/OpenBLAS.

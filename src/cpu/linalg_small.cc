@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #undef HWY_TARGET_INCLUDE
@@ -55,6 +56,12 @@ HWY_INLINE void GaussJordanChunk(const T* HWY_RESTRICT a, T* HWY_RESTRICT c, int
     }
   }
 
+  // Lanes whose A holds a NaN end with an all-NaN result and info 0
+  // (kiln.linalg's rule, whatever the elimination made of the NaN).
+  auto no_nan = hn::Not(hn::IsNaN(hn::Load(d, at(0, 0))));
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) no_nan = hn::AndNot(hn::IsNaN(hn::Load(d, at(i, j))), no_nan);
+
   V inf = hn::Zero(d);  // first zero pivot, 1-based, per lane (as T)
   const V zero = hn::Zero(d);
   for (int k = 0; k < n; ++k) {
@@ -90,13 +97,15 @@ HWY_INLINE void GaussJordanChunk(const T* HWY_RESTRICT a, T* HWY_RESTRICT c, int
   }
 
   // Scatter: SoA -> AoS (the C part only).
+  const V nan = hn::Set(d, std::numeric_limits<T>::quiet_NaN());
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < m; ++j) {
-      const T* src = at(i, n + j);
+      T* src = at(i, n + j);
+      hn::Store(hn::IfThenElse(no_nan, hn::Load(d, src), nan), d, src);
       for (int64_t l = 0; l < live; ++l) c[l * n * m + i * m + j] = src[l];
     }
   HWY_ALIGN T infos[hn::MaxLanes(d)];
-  hn::Store(inf, d, infos);
+  hn::Store(hn::IfThenElse(no_nan, inf, zero), d, infos);
   for (int64_t l = 0; l < live; ++l) info[l] = int32_t(infos[l]);
 }
 
@@ -129,6 +138,9 @@ HWY_INLINE void InverseRegs(const T* HWY_RESTRICT a, T* HWY_RESTRICT c, int32_t*
     for (int i = 0; i < N; ++i)
       for (int j = 0; j < N; ++j) m[i][j] = hn::Load(d, buf + size_t(i * N + j) * L);
   }
+  auto no_nan = hn::Not(hn::IsNaN(m[0][0]));  // as in GaussJordanChunk
+  for (int i = 0; i < N; ++i)
+    for (int j = 0; j < N; ++j) no_nan = hn::AndNot(hn::IsNaN(m[i][j]), no_nan);
   for (int i = 0; i < N; ++i)
     for (int j = 0; j < N; ++j) m[i][N + j] = i == j ? one : zero;
   V inf = zero;
@@ -159,6 +171,10 @@ HWY_INLINE void InverseRegs(const T* HWY_RESTRICT a, T* HWY_RESTRICT c, int32_t*
       for (int j = k + 1; j < 2 * N; ++j) m[i][j] = hn::NegMulAdd(f, m[k][j], m[i][j]);
     }
   }
+  const V nan = hn::Set(d, std::numeric_limits<T>::quiet_NaN());
+  for (int i = 0; i < N; ++i)
+    for (int j = 0; j < N; ++j) m[i][N + j] = hn::IfThenElse(no_nan, m[i][N + j], nan);
+  inf = hn::IfThenElse(no_nan, inf, zero);
   if (full) {
     for (int i = 0; i < N; ++i)
       for (int j = 0; j < N; ++j) hn::ScatterIndex(m[i][N + j], d, c + i * N + j, stride);
@@ -233,6 +249,12 @@ HWY_INLINE void Inverse4x16F32(const float* HWY_RESTRICT a, float* HWY_RESTRICT 
     KILN_UNROLL
     for (int j = 0; j < 4; ++j) m[i][j] = V{r[4 * i + j]};
   }
+  auto no_nan = hn::Not(hn::IsNaN(m[0][0]));  // as in GaussJordanChunk
+  KILN_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    KILN_UNROLL
+    for (int j = 0; j < 4; ++j) no_nan = hn::AndNot(hn::IsNaN(m[i][j]), no_nan);
+  }
   const V zero = hn::Zero(d), one = hn::Set(d, 1.0f);
   V inf = zero, pk[4];
   KILN_UNROLL
@@ -284,11 +306,13 @@ HWY_INLINE void Inverse4x16F32(const float* HWY_RESTRICT a, float* HWY_RESTRICT 
       }
     }
   }
+  const V nan = hn::Set(d, std::numeric_limits<float>::quiet_NaN());
   KILN_UNROLL
   for (int i = 0; i < 4; ++i) {
     KILN_UNROLL
-    for (int j = 0; j < 4; ++j) r[4 * i + j] = m[i][j].raw;
+    for (int j = 0; j < 4; ++j) r[4 * i + j] = hn::IfThenElse(no_nan, m[i][j], nan).raw;
   }
+  inf = hn::IfThenElse(no_nan, inf, zero);
   Transpose16x16(r);
   KILN_UNROLL
   for (int i = 0; i < 16; ++i) _mm512_storeu_ps(c + 16 * i, r[i]);

@@ -16,7 +16,9 @@ inline constexpr int kSmallMaxRhs = 16;  // largest number of right-hand sides
 // `identity_rhs`, c is only written (C = I, m = n: the inverse). info: count
 // int32, the 1-based index of the first zero pivot as LAPACK getrf reports it,
 // 0 for a regular matrix. The pivot of each column is its first entry of
-// largest magnitude (isamax), so the pivot sequence is getrf's.
+// largest magnitude (isamax), so the pivot sequence is getrf's. A matrix
+// holding a NaN gets an all-NaN result and info 0 (kiln.linalg's rule); inf in
+// A, and NaN or inf in C, go through the arithmetic.
 void small_gauss_jordan(const float* a, float* c, int32_t* info, int64_t count, int n, int m,
                         bool identity_rhs);
 void small_gauss_jordan(const double* a, double* c, int32_t* info, int64_t count, int n, int m,

@@ -1,7 +1,9 @@
 #include "linalg/common.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <sstream>
 
@@ -118,44 +120,176 @@ Tensor colmajor_empty(const Shape& batch, int64_t m, int64_t n, DType dtype) {
   return empty(with_matrix(batch, n, m), dtype);
 }
 
-void check_infos(const int32_t* info, int64_t count, const char* api, const char* kind, bool is_matrix) {
+namespace {
+
+std::string describe(const Tensor& A) { return std::string(name(A.dtype())) + " " + A.shape_str(); }
+
+std::string matrix_at(int64_t b, bool batched) {
+  return batched ? "the matrix in batch element " + std::to_string(b) : std::string("the matrix");
+}
+
+}  // namespace
+
+void check_infos(const Tensor& info, const char* op, InfoKind kind, const Tensor& A,
+                 const uint8_t* nonfinite) {
+  const int32_t* ip = info.data<int32_t>();
+  const int64_t count = info.numel();
   int32_t any = 0;  // a branch-free scan first (vectorizes): almost always all zero
-  for (int64_t b = 0; b < count; ++b) any |= info[b];
+  for (int64_t b = 0; b < count; ++b) any |= ip[b];
   if (any == 0) return;
+  const bool batched = info.dim() > 0;
   for (int64_t b = 0; b < count; ++b) {
-    const int32_t i = info[b];
+    const int32_t i = ip[b];
     if (i == 0) continue;
     std::ostringstream os;
-    os << api << ": ";
-    if (!is_matrix) os << "(Batch element " << b << "): ";
-    const std::string k = kind;
-    if (i < 0) {
-      os << "Argument " << -i << " has illegal value. Most certainly there is a bug in the implementation.";
-    } else if (k == "inv") {
-      os << "The diagonal element " << i
-         << " is zero, the inversion could not be completed because the input matrix is singular.";
-    } else if (k == "solve") {
-      os << "The solver failed because the input matrix is singular.";
-    } else if (k == "cholesky") {
-      os << "The factorization could not be completed because the input is not positive-definite "
-            "(the leading minor of order "
-         << i << " is not positive-definite).";
-    } else if (k == "lu_factor") {
-      os << "U[" << i << "," << i
-         << "] is zero and using it on lu_solve would result in a division by zero. If you still want "
-            "to perform the factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, "
-            "pivot)";
-    } else if (k == "lstsq") {
-      os << "The least squares solution could not be computed because the input matrix does not have full "
-            "rank (error code: "
-         << i << ").";
+    os << "[" << op << "] ";
+    const std::string what = matrix_at(b, batched), in = describe(A);
+    if (i == -1010) {
+      os << "out of memory: LAPACK could not allocate its workspace for " << what << " (input " << in << ")";
+    } else if (i < 0) {
+      os << "internal error: LAPACK rejected argument " << -i << " of the call for " << what << " (input "
+         << in << "); this is a bug in kiln, please report it";
     } else {
-      os << "The algorithm failed to converge because the input matrix is ill-conditioned or has too many "
-            "repeated singular values (error code: "
-         << i << ").";
+      switch (kind) {
+        case InfoKind::LU:
+        case InfoKind::LUFactor:
+          os << what << " is singular: U[" << i - 1 << ", " << i - 1
+             << "] of its LU factorization is zero (info " << i << "; input " << in << ")";
+          if (kind == InfoKind::LUFactor)
+            os << "; lu_solve would divide by it, linalg.lu_factor_ex returns the factors without raising";
+          break;
+        case InfoKind::Cholesky:
+          os << what << " is not positive-definite: its leading minor of order " << i
+             << (nonfinite && nonfinite[b] ? " contains non-finite values (NaN or inf)" : " is not")
+             << " (info " << i << "; input " << in << ")";
+          break;
+        case InfoKind::Converge:
+          os << "the algorithm did not converge on " << what << " (LAPACK info " << i << "; input " << in
+             << ")";
+          break;
+        case InfoKind::FullRank:
+          os << what << " does not have full rank: R[" << i - 1 << ", " << i - 1
+             << "] of its QR factorization is zero (info " << i << "; input " << in
+             << "); driver 'gels' needs full rank, 'gelsy', 'gelsd' and 'gelss' do not";
+          break;
+      }
     }
     throw Error(os.str());
   }
+}
+
+namespace {
+
+// All exponent bits set: inf or NaN. OR-reduced without branches so the
+// loop vectorizes; the caller's loops over matrices stop at the first hit.
+template <typename U, typename F>
+bool any_nonfinite_bits(const F* p, int64_t n, U exp_mask) {
+  U acc = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    U u;
+    std::memcpy(&u, p + i, sizeof(U));
+    acc |= U((~u & exp_mask) == 0);
+  }
+  return acc != 0;
+}
+
+// Exponent bits all set and a nonzero mantissa: NaN. Branch-free as above.
+template <typename U, typename F>
+bool any_nan_bits(const F* p, int64_t n, U abs_mask, U inf_bits) {
+  U acc = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    U u;
+    std::memcpy(&u, p + i, sizeof(U));
+    acc |= U((u & abs_mask) > inf_bits);
+  }
+  return acc != 0;
+}
+
+template <typename T>
+bool finite_one(const T& v) {
+  if constexpr (lapack::is_cplx<T>)
+    return std::isfinite(v.real()) && std::isfinite(v.imag());
+  else
+    return std::isfinite(v);
+}
+
+}  // namespace
+
+bool any_nonfinite(const float* p, int64_t n) { return any_nonfinite_bits<uint32_t>(p, n, 0x7f800000u); }
+bool any_nonfinite(const double* p, int64_t n) {
+  return any_nonfinite_bits<uint64_t>(p, n, 0x7ff0000000000000ull);
+}
+
+bool any_nan(const float* p, int64_t n) { return any_nan_bits<uint32_t>(p, n, 0x7fffffffu, 0x7f800000u); }
+bool any_nan(const double* p, int64_t n) {
+  return any_nan_bits<uint64_t>(p, n, 0x7fffffffffffffffull, 0x7ff0000000000000ull);
+}
+
+template <typename T>
+int64_t nonfinite_minor(const T* a, int64_t n, char uplo) {
+  const bool lower = uplo == 'L';
+  // Element (i, j) of the triangle belongs to the leading minors of order
+  // max(i, j) + 1 and up. Complex: LAPACK reads only the real part of the
+  // diagonal, so the diagonal is checked on its own.
+  auto bad = [&](int64_t i, int64_t j) {
+    const T& v = a[j * n + i];
+    if constexpr (lapack::is_cplx<T>)
+      return i == j ? !std::isfinite(v.real()) : !finite_one(v);
+    else
+      return !finite_one(v);
+  };
+  int64_t order = 0;
+  for (int64_t j = 0; j < n && (order == 0 || j < order); ++j) {
+    // Column j of the triangle: rows j..n-1 (lower) or 0..j (upper), contiguous.
+    const int64_t lo = lower ? j : 0, hi = lower ? n : j + 1;
+    if (!any_nonfinite(a + j * n + lo, hi - lo)) continue;
+    for (int64_t i = lo; i < hi; ++i)
+      if (bad(i, j)) {
+        const int64_t o = std::max(i, j) + 1;
+        if (order == 0 || o < order) order = o;
+        break;  // rows below only give larger orders
+      }
+  }
+  return order;
+}
+template int64_t nonfinite_minor(const float*, int64_t, char);
+template int64_t nonfinite_minor(const double*, int64_t, char);
+template int64_t nonfinite_minor(const std::complex<float>*, int64_t, char);
+template int64_t nonfinite_minor(const std::complex<double>*, int64_t, char);
+
+namespace {
+
+[[noreturn]] void throw_nonfinite(const char* op, const char* what, int64_t b, bool batched,
+                                  const Tensor& shown) {
+  std::ostringstream os;
+  os << "[" << op << "] " << what << " contains non-finite values (NaN or inf)";
+  if (batched) os << " in batch element " << b;
+  os << " (" << describe(shown) << ")";
+  throw Error(os.str());
+}
+
+}  // namespace
+
+void check_finite(const Tensor& buf, int64_t count, const char* op, const char* what, const Tensor& shown,
+                  bool batched) {
+  if (count == 0) return;
+  const int64_t per = buf.numel() / count;
+  dispatch<kLinalgSet>(buf.dtype(), op, [&]<typename T>() {
+    const T* p = buf.data<T>();
+    for (int64_t b = 0; b < count; ++b)
+      if (any_nonfinite(p + b * per, per)) throw_nonfinite(op, what, b, batched, shown);
+  });
+}
+
+void check_finite_hermitian(const Tensor& buf, int64_t n, char uplo, const char* op, const Tensor& shown) {
+  if (n == 0) return;
+  const int64_t count = buf.numel() / (n * n);
+  dispatch<kLinalgSet>(buf.dtype(), op, [&]<typename T>() {
+    const T* p = buf.data<T>();
+    for (int64_t b = 0; b < count; ++b)
+      if (nonfinite_minor(p + b * n * n, n, uplo) != 0)
+        throw_nonfinite(op, "the input", b, shown.dim() > 2, shown);
+  });
 }
 
 double eps_of(DType d) {

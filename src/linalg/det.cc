@@ -1,5 +1,6 @@
 // linalg.det / slogdet from the LU factors (getrf): the product of U's
-// diagonal times the sign of the row permutation.
+// diagonal times the sign of the row permutation. A matrix holding a NaN has
+// det NaN and slogdet (NaN, NaN) (see linalg.h).
 #include <cmath>
 #include <complex>
 #include <limits>
@@ -22,9 +23,28 @@ void for_each_lu(const Tensor& A, const char* op, F&& fn) {
   for_each_matrix(count, n, [&](int64_t b) {
     std::vector<lapack::lint> piv(std::max<int64_t>(n, 1));
     T* lu = ap + b * n * n;
-    if (n > 0) lapack::getrf<T>(n, n, lu, n, piv.data());
+    if (any_nan(lu, n * n)) {  // NaN factors, no row exchanges: det NaN
+      fill_nan(lu, n * n);
+      for (int64_t i = 0; i < n; ++i) piv[i] = lapack::lint(i + 1);
+    } else if (n > 0) {
+      lapack::getrf<T>(n, n, lu, n, piv.data());
+    }
     fn(b, lu, piv.data());
   });
+}
+
+// u / |u| for u != 0; for an infinite u (where that is inf / inf = NaN) the
+// direction of its infinite parts, so slogdet's sign agrees with det's.
+template <typename T, typename R>
+T unit_of(T u, R mag) {
+  if (!std::isinf(mag)) return u / mag;
+  if constexpr (lapack::is_cplx<T>) {
+    const R re = std::isinf(u.real()) ? std::copysign(R(1), u.real()) : std::copysign(R(0), u.real());
+    const R im = std::isinf(u.imag()) ? std::copysign(R(1), u.imag()) : std::copysign(R(0), u.imag());
+    return T(re, im) / std::abs(T(re, im));
+  } else {
+    return u > 0 ? T(1) : T(-1);
+  }
 }
 
 }  // namespace
@@ -72,7 +92,7 @@ SlogDet slogdet(const Tensor& A) {
           zero = true;
           break;
         }
-        sg *= u / mag;
+        sg *= unit_of(u, mag);
         acc += std::log(mag);
         if (piv[i] != i + 1) sg = -sg;
       }

@@ -1,6 +1,9 @@
 // linalg.inv / inv_ex / solve / solve_ex: the batched register-resident kernel
 // (cpu/linalg_small.h) for real matrices up to 16x16, LAPACK getrf + getri /
-// getrs for the rest.
+// getrs for the rest. A matrix A holding a NaN gets an all-NaN inverse /
+// solution and info 0 on every path (OpenBLAS 0.3.21's sscal turns x * NaN
+// into 0, so its LU of such a matrix is not even NaN); inf in A, and NaN or
+// inf in B, go through the arithmetic as in torch and NumPy.
 #include <algorithm>
 
 #include "cpu/linalg_small.h"
@@ -41,6 +44,7 @@ SolveEx solve_left(const Tensor& A, const Tensor& B, const Shape& batch) {
     for_each_matrix(count, n, [&](int64_t b) {
       std::vector<lapack::lint> piv(n);
       T* ab = ap + b * n * n;
+      if (any_nan(ab, n * n)) return fill_nan(xp + b * n * m, n * m);
       const lapack::lint r = lapack::getrf<T>(n, n, ab, n, piv.data());
       ip[b] = r;
       if (r == 0) lapack::getrs<T>('N', n, m, ab, n, piv.data(), xp + b * n * m, n);
@@ -75,6 +79,7 @@ InvEx inv_ex(const Tensor& A, bool check_errors) {
         for_each_matrix(count, n, [&](int64_t b) {
           std::vector<lapack::lint> piv(n);
           T* ab = ap + b * n * n;
+          if (any_nan(ab, n * n)) return fill_nan(ab, n * n);
           const lapack::lint r = lapack::getrf<T>(n, n, ab, n, piv.data());
           ip[b] = r;
           if (r == 0) lapack::getri<T>(n, ab, n, piv.data());
@@ -83,7 +88,7 @@ InvEx inv_ex(const Tensor& A, bool check_errors) {
     }
     out = colmajor_view(buf);
   }
-  if (check_errors) check_infos(info.data<int32_t>(), count, "linalg.inv", "inv", A.dim() == 2);
+  if (check_errors) check_infos(info, "linalg.inv", InfoKind::LU, A);
   return {out, info};
 }
 
@@ -115,8 +120,7 @@ SolveEx solve_ex(const Tensor& A, const Tensor& B, bool left, bool check_errors)
                  << (left ? "" : " (left=False)"));
   const Shape batch = broadcast_shapes(batch_shape(A), batch_shape(Bm), op);
   SolveEx r = solve_left(Al, Bm, batch);
-  if (check_errors)
-    check_infos(r.info.data<int32_t>(), r.info.numel(), "torch.linalg.solve", "solve", A.dim() == 2);
+  if (check_errors) check_infos(r.info, op, InfoKind::LU, A);
   if (!left) r.result = r.result.transpose(-2, -1);
   if (vector_case) r.result = r.result.squeeze(-1);
   return r;

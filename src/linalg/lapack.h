@@ -2,11 +2,21 @@
 // routine, picking s/d/c/z from T. Every matrix is column-major with leading
 // dimension `ld`. Return value: LAPACK's info (< 0 bad argument, > 0 the
 // routine's failure report, -1010 LAPACKE could not allocate its workspace).
+//
+// LAPACKE's high-level entry points scan their inputs for NaN and, finding
+// one, return -k without computing anything (leaving factors and pivots
+// unwritten). The LU and QR routines, which kiln runs on non-finite input
+// (NaN propagates into the result, as torch and NumPy), therefore go through
+// the LAPACKE_*_work entry points, which call LAPACK directly. The iterative
+// routines (SVD, eigensolvers, least squares, Cholesky) keep the high-level
+// ones: kiln checks their input is finite before calling them.
 #pragma once
 
+#include <algorithm>
 #include <complex>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 // LAPACKE first, with std::complex as its complex types (OpenBLAS's cblas.h
 // would otherwise settle them as C99 _Complex).
@@ -47,33 +57,48 @@ constexpr int CM = LAPACK_COL_MAJOR;
   else                                          \
     return LAPACKE_z##name(__VA_ARGS__)
 
+// A LAPACKE_*_work routine with a workspace: call(work, lwork) once as a
+// workspace query (lwork = -1), then with the workspace it asked for.
+template <typename T, typename F>
+lint with_workspace(F&& call) {
+  T query{};
+  const lint info = call(&query, lint(-1));
+  if (info != 0) return info;
+  std::vector<T> work(std::max<lint>(1, lint(std::real(query))));
+  return call(work.data(), lint(work.size()));
+}
+
 template <typename T>
 lint getrf(lint m, lint n, T* a, lint ld, lint* ipiv) {
-  KILN_LAPACK_PICK(T, getrf, CM, m, n, a, ld, ipiv);
+  KILN_LAPACK_PICK(T, getrf_work, CM, m, n, a, ld, ipiv);
 }
 template <typename T>
 lint getri(lint n, T* a, lint ld, const lint* ipiv) {
-  KILN_LAPACK_PICK(T, getri, CM, n, a, ld, ipiv);
+  return with_workspace<T>(
+      [&](T* w, lint lw) -> lint { KILN_LAPACK_PICK(T, getri_work, CM, n, a, ld, ipiv, w, lw); });
 }
 template <typename T>
 lint getrs(char trans, lint n, lint nrhs, const T* a, lint lda, const lint* ipiv, T* b, lint ldb) {
-  KILN_LAPACK_PICK(T, getrs, CM, trans, n, nrhs, a, lda, ipiv, b, ldb);
+  KILN_LAPACK_PICK(T, getrs_work, CM, trans, n, nrhs, a, lda, ipiv, b, ldb);
 }
 template <typename T>
 lint geqrf(lint m, lint n, T* a, lint ld, T* tau) {
-  KILN_LAPACK_PICK(T, geqrf, CM, m, n, a, ld, tau);
+  return with_workspace<T>(
+      [&](T* w, lint lw) -> lint { KILN_LAPACK_PICK(T, geqrf_work, CM, m, n, a, ld, tau, w, lw); });
 }
 // orgqr for real, ungqr for complex.
 template <typename T>
 lint orgqr(lint m, lint n, lint k, T* a, lint ld, const T* tau) {
-  if constexpr (std::is_same_v<T, float>)
-    return LAPACKE_sorgqr(CM, m, n, k, a, ld, tau);
-  else if constexpr (std::is_same_v<T, double>)
-    return LAPACKE_dorgqr(CM, m, n, k, a, ld, tau);
-  else if constexpr (std::is_same_v<T, c64>)
-    return LAPACKE_cungqr(CM, m, n, k, a, ld, tau);
-  else
-    return LAPACKE_zungqr(CM, m, n, k, a, ld, tau);
+  return with_workspace<T>([&](T* w, lint lw) -> lint {
+    if constexpr (std::is_same_v<T, float>)
+      return LAPACKE_sorgqr_work(CM, m, n, k, a, ld, tau, w, lw);
+    else if constexpr (std::is_same_v<T, double>)
+      return LAPACKE_dorgqr_work(CM, m, n, k, a, ld, tau, w, lw);
+    else if constexpr (std::is_same_v<T, c64>)
+      return LAPACKE_cungqr_work(CM, m, n, k, a, ld, tau, w, lw);
+    else
+      return LAPACKE_zungqr_work(CM, m, n, k, a, ld, tau, w, lw);
+  });
 }
 template <typename T>
 lint gesdd(char jobz, lint m, lint n, T* a, lint lda, real_t<T>* s, T* u, lint ldu, T* vt, lint ldvt) {

@@ -1,6 +1,10 @@
 // linalg.lstsq through LAPACK gels (QR; full rank), gelsy (complete
 // orthogonal factorization; the default on the CPU, as torch), gelsd (SVD,
 // divide and conquer) and gelss (SVD).
+//
+// Non-finite A or B raises, whatever the driver: LAPACKE refuses a NaN, and
+// an inf is scaled into zeros and NaNs (gels then reports a rank deficiency
+// that is not there, gelsd/gelss call xerbla or never converge).
 #include <cstring>
 
 #include "kiln/linalg.h"
@@ -32,7 +36,10 @@ Lstsq lstsq(const Tensor& A, const Tensor& B, std::optional<double> rcond,
   const int64_t count = numel_of(batch), k = std::min(m, n), ldb = std::max<int64_t>({m, n, 1});
   const double rc = rcond.value_or(eps_of(A.dtype()) * double(std::max(m, n)));
   const Tensor a = colmajor_copy(A, batch);
-  const Tensor bsrc = colmajor_copy(Bm, batch);                // m x nrhs, column-major
+  const Tensor bsrc = colmajor_copy(Bm, batch);  // m x nrhs, column-major
+  const bool batched = !batch.empty();
+  check_finite(a, count, op, "A", A, batched);
+  check_finite(bsrc, count, op, "B", B, batched);
   Tensor x = zeros(with_matrix(batch, nrhs, ldb), A.dtype());  // ldb x nrhs, column-major
   const bool want_rank = driver != "gels", want_s = driver == "gelsd" || driver == "gelss";
   Tensor rank = want_rank ? zeros(batch, DType::Int64) : empty({0}, DType::Int64);
@@ -71,8 +78,7 @@ Lstsq lstsq(const Tensor& A, const Tensor& B, std::optional<double> rcond,
       if (rp) rp[b] = rk;
     });
   });
-  const char* kind = driver == "gels" ? "lstsq" : "svd";
-  check_infos(info.data<int32_t>(), count, "torch.linalg.lstsq", kind, A.dim() == 2 && Bm.dim() == 2);
+  check_infos(info, op, driver == "gels" ? InfoKind::FullRank : InfoKind::Converge, A);
   // Squared residuals of each column: rows n..m-1 of the QR/SVD-transformed
   // right-hand side, when m > n and every matrix has full rank (as torch).
   Tensor residuals = empty({0}, to_real(A.dtype()));

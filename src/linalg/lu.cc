@@ -2,6 +2,8 @@
 // getrf pivots with i?amax, which for complex input picks the first entry of
 // largest |re| + |im|; the factors and 1-based int32 pivots are LAPACK's own,
 // hence equal to SciPy's (which calls the same routine; 0-based there).
+// A matrix holding a NaN factors as all-NaN LU with pivots 1..k (no row
+// exchange) and info 0 (see linalg.h); lu_solve computes with what it is given.
 #include <complex>
 #include <utility>
 
@@ -54,12 +56,18 @@ LUFactorEx lu_factor_ex(const Tensor& A, bool pivot, bool check_errors) {
       T* ap = buf.data<T>();
       int32_t* pp = pivots.data<int32_t>();
       int32_t* ip = info.data<int32_t>();
-      for_each_matrix(count, std::max(m, n),
-                      [&](int64_t b) { ip[b] = lapack::getrf<T>(m, n, ap + b * m * n, m, pp + b * k); });
+      for_each_matrix(count, std::max(m, n), [&](int64_t b) {
+        T* a = ap + b * m * n;
+        if (any_nan(a, m * n)) {
+          fill_nan(a, m * n);
+          for (int64_t i = 0; i < k; ++i) pp[b * k + i] = int32_t(i + 1);
+          return;
+        }
+        ip[b] = lapack::getrf<T>(m, n, a, m, pp + b * k);
+      });
     });
   }
-  if (check_errors)
-    check_infos(info.data<int32_t>(), count, "torch.linalg.lu_factor", "lu_factor", A.dim() == 2);
+  if (check_errors) check_infos(info, op, InfoKind::LUFactor, A);
   return {colmajor_view(buf), pivots, info};
 }
 
@@ -140,6 +148,15 @@ Tensor lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool le
   Shape pfull = batch;
   pfull.push_back(n);
   const Tensor piv = pivots.expand(pfull).contiguous();
+  {  // getrs swaps rows of B by these: one outside [1, n] would index past it.
+    const Tensor pc = pivots.contiguous();
+    const int32_t* pv = pc.data<int32_t>();
+    for (int64_t i = 0, c = pc.numel(); i < c; ++i)
+      KILN_CHECK(pv[i] >= 1 && pv[i] <= n, ValueError,
+                 "[" << op << "] pivots must lie in [1, " << n
+                     << "] (1-based, as lu_factor returns them), got " << pv[i] << " at flat index " << i
+                     << " of pivots " << pivots.shape_str());
+  }
   Tensor x = colmajor_copy(Bl, batch);
   if (count > 0 && n > 0 && m > 0) {
     dispatch<kLinalgSet>(LU.dtype(), op, [&]<typename T>() {

@@ -60,7 +60,7 @@ Tensor matrix_norm(const Tensor& A_in, const MatrixOrd& ord, std::pair<int, int>
   perm.push_back(d1);
   const Tensor Ap = A.permute(perm);
   const Tensor S =
-      svdvals(is_complex(Ap.dtype()) || Ap.dtype() == DType::Float64 ? Ap : Ap.to(DType::Float32));
+      svdvals_for(is_complex(Ap.dtype()) || Ap.dtype() == DType::Float64 ? Ap : Ap.to(DType::Float32), op);
   Tensor r;
   if (std::holds_alternative<std::string>(ord))
     r = kiln::sum(S, std::vector<int>{-1});

@@ -1,7 +1,8 @@
 // linalg.qr and householder_product through LAPACK geqrf + orgqr/ungqr: both
 // are blocked Householder with compact-WY (GEMM) trailing updates in
 // OpenBLAS, which is the right tool here -- a second implementation of the
-// same algorithm would at best tie it.
+// same algorithm would at best tie it. A matrix holding a NaN gets all-NaN Q
+// and R (R's zeros below the diagonal kept; see linalg.h).
 #include <cstring>
 
 #include "kiln/linalg.h"
@@ -34,12 +35,17 @@ QR qr(const Tensor& A, const std::string& mode) {
     for_each_matrix(count, std::max(m, n), [&](int64_t b) {
       T* a = ap + b * m * n;
       std::vector<T> tau(std::max<int64_t>(k, 1));
-      if (k > 0) lapack::geqrf<T>(m, n, a, m, tau.data());
+      const bool finite = !any_nan(a, m * n);
+      if (!finite)
+        fill_nan(a, m * n);
+      else if (k > 0)
+        lapack::geqrf<T>(m, n, a, m, tau.data());
       T* r = rp + b * rrows * n;  // row-major
       for (int64_t j = 0; j < n; ++j)
         for (int64_t i = 0; i <= std::min(j, rrows - 1); ++i) r[i * n + j] = a[j * m + i];
       if (!qp) return;
       T* q = qp + b * m * qcols;  // column-major, ld m
+      if (!finite) return fill_nan(q, m * qcols);
       const int64_t copy_cols = std::min(n, qcols);
       if (m > 0 && copy_cols > 0) std::memcpy(q, a, sizeof(T) * m * copy_cols);
       if (m > 0 && qcols > 0) lapack::orgqr<T>(m, qcols, k, q, m, tau.data());
@@ -74,7 +80,12 @@ Tensor householder_product(const Tensor& A, const Tensor& tau) {
     T* ap = buf.data<T>();
     const T* tp = t.data<T>();
     for_each_matrix(count, m, [&](int64_t b) {
-      if (m > 0 && n > 0) lapack::orgqr<T>(m, n, k, ap + b * m * n, m, tp + b * k);
+      T* a = ap + b * m * n;
+      // orgqr reads tau and the vectors below the diagonal of A's first k columns.
+      bool finite = !any_nan(tp + b * k, k);
+      for (int64_t j = 0; j < k && finite; ++j) finite = !any_nan(a + j * m + j + 1, m - j - 1);
+      if (!finite) return fill_nan(a, m * n);
+      if (m > 0 && n > 0) lapack::orgqr<T>(m, n, k, a, m, tp + b * k);
     });
   });
   return colmajor_view(buf);

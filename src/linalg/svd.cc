@@ -3,6 +3,9 @@
 // workspace would not fit LAPACK's 32-bit integers. LAPACK scales matrices
 // whose norm is near underflow or overflow, so singular values around 1e-30
 // and 1e30 come out right in float32 too.
+//
+// Non-finite input raises (as torch): LAPACKE refuses a NaN, and an inf sends
+// gesdd's scaling into xerbla (printing) or its iteration into an endless loop.
 #include <cstring>
 #include <vector>
 
@@ -42,14 +45,16 @@ void fill_eye(Tensor& t) {
 
 }  // namespace
 
-SVD svd(const Tensor& A, bool full_matrices) {
-  const char* op = "linalg.svd";
+namespace detail {
+
+SVD svd_for(const Tensor& A, bool full_matrices, const char* op) {
   check_dtype(A, op);
   check_matrix(A, op, false);
   const Shape batch = batch_shape(A);
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n), count = numel_of(batch);
   const int64_t ucols = full_matrices ? m : k, vrows = full_matrices ? n : k;
   const Tensor a = colmajor_copy(A);
+  check_finite(a, count, op, "the input", A, A.dim() > 2);
   Shape sb = batch;
   sb.push_back(k);
   Tensor S = empty(sb, to_real(A.dtype()));
@@ -74,17 +79,17 @@ SVD svd(const Tensor& A, bool full_matrices) {
                          vp + b * vrows * n, vrows);
     });
   });
-  check_infos(info.data<int32_t>(), count, "linalg.svd", "svd", A.dim() == 2);
+  check_infos(info, op, InfoKind::Converge, A);
   return {colmajor_view(ub), S, colmajor_view(vb)};
 }
 
-Tensor svdvals(const Tensor& A) {
-  const char* op = "linalg.svdvals";
+Tensor svdvals_for(const Tensor& A, const char* op) {
   check_dtype(A, op);
   check_matrix(A, op, false);
   const Shape batch = batch_shape(A);
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n), count = numel_of(batch);
   const Tensor a = colmajor_copy(A);
+  check_finite(a, count, op, "the input", A, A.dim() > 2);
   Shape sb = batch;
   sb.push_back(k);
   Tensor S = empty(sb, to_real(A.dtype()));
@@ -99,9 +104,14 @@ Tensor svdvals(const Tensor& A) {
       ip[b] = svd_one<T>('N', m, n, ap + b * m * n, sp + b * k, nullptr, nullptr, 1);
     });
   });
-  check_infos(info.data<int32_t>(), count, "linalg.svd", "svd", A.dim() == 2);
+  check_infos(info, op, InfoKind::Converge, A);
   return S;
 }
+
+}  // namespace detail
+
+SVD svd(const Tensor& A, bool full_matrices) { return svd_for(A, full_matrices, "linalg.svd"); }
+Tensor svdvals(const Tensor& A) { return svdvals_for(A, "linalg.svdvals"); }
 
 namespace {
 
@@ -130,12 +140,12 @@ Tensor pinv(const Tensor& A, std::optional<double> atol, std::optional<double> r
   // A = U diag(s) Vh (Hermitian: A = Q diag(w) Q^H, s = |w|, U = Q sign(w)).
   Tensor U, S, Vh;
   if (hermitian) {
-    Eigh e = eigh(A);
+    Eigh e = eigh_for(A, "L", true, op);
     U = e.eigenvectors;
     S = e.eigenvalues;
     Vh = e.eigenvectors;  // used as V (= Q) below
   } else {
-    SVD s = svd(A, false);
+    SVD s = svd_for(A, false, op);
     U = s.U, S = s.S, Vh = s.Vh;
   }
   const Tensor ub = U.transpose(-2, -1).contiguous();   // column-major m x k
@@ -174,7 +184,7 @@ Tensor matrix_rank(const Tensor& A, std::optional<double> atol, std::optional<do
   check_dtype(A, op);
   check_matrix(A, op, hermitian);
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
-  const Tensor S = (hermitian ? eigvalsh(A) : svdvals(A)).contiguous();
+  const Tensor S = (hermitian ? eigh_for(A, "L", false, op).eigenvalues : svdvals_for(A, op)).contiguous();
   const double rt = default_rtol(A.dtype(), m, n, atol, rtol), at = atol.value_or(0.0);
   const Shape batch = batch_shape(A);
   Tensor out = empty(batch, DType::Int64);

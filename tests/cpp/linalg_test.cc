@@ -1,14 +1,18 @@
 // kiln::linalg against double-precision scalar references: the batched small
 // kernel (inverse, solve, singular info), the batched triangular kernel, LU
-// pivots (icamax for complex), QR and SVD residuals.
+// pivots (icamax for complex), QR and SVD residuals; NaN and inf input;
+// kiln's messages for LAPACK's info codes.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <complex>
+#include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kiln/kiln.h"
+#include "linalg/common.h"
 
 namespace kiln {
 namespace {
@@ -212,6 +216,136 @@ TEST(LinalgQRSVD, Residuals) {
       for (int k = 0; k < 7; ++k) t += u[i * 7 + k] * sv[k] * vh[k * 7 + j];
       EXPECT_NEAR(t, a[i * 7 + j], 1e-12);
     }
+}
+
+// The message of the kiln::Error that fn throws ("" when it throws none).
+template <typename F>
+std::string error_of(F&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Input with a NaN or inf never reaches LAPACK's SVD: before, an inf looped
+// forever (small matrices) or made LAPACK's xerbla print "On entry to DLASCL
+// parameter number 4 had an illegal value" to stdout (large ones), and a NaN
+// came back as "Argument 6 has illegal value ... bug in the implementation".
+TEST(LinalgNonFinite, SvdRaisesKilnErrorAndPrintsNothing) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  for (DType dt : {DType::Float32, DType::Float64, DType::Complex128}) {
+    for (int64_t n : {100, 4}) {
+      for (double v : {inf, -inf, nan}) {
+        Tensor A = random_matrices({2, n, n}, DType::Float64, 5).to(dt);
+        A.select(0, 1).select(0, 2).select(0, 1).fill_(Scalar(v));
+        testing::internal::CaptureStdout();
+        testing::internal::CaptureStderr();
+        const std::string msg = error_of([&] { linalg::svd(A); });
+        const std::string out = testing::internal::GetCapturedStdout();
+        const std::string err = testing::internal::GetCapturedStderr();
+        EXPECT_EQ(msg, "[linalg.svd] the input contains non-finite values (NaN or inf) in batch element 1 (" +
+                           std::string(name(dt)) + " [2, " + std::to_string(n) + ", " + std::to_string(n) +
+                           "])");
+        EXPECT_EQ(out, "");
+        EXPECT_EQ(err, "");
+        EXPECT_NE(
+            error_of([&] { linalg::eigvalsh(A); }).find("[linalg.eigvalsh] the input contains non-finite"),
+            std::string::npos);
+      }
+    }
+  }
+}
+
+// A matrix holding a NaN: an all-NaN inverse and info 0 on the small kernel
+// (every chunk shape: full 16-lane chunks, a partial one, n = 7's general
+// loop) and on LAPACK; the other matrices are untouched. Before, LAPACK's
+// path raised "illegal value" (LAPACKE refuses NaN), det was the product of
+// the unfactored diagonal, and a zero pivot met before the NaN reported the
+// matrix singular on the small path.
+TEST(LinalgNonFinite, InverseOfNanMatrixIsNan) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    for (int64_t n : {2, 4, 7, 16, 40}) {
+      Tensor A = random_matrices({37, n, n}, dt, uint32_t(n));
+      A = add(A, mul(eye(n, n, dt), scalar_tensor(Scalar(double(2 * n)), dt)));
+      A.select(0, 3).select(0, n - 1).select(0, 0).fill_(Scalar(nan));
+      A.select(0, 20).select(1, 0).fill_(0);                         // getrf would stop at U[0, 0] == 0 ...
+      A.select(0, 20).select(0, 1).select(0, 1).fill_(Scalar(nan));  // ... but the NaN decides
+      const linalg::InvEx r = linalg::inv_ex(A);
+      const auto x = as_f64(r.inverse);
+      for (int64_t b = 0; b < 37; ++b) {
+        EXPECT_EQ(r.info.data<int32_t>()[b], 0) << name(dt) << " n=" << n << " b=" << b;
+        for (int64_t e = 0; e < n * n; ++e)
+          ASSERT_EQ(std::isnan(x[b * n * n + e]), b == 3 || b == 20) << name(dt) << " n=" << n << " b=" << b;
+      }
+      const auto d = as_f64(linalg::det(A));
+      EXPECT_TRUE(std::isnan(d[3]) && std::isnan(d[20]) && !std::isnan(d[0]));
+    }
+  }
+}
+
+// Every nonzero info gets a kiln message; a negative one (LAPACK rejected an
+// argument) is an internal error that names kiln, never "a bug in the
+// implementation".
+TEST(LinalgInfo, KilnMessages) {
+  using linalg::detail::check_infos;
+  using linalg::detail::InfoKind;
+  const Tensor A = zeros({2, 4, 4});
+  auto msg = [&](int32_t i1, InfoKind kind) {
+    const int32_t v[2] = {0, i1};
+    const Tensor info = from_buffer_copy(v, {2}, DType::Int32);
+    return error_of([&] { check_infos(info, "linalg.op", kind, A); });
+  };
+  EXPECT_EQ(msg(0, InfoKind::LU), "");
+  EXPECT_EQ(
+      msg(-6, InfoKind::Converge),
+      "[linalg.op] internal error: LAPACK rejected argument 6 of the call for the matrix in batch element 1 "
+      "(input float32 [2, 4, 4]); this is a bug in kiln, please report it");
+  EXPECT_EQ(
+      msg(-1010, InfoKind::LU),
+      "[linalg.op] out of memory: LAPACK could not allocate its workspace for the matrix in batch element 1 "
+      "(input float32 [2, 4, 4])");
+  EXPECT_EQ(msg(3, InfoKind::LU),
+            "[linalg.op] the matrix in batch element 1 is singular: U[2, 2] of its LU factorization is zero "
+            "(info 3; "
+            "input float32 [2, 4, 4])");
+  EXPECT_EQ(msg(2, InfoKind::Cholesky),
+            "[linalg.op] the matrix in batch element 1 is not positive-definite: its leading minor of order "
+            "2 is not "
+            "(info 2; input float32 [2, 4, 4])");
+  EXPECT_EQ(
+      msg(5, InfoKind::Converge),
+      "[linalg.op] the algorithm did not converge on the matrix in batch element 1 (LAPACK info 5; input "
+      "float32 [2, 4, 4])");
+  EXPECT_NE(msg(1, InfoKind::FullRank).find("does not have full rank: R[0, 0]"), std::string::npos);
+  const int32_t one = 2;
+  EXPECT_EQ(error_of([&] {
+              check_infos(from_buffer_copy(&one, {}, DType::Int32), "linalg.op", InfoKind::LU, zeros({4, 4}));
+            }),
+            "[linalg.op] the matrix is singular: U[1, 1] of its LU factorization is zero (info 2; input "
+            "float32 [4, "
+            "4])");
+}
+
+// The smallest leading minor holding a NaN or inf, in the triangle LAPACK reads.
+TEST(LinalgNonFinite, NonfiniteMinor) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> a(25, 1.0);  // column-major 5 x 5
+  EXPECT_EQ(linalg::detail::nonfinite_minor(a.data(), 5, 'L'), 0);
+  a[1 * 5 + 3] = nan;  // (3, 1): lower, order 4
+  a[4 * 5 + 2] = nan;  // (2, 4): upper, order 5
+  EXPECT_EQ(linalg::detail::nonfinite_minor(a.data(), 5, 'L'), 4);
+  EXPECT_EQ(linalg::detail::nonfinite_minor(a.data(), 5, 'U'), 5);
+  a[0 * 5 + 4] = -std::numeric_limits<double>::infinity();  // (4, 0): lower, order 5
+  EXPECT_EQ(linalg::detail::nonfinite_minor(a.data(), 5, 'L'), 4);
+  std::vector<std::complex<float>> c(9, {1.0f, 0.0f});
+  c[4] = {2.0f, std::numeric_limits<float>::quiet_NaN()};  // the diagonal's imaginary part is not read
+  EXPECT_EQ(linalg::detail::nonfinite_minor(c.data(), 3, 'L'), 0);
+  c[5] = {std::numeric_limits<float>::infinity(), 0.0f};  // (2, 1)
+  EXPECT_EQ(linalg::detail::nonfinite_minor(c.data(), 3, 'L'), 3);
+  EXPECT_EQ(linalg::detail::nonfinite_minor(c.data(), 3, 'U'), 0);
 }
 
 }  // namespace

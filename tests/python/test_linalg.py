@@ -1,7 +1,9 @@
 """kiln.linalg against NumPy/SciPy, LAPACK-test-suite style: backward-error
 residuals under fixed bounds (in units of n * eps) over random, ill-conditioned,
 graded, rank-deficient, complex, batched and zero-size inputs; pivots equal to
-SciPy's lu_factor; singular inputs reported as torch does."""
+SciPy's lu_factor; singular inputs reported with kiln's messages (the info torch reports)."""
+import re
+
 import numpy as np
 import pytest
 import scipy.linalg as sla
@@ -106,8 +108,9 @@ def test_inv_singular_info_matches_getrf(rng, n, dtype):
         a[:, k] = 0  # getrf meets an all-zero pivot column at step k
         r = LA.inv_ex(a)
         assert int(A_(r.info)) == k + 1
-        with pytest.raises(RuntimeError, match=f"linalg.inv: The diagonal element {k + 1} is zero, the inversion "
-                                               "could not be completed because the input matrix is singular."):
+        msg = (f"[linalg.inv] the matrix is singular: U[{k}, {k}] of its LU factorization is zero "
+               f"(info {k + 1}; input {np.dtype(dtype).name} [{n}, {n}])")
+        with pytest.raises(RuntimeError, match="^" + re.escape(msg) + "$"):
             LA.inv(a)
 
 
@@ -115,7 +118,8 @@ def test_inv_singular_batched_message():
     a = np.stack([np.eye(3), np.zeros((3, 3))]).astype(np.float32)
     info = A_(LA.inv_ex(a).info)
     assert info.tolist() == [0, 1]
-    with pytest.raises(RuntimeError, match=r"linalg.inv: \(Batch element 1\): The diagonal element 1 is zero"):
+    with pytest.raises(RuntimeError, match=r"^\[linalg.inv\] the matrix in batch element 1 is singular: U\[0, 0\] "
+                                           r"of its LU factorization is zero \(info 1; input float32 \[2, 3, 3\]\)$"):
         LA.inv(a)
     with pytest.raises(RuntimeError):
         LA.inv_ex(a, check_errors=True)
@@ -156,8 +160,11 @@ def test_solve_vector_broadcast_and_right(rng):
     assert A_(LA.solve(a, bv)).shape == (2, 1, 5)
     c = rand(rng, (4, 5), np.float64)
     np.testing.assert_allclose(A_(LA.solve(a[0, 0], c, left=False)) @ a[0, 0], c, atol=1e-9)
-    with pytest.raises(RuntimeError, match="torch.linalg.solve: The solver failed because the input matrix is singular."):
+    with pytest.raises(RuntimeError, match=r"^\[linalg.solve\] the matrix is singular: U\[0, 0\] of its LU "
+                                           r"factorization is zero \(info 1; input float32 \[3, 3\]\)$"):
         LA.solve(np.zeros((3, 3), np.float32), np.ones(3, np.float32))
+    with pytest.raises(RuntimeError, match=r"^\[linalg.solve\] the matrix in batch element 0 is singular"):
+        LA.solve(np.zeros((3, 3), np.float32), np.ones((2, 3, 1), np.float32))  # B's batch names it
     for n in (3, 20):  # small and LAPACK paths
         assert int(A_(LA.solve_ex(np.zeros((n, n), np.float64), np.ones(n)).info)) == 1
 
@@ -244,7 +251,9 @@ def test_lu_factor_singular_and_ex():
     z = np.zeros((2, 2), np.float32)
     r = LA.lu_factor_ex(z)
     assert int(A_(r.info)) == 1
-    with pytest.raises(RuntimeError, match=r"U\[1,1\] is zero"):
+    with pytest.raises(RuntimeError, match=r"^\[linalg.lu_factor\] the matrix is singular: U\[0, 0\] of its LU "
+                                           r"factorization is zero \(info 1; input float32 \[2, 2\]\); lu_solve would "
+                                           r"divide by it, linalg.lu_factor_ex returns the factors without raising$"):
         LA.lu_factor(z)
     with pytest.raises(NotImplementedError):
         LA.lu_factor(np.eye(2, dtype=np.float32), pivot=False)
@@ -283,6 +292,15 @@ def test_det_slogdet(rng, dtype):
     big = np.eye(200, dtype=np.float64) * 10  # det overflows; slogdet does not
     assert np.isclose(A_(LA.slogdet(big).logabsdet), 200 * np.log(10))
     assert A_(LA.det(np.zeros((0, 0), dtype))) == 1
+
+
+def test_lu_solve_rejects_out_of_range_pivots():
+    # getrs swaps rows of B by the pivots: one outside [1, n] read and wrote past B (heap corruption).
+    lu, piv = LA.lu_factor(np.array([[4.0, 1.0], [2.0, 3.0]]))
+    b = np.ones((2, 1))
+    for bad in ([0, 2], [1, 3], [-5, 2]):
+        with pytest.raises(ValueError, match=r"^\[linalg.lu_solve\] pivots must lie in \[1, 2\]"):
+            LA.lu_solve(lu, np.array(bad, np.int32), b)
 
 
 # ---------------------------------------------------------------- QR
@@ -430,8 +448,9 @@ def test_lstsq_rank_deficient_min_norm(rng, driver):
 def test_lstsq_gels_rank_deficient_raises(rng):
     a = rng.standard_normal((4, 3))
     a[:, 1] = 0  # R gets an exact zero at (2, 2): gels reports info 2, as torch
-    with pytest.raises(RuntimeError, match=r"torch.linalg.lstsq: The least squares solution could not be computed "
-                                           r"because the input matrix does not have full rank \(error code: 2\)."):
+    with pytest.raises(RuntimeError, match=r"^\[linalg.lstsq\] the matrix does not have full rank: R\[1, 1\] of its "
+                                           r"QR factorization is zero \(info 2; input float64 \[4, 3\]\); driver 'gels' "
+                                           r"needs full rank, 'gelsy', 'gelsd' and 'gelss' do not$"):
         LA.lstsq(a, np.ones((4, 1)), driver="gels")
     # An all-zero A is scaled away by LAPACK: solution 0, no error (as torch).
     assert np.all(A_(LA.lstsq(np.zeros((4, 3)), np.ones((4, 1)), driver="gels").solution) == 0)
@@ -453,9 +472,9 @@ def test_cholesky(rng, dtype, upper):
     assert np.allclose(np.tril(L, -1) if upper else np.triu(L, 1), 0)
     bad = a.copy()
     bad[1, 2, 2] = -100
-    with pytest.raises(RuntimeError, match=r"linalg.cholesky: \(Batch element 1\): The factorization could not be "
-                                           r"completed because the input is not positive-definite \(the leading "
-                                           r"minor of order 3 is not positive-definite\)."):
+    msg = (f"[linalg.cholesky] the matrix in batch element 1 is not positive-definite: its leading minor of "
+           f"order 3 is not (info 3; input {np.dtype(dtype).name} [3, 7, 7])")
+    with pytest.raises(RuntimeError, match="^" + re.escape(msg) + "$"):
         LA.cholesky(bad)
     assert A_(LA.cholesky_ex(bad).info).tolist() == [0, 3, 0]
 
