@@ -90,10 +90,11 @@ bool is_existing_path(const std::string& arg) {
   return !arg.empty() && ::stat(arg.c_str(), &st) == 0;
 }
 
-std::string resolve_model_path(const std::string& model, bool quiet) {
+std::string resolve_model_path(const std::string& model, bool quiet, const char* what) {
   if (!model.empty() && model != "default") {
-    if (!is_existing_path(model))
-      throw ValueError("model " + model + " not found (no such file or directory)");
+    struct stat st {};
+    if (::stat(model.c_str(), &st) != 0)
+      throw ValueError(std::string(what) + " " + model + " not found (" + std::strerror(errno) + ")");
     return model;
   }
   // Quiet: no callback, so pip's own output is captured too (and shown only in an error).
@@ -103,7 +104,7 @@ std::string resolve_model_path(const std::string& model, bool quiet) {
 }
 
 std::string resolve_tokenizer_path(const std::string& arg, bool quiet) {
-  const std::string path = resolve_model_path(arg, quiet);
+  const std::string path = resolve_model_path(arg, quiet, "tokenizer");
   std::error_code ec;
   if (!std::filesystem::is_directory(path, ec)) return path;
   const std::filesystem::path json = std::filesystem::path(path) / "tokenizer.json";

@@ -45,7 +45,7 @@ bool is_existing_path(const std::string& arg);
 
 // The model path: MODEL as given (ValueError when it does not exist), or the
 // default model for "" and "default", fetched with progress on stderr.
-std::string resolve_model_path(const std::string& model, bool quiet);
+std::string resolve_model_path(const std::string& model, bool quiet, const char* what = "model");
 
 // A tokenizer argument as io::load_tokenizer reads it: a tokenizer.json or
 // GGUF file as given, a model directory's tokenizer.json, or for "" and
