@@ -3,18 +3,25 @@
 // reference every SIMD conversion kernel is tested against.
 //
 // Conventions (bit-compatible with ml_dtypes for every non-NaN value):
-//   - float -> narrow rounds to nearest, ties to even; subnormals are exact.
+//   - float, double and integer -> narrow round once, to nearest, ties to even,
+//     from the exact source value (a double or an int64 never passes through a
+//     rounded float32 first); subnormals are exact.
 //   - float8_e4m3fn has no infinity: max 448, NaN = S.1111.111. Any value that
 //     rounds past 448 (and +-inf) becomes NaN; saturation is the quantizer's job.
 //   - float8_e5m2 overflows to +-inf.
 //   - NaN stays NaN with its sign: bf16 -> S|0x7FC0, f16 -> S|0x7E00,
 //     e4m3fn -> S|0x7F, e5m2 -> S|0x7E.
+// Conversions (to, copy_, fill_/full, Scalar, tensor from numbers) round once.
+// Ops that compute in float32 round their float32 result: arithmetic with a
+// narrow result, and quantize_fp8, which scales w (widened to float32) in float32.
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <complex>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace kiln {
 
@@ -96,7 +103,86 @@ inline float decode(uint32_t code) {
   return bits_to_f32(bits | (sign << 31));
 }
 
+// Rounds the exact magnitude m * 2^e (any m < 2^64, any e) once to nearest
+// even in a format with kExp exponent and kMan mantissa bits, subnormals
+// included. Returns the unsigned code, which like encode_magnitude runs past
+// the largest finite code on overflow. The code counts quanta of the binade the
+// value lies in (the lowest normal one for subnormals) plus kMan codes per
+// binade above the lowest, so a carry out of the mantissa bumps the exponent.
+template <int kExp, int kMan>
+inline uint32_t round_magnitude(uint64_t m, int e) {
+  if (m == 0) return 0;
+  constexpr int kMinExp = 2 - (1 << (kExp - 1));   // exponent of the smallest normal: 1 - bias
+  const int top = int(std::bit_width(m)) - 1 + e;  // m * 2^e lies in [2^top, 2^(top + 1))
+  const int exp = top > kMinExp ? top : kMinExp;
+  const int shift = exp - kMan - e;  // the code is m / 2^shift, rounded
+  uint64_t n;
+  if (shift <= 0) {
+    n = m << -shift;  // exact, at most 2^(kMan + 1)
+  } else if (shift > 64) {
+    n = 0;  // m < 2^64 < 2^(shift - 1): below half a quantum
+  } else {
+    const uint64_t kept = shift < 64 ? m >> shift : 0;
+    const uint64_t rest = shift < 64 ? m & ((uint64_t(1) << shift) - 1) : m;
+    const uint64_t half = uint64_t(1) << (shift - 1);
+    n = kept + ((rest > half || (rest == half && (kept & 1))) ? 1 : 0);
+  }
+  return uint32_t(n) + (uint32_t(exp - kMinExp) << kMan);
+}
+
+// The four formats for round_to_format: field widths, the largest finite
+// magnitude code, the code a value past it takes (inf, or NaN for e4m3fn) and
+// the canonical NaN.
+template <typename B, int E, int M, uint32_t MaxFinite, uint32_t Overflow, uint32_t NaN>
+struct Format {
+  using Bits = B;
+  static constexpr int kExp = E, kMan = M;
+  static constexpr uint32_t kMaxFinite = MaxFinite, kOverflow = Overflow, kNaN = NaN;
+  static constexpr uint32_t kSign = uint32_t(1) << (E + M);
+};
+using BF16Format = Format<uint16_t, 8, 7, 0x7F7F, 0x7F80, 0x7FC0>;
+using F16Format = Format<uint16_t, 5, 10, 0x7BFF, 0x7C00, 0x7E00>;
+using E4M3FNFormat = Format<uint8_t, 4, 3, 0x7E, 0x7F, 0x7F>;
+using E5M2Format = Format<uint8_t, 5, 2, 0x7B, 0x7C, 0x7E>;
+
+// The code of the exact value (-1)^neg * m * 2^e, rounded once.
+template <class F>
+inline typename F::Bits round_to_format(bool neg, uint64_t m, int e) {
+  uint32_t code = round_magnitude<F::kExp, F::kMan>(m, e);
+  if (code > F::kMaxFinite) code = F::kOverflow;
+  return typename F::Bits(code | (neg ? F::kSign : 0u));
+}
+
+// double -> code, rounded once from the double's own 53-bit significand (a
+// float32 intermediate would round twice: 1.0625 + 2^-40 is 1.125 in e4m3fn,
+// but in float32 it is 1.0625, a tie that goes to 1.0).
+template <class F>
+inline typename F::Bits round_to_format(double d) {
+  const uint64_t u = std::bit_cast<uint64_t>(d);
+  const bool neg = (u >> 63) != 0;
+  const uint32_t e = uint32_t(u >> 52) & 0x7FFu;
+  const uint64_t frac = u & ((uint64_t(1) << 52) - 1);
+  if (e == 0x7FF) return typename F::Bits((frac != 0 ? F::kNaN : F::kOverflow) | (neg ? F::kSign : 0u));
+  return round_to_format<F>(neg, e != 0 ? frac | (uint64_t(1) << 52) : frac, int(e != 0 ? e : 1) - 1075);
+}
+
+// Integer -> code, rounded once from the exact integer (not via a double,
+// which rounds integers past 2^53 itself).
+template <class F, typename I>
+inline typename F::Bits round_int_to_format(I v) {
+  static_assert(std::is_integral_v<I> && sizeof(I) <= 8);
+  if constexpr (std::is_signed_v<I>) {
+    if (v < 0) return round_to_format<F>(true, uint64_t(0) - uint64_t(v), 0);
+  }
+  return round_to_format<F>(false, uint64_t(v), 0);
+}
+
 }  // namespace detail
+
+inline uint16_t double_to_bf16_bits(double d) { return detail::round_to_format<detail::BF16Format>(d); }
+inline uint16_t double_to_f16_bits(double d) { return detail::round_to_format<detail::F16Format>(d); }
+inline uint8_t double_to_e4m3fn_bits(double d) { return detail::round_to_format<detail::E4M3FNFormat>(d); }
+inline uint8_t double_to_e5m2_bits(double d) { return detail::round_to_format<detail::E5M2Format>(d); }
 
 inline uint16_t float_to_bf16_bits(float f) {
   const uint32_t u = f32_to_bits(f);
@@ -141,26 +227,29 @@ inline uint8_t float_to_e5m2_bits(float f) {
 inline float e5m2_bits_to_float(uint8_t b) { return detail::decode<5, 2, true>(b); }
 
 // The storage types. Each converts implicitly to float (so generic kernels can
-// compute in float) and explicitly from float.
-#define KILN_NARROW_FLOAT(Name, Bits, Enc, Dec)                            \
-  struct Name {                                                            \
-    Bits bits;                                                             \
-    Name() = default;                                                      \
-    explicit Name(float f) : bits(Enc(f)) {}                               \
-    explicit Name(double d) : bits(Enc(float(d))) {}                       \
-    static Name from_bits(Bits b) {                                        \
-      Name r;                                                              \
-      r.bits = b;                                                          \
-      return r;                                                            \
-    }                                                                      \
-    operator float() const { return Dec(bits); }                           \
-  };                                                                       \
+// compute in float) and explicitly from float, double and integers, rounding
+// once from the exact source value.
+#define KILN_NARROW_FLOAT(Name, Bits, Enc, Dec, Fmt)                                                    \
+  struct Name {                                                                                         \
+    Bits bits;                                                                                          \
+    Name() = default;                                                                                   \
+    explicit Name(float f) : bits(Enc(f)) {}                                                            \
+    explicit Name(double d) : bits(detail::round_to_format<detail::Fmt>(d)) {}                          \
+    template <typename I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0> \
+    explicit Name(I v) : bits(detail::round_int_to_format<detail::Fmt>(v)) {}                           \
+    static Name from_bits(Bits b) {                                                                     \
+      Name r;                                                                                           \
+      r.bits = b;                                                                                       \
+      return r;                                                                                         \
+    }                                                                                                   \
+    operator float() const { return Dec(bits); }                                                        \
+  };                                                                                                    \
   static_assert(sizeof(Name) == sizeof(Bits))
 
-KILN_NARROW_FLOAT(bfloat16, uint16_t, float_to_bf16_bits, bf16_bits_to_float);
-KILN_NARROW_FLOAT(half, uint16_t, float_to_f16_bits, f16_bits_to_float);
-KILN_NARROW_FLOAT(float8_e4m3fn, uint8_t, float_to_e4m3fn_bits, e4m3fn_bits_to_float);
-KILN_NARROW_FLOAT(float8_e5m2, uint8_t, float_to_e5m2_bits, e5m2_bits_to_float);
+KILN_NARROW_FLOAT(bfloat16, uint16_t, float_to_bf16_bits, bf16_bits_to_float, BF16Format);
+KILN_NARROW_FLOAT(half, uint16_t, float_to_f16_bits, f16_bits_to_float, F16Format);
+KILN_NARROW_FLOAT(float8_e4m3fn, uint8_t, float_to_e4m3fn_bits, e4m3fn_bits_to_float, E4M3FNFormat);
+KILN_NARROW_FLOAT(float8_e5m2, uint8_t, float_to_e5m2_bits, e5m2_bits_to_float, E5M2Format);
 #undef KILN_NARROW_FLOAT
 
 using complex64 = std::complex<float>;

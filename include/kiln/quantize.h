@@ -19,7 +19,9 @@ QuantGranularity granularity_from_name(const std::string& name);
 // scale = amax / fp8_max over each group (1 for an all-zero group) and
 // w_fp8 = saturate(w / scale). Scale shapes: tensor: [] ; row: [..., N, 1];
 // block: [..., ceil(N/128), ceil(K/128)]. NaN or inf in w raise ValueError
-// (an FP8 weight must hold no NaN; the decode kernels rely on it).
+// (an FP8 weight must hold no NaN; the decode kernels rely on it). w / scale
+// is computed in float32 (a float64 w is rounded to float32 first) and then
+// rounded to FP8: by design, as every op computing into a narrow type.
 std::pair<Tensor, Tensor> quantize_fp8(const Tensor& w, QuantGranularity granularity,
                                        DType dtype = DType::Float8_e4m3fn);
 

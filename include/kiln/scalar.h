@@ -39,19 +39,20 @@ class Scalar {
   int64_t to_int64() const { return kind_ == Kind::Int || kind_ == Kind::Bool ? i_ : int64_t(d_); }
   complex128 to_complex() const { return {to_double(), imag_}; }
 
-  // The value converted to storage type T (C++ conversion semantics; narrow
-  // floats round to nearest even; an integer keeps all 64 bits).
+  // The value converted to storage type T (C++ conversion semantics; a float
+  // type rounds once, to nearest even, from the exact value, all 64 bits of an
+  // integer included; an integer type keeps all 64 bits).
   template <typename T> T to() const {
     if constexpr (std::is_same_v<T, bool>) {
       return kind_ == Kind::Complex ? (d_ != 0 || imag_ != 0) : (kind_ == Kind::Int ? i_ != 0 : d_ != 0);
     } else if constexpr (is_complex_v<T>) {
       using R = typename T::value_type;
-      return T(R(to_double()), R(imag_));
+      return T(real_as<R>(), R(imag_));
     } else if constexpr (std::is_integral_v<T>) {
       if (kind_ == Kind::Int || kind_ == Kind::Bool) return std::is_unsigned_v<T> ? T(u_ ? u_ : uint64_t(i_)) : T(i_);
       return float_to_int<T>(d_);
     } else {
-      return T(to_double());
+      return real_as<T>();
     }
   }
 
@@ -68,6 +69,15 @@ class Scalar {
   std::string str() const;
 
  private:
+  // The real part as floating type R: an integer converts from the integer
+  // itself, since going through the double would round twice past 2^53
+  // (2^60 + 2^36 + 1 is 2^60 + 2^37 in float32, but 2^60 via the double).
+  template <typename R>
+  R real_as() const {
+    if (kind_ == Kind::Int) return above_int64_ ? R(u_) : R(i_);
+    return R(d_);
+  }
+
   Kind kind_;
   int64_t i_ = 0;
   double d_ = 0;

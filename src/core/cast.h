@@ -1,7 +1,8 @@
 // cast<To>(From): the element conversion behind to(dtype) and copy_, with
 // PyTorch's semantics: bool is "!= 0", complex -> real keeps the real part,
 // float -> integer as kiln/float_to_int.h (x86 NumPy/torch results, NaN and
-// out-of-range included), narrow floats round to nearest even.
+// out-of-range included), narrow floats round once to nearest even from the
+// exact source value.
 #pragma once
 
 #include <cmath>
@@ -31,8 +32,13 @@ inline To cast(From v) {
     if constexpr (is_narrow_float_v<To>) return To(v ? 1.0f : 0.0f);
     else return To(v ? 1 : 0);
   } else if constexpr (is_narrow_float_v<To>) {
-    if constexpr (is_narrow_float_v<From>) return To(float(v));
-    else return To(static_cast<float>(v));
+    // Narrow values are exact in float32; float, double and integers round once
+    // from their exact value (no float32 step for double or int64).
+    if constexpr (is_narrow_float_v<From>) {
+      return To(float(v));
+    } else {
+      return To(v);
+    }
   } else if constexpr (std::is_integral_v<To> && is_float_v<From>) {
     return float_to_int<To>(double(compute_t<From>(v)));
   } else if constexpr (is_narrow_float_v<From>) {

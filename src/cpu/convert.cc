@@ -2,9 +2,13 @@
 // float16, float8_e4m3fn, float8_e5m2), dispatched to the best SIMD target at
 // run time and bit-identical to the scalar reference in kiln/float_types.h.
 //
-// Every pair goes through float32 in registers, exactly as the reference does
-// (narrow -> narrow is To(float(v)); f64 -> narrow rounds to f32 first), so a
-// pair is one decode into a small f32 block plus one encode of that block.
+// Every pair goes through float32 in registers, so a pair is one decode into a
+// small f32 block plus one encode of that block. Narrow -> narrow is exact that
+// way (narrow values are exact in f32). f64 -> narrow must round once: the f64
+// is first rounded to odd in f32 (truncated, lowest bit set when inexact), which
+// keeps every tie and every side of a tie of the narrow format (f32 has at least
+// 2 more significant bits than each, in every range), so the f32 encoder then
+// rounds as the double itself would.
 //
 // The encoders are integer formulations of the reference: round to nearest
 // even by adding (half - 1) + the lowest kept bit and shifting; target
@@ -231,6 +235,36 @@ void F64ToF32(const double* HWY_RESTRICT src, float* HWY_RESTRICT dst, int64_t n
   for (; i < n; ++i) dst[i] = static_cast<float>(src[i]);
 }
 
+// [n] float64 -> float32 rounded to odd, for a second rounding to a narrow
+// format. RNE, then, where inexact: one step toward zero if RNE went away from
+// zero (a magnitude in bits), and the lowest bit set. Overflow lands on FLT_MAX
+// (odd, rounds to the narrow overflow code); NaN and inf pass through.
+void F64ToF32Odd(const double* HWY_RESTRICT src, float* HWY_RESTRICT dst, int64_t n) {
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> df;
+  const hn::Rebind<int32_t, decltype(dd)> di;
+  const int64_t N = int64_t(hn::Lanes(dd));
+  const auto one = hn::Set(dd, 1.0);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto v = hn::LoadU(dd, src + i);
+    const auto r = hn::DemoteTo(df, v);
+    const auto back = hn::Abs(hn::PromoteTo(dd, r)), av = hn::Abs(v);
+    const auto away = hn::Gt(back, av);
+    const auto inexact = hn::Or(away, hn::Lt(back, av));  // false for NaN
+    // 0 / 1 per lane as int32 (Highway 1.0 demotes f64 -> i32, not i64 -> i32).
+    const auto down = hn::DemoteTo(di, hn::IfThenElseZero(away, one));
+    const auto odd = hn::DemoteTo(di, hn::IfThenElseZero(inexact, one));
+    hn::StoreU(hn::BitCast(df, hn::Or(hn::Sub(hn::BitCast(di, r), down), odd)), df, dst + i);
+  }
+  for (; i < n; ++i) {
+    const float r = static_cast<float>(src[i]);
+    const double back = std::fabs(double(r)), av = std::fabs(src[i]);
+    const uint32_t bits = f32_to_bits(r) - (back > av ? 1u : 0u);
+    dst[i] = bits_to_f32(bits | (back != av && !std::isnan(av) ? 1u : 0u));
+  }
+}
+
 void F32ToF64(const float* HWY_RESTRICT src, double* HWY_RESTRICT dst, int64_t n) {
   const hn::ScalableTag<double> dd;
   const hn::Rebind<float, decltype(dd)> df;
@@ -265,7 +299,7 @@ void FromF32(const float* src, void* dst, DType to, int64_t n) {
 }
 
 // [n] `from` -> [n] `to`, through float32 (directly when one side is float32,
-// else in blocks that stay in L1).
+// else in blocks that stay in L1; f64 rounded to odd on the way to a narrow type).
 void ConvertRange(const void* src, DType from, void* dst, DType to, int64_t n) {
   if (from == DType::Float32) return FromF32(static_cast<const float*>(src), dst, to, n);
   if (to == DType::Float32) return ToF32(src, from, static_cast<float*>(dst), n);
@@ -274,7 +308,11 @@ void ConvertRange(const void* src, DType from, void* dst, DType to, int64_t n) {
   const size_t in_size = itemsize(from), out_size = itemsize(to);
   for (int64_t b = 0; b < n; b += kBlock) {
     const int64_t len = n - b < kBlock ? n - b : kBlock;
-    ToF32(static_cast<const char*>(src) + b * in_size, from, buf, len);
+    const char* in = static_cast<const char*>(src) + b * in_size;
+    if (from == DType::Float64)
+      F64ToF32Odd(reinterpret_cast<const double*>(in), buf, len);
+    else
+      ToF32(in, from, buf, len);
     FromF32(buf, static_cast<char*>(dst) + b * out_size, to, len);
   }
 }

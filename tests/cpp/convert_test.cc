@@ -1,8 +1,10 @@
 // Narrow-float conversions: every code of every narrow format decoded and
 // checked against an independent double-precision decoder written from the
 // format definitions; round trips; the named special values; sampled float32
-// encodes on every compiled SIMD target; Tensor::to over layouts.
-// (tests/cpp/exhaustive/ covers all 2^32 float32 patterns.)
+// encodes on every compiled SIMD target; Tensor::to over layouts; float64 and
+// integer sources rounding once, through every path that narrows them.
+// (tests/cpp/exhaustive/ covers all 2^32 float32 patterns and a float64 /
+// integer sweep around every midpoint.)
 #include <gtest/gtest.h>
 
 #include <hwy/targets.h>
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cast.h"
 #include "cpu/convert.h"
 #include "kiln/kiln.h"
 
@@ -30,19 +33,27 @@ struct Format {
   uint32_t canonical_nan;    // magnitude code every NaN encodes to
   uint32_t (*encode)(float);  // the scalar reference
   float (*decode)(uint32_t);
+  uint32_t (*encode64)(double);  // the scalar reference from a double
   int bits() const { return 1 + exp_bits + man_bits; }
   uint32_t codes() const { return 1u << bits(); }
 };
 
 const Format kFormats[] = {
-    {"bfloat16", DType::BFloat16, 8, 7, true, 0x7FC0, [](float f) -> uint32_t { return float_to_bf16_bits(f); },
-     [](uint32_t c) { return bf16_bits_to_float(uint16_t(c)); }},
+    {"bfloat16", DType::BFloat16, 8, 7, true, 0x7FC0,
+     [](float f) -> uint32_t { return float_to_bf16_bits(f); },
+     [](uint32_t c) { return bf16_bits_to_float(uint16_t(c)); },
+     [](double d) -> uint32_t { return double_to_bf16_bits(d); }},
     {"float16", DType::Float16, 5, 10, true, 0x7E00, [](float f) -> uint32_t { return float_to_f16_bits(f); },
-     [](uint32_t c) { return f16_bits_to_float(uint16_t(c)); }},
+     [](uint32_t c) { return f16_bits_to_float(uint16_t(c)); },
+     [](double d) -> uint32_t { return double_to_f16_bits(d); }},
     {"float8_e4m3fn", DType::Float8_e4m3fn, 4, 3, false, 0x7F,
-     [](float f) -> uint32_t { return float_to_e4m3fn_bits(f); }, [](uint32_t c) { return e4m3fn_bits_to_float(uint8_t(c)); }},
-    {"float8_e5m2", DType::Float8_e5m2, 5, 2, true, 0x7E, [](float f) -> uint32_t { return float_to_e5m2_bits(f); },
-     [](uint32_t c) { return e5m2_bits_to_float(uint8_t(c)); }},
+     [](float f) -> uint32_t { return float_to_e4m3fn_bits(f); },
+     [](uint32_t c) { return e4m3fn_bits_to_float(uint8_t(c)); },
+     [](double d) -> uint32_t { return double_to_e4m3fn_bits(d); }},
+    {"float8_e5m2", DType::Float8_e5m2, 5, 2, true, 0x7E,
+     [](float f) -> uint32_t { return float_to_e5m2_bits(f); },
+     [](uint32_t c) { return e5m2_bits_to_float(uint8_t(c)); },
+     [](double d) -> uint32_t { return double_to_e5m2_bits(d); }},
 };
 
 // Independent decoder: sign * 2^(e - bias) * (1 + m / 2^M), subnormals
@@ -284,11 +295,13 @@ TEST(Convert, Float64AndNarrowToNarrowPairs) {
     const double want = f[i];
     EXPECT_EQ(std::memcmp(&back[i], &want, 8), 0) << i;
   }
-  // Any pair among f64 and the narrow floats goes through float32, as cast<> does.
+  // f64 -> narrow rounds once from the double (as the scalar cast<> does);
+  // narrow -> narrow goes through float32, which is exact.
   for (const Format& to : kFormats) {
     std::vector<char> out(d.size() * itemsize(to.dtype));
     ASSERT_TRUE(cpu::convert_contiguous(d.data(), DType::Float64, out.data(), to.dtype, int64_t(d.size())));
-    for (size_t i = 0; i < d.size(); ++i) EXPECT_EQ(unpack(to, out, i), to.encode(float(d[i]))) << to.name << " " << i;
+    for (size_t i = 0; i < d.size(); ++i)
+      EXPECT_EQ(unpack(to, out, i), to.encode64(d[i])) << to.name << " " << i;
     for (const Format& from : kFormats) {
       if (&from == &to) continue;
       const std::vector<uint32_t> codes = all_codes(from);
@@ -372,6 +385,157 @@ TEST(Convert, TensorToOverLayouts) {
   for (int64_t i = 0; i < x.numel(); ++i)
     bad += bits_at(q, i) != float_to_e4m3fn_bits(f16_bits_to_float(uint16_t(bits_at(h, i))));
   EXPECT_EQ(bad, 0);
+}
+
+// ---- float64 and integer sources round once -----------------------------------
+
+// The value a code stands for equals `want` (NaN for NaN, signed zeros by sign).
+bool decodes_to(const Format& f, uint32_t code, double want) {
+  const double got = independent_decode(f, code);
+  if (std::isnan(want)) return std::isnan(got);
+  return got == want && std::signbit(got) == std::signbit(want);
+}
+
+template <typename F>
+void for_format(DType d, F&& fn) {
+  dispatch<kFloatSet | kFp8Set>(d, "test", [&]<typename T>() {
+    if constexpr (is_narrow_float_v<T>) fn.template operator()<T>();
+  });
+}
+
+// x (a double, or a complex128 with x as its real part) narrowed by every path:
+// the scalar cast and Scalar, fill, and Tensor::to from contiguous (SIMD) and
+// strided float64 and complex128 tensors.
+void check_double_narrows_to(const Format& f, double x, double want) {
+  SCOPED_TRACE(std::string(f.name) + " from " + std::to_string(x));
+  for_format(f.dtype, [&]<typename T>() {
+    EXPECT_TRUE(decodes_to(f, cast<T>(x).bits, want)) << "cast<>";
+    EXPECT_TRUE(decodes_to(f, f.encode64(x), want)) << "reference";
+    EXPECT_TRUE(decodes_to(f, cast<T>(complex128(x, 5.0)).bits, want)) << "cast<> from complex128";
+    EXPECT_TRUE(decodes_to(f, Scalar(x).to<T>().bits, want)) << "Scalar::to";
+  });
+  EXPECT_TRUE(decodes_to(f, bits_at(full({1}, Scalar(x), f.dtype), 0), want)) << "full";
+  const int64_t n = 301;  // vector body and scalar tail
+  const Tensor x64 = full({n, 2}, Scalar(x), DType::Float64);
+  const Tensor c128 = full({n}, Scalar(complex128(x, -3.0)), DType::Complex128);
+  const Tensor outs[] = {x64.to(f.dtype), x64.select(1, 0).to(f.dtype).contiguous(), c128.to(f.dtype)};
+  for (const Tensor& y : outs) {
+    int bad = 0;
+    for (int64_t i = 0; i < y.numel(); ++i) bad += !decodes_to(f, bits_at(y, i), want);
+    EXPECT_EQ(bad, 0) << "Tensor::to, " << y.numel() << " elements";
+  }
+}
+
+TEST(Convert, Float64ToNarrowRoundsOnce) {
+  const Format &bf = kFormats[0], &h = kFormats[1], &e4 = kFormats[2], &e5 = kFormats[3];
+  const double t = std::ldexp(1.0, -40), nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  auto p2 = [](int e) { return std::ldexp(1.0, e); };
+  // In each "double rounding" case float32(x) is a tie of the format that goes the other way.
+  struct Case {
+    const Format& f;
+    double x, want;
+  };
+  const Case cases[] = {
+      {e4, 1.0625 + t, 1.125},
+      {e4, -(1.0625 + t), -1.125},
+      {e4, 1.0625 - t, 1.0},
+      {e4, 1.0625, 1.0},
+      {e4, 464 + p2(-30), nan},
+      {e4, 464, 448},
+      {e4, -(464 + p2(-30)), nan},
+      {e4, 1e300, nan},
+      {e4, inf, nan},
+      {e4, p2(-10) + p2(-50), p2(-9)},
+      {e4, 3 * p2(-10) - p2(-50), p2(-9)},
+      {e4, p2(-10), 0.0},
+      {e5, 1.125 + t, 1.25},
+      {e5, 61440 - p2(-30), 57344},
+      {e5, -(61440 - p2(-30)), -57344},
+      {e5, 61440, inf},
+      {e5, p2(-17) + p2(-60), p2(-16)},
+      {e5, -1e300, -inf},
+      {h, 1 + p2(-11) + t, 1 + p2(-10)},
+      {h, 65520 - p2(-30), 65504},
+      {h, 65520, inf},
+      {h, p2(-25) + p2(-70), p2(-24)},
+      {h, -(p2(-25) + p2(-70)), -p2(-24)},
+      {bf, 1 + p2(-8) + p2(-30), 1 + p2(-7)},
+      {bf, (2 - p2(-8)) * p2(127) - p2(100), (2 - p2(-7)) * p2(127)},
+      {bf, (2 - p2(-8)) * p2(127), inf},
+      {bf, p2(-134) + p2(-170), p2(-133)},
+      {bf, 3 * p2(-134) - p2(-170), p2(-133)},
+      {bf, 1e300, inf},
+      {bf, std::numeric_limits<double>::denorm_min(), 0.0},
+  };
+  for (const Case& c : cases) check_double_narrows_to(c.f, c.x, c.want);
+  for (const Format& f : kFormats) {
+    check_double_narrows_to(f, -0.0, -0.0);
+    check_double_narrows_to(f, -nan, nan);
+    check_double_narrows_to(f, 1e-300, 0.0);
+  }
+}
+
+// The integer v narrowed by the scalar cast, Scalar, fill and Tensor::to.
+template <typename I>
+void check_int_narrows_to(const Format& f, I v, double want) {
+  SCOPED_TRACE(std::string(f.name) + " from " + std::to_string(v));
+  for_format(f.dtype, [&]<typename T>() {
+    EXPECT_TRUE(decodes_to(f, cast<T>(v).bits, want)) << "cast<>";
+    EXPECT_TRUE(decodes_to(f, Scalar(v).to<T>().bits, want)) << "Scalar::to";
+  });
+  EXPECT_TRUE(decodes_to(f, bits_at(full({1}, Scalar(v), f.dtype), 0), want)) << "full";
+  std::vector<I> buf(37, v);
+  const Tensor y = from_buffer_copy(buf.data(), {37}, dtype_of<I>()).to(f.dtype);
+  for (int64_t i = 0; i < y.numel(); ++i)
+    EXPECT_TRUE(decodes_to(f, bits_at(y, i), want)) << "Tensor::to " << i;
+}
+
+TEST(Convert, IntegerToNarrowRoundsOnce) {
+  const Format &bf = kFormats[0], &h = kFormats[1], &e4 = kFormats[2], &e5 = kFormats[3];
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  auto p2 = [](int e) { return std::ldexp(1.0, e); };
+  auto i2 = [](int e) { return int64_t(1) << e; };
+  // bfloat16 keeps 8 bits: past 2^24 float32 (and past 2^53 the double) round
+  // the integer first, onto a bfloat16 tie.
+  check_int_narrows_to(bf, int32_t(i2(24) + i2(16) + 1), p2(24) + p2(17));
+  check_int_narrows_to(bf, int32_t(-(i2(24) + i2(16) + 1)), -(p2(24) + p2(17)));
+  check_int_narrows_to(bf, uint32_t((uint32_t(1) << 31) + (1u << 23) + 1), p2(31) + p2(24));
+  check_int_narrows_to(bf, i2(60) + i2(52) + 1, p2(60) + p2(53));
+  check_int_narrows_to(bf, -(i2(60) + i2(52) + 1), -(p2(60) + p2(53)));
+  check_int_narrows_to(bf, i2(60) + i2(53) + i2(52) - 1, p2(60) + p2(53));
+  check_int_narrows_to(bf, (uint64_t(1) << 63) + (uint64_t(1) << 55) + 1, p2(63) + p2(56));
+  check_int_narrows_to(bf, std::numeric_limits<int64_t>::min(), -p2(63));
+  check_int_narrows_to(bf, std::numeric_limits<int64_t>::max(), p2(63));
+  check_int_narrows_to(bf, std::numeric_limits<uint64_t>::max(), p2(64));
+  check_int_narrows_to(bf, int64_t(257), 256.0);
+  check_int_narrows_to(bf, int64_t(0), 0.0);
+  check_int_narrows_to(h, int64_t(65519), 65504.0);
+  check_int_narrows_to(h, int64_t(65520), inf);
+  check_int_narrows_to(h, int32_t(-65520), -inf);
+  check_int_narrows_to(h, int64_t(2049), 2048.0);
+  check_int_narrows_to(h, int64_t(2051), 2052.0);
+  check_int_narrows_to(h, i2(53) + 1, inf);
+  check_int_narrows_to(e4, int64_t(464), 448.0);
+  check_int_narrows_to(e4, int64_t(465), nan);
+  check_int_narrows_to(e4, int16_t(-17), -16.0);
+  check_int_narrows_to(e4, i2(62), nan);
+  check_int_narrows_to(e5, int64_t(61439), 57344.0);
+  check_int_narrows_to(e5, int64_t(61440), inf);
+  check_int_narrows_to(e5, uint8_t(9), 8.0);
+}
+
+TEST(Convert, IntegerScalarToFloat32RoundsOnce) {
+  // A Scalar keeps the integer: float32 and complex64 round it once, as
+  // static_cast<float> of the integer does (the double would round first:
+  // 2^60 + 2^36 + 1 -> 2^60 + 2^36, a float32 tie, -> 2^60).
+  const int64_t big = (int64_t(1) << 60) + (int64_t(1) << 36) + 1;
+  const uint64_t huge = (uint64_t(1) << 63) + (uint64_t(1) << 39) + 1;
+  EXPECT_EQ(Scalar(big).to<float>(), static_cast<float>(big));
+  EXPECT_EQ(double(static_cast<float>(big)), std::ldexp(1.0, 60) + std::ldexp(1.0, 37));
+  EXPECT_EQ(Scalar(huge).to<float>(), static_cast<float>(huge));
+  EXPECT_EQ(Scalar(-big).to<complex64>(), complex64(static_cast<float>(-big), 0.0f));
+  EXPECT_EQ(full({1}, Scalar(big), DType::Float32).item<float>(), static_cast<float>(big));
+  EXPECT_EQ(Scalar(big).to<double>(), static_cast<double>(big));
 }
 
 }  // namespace
