@@ -16,6 +16,7 @@ struct MemoryStats {
   uint64_t cache_hits = 0;    // of which served from the cache
 };
 
+// Throws OutOfMemoryError (carrying nbytes) when the system refuses.
 void* allocate(size_t nbytes);
 void deallocate(void* ptr, size_t nbytes);
 MemoryStats memory_stats();

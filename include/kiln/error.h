@@ -1,8 +1,11 @@
 // kiln's typed exceptions. Every message starts with "[op]" and names the
 // shapes and dtypes involved. The Python bindings map them to ValueError,
-// TypeError, IndexError, NotImplementedError and RuntimeError.
+// TypeError, IndexError, NotImplementedError, OverflowError, MemoryError,
+// OSError (FileNotFoundError, PermissionError, ... by errno) and RuntimeError.
 #pragma once
 
+#include <cstddef>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -32,6 +35,43 @@ class NotImplementedError : public Error {
  public:
   using Error::Error;
 };
+// A number that does not fit where it goes: a size past int64, a fill value
+// outside its dtype's range (Python OverflowError).
+class OverflowError : public Error {
+ public:
+  using Error::Error;
+};
+// Memory the system would not give (Python MemoryError); bytes() is the request.
+class OutOfMemoryError : public Error {
+ public:
+  OutOfMemoryError(const std::string& what, size_t bytes) : Error(what), bytes_(bytes) {}
+  size_t bytes() const { return bytes_; }
+
+ private:
+  size_t bytes_;
+};
+// A file that cannot be opened or read; error_code() is the errno (Python raises
+// the matching OSError subclass: FileNotFoundError, PermissionError,
+// IsADirectoryError, ...). A ValueError so that code catching a bad path as one
+// keeps working.
+class OSError : public ValueError {
+ public:
+  OSError(const std::string& what, int error_code, std::string path)
+      : ValueError(what), error_code_(error_code), path_(std::move(path)) {}
+  int error_code() const { return error_code_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  int error_code_;
+  std::string path_;
+};
+// "[op] cannot open PATH: <strerror(error_code)>" as an OSError. Inline: the
+// parsers' fuzz targets build without the rest of the library.
+[[noreturn]] inline void throw_os_error(const char* op, const std::string& path, int error_code,
+                                        const char* action = "cannot open") {
+  throw OSError(std::string("[") + op + "] " + action + " " + path + ": " + std::strerror(error_code),
+                error_code, path);
+}
 
 // KILN_CHECK(cond, ExceptionType, "[op] message " << value ...)
 #define KILN_CHECK(cond, Exc, msg)       \

@@ -66,6 +66,17 @@ class Scalar {
       default: return kDefaultComplex;
     }
   }
+  // Whether the value converts to dtype d without overflow, by torch's rule
+  // (c10::checked_convert, which torch applies when a fill value, a factory
+  // value or a clamp bound is stored): anything converts to bool; otherwise a
+  // finite value must lie within d's range (real and imaginary parts apart for
+  // complex d), a complex value with an imaginary part fits no real d, NaN and
+  // inf fit only float dtypes that have them. An integer value going into an
+  // unsigned dtype may be negative down to -max (it wraps, as in torch:
+  // full(-1, dtype=uint8) is 255).
+  bool fits(DType d) const;
+  // "value V does not fit D" style text: the value as Python writes it (uint64
+  // values past int64 included).
   std::string str() const;
 
  private:

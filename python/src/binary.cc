@@ -24,7 +24,7 @@ const Tensor* out_ptr(nb::handle out, Tensor* storage) {
 // Calls f(x, y) with the operands as Tensor or Scalar (at least one tensor).
 template <typename F>
 Tensor visit2(const char* op, nb::handle a, nb::handle b, F&& f) {
-  const Operand x = py::to_operand(a), y = py::to_operand(b);
+  const Operand x = py::to_operand(a, op), y = py::to_operand(b, op);
   return std::visit(
       [&](const auto& p, const auto& q) -> Tensor {
         using P = std::decay_t<decltype(p)>;
@@ -55,9 +55,9 @@ template <typename F>
 void def_inplace(const char* name, F f) {
   nb::handle cls = nb::type<Tensor>();
   set_method(name, nb::cpp_function(
-                       [f](nb::handle self, nb::handle other) -> nb::object {
+                       [f, name](nb::handle self, nb::handle other) -> nb::object {
                          const Tensor& s = nb::cast<const Tensor&>(self);
-                         const Operand o = py::to_operand(other);
+                         const Operand o = py::to_operand(other, name);
                          std::visit([&](const auto& v) { f(s, v); }, o);
                          return nb::borrow(self);
                        },
@@ -83,10 +83,10 @@ template <typename F>
 void def_ioperator(const char* name, F f) {
   nb::handle cls = nb::type<Tensor>();
   set_method(name, nb::cpp_function(
-                       [f](nb::handle self, nb::handle other) -> nb::object {
+                       [f, name](nb::handle self, nb::handle other) -> nb::object {
                          if (!is_operand(other)) return nb::borrow(Py_NotImplemented);
                          const Tensor& s = nb::cast<const Tensor&>(self);
-                         const Operand o = py::to_operand(other);
+                         const Operand o = py::to_operand(other, name);
                          std::visit([&](const auto& v) { f(s, v); }, o);
                          return nb::borrow(self);
                        },
@@ -141,22 +141,23 @@ void init_binary(nb::module_& m) {
     const bool is_add = name[0] == 'a';
     nb::handle cls = nb::type<Tensor>();
     set_method(name, nb::cpp_function(
-                         [is_add](nb::handle self, nb::handle other, Scalar alpha) -> nb::object {
+                         [is_add, name](nb::handle self, nb::handle other, Scalar alpha) -> nb::object {
                            const Tensor& s = nb::cast<const Tensor&>(self);
-                           const Operand o = py::to_operand(other);
+                           const Operand o = py::to_operand(other, name);
                            std::visit([&](const auto& v) { is_add ? (void)kiln::add_(s, v, alpha) : (void)kiln::sub_(s, v, alpha); }, o);
                            return nb::borrow(self);
                          },
-                         nb::scope(cls), nb::name(name), nb::is_method(), "other"_a, nb::kw_only(), "alpha"_a = 1));
+                         nb::scope(cls), nb::name(name), nb::is_method(), "other"_a, nb::kw_only(),
+                         "alpha"_a = 1));
   }
 
   // ---- div with rounding_mode ----
   m.def(
       "div",
-      [](nb::handle a, nb::handle b, std::optional<std::string> rounding_mode, nb::handle out) {
+      [](nb::handle a, nb::handle b, nb::handle rounding_mode, nb::handle out) {
         Tensor o;
         const Tensor* op = out_ptr(out, &o);
-        const std::string rm = rounding_mode.value_or("");
+        const std::string rm(py::optional_utf8(rounding_mode, "div", "rounding_mode").value_or(""));
         return result(visit2("div", a, b, [&](const auto& x, const auto& y) { return kiln::div(x, y, rm, op); }), out);
       },
       "input"_a, "other"_a, nb::kw_only(), "rounding_mode"_a = nb::none(), "out"_a = nb::none());
@@ -164,10 +165,11 @@ void init_binary(nb::module_& m) {
   py::def_tensor_method(m, "div");
   py::def_tensor_method(m, "divide", "div");
   set_method("div_", nb::cpp_function(
-                         [](nb::handle self, nb::handle other, std::optional<std::string> rounding_mode) -> nb::object {
+                         [](nb::handle self, nb::handle other, nb::handle rounding_mode) -> nb::object {
                            const Tensor& s = nb::cast<const Tensor&>(self);
-                           const Operand o = py::to_operand(other);
-                           const std::string rm = rounding_mode.value_or("");
+                           const Operand o = py::to_operand(other, "div_");
+                           const std::string rm(
+                               py::optional_utf8(rounding_mode, "div_", "rounding_mode").value_or(""));
                            std::visit([&](const auto& v) { kiln::div_(s, v, rm); }, o);
                            return nb::borrow(self);
                          },
@@ -266,33 +268,41 @@ void init_binary(nb::module_& m) {
         const Tensor c = py::to_tensor(cond);
         Tensor o;
         const Tensor* op = out_ptr(out, &o);
-        const Operand x = py::to_operand(a), y = py::to_operand(b);
+        const Operand x = py::to_operand(a, "where"), y = py::to_operand(b, "where");
         const Tensor r = std::visit([&](const auto& p, const auto& q) { return kiln::where(c, p, q, op); }, x, y);
         return result(r, out);
       },
       "condition"_a, "input"_a, "other"_a, nb::kw_only(), "out"_a = nb::none());
   set_method("where", nb::cpp_function(
                           [](const Tensor& self, nb::handle cond, nb::handle other) {
-                            const Operand y = py::to_operand(other);
+                            const Operand y = py::to_operand(other, "where");
                             const Tensor c = py::to_tensor(cond);
                             return std::visit([&](const auto& q) { return kiln::where(c, self, q); }, y);
                           },
-                          nb::scope(nb::type<Tensor>()), nb::name("where"), nb::is_method(), "condition"_a, "other"_a));
+                          nb::scope(nb::type<Tensor>()), nb::name("where"), nb::is_method(), "condition"_a,
+                          "other"_a));
 
   // ---- clamp ----
   // min/max: None, a number or a tensor; with any tensor bound, a number bound
   // becomes a 0-dim tensor of its promotion dtype.
   auto clamp_call = [](const Tensor& x, nb::handle lo, nb::handle hi, const Tensor* out, const Tensor* self) {
     const bool tensor_bounds = (!lo.is_none() && !py::is_number(lo)) || (!hi.is_none() && !py::is_number(hi));
+    const char* op = self ? "clamp_" : "clamp";
     if (!tensor_bounds) {
       std::optional<Scalar> l, h;
-      if (!lo.is_none()) l = py::to_scalar(lo);
-      if (!hi.is_none()) h = py::to_scalar(hi);
+      ResultType rt;
+      rt.add(x.dtype(), x.dim() == 0 ? Priority::ZeroDim : Priority::Dimensioned);
+      if (!lo.is_none()) rt.add((l = py::to_scalar(lo, op))->promotion_dtype(), Priority::Scalar);
+      if (!hi.is_none()) rt.add((h = py::to_scalar(hi, op))->promotion_dtype(), Priority::Scalar);
+      // As torch: the bounds are converted (checked) to the dtype the clamp runs in.
+      const DType d = self ? self->dtype() : (out ? out->dtype() : rt.get());
+      if (l) py::check_fits(*l, d, op, "min");
+      if (h) py::check_fits(*h, d, op, "max");
       return self ? kiln::clamp_(*self, l, h) : kiln::clamp(x, l, h, out);
     }
-    auto bound = [](nb::handle b) -> std::optional<Tensor> {
+    auto bound = [op](nb::handle b) -> std::optional<Tensor> {
       if (b.is_none()) return std::nullopt;
-      const Operand o = py::to_operand(b);
+      const Operand o = py::to_operand(b, op);
       if (const Scalar* s = std::get_if<Scalar>(&o)) return scalar_tensor(*s, s->promotion_dtype());
       return std::get<Tensor>(o);
     };
@@ -334,7 +344,7 @@ void init_binary(nb::module_& m) {
         Tensor o;
         const Tensor* op = out_ptr(out, &o);
         const Tensor e = py::to_tensor(end);
-        const Operand w = py::to_operand(weight);
+        const Operand w = py::to_operand(weight, "lerp");
         const Tensor r = std::visit([&](const auto& v) { return kiln::lerp(start, e, v, op); }, w);
         return result(r, out);
       },
@@ -344,7 +354,7 @@ void init_binary(nb::module_& m) {
                           [](nb::handle self, nb::handle end, nb::handle weight) -> nb::object {
                             const Tensor& s = nb::cast<const Tensor&>(self);
                             const Tensor e = py::to_tensor(end);
-                            const Operand w = py::to_operand(weight);
+                            const Operand w = py::to_operand(weight, "lerp_");
                             std::visit([&](const auto& v) { kiln::lerp_(s, e, v); }, w);
                             return nb::borrow(self);
                           },

@@ -1,5 +1,6 @@
 // Python argument -> kiln value conversions shared by every binding file
 // (declared in bind_util.h): numbers, nested lists, shapes, dims, operands.
+#include <climits>
 #include <string>
 
 #include "bind_util.h"
@@ -93,8 +94,7 @@ void scan(nb::handle h, size_t depth, ListScan& s) {
       if (is_numpy_array(h)) {  // 0-d array
         k = dtype_kind(dtype_from_numpy(h.attr("dtype")));
       } else {
-        throw TypeError("[tensor] could not convert an element of type " +
-                        nb::cast<std::string>(nb::str(h.type().attr("__name__"))) + " to a number");
+        throw TypeError("[tensor] could not convert an element of type " + py_type_name(h) + " to a number");
       }
     }
   }
@@ -104,8 +104,8 @@ void scan(nb::handle h, size_t depth, ListScan& s) {
 
 Scalar leaf_scalar(nb::handle h) {
   if (is_tensor(h)) return nb::cast<const Tensor&>(h).item();
-  if (is_numpy_array(h)) return to_scalar(h.attr("item")());
-  return to_scalar(h);
+  if (is_numpy_array(h)) return to_scalar(h.attr("item")(), "tensor");
+  return to_scalar(h, "tensor");
 }
 
 }  // namespace
@@ -119,7 +119,7 @@ bool is_numpy_array(nb::handle h) {
   return PyObject_IsInstance(h.ptr(), nd.ptr()) == 1;
 }
 
-Scalar to_scalar(nb::handle h) {
+Scalar to_scalar(nb::handle h, const char* op) {
   PyObject* o = h.ptr();
   switch (number_kind(h)) {
     case 0: return Scalar(PyObject_IsTrue(o) == 1);
@@ -134,8 +134,9 @@ Scalar to_scalar(nb::handle h) {
         if (!PyErr_Occurred()) return Scalar(uint64_t(u));
         PyErr_Clear();
       }
-      throw std::overflow_error("[scalar] Python integer " + nb::cast<std::string>(nb::str(h)) +
-                                " is out of the int64/uint64 range");
+      // torch's argument parser raises OverflowError here too (int too big to convert).
+      throw OverflowError(std::string("[") + op + "] Python integer " + py_str(idx) +
+                          " does not fit int64 or uint64");
     }
     case 2: {
       const double v = PyFloat_AsDouble(o);
@@ -148,9 +149,34 @@ Scalar to_scalar(nb::handle h) {
       return Scalar(complex128(c.real, c.imag));
     }
     default:
-      throw TypeError("[scalar] expected a number (bool, int, float or complex), got " +
-                      nb::cast<std::string>(nb::str(h.type().attr("__name__"))));
+      throw TypeError(std::string("[") + op + "] expected a number (bool, int, float or complex), got " +
+                      py_type_name(h));
   }
+}
+
+void check_fits(const Scalar& v, DType d, const char* op, const char* what) {
+  // A complex value into a real dtype is a TypeError, as kiln's index_put_ / masked_fill_
+  // have it (torch calls it an overflow).
+  if (v.is_complex() && !is_complex(d) && d != DType::Bool && v.to_complex().imag() != 0)
+    throw TypeError(std::string("[") + op + "] cannot convert the complex " + what + " " + v.str() + " to " +
+                    name(d));
+  if (!v.fits(d))
+    throw OverflowError(std::string("[") + op + "] " + what + " " + v.str() + " cannot be converted to " +
+                        name(d) + " without overflow");
+}
+
+int64_t to_int64(nb::handle h, const char* op, const char* what) {
+  PyObject* o = h.ptr();
+  if (!PyIndex_Check(o) || PyBool_Check(o) || is_tensor(h))
+    throw TypeError(std::string("[") + op + "] " + what + " must be an int, got " + py_type_name(h));
+  nb::object idx = nb::steal(PyNumber_Index(o));
+  if (!idx.is_valid()) throw nb::python_error();
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(idx.ptr(), &overflow);
+  if (overflow != 0)
+    throw OverflowError(std::string("[") + op + "] " + what + " " + py_str(idx) + " does not fit int64");
+  if (v == -1 && PyErr_Occurred()) throw nb::python_error();
+  return int64_t(v);
 }
 
 nb::object scalar_to_python(const Scalar& s) {
@@ -186,16 +212,21 @@ Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype) {
   scan(data, 0, s);
   // An empty sequence is float32, as torch.tensor([]).
   const DType d = dtype ? *dtype : default_dtype_for_kind(s.kind < 0 ? 2 : s.kind);
-  if (!dtype && d == DType::Int64) {
-    for (nb::handle leaf : s.leaves)
-      if (leaf_scalar(leaf).above_int64())
-        throw ValueError("[tensor] " + nb::cast<std::string>(nb::str(leaf)) +
-                         " does not fit int64; pass dtype=kiln.uint64");
+  // Every element is converted (and range-checked) before the output is allocated.
+  std::vector<Scalar> values;
+  values.reserve(s.leaves.size());
+  for (nb::handle leaf : s.leaves) {
+    values.push_back(leaf_scalar(leaf));
+    const Scalar& v = values.back();
+    if (!dtype && d == DType::Int64 && v.above_int64())
+      throw OverflowError("[tensor] " + v.str() + " does not fit int64; pass dtype=kiln.uint64");
+    // As torch.tensor: integer dtypes are range-checked, float dtypes round (to inf).
+    if (is_integral(d, false)) check_fits(v, d, "tensor", "value");
   }
   Tensor out = empty(s.shape, d);
   dispatch<kAllSet>(d, "tensor", [&]<typename T>() {
     T* p = static_cast<T*>(out.data_ptr());
-    for (size_t i = 0; i < s.leaves.size(); ++i) p[i] = leaf_scalar(s.leaves[i]).template to<T>();
+    for (size_t i = 0; i < values.size(); ++i) p[i] = values[i].template to<T>();
   });
   return out;
 }
@@ -214,9 +245,9 @@ Tensor to_tensor(nb::handle h) {
   return tensor_from_data(h, std::nullopt);
 }
 
-Operand to_operand(nb::handle h) {
+Operand to_operand(nb::handle h, const char* op) {
   if (is_tensor(h)) return nb::cast<const Tensor&>(h);
-  if (is_number(h)) return to_scalar(h);
+  if (is_number(h)) return to_scalar(h, op);
   return to_tensor(h);
 }
 
@@ -233,59 +264,84 @@ Tensor operand_tensor(const Operand& op, DType d) {
   return scalar_tensor(std::get<Scalar>(op), d);
 }
 
-std::optional<std::vector<int>> to_dims(nb::handle h) {
+int to_dim(nb::handle d, const char* op) {
+  if (!PyIndex_Check(d.ptr()) || PyBool_Check(d.ptr()) || is_tensor(d))
+    throw TypeError(std::string("[") + op + "] dim must be an int, got " + py_repr(d));
+  nb::object idx = nb::steal(PyNumber_Index(d.ptr()));
+  if (!idx.is_valid()) throw nb::python_error();
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(idx.ptr(), &overflow);
+  if (overflow != 0 || v < INT_MIN || v > INT_MAX)
+    throw IndexError(std::string("[") + op + "] dimension " + py_str(idx) + " is out of range");
+  return int(v);
+}
+
+namespace {
+
+// One size (or stride): an int that fits int64.
+int64_t to_size(nb::handle e, const char* op, const char* what) {
+  if (!PyIndex_Check(e.ptr()) || PyBool_Check(e.ptr()) || is_tensor(e))
+    throw TypeError(std::string("[") + op + "] expected a sequence of ints for the " + what +
+                    ", got an element " + py_repr(e));
+  return to_int64(e, op, what);
+}
+
+}  // namespace
+
+std::optional<std::vector<int>> to_dims(nb::handle h, const char* op) {
   if (h.is_none()) return std::nullopt;
   std::vector<int> dims;
   if (PyIndex_Check(h.ptr()) && !PyBool_Check(h.ptr())) {
-    dims.push_back(nb::cast<int>(nb::int_(h)));
+    dims.push_back(to_dim(h, op));
     return dims;
   }
   if (PyList_Check(h.ptr()) || PyTuple_Check(h.ptr())) {
-    for (nb::handle d : h) {
-      if (!PyIndex_Check(d.ptr()) || PyBool_Check(d.ptr()))
-        throw TypeError("[dim] expected an int or a tuple of ints, got an element " +
-                        nb::cast<std::string>(nb::repr(d)));
-      dims.push_back(nb::cast<int>(nb::int_(d)));
-    }
+    for (nb::handle d : h) dims.push_back(to_dim(d, op));
     return dims;
   }
-  throw TypeError("[dim] expected None, an int or a tuple of ints, got " + nb::cast<std::string>(nb::repr(h)));
+  throw TypeError(std::string("[") + op + "] expected None, an int or a tuple of ints for dim, got " +
+                  py_repr(h));
 }
 
-Shape to_shape(nb::handle h) {
+std::vector<int> dims_from_args(const nb::args& args, const char* op) {
+  if (args.size() == 1 && !PyIndex_Check(args[0].ptr()))
+    return to_dims(args[0], op).value_or(std::vector<int>{});
+  std::vector<int> dims;
+  for (nb::handle a : args) dims.push_back(to_dim(a, op));
+  return dims;
+}
+
+Shape to_shape(nb::handle h, const char* op, const char* what) {
   Shape shape;
   if (PyIndex_Check(h.ptr()) && !PyBool_Check(h.ptr()) && !is_tensor(h)) {
-    shape.push_back(nb::cast<int64_t>(nb::int_(h)));
+    shape.push_back(to_int64(h, op, what));
     return shape;
   }
   if (PyList_Check(h.ptr()) || PyTuple_Check(h.ptr()) || PySequence_Check(h.ptr())) {
     const size_t n = nb::len(h);
     nb::object seq = nb::borrow(h);
-    for (size_t i = 0; i < n; ++i) {
-      nb::object e = seq[i];
-      if (!PyIndex_Check(e.ptr()) || PyBool_Check(e.ptr()))
-        throw TypeError("[size] expected a sequence of ints, got an element " + nb::cast<std::string>(nb::repr(e)));
-      shape.push_back(nb::cast<int64_t>(nb::int_(e)));
-    }
+    for (size_t i = 0; i < n; ++i) shape.push_back(to_size(seq[i], op, what));
     return shape;
   }
-  throw TypeError("[size] expected an int or a sequence of ints, got " + nb::cast<std::string>(nb::repr(h)));
+  throw TypeError(std::string("[") + op + "] expected an int or a sequence of ints for the " + what +
+                  ", got " + py_repr(h));
 }
 
-Shape shape_from_args(const nb::args& args) {
-  if (args.size() == 1 && !PyIndex_Check(args[0].ptr())) return to_shape(args[0]);
+Shape shape_from_args(const nb::args& args, const char* op) {
+  if (args.size() == 1 && !PyIndex_Check(args[0].ptr())) return to_shape(args[0], op);
   Shape shape;
   for (nb::handle a : args) {
     if (!PyIndex_Check(a.ptr()) || PyBool_Check(a.ptr()))
-      throw TypeError("[size] expected ints or one sequence of ints, got " + nb::cast<std::string>(nb::repr(a)));
-    shape.push_back(nb::cast<int64_t>(nb::int_(a)));
+      throw TypeError(std::string("[") + op + "] expected ints or one sequence of ints for the size, got " +
+                      py_repr(a));
+    shape.push_back(to_int64(a, op, "size"));
   }
   return shape;
 }
 
 void check_device(nb::handle device, const char* op) {
   if (device.is_none()) return;
-  const std::string s = nb::cast<std::string>(nb::str(device));
+  const std::string s = py_str(device);
   if (s != "cpu" && s != "cpu:0")
     throw NotImplementedError(std::string("[") + op + "] device '" + s +
                               "' is not available in this build; only 'cpu' is");

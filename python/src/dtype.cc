@@ -66,7 +66,7 @@ DType dtype_from_numpy(nb::handle np_dtype) {
 DType to_dtype(nb::handle h) {
   if (nb::isinstance<PyDType>(h)) return nb::cast<PyDType&>(h).value;
   if (nb::isinstance<nb::str>(h)) {
-    const std::string s = nb::cast<std::string>(h);
+    const std::string s(utf8(h, "dtype", "dtype name"));
     try {
       return dtype_from_name(s.rfind("kiln.", 0) == 0 ? s.substr(5) : s);
     } catch (const TypeError&) {
@@ -83,8 +83,8 @@ DType to_dtype(nb::handle h) {
   if (h.ptr() == (PyObject*)&PyFloat_Type) return DType::Float64;
   if (h.ptr() == (PyObject*)&PyComplex_Type) return DType::Complex128;
   nb::handle tp = h.type();
-  const std::string tp_name = nb::cast<std::string>(nb::getattr(tp, "__name__", nb::str("")));
-  const std::string tp_mod = nb::cast<std::string>(nb::getattr(tp, "__module__", nb::str("")));
+  const std::string tp_name = py_str(nb::getattr(tp, "__name__", nb::str("")));
+  const std::string tp_mod = py_str(nb::getattr(tp, "__module__", nb::str("")));
   if (tp_mod == "torch" && tp_name == "dtype") {
     std::string s = nb::cast<std::string>(nb::str(h));
     return dtype_from_name(s.substr(s.find('.') + 1));
@@ -94,7 +94,7 @@ DType to_dtype(nb::handle h) {
   if (nb::isinstance(h, np.attr("dtype"))) return dtype_from_numpy(h);
   if (PyType_Check(h.ptr()) && PyObject_IsSubclass(h.ptr(), np.attr("generic").ptr()) == 1)
     return dtype_from_numpy(np.attr("dtype")(h));
-  throw TypeError("[dtype] expected a kiln dtype, got " + nb::cast<std::string>(nb::repr(h)));
+  throw TypeError("[dtype] expected a kiln dtype, got " + py_repr(h));
 }
 
 std::optional<DType> to_optional_dtype(nb::handle h) {

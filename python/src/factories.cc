@@ -16,40 +16,114 @@ DType float_dtype(std::optional<DType> d, const char* op) {
   return r;
 }
 
+std::string u128_string(unsigned __int128 v) {
+  std::string s;
+  do {
+    s.insert(s.begin(), char('0' + int(v % 10)));
+    v /= 10;
+  } while (v != 0);
+  return s;
+}
+
+[[noreturn]] void throw_oom(const char* op, unsigned __int128 bytes, const Shape& shape, DType d,
+                            const char* why) {
+  throw OutOfMemoryError(std::string("[") + op + "] cannot allocate " + u128_string(bytes) +
+                             " bytes (shape " + shape_to_string(shape) + ", dtype " + name(d) + "): " + why,
+                         bytes > SIZE_MAX ? SIZE_MAX : size_t(bytes));
+}
+
+// Runs factory f, which allocates `shape` of dtype d, so that every size error names
+// the factory: ValueError for a negative size, OverflowError for an element count past
+// int64, MemoryError "[op] cannot allocate N bytes (shape [..], dtype ..): out of
+// memory" for a request the system refuses (or no address space holds).
+template <typename F>
+Tensor allocating(const char* op, const Shape& shape, DType d, F&& f) {
+  bool zero = false;
+  for (int64_t s : shape) {
+    if (s < 0)
+      throw ValueError(std::string("[") + op + "] negative dimension in shape " + shape_to_string(shape));
+    zero |= s == 0;
+  }
+  int64_t n = 1;
+  if (!zero)
+    for (int64_t s : shape)
+      if (__builtin_mul_overflow(n, s, &n))
+        throw OverflowError(std::string("[") + op + "] shape " + shape_to_string(shape) +
+                            " has more elements than int64 can count");
+  const unsigned __int128 bytes = (unsigned __int128)n * itemsize(d);
+  if (bytes > (unsigned __int128)(uint64_t(1) << 62))
+    throw_oom(op, bytes, shape, d, "larger than any address space");
+  try {
+    return f();
+  } catch (const OutOfMemoryError&) {
+    throw_oom(op, bytes, shape, d, "out of memory");
+  }
+}
+
 Tensor like(const Tensor& t, std::optional<DType> dtype, nb::handle device, const char* op) {
   check_device(device, op);
-  return empty(t.sizes(), dtype.value_or(t.dtype()));
+  const DType d = dtype.value_or(t.dtype());
+  return allocating(op, t.sizes(), d, [&] { return empty(t.sizes(), d); });
+}
+
+// A range bound: a real number (complex bounds are refused, as torch).
+double real_bound(nb::handle h, const char* op, const char* what) {
+  const Scalar s = to_scalar(h, op);
+  if (s.is_complex()) throw TypeError(std::string("[") + op + "] " + what + " must be real, got " + s.str());
+  return s.to_double();
+}
+
+// A seed in [-2^63, 2^64): negative seeds wrap to uint64, as torch.manual_seed.
+uint64_t to_seed(nb::handle h, const char* op) {
+  if (!PyIndex_Check(h.ptr()) || PyBool_Check(h.ptr()))
+    throw TypeError(std::string("[") + op + "] seed must be an int, got " + py_type_name(h));
+  const Scalar s = to_scalar(nb::int_(h), op);
+  return s.above_int64() ? s.to<uint64_t>() : uint64_t(s.to_int64());
 }
 
 }  // namespace
+
+Tensor empty_checked(const char* op, const Shape& shape, DType d) {
+  return allocating(op, shape, d, [&] { return empty(shape, d); });
+}
 
 void init_factories(nb::module_& m) {
   // ---- shape factories: f(*size, dtype=None, device=None) ----
   m.def("empty", [](nb::args size, std::optional<DType> dtype, nb::handle device) {
     check_device(device, "empty");
-    return empty(shape_from_args(size), dtype.value_or(kDefaultFloat));
+    const Shape shape = shape_from_args(size, "empty");
+    const DType d = dtype.value_or(kDefaultFloat);
+    return allocating("empty", shape, d, [&] { return empty(shape, d); });
   }, "size"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
      "An uninitialized tensor of the given size.");
   m.def("zeros", [](nb::args size, std::optional<DType> dtype, nb::handle device) {
     check_device(device, "zeros");
-    return zeros(shape_from_args(size), dtype.value_or(kDefaultFloat));
+    const Shape shape = shape_from_args(size, "zeros");
+    const DType d = dtype.value_or(kDefaultFloat);
+    return allocating("zeros", shape, d, [&] { return zeros(shape, d); });
   }, "size"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
   m.def("ones", [](nb::args size, std::optional<DType> dtype, nb::handle device) {
     check_device(device, "ones");
-    return ones(shape_from_args(size), dtype.value_or(kDefaultFloat));
+    const Shape shape = shape_from_args(size, "ones");
+    const DType d = dtype.value_or(kDefaultFloat);
+    return allocating("ones", shape, d, [&] { return ones(shape, d); });
   }, "size"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
   m.def("full", [](nb::handle size, nb::handle fill_value, std::optional<DType> dtype, nb::handle device) {
     check_device(device, "full");
-    const Shape shape = to_shape(size);
+    const Shape shape = to_shape(size, "full");
     Scalar v;
+    DType d;
     if (is_tensor(fill_value)) {
       const Tensor& t = nb::cast<const Tensor&>(fill_value);
       if (t.dim() != 0) throw ValueError("[full] fill_value must be a number or a 0-dim tensor");
       v = t.item();
-      return full(shape, v, dtype.value_or(t.dtype()));
+      d = dtype.value_or(t.dtype());
+    } else {
+      v = to_scalar(fill_value, "full");
+      d = dtype.value_or(v.promotion_dtype());
+      check_fits(v, d, "full", "fill_value");
     }
-    v = to_scalar(fill_value);
-    return dtype ? full(shape, v, *dtype) : full(shape, v);
+    return allocating("full", shape, d, [&] { return full(shape, v, d); });
   }, "size"_a, "fill_value"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
      "A tensor filled with fill_value; the dtype follows the value (bool, int64, float32, complex64) unless given.");
 
@@ -63,47 +137,96 @@ void init_factories(nb::module_& m) {
   m.def("ones_like", [](const Tensor& t, std::optional<DType> dtype, nb::handle device) {
     return like(t, dtype, device, "ones_like").fill_(Scalar(int64_t(1)));
   }, "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
-  m.def("full_like", [](const Tensor& t, Scalar value, std::optional<DType> dtype, nb::handle device) {
-    return like(t, dtype, device, "full_like").fill_(value);
-  }, "input"_a, "fill_value"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
-  m.def("rand_like", [](const Tensor& t, std::optional<DType> dtype, std::optional<Generator*> g) {
-    return rand(t.sizes(), dtype.value_or(t.dtype()), gen_ptr(g));
-  }, "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "generator"_a = nb::none());
-  m.def("randn_like", [](const Tensor& t, std::optional<DType> dtype, std::optional<Generator*> g) {
-    return randn(t.sizes(), dtype.value_or(t.dtype()), gen_ptr(g));
-  }, "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "generator"_a = nb::none());
+  m.def(
+      "full_like",
+      [](const Tensor& t, nb::handle fill_value, std::optional<DType> dtype, nb::handle device) {
+        const Scalar v = to_scalar(fill_value, "full_like");
+        check_fits(v, dtype.value_or(t.dtype()), "full_like", "fill_value");
+        return like(t, dtype, device, "full_like").fill_(v);
+      },
+      "input"_a, "fill_value"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
+  m.def(
+      "rand_like",
+      [](const Tensor& t, std::optional<DType> dtype, std::optional<Generator*> g) {
+        const DType d = dtype.value_or(t.dtype());
+        return allocating("rand_like", t.sizes(), d, [&] { return rand(t.sizes(), d, gen_ptr(g)); });
+      },
+      "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "generator"_a = nb::none());
+  m.def(
+      "randn_like",
+      [](const Tensor& t, std::optional<DType> dtype, std::optional<Generator*> g) {
+        const DType d = dtype.value_or(t.dtype());
+        return allocating("randn_like", t.sizes(), d, [&] { return randn(t.sizes(), d, gen_ptr(g)); });
+      },
+      "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "generator"_a = nb::none());
 
   // ---- ranges ----
-  m.def("arange", [](Scalar start, std::optional<Scalar> end, Scalar step, std::optional<DType> dtype,
-                     nb::handle device) {
-    check_device(device, "arange");
-    Scalar s = start, e;
-    if (end) {
-      e = *end;
-    } else {
-      e = start;
-      s = Scalar(int64_t(0));
-    }
-    return dtype ? arange(s, e, step, *dtype) : arange(s, e, step);
-  }, "start"_a, "end"_a = nb::none(), "step"_a = 1, nb::kw_only(), "dtype"_a = nb::none(),
-     "device"_a = nb::none(),
-     "Values from start to end (exclusive) by step; int64 when all bounds are integers, else float32.");
-  m.def("linspace", [](double start, double end, int64_t steps, std::optional<DType> dtype, nb::handle device) {
-    check_device(device, "linspace");
-    return linspace(start, end, steps, float_dtype(dtype, "linspace"));
-  }, "start"_a, "end"_a, "steps"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
-  m.def("logspace", [](double start, double end, int64_t steps, double base, std::optional<DType> dtype,
-                       nb::handle device) {
-    check_device(device, "logspace");
-    return logspace(start, end, steps, base, float_dtype(dtype, "logspace"));
-  }, "start"_a, "end"_a, "steps"_a, "base"_a = 10.0, nb::kw_only(), "dtype"_a = nb::none(),
-     "device"_a = nb::none());
-  m.def("eye", [](int64_t n, std::optional<int64_t> mcols, std::optional<DType> dtype, nb::handle device) {
-    check_device(device, "eye");
-    if (mcols && *mcols < 0)
-      throw ValueError("[eye] m must be greater or equal to 0, got " + std::to_string(*mcols));
-    return eye(n, mcols.value_or(-1), dtype.value_or(kDefaultFloat));
-  }, "n"_a, "m"_a = nb::none(), nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
+  m.def(
+      "arange",
+      [](nb::handle start, nb::handle end, nb::handle step, std::optional<DType> dtype, nb::handle device) {
+        check_device(device, "arange");
+        Scalar s = to_scalar(start, "arange"), e;
+        if (!end.is_none()) {
+          e = to_scalar(end, "arange");
+        } else {
+          e = s;
+          s = Scalar(int64_t(0));
+        }
+        const Scalar st = to_scalar(step, "arange");
+        const bool all_int = s.is_integral() && e.is_integral() && st.is_integral();
+        const DType d = dtype.value_or(all_int ? DType::Int64 : kDefaultFloat);
+        // torch converts the bounds, checked, to the type arange accumulates in: int64 for
+        // integer dtypes (arange(2**63) overflows; arange(0, 300, dtype=uint8) wraps as in torch).
+        if (is_integral(d, false)) {
+          check_fits(s, DType::Int64, "arange", "start");
+          check_fits(e, DType::Int64, "arange", "end");
+          check_fits(st, DType::Int64, "arange", "step");
+        }
+        try {
+          return arange(s, e, st, d);
+        } catch (const OutOfMemoryError& x) {
+          throw_oom("arange", x.bytes(), {int64_t(x.bytes() / itemsize(d))}, d, "out of memory");
+        }
+      },
+      "start"_a, "end"_a = nb::none(), "step"_a = 1, nb::kw_only(), "dtype"_a = nb::none(),
+      "device"_a = nb::none(),
+      "Values from start to end (exclusive) by step; int64 when all bounds are integers, else float32.");
+  m.def(
+      "linspace",
+      [](nb::handle start, nb::handle end, nb::handle steps, std::optional<DType> dtype, nb::handle device) {
+        check_device(device, "linspace");
+        const double a = real_bound(start, "linspace", "start"), b = real_bound(end, "linspace", "end");
+        const int64_t n = to_int64(steps, "linspace", "steps");
+        const DType d = float_dtype(dtype, "linspace");
+        return allocating("linspace", {std::max<int64_t>(n, 0)}, d, [&] { return linspace(a, b, n, d); });
+      },
+      "start"_a, "end"_a, "steps"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
+  m.def(
+      "logspace",
+      [](nb::handle start, nb::handle end, nb::handle steps, double base, std::optional<DType> dtype,
+         nb::handle device) {
+        check_device(device, "logspace");
+        const double a = real_bound(start, "logspace", "start"), b = real_bound(end, "logspace", "end");
+        const int64_t n = to_int64(steps, "logspace", "steps");
+        const DType d = float_dtype(dtype, "logspace");
+        return allocating("logspace", {std::max<int64_t>(n, 0)}, d,
+                          [&] { return logspace(a, b, n, base, d); });
+      },
+      "start"_a, "end"_a, "steps"_a, "base"_a = 10.0, nb::kw_only(), "dtype"_a = nb::none(),
+      "device"_a = nb::none());
+  m.def(
+      "eye",
+      [](nb::handle n_arg, nb::handle m_arg, std::optional<DType> dtype, nb::handle device) {
+        check_device(device, "eye");
+        const int64_t n = to_int64(n_arg, "eye", "n");
+        const int64_t mcols = m_arg.is_none() ? n : to_int64(m_arg, "eye", "m");
+        if (n < 0) throw ValueError("[eye] n must be greater or equal to 0, got " + std::to_string(n));
+        if (mcols < 0)
+          throw ValueError("[eye] m must be greater or equal to 0, got " + std::to_string(mcols));
+        const DType d = dtype.value_or(kDefaultFloat);
+        return allocating("eye", {n, mcols}, d, [&] { return eye(n, mcols, d); });
+      },
+      "n"_a, "m"_a = nb::none(), nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
 
   // ---- from data ----
   m.def("tensor", [](nb::handle data, std::optional<DType> dtype, nb::handle device) {
@@ -121,28 +244,43 @@ void init_factories(nb::module_& m) {
 
   // ---- random ----
   nb::class_<Generator>(m, "Generator", "A Philox random-number stream (torch.Generator).")
-      .def(nb::init<uint64_t>(), "seed"_a = 67280421310721ull)
-      .def("manual_seed", [](Generator& g, uint64_t seed) -> Generator& {
-        g.manual_seed(seed);
-        return g;
-      }, "seed"_a, nb::rv_policy::reference)
+      .def(
+          "__init__",
+          [](Generator* g, nb::handle seed) {
+            new (g) Generator(seed.is_none() ? 67280421310721ull : to_seed(seed, "Generator"));
+          },
+          "seed"_a = nb::none())
+      .def(
+          "manual_seed",
+          [](Generator& g, nb::handle seed) -> Generator& {
+            g.manual_seed(to_seed(seed, "manual_seed"));
+            return g;
+          },
+          "seed"_a, nb::rv_policy::reference)
       .def("initial_seed", &Generator::initial_seed)
       .def("seed", [](Generator& g) { return g.initial_seed(); });
   m.attr("default_generator") = nb::cast(&default_generator(), nb::rv_policy::reference);
-  m.def("manual_seed", [](uint64_t seed) -> Generator& {
-    manual_seed(seed);
-    return default_generator();
-  }, "seed"_a, nb::rv_policy::reference, "Seeds the default generator; returns it.");
+  m.def(
+      "manual_seed",
+      [](nb::handle seed) -> Generator& {
+        manual_seed(to_seed(seed, "manual_seed"));
+        return default_generator();
+      },
+      "seed"_a, nb::rv_policy::reference, "Seeds the default generator; returns it.");
   m.def("initial_seed", [] { return default_generator().initial_seed(); });
 
   m.def("rand", [](nb::args size, std::optional<Generator*> g, std::optional<DType> dtype, nb::handle device) {
     check_device(device, "rand");
-    return rand(shape_from_args(size), float_dtype(dtype, "rand"), gen_ptr(g));
+    const Shape shape = shape_from_args(size, "rand");
+    const DType d = float_dtype(dtype, "rand");
+    return allocating("rand", shape, d, [&] { return rand(shape, d, gen_ptr(g)); });
   }, "size"_a, nb::kw_only(), "generator"_a = nb::none(), "dtype"_a = nb::none(), "device"_a = nb::none(),
      "Uniform samples in [0, 1).");
   m.def("randn", [](nb::args size, std::optional<Generator*> g, std::optional<DType> dtype, nb::handle device) {
     check_device(device, "randn");
-    return randn(shape_from_args(size), float_dtype(dtype, "randn"), gen_ptr(g));
+    const Shape shape = shape_from_args(size, "randn");
+    const DType d = float_dtype(dtype, "randn");
+    return allocating("randn", shape, d, [&] { return randn(shape, d, gen_ptr(g)); });
   }, "size"_a, nb::kw_only(), "generator"_a = nb::none(), "dtype"_a = nb::none(), "device"_a = nb::none(),
      "Standard normal samples.");
   // randint(low=0, high, size): the two- and three-argument forms, as torch.
@@ -152,22 +290,30 @@ void init_factories(nb::module_& m) {
     int64_t low = 0, high;
     nb::handle sz = size;
     const size_t n = args.size();
+    auto bound = [](nb::handle h, const char* what) { return to_int64(h, "randint", what); };
     if (n == 3 && sz.is_none()) {
-      low = nb::cast<int64_t>(args[0]);
-      high = nb::cast<int64_t>(args[1]);
+      low = bound(args[0], "low");
+      high = bound(args[1], "high");
       sz = args[2];
     } else if (n == 2 && sz.is_none()) {
-      high = nb::cast<int64_t>(args[0]);
+      high = bound(args[0], "high");
       sz = args[1];
     } else if (n == 2) {
-      low = nb::cast<int64_t>(args[0]);
-      high = nb::cast<int64_t>(args[1]);
+      low = bound(args[0], "low");
+      high = bound(args[1], "high");
     } else if (n == 1 && !sz.is_none()) {
-      high = nb::cast<int64_t>(args[0]);
+      high = bound(args[0], "high");
     } else {
       throw TypeError("[randint] expected randint(low=0, high, size)");
     }
-    return randint(low, high, to_shape(sz), dtype.value_or(DType::Int64), gen_ptr(g));
+    const DType d = dtype.value_or(DType::Int64);
+    // As torch: an integer dtype must hold low and high - 1.
+    if (is_integral(d, false) && high > low) {
+      check_fits(Scalar(low), d, "randint", "low");
+      check_fits(Scalar(high - 1), d, "randint", "high - 1 =");
+    }
+    const Shape shape = to_shape(sz, "randint");
+    return allocating("randint", shape, d, [&] { return randint(low, high, shape, d, gen_ptr(g)); });
   }, "args"_a, nb::kw_only(), "size"_a = nb::none(), "generator"_a = nb::none(), "dtype"_a = nb::none(),
      "device"_a = nb::none(), "Integers uniform in [low, high).");
 }

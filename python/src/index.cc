@@ -49,7 +49,13 @@ TensorIndex to_index_entry(nb::handle h) {
     return sl;
   }
   if (PyLong_Check(o) || (!is_numpy_array(h) && PyIndex_Check(o))) {
-    const long long v = PyLong_AsLongLong(nb::steal(PyNumber_Index(o)).ptr());
+    nb::object idx = nb::steal(PyNumber_Index(o));
+    if (!idx.is_valid()) throw nb::python_error();
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(idx.ptr(), &overflow);
+    // Past int64 it is out of range for every dim (IndexError, as a list index).
+    if (overflow != 0)
+      throw IndexError("[__getitem__] index " + py_str(idx) + " is out of range (it does not fit int64)");
     if (v == -1 && PyErr_Occurred()) throw nb::python_error();
     return TensorIndex(int64_t(v));
   }
@@ -57,7 +63,7 @@ TensorIndex to_index_entry(nb::handle h) {
   throw IndexError(
       std::string("[__getitem__] only integers, slices (`:`), ellipsis (`...`), None and integer or "
                   "boolean tensors are valid indices (got ") +
-      nb::cast<std::string>(nb::str(h.type().attr("__name__"))) + ")");
+      py_type_name(h) + ")");
 }
 
 std::vector<TensorIndex> to_indices(nb::handle key) {
@@ -93,8 +99,9 @@ nb::object sort_result(const SortResult& r, nb::handle type) {
   return type(nb::cast(r.values), nb::cast(r.indices));
 }
 
-// A masked_fill / scatter value: a number, or a 0-dim tensor for masked_fill.
-Scalar value_scalar(nb::handle v, const char* op) {
+// A masked_fill / scatter value: a number (range-checked against dtype `d`, as torch
+// does), or a 0-dim tensor for masked_fill.
+Scalar value_scalar(nb::handle v, DType d, const char* op) {
   if (is_tensor(v)) {
     const Tensor& t = nb::cast<const Tensor&>(v);
     if (t.dim() != 0)
@@ -103,7 +110,9 @@ Scalar value_scalar(nb::handle v, const char* op) {
                        std::to_string(t.dim()) + " dimension(s)");
     return t.item();
   }
-  return to_scalar(v);
+  const Scalar s = to_scalar(v, op);
+  check_fits(s, d, op);
+  return s;
 }
 
 Tensor scatter_dispatch(Tensor& x, int dim, const Tensor& index, nb::handle src, nb::handle value,
@@ -112,11 +121,15 @@ Tensor scatter_dispatch(Tensor& x, int dim, const Tensor& index, nb::handle src,
   if (has_src == has_value)
     throw TypeError("[scatter] expected exactly one of src (a tensor) or value (a number)");
   nb::handle s = has_src ? src : value;
+  const char* op = inplace ? "scatter_" : "scatter";
+  if (is_number(s)) {
+    const Scalar v = value_scalar(s, x.dtype(), op);
+    Tensor out = inplace ? x : x.clone();
+    scatter_(out, dim, index, v);
+    return out;
+  }
   Tensor out = inplace ? x : x.clone();
-  if (is_number(s))
-    scatter_(out, dim, index, to_scalar(s));
-  else
-    scatter_(out, dim, index, to_tensor(s));
+  scatter_(out, dim, index, to_tensor(s));
   return out;
 }
 
@@ -136,7 +149,7 @@ void init_index(nb::module_& m) {
       [](Tensor& x, nb::handle key, nb::handle value) {
         const std::vector<TensorIndex> idx = to_indices(key);
         if (is_number(value))
-          index_put_(x, idx, to_scalar(value));
+          index_put_(x, idx, value_scalar(value, x.dtype(), "__setitem__"));
         else
           index_put_(x, idx, to_tensor(value));
       },
@@ -235,14 +248,15 @@ void init_index(nb::module_& m) {
   m.def(
       "masked_fill",
       [](const Tensor& x, nb::handle mask, nb::handle value) {
-        return masked_fill(x, to_tensor(mask), value_scalar(value, "masked_fill"));
+        return masked_fill(x, to_tensor(mask), value_scalar(value, x.dtype(), "masked_fill"));
       },
       "input"_a, "mask"_a, "value"_a);
   def_tensor_method(m, "masked_fill");
   def_inplace(
       cls, "masked_fill_",
       [](nb::handle self, nb::handle mask, nb::handle value) {
-        masked_fill_(self_tensor(self), to_tensor(mask), value_scalar(value, "masked_fill_"));
+        masked_fill_(self_tensor(self), to_tensor(mask),
+                     value_scalar(value, self_tensor(self).dtype(), "masked_fill_"));
         return nb::borrow(self);
       },
       "mask"_a, "value"_a);

@@ -25,7 +25,7 @@ std::vector<std::pair<std::string, Tensor>> tensors_from_dict(const nb::dict& d)
   std::vector<std::pair<std::string, Tensor>> out;
   for (auto [k, v] : d) {
     if (!nb::isinstance<nb::str>(k)) throw TypeError("[io.save_file] tensor names must be str");
-    out.emplace_back(nb::cast<std::string>(k), py::to_tensor(v));
+    out.emplace_back(std::string(py::utf8(k, "io.save_file", "tensor name")), py::to_tensor(v));
   }
   return out;
 }
@@ -37,7 +37,8 @@ Metadata metadata_from(const nb::handle& m) {
   for (auto [k, v] : nb::borrow<nb::dict>(m)) {
     if (!nb::isinstance<nb::str>(k) || !nb::isinstance<nb::str>(v))
       throw TypeError("[io.save_file] metadata must be a dict of str to str");
-    out.emplace_back(nb::cast<std::string>(k), nb::cast<std::string>(v));
+    out.emplace_back(std::string(py::utf8(k, "io.save_file", "metadata key")),
+                     std::string(py::utf8(v, "io.save_file", "metadata value")));
   }
   return out;
 }
@@ -157,13 +158,16 @@ bool looks_like_gguf(const std::string& path) {
   return f.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
 }
 
+// A GGUF metadata key or tensor name argument.
+std::string key_arg(nb::handle h, const char* what) { return std::string(py::utf8(h, "gguf", what)); }
+
 }  // namespace
 
 void init_io(nb::module_& m) {
   m.def(
       "io_load_file",
-      [](const std::string& path) {
-        auto ck = SafetensorsCheckpoint::open(path);
+      [](nb::handle path) {
+        auto ck = SafetensorsCheckpoint::open(py::to_path(path, "io.load_file"));
         nb::dict d;
         for (const auto& n : ck.names()) d[n.c_str()] = nb::cast(ck.tensor(n));
         return d;
@@ -173,17 +177,19 @@ void init_io(nb::module_& m) {
       "name -> Tensor. Tensors are zero-copy views of the memory-mapped file (copy-on-write).");
   m.def(
       "io_load_metadata",
-      [](const std::string& path) {
+      [](nb::handle path) {
         nb::dict d;
-        const auto ck = SafetensorsCheckpoint::open(path);  // named: metadata() refers into it
+        const auto ck = SafetensorsCheckpoint::open(
+            py::to_path(path, "io.load_metadata"));  // named: metadata() refers into it
         for (const auto& [k, v] : ck.metadata()) d[k.c_str()] = v;
         return d;
       },
       "path"_a, "The __metadata__ of a safetensors file (or the index's metadata).");
   m.def(
       "io_save_file",
-      [](const nb::dict& tensors, const std::string& path, nb::handle metadata) {
-        save_safetensors(path, tensors_from_dict(tensors), metadata_from(metadata));
+      [](const nb::dict& tensors, nb::handle path, nb::handle metadata) {
+        save_safetensors(py::to_path(path, "io.save_file"), tensors_from_dict(tensors),
+                         metadata_from(metadata));
       },
       "tensors"_a, "filename"_a, "metadata"_a = nb::none(),
       "Writes a dict name -> Tensor (or NumPy array) as a safetensors file.");
@@ -204,12 +210,22 @@ void init_io(nb::module_& m) {
 
   nb::class_<GGUFFile> g(m, "GGUFFile", "A GGUF file (v2/v3), memory-mapped: metadata and tensors.");
   g.def(
-       "__init__", [](GGUFFile* self, const std::string& path) { new (self) GGUFFile(GGUFFile::open(path)); },
+       "__init__",
+       [](GGUFFile* self, nb::handle path) {
+         new (self) GGUFFile(GGUFFile::open(py::to_path(path, "gguf")));
+       },
        "path"_a)
       .def_prop_ro("version", &GGUFFile::version)
       .def_prop_ro("alignment", &GGUFFile::alignment)
       .def_prop_ro("architecture", &GGUFFile::architecture)
-      .def_prop_ro("path", [](const GGUFFile& f) { return f.file()->path(); })
+      .def_prop_ro("path",
+                   [](const GGUFFile& f) {
+                     // Decoded as os.fsdecode does, so that a non-UTF-8 name round-trips.
+                     const std::string& p = f.file()->path();
+                     PyObject* s = PyUnicode_DecodeFSDefaultAndSize(p.data(), Py_ssize_t(p.size()));
+                     if (s == nullptr) throw nb::python_error();
+                     return nb::steal<nb::str>(s);
+                   })
       .def_prop_ro(
           "metadata",
           [](const GGUFFile& f) {
@@ -220,14 +236,15 @@ void init_io(nb::module_& m) {
           "All metadata as a dict (arrays as lists).")
       .def(
           "get",
-          [](const GGUFFile& f, const std::string& key, nb::object dflt) {
-            const GGUFValue* v = f.find(key);
+          [](const GGUFFile& f, nb::handle key, nb::object dflt) {
+            const GGUFValue* v = f.find(key_arg(key, "key"));
             return v ? value_to_python(*v) : dflt;
           },
           "key"_a, "default"_a = nb::none())
       .def(
           "value_type",
-          [](const GGUFFile& f, const std::string& key) {
+          [](const GGUFFile& f, nb::handle key_h) {
+            const std::string key = key_arg(key_h, "key");
             const GGUFValue* v = f.find(key);
             if (!v) throw IndexError("[gguf] no metadata key '" + key + "'");
             return std::string(gguf_type_name(v->type)) +
@@ -248,17 +265,32 @@ void init_io(nb::module_& m) {
             return l;
           },
           "Tensor infos: dicts of name, type, shape (PyTorch order), ne (ggml order), offset, nbytes.")
-      .def("tensor_info",
-           [](const GGUFFile& f, const std::string& n) { return tensor_info_dict(f.tensor_info(n)); })
-      .def("tensor", &GGUFFile::tensor, "name"_a, "Zero-copy view of an F32/F16/BF16/F64/integer tensor.")
-      .def("raw", &GGUFFile::raw, "name"_a, "The stored bytes (uint8, last dim = bytes per row), zero-copy.")
-      .def("dequantize", &GGUFFile::dequantize, "name"_a, "dtype"_a = DType::Float32,
-           "The tensor as floats (block types dequantized as ggml does); rows in file order.")
-      .def("load_hf", &GGUFFile::load_hf, "name"_a, "dtype"_a = DType::Float32,
-           "dequantize() with llama's Q/K rows restored to Hugging Face order.")
+      .def(
+          "tensor_info",
+          [](const GGUFFile& f, nb::handle n) {
+            return tensor_info_dict(f.tensor_info(key_arg(n, "tensor name")));
+          },
+          "name"_a)
+      .def(
+          "tensor", [](const GGUFFile& f, nb::handle n) { return f.tensor(key_arg(n, "tensor name")); },
+          "name"_a, "Zero-copy view of an F32/F16/BF16/F64/integer tensor.")
+      .def(
+          "raw", [](const GGUFFile& f, nb::handle n) { return f.raw(key_arg(n, "tensor name")); }, "name"_a,
+          "The stored bytes (uint8, last dim = bytes per row), zero-copy.")
+      .def(
+          "dequantize",
+          [](const GGUFFile& f, nb::handle n, DType d) { return f.dequantize(key_arg(n, "tensor name"), d); },
+          "name"_a, "dtype"_a = DType::Float32,
+          "The tensor as floats (block types dequantized as ggml does); rows in file order.")
+      .def(
+          "load_hf",
+          [](const GGUFFile& f, nb::handle n, DType d) { return f.load_hf(key_arg(n, "tensor name"), d); },
+          "name"_a, "dtype"_a = DType::Float32,
+          "dequantize() with llama's Q/K rows restored to Hugging Face order.")
       .def(
           "hf_name",
-          [](const GGUFFile& f, const std::string& n) {
+          [](const GGUFFile& f, nb::handle name) {
+            const std::string n = key_arg(name, "tensor name");
             std::string arch = f.architecture();
             if (arch == "qwen3moe") arch = "qwen3_moe";
             if (arch == "llama" && f.get_int("llama.expert_count").value_or(0) > 0) arch = "mixtral";
@@ -267,20 +299,26 @@ void init_io(nb::module_& m) {
           },
           "name"_a, "The Hugging Face name of a tensor (None when it has none).")
       .def("__contains__",
-           [](const GGUFFile& f, const std::string& n) { return f.find_tensor(n) != nullptr; })
+           [](const GGUFFile& f, nb::handle n) {
+             return nb::isinstance<nb::str>(n) && f.find_tensor(key_arg(n, "tensor name")) != nullptr;
+           })
       .def("__len__", [](const GGUFFile& f) { return f.tensors().size(); });
   m.attr("io_GGUFFile") = g;
   nb::delattr(m, "GGUFFile");
 
   m.def(
       "io_load_config",
-      [](const std::string& path) {
+      [](nb::handle path_arg) {
+        const std::string path = py::to_path(path_arg, "config");
         if (looks_like_gguf(path)) return config_dict(config_from_gguf(GGUFFile::open(path)));
         return config_dict(load_hf_config(path));
       },
       "path"_a,
       "A model's configuration as a dict: from config.json (a file or a model directory) or a GGUF file.");
   m.def(
-      "io_parse_config", [](const std::string& text) { return config_dict(parse_hf_config(text)); }, "text"_a,
-      "Parses the text of a Hugging Face config.json.");
+      "io_parse_config",
+      [](nb::handle text) {
+        return config_dict(parse_hf_config(std::string(py::utf8(text, "config", "text"))));
+      },
+      "text"_a, "Parses the text of a Hugging Face config.json.");
 }

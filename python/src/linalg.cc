@@ -33,7 +33,7 @@ std::optional<double> opt_double(nb::handle h) {
 
 // A vector/matrix norm order: a number, "fro"/"nuc", or inf as a float.
 linalg::MatrixOrd matrix_ord(nb::handle h) {
-  if (nb::isinstance<nb::str>(h)) return nb::cast<std::string>(h);
+  if (nb::isinstance<nb::str>(h)) return std::string(utf8(h, "linalg.norm", "ord"));
   return nb::cast<double>(nb::float_(h));
 }
 
@@ -126,8 +126,8 @@ void init_linalg(nb::module_& m) {
 
   m.def(
       "linalg_qr",
-      [qr_t](nb::handle A, const std::string& mode) {
-        auto r = L::qr(to_tensor(A), mode);
+      [qr_t](nb::handle A, nb::handle mode) {
+        auto r = L::qr(to_tensor(A), std::string(utf8(mode, "linalg.qr", "mode")));
         return qr_t(nb::cast(r.Q), nb::cast(r.R));
       },
       "A"_a, "mode"_a = "reduced");
@@ -159,7 +159,10 @@ void init_linalg(nb::module_& m) {
       "A"_a, nb::kw_only(), "atol"_a = nb::none(), "rtol"_a = nb::none(), "hermitian"_a = false);
   m.def(
       "linalg_lstsq",
-      [lstsq_t](nb::handle A, nb::handle B, nb::handle rcond, std::optional<std::string> driver) {
+      [lstsq_t](nb::handle A, nb::handle B, nb::handle rcond, nb::handle driver_arg) {
+        const auto d = optional_utf8(driver_arg, "linalg.lstsq", "driver");
+        const std::optional<std::string> driver =
+            d ? std::optional<std::string>(std::string(*d)) : std::nullopt;
         auto r = L::lstsq(to_tensor(A), to_tensor(B), opt_double(rcond), driver);
         return lstsq_t(nb::cast(r.solution), nb::cast(r.residuals), nb::cast(r.rank),
                        nb::cast(r.singular_values));
@@ -178,21 +181,23 @@ void init_linalg(nb::module_& m) {
       "A"_a, nb::kw_only(), "upper"_a = false, "check_errors"_a = false);
   m.def(
       "linalg_eigh",
-      [eigh_t](nb::handle A, const std::string& UPLO) {
-        auto r = L::eigh(to_tensor(A), UPLO);
+      [eigh_t](nb::handle A, nb::handle UPLO) {
+        auto r = L::eigh(to_tensor(A), std::string(utf8(UPLO, "linalg.eigh", "UPLO")));
         return eigh_t(nb::cast(r.eigenvalues), nb::cast(r.eigenvectors));
       },
       "A"_a, "UPLO"_a = "L");
   m.def(
       "linalg_eigvalsh",
-      [](nb::handle A, const std::string& UPLO) { return L::eigvalsh(to_tensor(A), UPLO); }, "A"_a,
-      "UPLO"_a = "L");
+      [](nb::handle A, nb::handle UPLO) {
+        return L::eigvalsh(to_tensor(A), std::string(utf8(UPLO, "linalg.eigvalsh", "UPLO")));
+      },
+      "A"_a, "UPLO"_a = "L");
 
   m.def(
       "linalg_vector_norm",
       [](nb::handle x, nb::handle ord, nb::handle dim, bool keepdim, nb::handle dtype) {
-        return L::vector_norm(to_tensor(x), nb::cast<double>(nb::float_(ord)), to_dims(dim), keepdim,
-                              to_optional_dtype(dtype));
+        return L::vector_norm(to_tensor(x), nb::cast<double>(nb::float_(ord)),
+                              to_dims(dim, "linalg.vector_norm"), keepdim, to_optional_dtype(dtype));
       },
       "x"_a, "ord"_a = 2, "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none());
   m.def(
@@ -210,7 +215,7 @@ void init_linalg(nb::module_& m) {
       "linalg_norm",
       [](nb::handle A, nb::handle ord, nb::handle dim, bool keepdim, nb::handle dtype) {
         const Tensor x = to_tensor(A);
-        const auto dims = to_dims(dim);
+        const auto dims = to_dims(dim, "linalg.norm");
         const auto dt = to_optional_dtype(dtype);
         if (ord.is_none()) return L::vector_norm(x, 2.0, dims, keepdim, dt);
         if (!dims && x.dim() != 1 && x.dim() != 2)

@@ -12,8 +12,10 @@
 // error (one model per thread runs generations in parallel).
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/unique_ptr.h>
+#include <sys/stat.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -229,7 +231,7 @@ void init_llm(nb::module_& m) {
              nb::handle stop) {
             std::vector<int32_t> ids;
             if (nb::isinstance<nb::str>(prompt)) {
-              const std::string text = nb::cast<std::string>(prompt);
+              const std::string text(kiln::py::utf8(prompt, "generate", "prompt"));
               nb::gil_scoped_release release;
               ids = md.tokenizer().encode(text, add_special_tokens);
             } else {
@@ -283,14 +285,17 @@ void init_llm(nb::module_& m) {
         "Where the default model's GGUF is cached (whether or not it has been fetched yet).");
   m.def(
       "llm_load",
-      [](std::optional<std::string> path, const std::string& dtype, nb::handle max_context,
-         nb::handle kv_dtype) {
+      [](nb::handle path_arg, nb::handle dtype, nb::handle max_context, nb::handle kv_dtype) {
         kiln::llm::LoadOptions o;
-        o.weights = kiln::llm::weight_format_from_name(dtype);
+        o.weights = kiln::llm::weight_format_from_name(std::string(kiln::py::utf8(dtype, "llm", "dtype")));
         o.max_context = int_arg(max_context, "max_context", /*clamp=*/false);
         if (!kv_dtype.is_none()) o.kv_dtype = kiln::py::to_dtype(kv_dtype);
+        std::string p = path_arg.is_none() ? std::string() : kiln::py::to_path(path_arg, "llm");
+        // A path that is not there: FileNotFoundError / PermissionError with the OS's reason.
+        struct stat st {};
+        if (!p.empty() && p != "default" && ::stat(p.c_str(), &st) != 0)
+          kiln::throw_os_error("llm", p, errno);
         nb::gil_scoped_release release;
-        std::string p = path.value_or("");
         // None / "default": the default model, fetched into the cache on first use.
         if (p.empty() || p == "default")
           p = kiln::llm::ensure_default_model(

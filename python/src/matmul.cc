@@ -68,9 +68,11 @@ void init_matmul(nb::module_& m) {
 
   m.def(
       "quantize_fp8",
-      [](nb::handle w, const std::string& granularity, nb::handle dtype) {
+      [](nb::handle w, nb::handle granularity, nb::handle dtype) {
         const DType d = dtype.is_none() ? DType::Float8_e4m3fn : to_dtype(dtype);
-        return quantize_fp8(to_tensor(w), granularity_from_name(granularity), d);
+        return quantize_fp8(
+            to_tensor(w),
+            granularity_from_name(std::string(utf8(granularity, "quantize_fp8", "granularity"))), d);
       },
       "w"_a, "granularity"_a = "tensor", "dtype"_a = nb::none(),
       "(w_fp8, scale) with scale = amax / fp8_max per tensor ([]), row ([..., N, 1]) or 128x128 block "

@@ -1,8 +1,6 @@
 // The kiln._C extension: one init_<area> per binding file.
 #include <nanobind/nanobind.h>
 
-#include "kiln/error.h"
-
 namespace nb = nanobind;
 
 void init_tensor(nb::module_& m);   // tensor.cc (+ dtype, factories, interop, runtime .cc)
@@ -16,25 +14,14 @@ void init_nn(nb::module_& m);       // nn.cc: softmax, attention, norms, rope, e
 void init_tokenizer(nb::module_& m);  // tokenizer.cc: Tokenizer, StreamDecoder, chat templates
 void init_linalg(nb::module_& m);   // linalg.cc: kiln.linalg
 void init_llm(nb::module_& m);      // llm.cc: kiln.llm (load, LanguageModel, Generation)
+namespace kiln::py {
+void register_error_translators();  // errors.cc
+}
 
 NB_MODULE(_C, m) {
   m.doc() = "kiln: tensors, FP8 and LLM kernels for the CPU";
-  // kiln's typed errors become the matching Python exceptions.
-  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
-    try {
-      std::rethrow_exception(p);
-    } catch (const kiln::ValueError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
-    } catch (const kiln::TypeError& e) {
-      PyErr_SetString(PyExc_TypeError, e.what());
-    } catch (const kiln::IndexError& e) {
-      PyErr_SetString(PyExc_IndexError, e.what());
-    } catch (const kiln::NotImplementedError& e) {
-      PyErr_SetString(PyExc_NotImplementedError, e.what());
-    } catch (const kiln::Error& e) {
-      PyErr_SetString(PyExc_RuntimeError, e.what());
-    }
-  });
+  // kiln's typed errors (and the std:: exceptions that can escape) become Python ones.
+  kiln::py::register_error_translators();
   init_tensor(m);
   init_unary(m);
   init_binary(m);

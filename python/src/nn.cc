@@ -44,7 +44,7 @@ std::optional<Tensor> opt_tensor(nb::handle h) {
   return to_tensor(h);
 }
 
-Shape norm_shape(nb::handle h) { return to_shape(h); }
+Shape norm_shape(nb::handle h) { return to_shape(h, "normalized_shape"); }
 
 Generator* gen_ptr(std::optional<Generator*> g) { return g ? *g : nullptr; }
 
@@ -129,8 +129,9 @@ void init_nn(nb::module_& m) {
       "bias"_a = nb::none(), "training"_a = false, "momentum"_a = 0.1, "eps"_a = 1e-5);
   m.def(
       "nn_functional_mse_loss",
-      [](nb::handle x, nb::handle y, std::string reduction) {
-        return kiln::mse_loss(to_tensor(x), to_tensor(y), reduction);
+      [](nb::handle x, nb::handle y, nb::handle reduction) {
+        return kiln::mse_loss(to_tensor(x), to_tensor(y),
+                              std::string(utf8(reduction, "mse_loss", "reduction")));
       },
       "input"_a, "target"_a, "reduction"_a = "mean");
   m.def(
@@ -154,8 +155,9 @@ void init_nn(nb::module_& m) {
   // ---- rotary embeddings ----
   m.def(
       "nn_functional_rope_inv_freq",
-      [](int64_t rotary_dim, double theta, std::string rope_type, double factor, double low_freq_factor,
+      [](int64_t rotary_dim, double theta, nb::handle rope_type_arg, double factor, double low_freq_factor,
          double high_freq_factor, int64_t original_max_position_embeddings) {
+        const std::string rope_type(utf8(rope_type_arg, "rope_inv_freq", "rope_type"));
         RopeScaling s;
         if (rope_type == "linear")
           s.kind = RopeScaling::Kind::Linear;

@@ -35,24 +35,16 @@ nb::object extremum(nb::handle m, bool is_max, nb::handle input, nb::handle dim,
     if (!nb::hasattr(m, binary)) throw NotImplementedError(std::string("[") + op + "] kiln." + binary + " is not available");
     return m.attr(binary)(input, dim);
   }
-  if (!PyIndex_Check(dim.ptr()) || PyBool_Check(dim.ptr()))
-    throw TypeError(std::string("[") + op + "] dim must be an int, got " + nb::cast<std::string>(nb::repr(dim)));
-  const int d = nb::cast<int>(nb::int_(dim));
+  const int d = to_dim(dim, op);
   return values_indices(is_max ? g_max_type : g_min_type, is_max ? kiln::max(x, d, keepdim) : kiln::min(x, d, keepdim));
 }
 
 std::optional<int> to_optional_int(nb::handle h, const char* op) {
   if (h.is_none()) return std::nullopt;
-  if (!PyIndex_Check(h.ptr()) || PyBool_Check(h.ptr()))
-    throw TypeError(std::string("[") + op + "] dim must be an int or None, got " + nb::cast<std::string>(nb::repr(h)));
-  return nb::cast<int>(nb::int_(h));
+  return to_dim(h, op);
 }
 
-int to_int(nb::handle h, const char* op) {
-  if (!PyIndex_Check(h.ptr()) || PyBool_Check(h.ptr()))
-    throw TypeError(std::string("[") + op + "] dim must be an int, got " + nb::cast<std::string>(nb::repr(h)));
-  return nb::cast<int>(nb::int_(h));
-}
+int to_int(nb::handle h, const char* op) { return to_dim(h, op); }
 
 // var-family arguments as torch takes them: var(x, dim=None, *, correction=1,
 // keepdim=False), plus the legacy var(x, unbiased) and var(x, dim, unbiased, keepdim).
@@ -66,7 +58,7 @@ MomentArgs moment_args(nb::handle dim, nb::handle unbiased, nb::handle correctio
   if (PyBool_Check(dim.ptr())) {  // var(x, True): dim slot holds `unbiased`
     unb = dim;
   } else {
-    a.dim = to_dims(dim);
+    a.dim = to_dims(dim, "var");
   }
   if (!correction.is_none()) {
     if (!unb.is_none()) throw ValueError("[var] cannot pass both correction and unbiased");
@@ -81,7 +73,7 @@ MomentArgs moment_args(nb::handle dim, nb::handle unbiased, nb::handle correctio
 double norm_p(nb::handle p) {
   if (p.is_none()) return 2.0;
   if (nb::isinstance<nb::str>(p)) {
-    const std::string s = nb::cast<std::string>(p);
+    const std::string s(utf8(p, "norm", "p"));
     if (s == "fro") return 2.0;
     if (s == "nuc") throw NotImplementedError("[norm] the nuclear norm ('nuc') is not supported yet");
     throw ValueError("[norm] unknown p '" + s + "'");
@@ -107,15 +99,15 @@ void init_reduce(nb::module_& m) {
   m.attr("return_types") = rt;
 
   m.def("sum", [](nb::handle x, nb::handle dim, bool keepdim, nb::handle dtype) {
-    return kiln::sum(to_tensor(x), to_dims(dim), keepdim, to_optional_dtype(dtype));
+    return kiln::sum(to_tensor(x), to_dims(dim, "sum"), keepdim, to_optional_dtype(dtype));
   }, "input"_a, "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none(),
      "Sum over dims (None = all). Integers and bool accumulate in int64.");
   m.def("mean", [](nb::handle x, nb::handle dim, bool keepdim, nb::handle dtype) {
-    return kiln::mean(to_tensor(x), to_dims(dim), keepdim, to_optional_dtype(dtype));
+    return kiln::mean(to_tensor(x), to_dims(dim, "mean"), keepdim, to_optional_dtype(dtype));
   }, "input"_a, "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none(),
      "Mean over dims; needs a floating or complex input (or dtype).");
   m.def("prod", [](nb::handle x, nb::handle dim, bool keepdim, nb::handle dtype) {
-    return kiln::prod(to_tensor(x), to_dims(dim), keepdim, to_optional_dtype(dtype));
+    return kiln::prod(to_tensor(x), to_dims(dim, "prod"), keepdim, to_optional_dtype(dtype));
   }, "input"_a, "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none(),
      "Product over dims. Integers and bool accumulate in int64.");
 
@@ -127,10 +119,10 @@ void init_reduce(nb::module_& m) {
         "input"_a, "dim"_a = nb::none(), "keepdim"_a = false,
         "min(input) -> Tensor; min(input, dim, keepdim=False) -> (values, indices).");
   m.def("amax", [](nb::handle x, nb::handle dim, bool keepdim) {
-    return kiln::amax(to_tensor(x), to_dims(dim), keepdim);
+    return kiln::amax(to_tensor(x), to_dims(dim, "amax"), keepdim);
   }, "input"_a, nb::arg("dim").none() = nb::tuple(), "keepdim"_a = false);
   m.def("amin", [](nb::handle x, nb::handle dim, bool keepdim) {
-    return kiln::amin(to_tensor(x), to_dims(dim), keepdim);
+    return kiln::amin(to_tensor(x), to_dims(dim, "amin"), keepdim);
   }, "input"_a, nb::arg("dim").none() = nb::tuple(), "keepdim"_a = false);
   m.def("argmax", [](nb::handle x, nb::handle dim, bool keepdim) {
     return kiln::argmax(to_tensor(x), to_optional_int(dim, "argmax"), keepdim);
@@ -158,10 +150,10 @@ void init_reduce(nb::module_& m) {
   });
 
   m.def("logsumexp", [](nb::handle x, nb::handle dim, bool keepdim) {
-    return kiln::logsumexp(to_tensor(x), to_dims(dim), keepdim);
+    return kiln::logsumexp(to_tensor(x), to_dims(dim, "logsumexp"), keepdim);
   }, "input"_a, "dim"_a = nb::none(), "keepdim"_a = false);
   m.def("norm", [](nb::handle x, nb::handle p, nb::handle dim, bool keepdim, nb::handle dtype) {
-    return kiln::norm(to_tensor(x), norm_p(p), to_dims(dim), keepdim, to_optional_dtype(dtype));
+    return kiln::norm(to_tensor(x), norm_p(p), to_dims(dim, "norm"), keepdim, to_optional_dtype(dtype));
   }, "input"_a, "p"_a = "fro", "dim"_a = nb::none(), "keepdim"_a = false, "dtype"_a = nb::none(),
      "Vector p-norm over dims (p = 2, 1, inf, -inf, 0 or any real; 'fro' = 2).");
 
@@ -173,13 +165,13 @@ void init_reduce(nb::module_& m) {
   }, "input"_a, "dim"_a, nb::kw_only(), "dtype"_a = nb::none());
 
   m.def("all", [](nb::handle x, nb::handle dim, bool keepdim) {
-    return kiln::all(to_tensor(x), to_dims(dim), keepdim);
+    return kiln::all(to_tensor(x), to_dims(dim, "all"), keepdim);
   }, "input"_a, "dim"_a = nb::none(), "keepdim"_a = false);
   m.def("any", [](nb::handle x, nb::handle dim, bool keepdim) {
-    return kiln::any(to_tensor(x), to_dims(dim), keepdim);
+    return kiln::any(to_tensor(x), to_dims(dim, "any"), keepdim);
   }, "input"_a, "dim"_a = nb::none(), "keepdim"_a = false);
   m.def("count_nonzero", [](nb::handle x, nb::handle dim) {
-    return kiln::count_nonzero(to_tensor(x), to_dims(dim));
+    return kiln::count_nonzero(to_tensor(x), to_dims(dim, "count_nonzero"));
   }, "input"_a, "dim"_a = nb::none());
 
   for (const char* name : {"sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std",

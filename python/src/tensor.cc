@@ -55,8 +55,6 @@ nb::object item(const Tensor& t) {
   return element_object(static_cast<const char*>(t.data_ptr()), t.dtype());
 }
 
-std::vector<int> to_int_vector(const Shape& s) { return std::vector<int>(s.begin(), s.end()); }
-
 // t.to(...) as torch: to(dtype), to(device), to(device, dtype), to(other), with
 // dtype=/device=/copy= keywords. The CPU is the only device.
 Tensor to_impl(const Tensor& t, nb::args args, nb::kwargs kwargs) {
@@ -68,7 +66,7 @@ Tensor to_impl(const Tensor& t, nb::args args, nb::kwargs kwargs) {
     } else if (nb::isinstance<PyDType>(a)) {
       dtype = to_dtype(a);
     } else if (nb::isinstance<nb::str>(a)) {
-      const std::string s = nb::cast<std::string>(a);
+      const std::string_view s = utf8(a, "to", "argument");
       if (s == "cpu" || s == "cpu:0") continue;
       try {
         dtype = to_dtype(a);
@@ -86,7 +84,7 @@ Tensor to_impl(const Tensor& t, nb::args args, nb::kwargs kwargs) {
     }
   }
   for (auto [k, v] : kwargs) {
-    const std::string key = nb::cast<std::string>(k);
+    const std::string key(utf8(k, "to", "keyword"));
     if (key == "dtype") dtype = to_optional_dtype(v);
     else if (key == "device") check_device(v, "to");
     else if (key == "copy") copy = nb::cast<bool>(v);
@@ -106,7 +104,38 @@ Tensor& fill_impl(Tensor& t, nb::handle value) {
                        std::to_string(v.dim()) + " dimensions");
     return t.fill_(v.item());
   }
-  return t.fill_(to_scalar(value));
+  const Scalar v = to_scalar(value, "fill_");
+  check_fits(v, t.dtype(), "fill_");
+  return t.fill_(v);
+}
+
+// kiln.Tensor(...) as torch.Tensor(...): no arguments -> an empty float32 tensor;
+// ints -> an uninitialized float32 tensor of that size; a kiln.Tensor -> the same
+// tensor (sharing storage); data (nested sequences of numbers, a NumPy array) ->
+// a float32 copy. kiln.tensor(data, dtype=...) infers or takes the dtype.
+Tensor construct(const nb::args& args, const nb::kwargs& kwargs) {
+  for (auto [k, v] : kwargs) {
+    const std::string_view key = utf8(k, "Tensor", "keyword");
+    if (key == "device") {
+      check_device(v, "Tensor");
+      continue;
+    }
+    throw TypeError("[Tensor] unexpected keyword argument '" + std::string(key) +
+                    "'; use kiln.tensor(data, dtype=...) to choose the dtype");
+  }
+  if (args.size() == 0) return empty({0}, kDefaultFloat);
+  nb::handle a0 = args[0];
+  if (args.size() == 1 && is_tensor(a0)) return nb::cast<const Tensor&>(a0);
+  if (PyIndex_Check(a0.ptr()) && !PyBool_Check(a0.ptr()) && !is_tensor(a0) && !is_numpy_array(a0))
+    return empty_checked("Tensor", shape_from_args(args, "Tensor"), kDefaultFloat);
+  if (args.size() == 1 && (PySequence_Check(a0.ptr()) || is_numpy_array(a0)) && !PyUnicode_Check(a0.ptr()) &&
+      !PyBytes_Check(a0.ptr()))
+    return tensor_from_data(a0, kDefaultFloat);
+  throw TypeError(
+      "[Tensor] expected data (a nested sequence of numbers or a NumPy array), sizes (ints) or a "
+      "kiln.Tensor, got " +
+      py_type_name(a0) + (args.size() > 1 ? " and more" : "") +
+      "; use kiln.tensor(data, dtype=...) for a number or another dtype");
 }
 
 }  // namespace
@@ -114,7 +143,11 @@ Tensor& fill_impl(Tensor& t, nb::handle value) {
 void init_tensor(nb::module_& m) {
   init_dtype(m);
   nb::class_<Tensor> cls(m, "Tensor", "A strided view of typed CPU memory (PyTorch's torch.Tensor).");
-  cls.def(nb::init<const Tensor&>(), "other"_a)
+  cls.def("__init__",
+          [](Tensor* self, nb::args args, nb::kwargs kwargs) { new (self) Tensor(construct(args, kwargs)); },
+          "args"_a, "kwargs"_a,
+          "kiln.Tensor(data) copies data as float32, kiln.Tensor(2, 3) is an uninitialized float32 tensor, "
+          "kiln.Tensor(t) is t (as torch.Tensor); kiln.tensor(data, dtype=...) infers or takes the dtype.")
       // ---- attributes ----
       .def_prop_ro("dtype", &Tensor::dtype)
       .def_prop_ro("shape", [](const Tensor& t) { return to_tuple(t.shape()); })
@@ -182,18 +215,23 @@ void init_tensor(nb::module_& m) {
         return item(t);
       })
       // ---- views ----
-      .def("view", [](const Tensor& t, nb::args shape) { return t.view(shape_from_args(shape)); }, "shape"_a)
-      .def("reshape", [](const Tensor& t, nb::args shape) { return t.reshape(shape_from_args(shape)); }, "shape"_a)
+      .def("view", [](const Tensor& t, nb::args shape) { return t.view(shape_from_args(shape, "view")); },
+           "shape"_a)
+      .def("reshape",
+           [](const Tensor& t, nb::args shape) { return t.reshape(shape_from_args(shape, "reshape")); },
+           "shape"_a)
       .def("view_as", [](const Tensor& t, const Tensor& o) { return t.view(o.sizes()); }, "other"_a)
       .def("reshape_as", [](const Tensor& t, const Tensor& o) { return t.reshape(o.sizes()); }, "other"_a)
-      .def("permute", [](const Tensor& t, nb::args dims) { return t.permute(to_int_vector(shape_from_args(dims))); }, "dims"_a)
+      .def("permute",
+           [](const Tensor& t, nb::args dims) { return t.permute(dims_from_args(dims, "permute")); },
+           "dims"_a)
       .def("transpose", &Tensor::transpose, "dim0"_a, "dim1"_a)
       .def("swapaxes", &Tensor::transpose, "axis0"_a, "axis1"_a)
       .def("t", &Tensor::t)
       .def("narrow", &Tensor::narrow, "dim"_a, "start"_a, "length"_a)
       .def("select", &Tensor::select, "dim"_a, "index"_a)
       .def("squeeze", [](const Tensor& t, nb::handle dim) {
-        auto dims = to_dims(dim);
+        auto dims = to_dims(dim, "squeeze");
         if (!dims) return t.squeeze();
         // Squeeze the listed dims, highest first so earlier indices stay valid.
         std::vector<int> w;
@@ -206,10 +244,13 @@ void init_tensor(nb::module_& m) {
         return r;
       }, "dim"_a = nb::none())
       .def("unsqueeze", &Tensor::unsqueeze, "dim"_a)
-      .def("expand", [](const Tensor& t, nb::args sizes) { return t.expand(shape_from_args(sizes)); }, "size"_a)
+      .def("expand",
+           [](const Tensor& t, nb::args sizes) { return t.expand(shape_from_args(sizes, "expand")); },
+           "size"_a)
       .def("expand_as", [](const Tensor& t, const Tensor& o) { return t.expand(o.sizes()); }, "other"_a)
       .def("as_strided", [](const Tensor& t, nb::handle size, nb::handle stride, std::optional<int64_t> offset) {
-        return t.as_strided(to_shape(size), to_shape(stride), offset.value_or(t.offset()));
+        return t.as_strided(to_shape(size, "as_strided"), to_shape(stride, "as_strided", "stride"),
+                            offset.value_or(t.offset()));
       }, "size"_a, "stride"_a, "storage_offset"_a = nb::none())
       .def("flatten", &Tensor::flatten, "start_dim"_a = 0, "end_dim"_a = -1)
       .def("ravel", [](const Tensor& t) { return t.reshape({-1}); })

@@ -1,8 +1,11 @@
 // Bindings for include/kiln/unary.h: kiln.<op>(input), the in-place kiln.<op>_(t),
 // Tensor methods t.<op>() / t.<op>_(), the operators -t, abs(t), ~t, round(t),
 // kiln.frexp (a named tuple) and the kiln.special aliases (bound as special_<name>).
-#include "bind_util.h"
 #include "kiln/unary.h"
+
+#include <climits>
+
+#include "bind_util.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -115,13 +118,20 @@ void init_unary(nb::module_& m) {
   def_tensor_method(m, "round_");
 
   // gelu(input, approximate='none')
-  m.def("gelu", [](nb::handle x, const std::string& approximate) { return kiln::gelu(to_tensor(x), approximate); },
-        "input"_a, nb::kw_only(), "approximate"_a = "none");
+  m.def(
+      "gelu",
+      [](nb::handle x, nb::handle approximate) {
+        return kiln::gelu(to_tensor(x), std::string(utf8(approximate, "gelu", "approximate")));
+      },
+      "input"_a, nb::kw_only(), "approximate"_a = "none");
   def_tensor_method(m, "gelu");
-  m.def("gelu_", [](nb::object self, const std::string& approximate) {
-    gelu_(nb::cast<Tensor&>(self), approximate);
-    return self;
-  }, "input"_a, nb::kw_only(), "approximate"_a = "none");
+  m.def(
+      "gelu_",
+      [](nb::object self, nb::handle approximate) {
+        gelu_(nb::cast<Tensor&>(self), std::string(utf8(approximate, "gelu_", "approximate")));
+        return self;
+      },
+      "input"_a, nb::kw_only(), "approximate"_a = "none");
 
   // frexp(input) -> (mantissa, exponent), a named tuple as torch.return_types.frexp.
   nb::object frexp_type = nb::module_::import_("collections").attr("namedtuple")(
@@ -139,9 +149,15 @@ void init_unary(nb::module_& m) {
   nb::setattr(cls, "__abs__", nb::cpp_function([](const Tensor& t) { return kiln::abs(t); }, nb::is_method()));
   nb::setattr(cls, "__invert__",
               nb::cpp_function([](const Tensor& t) { return kiln::bitwise_not(t); }, nb::is_method()));
-  nb::setattr(cls, "__round__", nb::cpp_function([](const Tensor& t, nb::handle ndigits) {
-    return kiln::round(t, ndigits.is_none() ? 0 : nb::cast<int>(ndigits));
-  }, nb::is_method(), "ndigits"_a = nb::none()));
+  nb::setattr(cls, "__round__",
+              nb::cpp_function(
+                  [](const Tensor& t, nb::handle ndigits) {
+                    const int64_t n = ndigits.is_none() ? 0 : to_int64(ndigits, "round", "ndigits");
+                    if (n < INT_MIN || n > INT_MAX)
+                      throw OverflowError("[round] ndigits " + std::to_string(n) + " does not fit int");
+                    return kiln::round(t, int(n));
+                  },
+                  nb::is_method(), "ndigits"_a = nb::none()));
 
   // kiln.special.* (bound as special_<name>, see python/kiln/__init__.py).
   m.def("special_laguerre_polynomial_l", &laguerre, "input"_a, "n"_a);

@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
-#include <new>
+#include <string>
+
+#include "kiln/error.h"
 
 namespace kiln {
 namespace {
@@ -14,11 +16,17 @@ constexpr size_t kAlign = 64;
 // Blocks at least this large are page-aligned so big tensors start on a page.
 constexpr size_t kLargeBlock = size_t(1) << 20;
 
+// A kiln error (not std::bad_alloc) so that the request's size reaches the user.
+[[noreturn]] void out_of_memory(size_t nbytes, const char* why) {
+  throw OutOfMemoryError("[allocate] cannot allocate " + std::to_string(nbytes) + " bytes: " + why, nbytes);
+}
+
 // Sizes are rounded up so that nearby requests share a size class: to 64 bytes
 // below 1 MiB, then to 1/8 of the next power of two.
 size_t round_size(size_t n) {
   if (n == 0) n = 1;
-  if (n > (size_t(1) << 62)) throw std::bad_alloc();  // no machine has it; avoids overflow below
+  // No machine has it; avoids overflow below.
+  if (n > (size_t(1) << 62)) out_of_memory(n, "larger than any address space");
   if (n < kLargeBlock) return (n + kAlign - 1) & ~(kAlign - 1);
   size_t p = 1;
   while (p < n) p <<= 1;
@@ -89,7 +97,7 @@ void* allocate(size_t nbytes) {
   if (p == nullptr) {
     empty_cache();
     p = std::aligned_alloc(align, (size + align - 1) / align * align);
-    if (p == nullptr) throw std::bad_alloc();
+    if (p == nullptr) out_of_memory(nbytes, "out of memory");
   }
   std::lock_guard<std::mutex> lock(c.mu);
   c.stats.current_bytes += size;

@@ -1,5 +1,6 @@
 #include "io/config_json.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <set>
 #include <vector>
@@ -57,10 +58,11 @@ json parse_json_strict(std::string_view text, const char* op, const std::string&
 
 std::string read_text_file(const std::string& path, const char* op, size_t max_bytes) {
   FILE* f = std::fopen(path.c_str(), "rb");
-  KILN_CHECK(f != nullptr, ValueError, "[" << op << "] cannot open " << path);
+  if (f == nullptr) throw_os_error(op, path, errno);
   std::string s;
   char buf[1 << 16];
   size_t n;
+  errno = 0;
   while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) {
     if (s.size() + n > max_bytes) {
       std::fclose(f);
@@ -68,9 +70,10 @@ std::string read_text_file(const std::string& path, const char* op, size_t max_b
     }
     s.append(buf, n);
   }
-  const bool err = std::ferror(f);
+  // A directory opens but does not read (EISDIR).
+  const int err = std::ferror(f) ? (errno ? errno : EIO) : 0;
   std::fclose(f);
-  KILN_CHECK(!err, ValueError, "[" << op << "] cannot read " << path << " (is it a directory?)");
+  if (err) throw_os_error(op, path, err, "cannot read");
   return s;
 }
 

@@ -17,15 +17,15 @@ namespace kiln::io {
 
 std::shared_ptr<MappedFile> MappedFile::open(const std::string& path, const char* op) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    KILN_CHECK(false, ValueError, "[" << op << "] cannot open " << path << ": " << std::strerror(errno));
+  if (fd < 0) throw_os_error(op, path, errno);
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    const int err = errno;
+  const int stat_err = ::fstat(fd, &st) != 0 ? errno : 0;
+  if (stat_err != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    KILN_CHECK(
-        false, ValueError,
-        "[" << op << "] cannot open " << path << ": " << (err ? std::strerror(err) : "not a regular file"));
+    if (stat_err != 0) throw_os_error(op, path, stat_err);
+    // A directory opens fine for reading; say what it is (Python: IsADirectoryError).
+    if (S_ISDIR(st.st_mode)) throw_os_error(op, path, EISDIR);
+    KILN_CHECK(false, ValueError, "[" << op << "] cannot open " << path << ": not a regular file");
   }
   std::shared_ptr<MappedFile> f(new MappedFile());
   f->path_ = path;
@@ -37,7 +37,7 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::string& path, const char
     if (p == MAP_FAILED) {
       const int err = errno;
       ::close(fd);
-      KILN_CHECK(false, ValueError, "[" << op << "] cannot map " << path << ": " << std::strerror(err));
+      throw_os_error(op, path, err, "cannot map");
     }
     f->data_ = static_cast<const uint8_t*>(p);
     f->mapped_ = true;

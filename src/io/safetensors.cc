@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <set>
 
@@ -109,17 +110,19 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   const std::string header = safetensors_header_bytes(tensors, metadata, order, data_bytes);
   const std::string tmp = path + ".tmp";
   FILE* f = std::fopen(tmp.c_str(), "wb");
-  KILN_CHECK(f != nullptr, ValueError, "[safetensors.save] cannot create " << tmp);
+  if (f == nullptr) throw_os_error("safetensors.save", path, errno, "cannot create");
   // Streamed tensor by tensor: a multi-GB checkpoint never sits in memory twice.
   bool ok = std::fwrite(header.data(), 1, header.size(), f) == header.size();
   for (size_t k = 0; k < order.size() && ok; ++k) {
     const Tensor c = tensors[order[k]].second.contiguous();
     ok = c.nbytes() == 0 || std::fwrite(c.data_ptr(), 1, c.nbytes(), f) == c.nbytes();
   }
-  const bool closed = std::fclose(f) == 0;
-  if (!ok || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
+  int err = ok ? 0 : errno;  // a full disk: ENOSPC
+  if (std::fclose(f) != 0 && err == 0) err = errno;
+  if (err == 0 && std::rename(tmp.c_str(), path.c_str()) != 0) err = errno;  // a directory at path: EISDIR
+  if (err != 0) {
     std::remove(tmp.c_str());
-    KILN_CHECK(false, ValueError, "[safetensors.save] cannot write " << path);
+    throw_os_error("safetensors.save", path, err, "cannot write");
   }
 }
 

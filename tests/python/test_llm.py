@@ -106,7 +106,7 @@ def test_perplexity_matches_logits():
 
 
 def test_errors(tmp_path):
-    with pytest.raises(ValueError, match=r"^\[llm\]"):
+    with pytest.raises(FileNotFoundError, match=r"^\[llm\]"):
         kiln.llm.load(str(tmp_path / "missing.gguf"))
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"GGUF\x03\x00garbage")

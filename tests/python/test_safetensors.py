@@ -186,7 +186,7 @@ def test_bad_file(tmp_path, case):
 
 
 def test_missing_file_and_directory(tmp_path):
-    with pytest.raises(ValueError, match="cannot open"):
+    with pytest.raises(FileNotFoundError, match="cannot open"):
         kiln.io.load_file(str(tmp_path / "nope.safetensors"))
     with pytest.raises(ValueError, match="neither"):
         kiln.io.load_file(str(tmp_path))

@@ -113,7 +113,7 @@ def test_streaming_matches_decode(qwen3):
 
 
 def test_bad_input(qwen3, tmp_path):
-    with pytest.raises(ValueError):
+    with pytest.raises(FileNotFoundError):
         kiln.Tokenizer.from_file(str(tmp_path / "missing.json"))
     with pytest.raises(ValueError):
         kiln.Tokenizer.from_str("{not json")

@@ -15,7 +15,8 @@ namespace kiln::io {
 
 class MappedFile {
  public:
-  // Maps `path` (throws ValueError "[op] cannot open PATH: reason").
+  // Maps `path`; throws OSError "[op] cannot open PATH: reason" carrying errno
+  // (EISDIR for a directory).
   static std::shared_ptr<MappedFile> open(const std::string& path, const char* op = "io.open");
   // Holds a copy of `bytes` in memory.
   static std::shared_ptr<MappedFile> from_bytes(std::string bytes, std::string name = "<memory>");

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "io/config_json.h"
 #include "io/tokenizer/impl.h"
 
 namespace kiln {
@@ -82,20 +83,17 @@ std::string Impl::decode_bytes(std::span<const int32_t> ids, bool skip_special) 
 }  // namespace tok
 
 Tokenizer Tokenizer::from_file(const std::string& path) {
-  auto slurp = [](const std::string& p, bool required) {
-    std::ifstream f(p, std::ios::binary);
-    if (!f) {
-      if (required) throw ValueError("[tokenizer] cannot open '" + p + "'");
-      return std::string();
-    }
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-  };
-  const std::string json = slurp(path, true);
+  // A missing or unreadable tokenizer.json is an OSError with errno (FileNotFoundError,
+  // IsADirectoryError ... in Python); tokenizer_config.json is optional.
+  const std::string json = io::read_text_file(path, "tokenizer", size_t(1) << 30);
   const size_t slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
-  const std::string config = slurp(dir + "tokenizer_config.json", false);
+  std::string config;
+  if (std::ifstream f(dir + "tokenizer_config.json", std::ios::binary); f) {
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    config = ss.str();
+  }
   return from_json(json, config);
 }
 
