@@ -7,6 +7,7 @@ outside its storage (or an offset that does not fit) is IndexError, an impossibl
 or element count is ValueError.
 """
 
+import ctypes
 import subprocess
 import sys
 import textwrap
@@ -103,3 +104,67 @@ def test_narrow_and_slice_bounds_do_not_wrap():
     with pytest.raises(IndexError, match=r"^\[narrow\]"):
         e.narrow(1, 3, 1)
     assert e.unsqueeze(0).stride()[0] >= 0
+
+
+# ---- DLPack capsules with hostile shapes and strides ----------------------------------
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+
+def _capsule(buf, shape, strides):
+    """An unversioned DLPack capsule over the float32 array buf, with the given shape and
+    element strides, and no deleter. Returns (capsule, objects to keep alive)."""
+    n = len(shape)
+    sh = (ctypes.c_int64 * n)(*shape)
+    st = (ctypes.c_int64 * n)(*strides)
+    mt = _DLManagedTensor()
+    mt.dl_tensor.data = buf.ctypes.data
+    mt.dl_tensor.device = _DLDevice(1, 0)  # kDLCPU
+    mt.dl_tensor.ndim = n
+    mt.dl_tensor.dtype = _DLDataType(2, 32, 1)  # kDLFloat, 32 bits
+    mt.dl_tensor.shape = sh
+    mt.dl_tensor.strides = st
+    new = ctypes.pythonapi.PyCapsule_New
+    new.restype = ctypes.py_object
+    new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    return new(ctypes.addressof(mt), b"dltensor", None), (buf, sh, st, mt)
+
+
+def test_from_dlpack_capsule_is_read_as_described():
+    buf = np.arange(6, dtype=np.float32)
+    cap, keep = _capsule(buf, (3, 2), (1, 3))
+    t = kiln.from_dlpack(cap)
+    np.testing.assert_array_equal(t.numpy(), buf.reshape(2, 3).T)
+    assert t.stride() == (1, 3)
+    buf[4] = -1.0  # shares the memory
+    assert t[1, 1].item() == -1.0
+    del t, keep
+
+
+@pytest.mark.parametrize("shape, strides", [
+    ((2,), (P62,)),          # stride * 4 bytes wrapped to 0: a view repeating element 0
+    ((5,), (P62,)),          # extent 1 + 4 * 2**62 wrapped to 1
+    ((P62, 4), (0, 0)),      # element count wrapped to 0
+    ((2, 2), (2**63 - 1, 1)),
+])
+def test_from_dlpack_hostile_capsule_raises(shape, strides):
+    buf = np.zeros(4, dtype=np.float32)
+    cap, keep = _capsule(buf, shape, strides)
+    with pytest.raises(ValueError, match=r"^\[from_dlpack\]"):
+        kiln.from_dlpack(cap)
+    del keep
