@@ -228,6 +228,13 @@ TEST(Tensor, ArangeEdgeCases) {
   EXPECT_THROW(arange(Scalar(0.0), Scalar(1e30), Scalar(1.0)), ValueError);
   EXPECT_THROW(arange(Scalar(0.0), Scalar(10.0), Scalar(std::nan(""))), ValueError);
   EXPECT_EQ(arange(Scalar(0.0), Scalar(1.0), Scalar(0.1)).numel(), 10);
+  // 2^64 - 1 elements: the count wrapped to -1 and [empty] blamed a negative size.
+  try {
+    arange(Scalar(INT64_MIN), Scalar(INT64_MAX), Scalar(int64_t(1)));
+    ADD_FAILURE() << "no exception";
+  } catch (const ValueError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("[arange]", 0), 0u) << e.what();
+  }
 }
 
 TEST(Tensor, FloatToIntMatchesNumpyOnX86) {
