@@ -45,8 +45,13 @@ class Tensor {
   // An undefined tensor (no storage); defined() is false.
   Tensor() = default;
   // A view into `storage` (shape, strides in elements, offset in elements).
+  // Every view is checked here, naming `op` in the error: sizes, strides and
+  // offset >= 0 (ValueError), the product of the non-zero sizes fits int64
+  // (ValueError), and a non-empty view's last element lies inside the storage
+  // (IndexError; an empty view may sit anywhere whose byte offset fits int64,
+  // as in torch). numel(), data_ptr() and byte strides therefore never wrap.
   Tensor(std::shared_ptr<Storage> storage, DType dtype, std::span<const int64_t> shape,
-         std::span<const int64_t> strides, int64_t offset);
+         std::span<const int64_t> strides, int64_t offset, const char* op = "tensor");
 
   bool defined() const { return storage_ != nullptr; }
   DType dtype() const { return dtype_; }
@@ -58,10 +63,12 @@ class Tensor {
   Shape stride_vec() const { return Shape(strides_.begin(), strides_.begin() + ndim_); }
   int64_t size(int d) const;    // negative d counts from the end
   int64_t stride(int d) const;
-  int64_t numel() const;
+  int64_t numel() const;  // fits int64 by construction
   int64_t offset() const { return offset_; }
   size_t itemsize() const { return kiln::itemsize(dtype_); }
-  size_t nbytes() const { return size_t(numel()) * itemsize(); }
+  // numel() * itemsize(); ValueError when an expanded view's logical size does
+  // not fit int64.
+  size_t nbytes() const;
   bool is_contiguous() const;
   const std::shared_ptr<Storage>& storage() const { return storage_; }
 
@@ -105,6 +112,8 @@ class Tensor {
 
  private:
   [[noreturn]] void throw_data_dtype(DType asked) const;
+  // The constructor's view checks, for views made by editing a copy in place.
+  void check_view(const char* op) const;
 
   std::shared_ptr<Storage> storage_;
   DType dtype_ = DType::Float32;
@@ -121,9 +130,10 @@ int wrap_dim(int dim, int ndim, const char* op);
 // location (a dim of size > 1 with stride 0, as after expand): an op writing
 // into such a tensor would give order-dependent results, so torch refuses too.
 void assert_no_internal_overlap(const Tensor& t, const char* op);
-// Row-major (C-contiguous) strides for shape.
+// Row-major (C-contiguous) strides for shape; ValueError when they overflow int64.
 Shape contiguous_strides(std::span<const int64_t> shape);
-// Product of sizes; throws ValueError on a negative size or overflow.
+// Product of sizes; throws ValueError on a negative size or when the product of
+// the non-zero sizes overflows int64 (the bound every Tensor keeps).
 int64_t shape_numel(std::span<const int64_t> shape, const char* op);
 std::string shape_to_string(std::span<const int64_t> shape);
 
@@ -147,8 +157,10 @@ Tensor eye(int64_t n, int64_t m = -1, DType dtype = DType::Float32);
 
 // Wraps an external host buffer without copying. strides in elements; `release`
 // runs once the last view is gone (empty: the caller keeps the buffer alive).
+// ValueError, naming `op`, when the element count or the extent the strides span
+// overflows int64 or exceeds the largest possible allocation.
 Tensor from_blob(void* data, const Shape& shape, const Shape& strides, DType dtype,
-                 std::function<void()> release = {});
+                 std::function<void()> release = {}, const char* op = "from_blob");
 // Copies a host buffer of numel(shape) contiguous elements into a new tensor.
 Tensor from_buffer_copy(const void* data, const Shape& shape, DType dtype);
 

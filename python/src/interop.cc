@@ -7,8 +7,11 @@
 //                           FP8 types kDLFloat8_e4m3fn / kDLFloat8_e5m2 (DLPack >= 1.1 codes)
 //
 // Negative strides are refused (ValueError) rather than copied, as torch.from_numpy does:
-// kiln views never step backwards. Memory owned by Python is released under the GIL from
-// whichever thread drops the last view.
+// kiln views never step backwards. Shapes and strides from a producer go through from_blob,
+// which refuses (ValueError) element counts and extents that overflow int64 or exceed the
+// largest possible allocation; DLPack does not say how large the producer's buffer is, so a
+// capsule's extent is trusted within that bound, as torch.from_dlpack does. Memory owned by
+// Python is released under the GIL from whichever thread drops the last view.
 #include <nanobind/ndarray.h>
 
 #include "bind_util.h"
@@ -46,25 +49,34 @@ std::optional<DType> dtype_from_dl(dl::dtype t) {
   return std::nullopt;
 }
 
-// A release callback that drops one reference to `owner` under the GIL. Safe from any
-// thread; skipped once the interpreter is gone (the process is exiting anyway).
-std::function<void()> py_release(nb::handle owner) {
-  PyObject* p = owner.inc_ref().ptr();
-  return [p] {
+// A release callback owning `obj` (a Python reference, or a handle holding one), deleted
+// under the GIL when the last view goes (from any thread), or with the callback when the
+// view is never made (from_blob refused the shape). Skipped once the interpreter is gone
+// (the process is exiting anyway).
+template <typename T>
+std::function<void()> release_under_gil(T* obj) {
+  std::shared_ptr<T> hold(obj, [](T* p) {
     if (!Py_IsInitialized()) return;
     nb::gil_scoped_acquire gil;
-    Py_DECREF(p);
-  };
+    delete p;
+  });
+  return [hold]() mutable { hold.reset(); };
+}
+
+void check_non_negative(const Shape& strides, const char* op) {
+  for (int64_t s : strides)
+    if (s < 0)
+      throw ValueError(std::string("[") + op +
+                       "] at least one stride in the given array is negative, "
+                       "and tensors with negative strides are not supported (use np.ascontiguousarray(a) "
+                       "or kiln.tensor(a) to copy)");
 }
 
 // Strides in bytes -> elements; ValueError for negative or misaligned strides.
 Shape element_strides(const Shape& byte_strides, size_t isz, const char* op) {
+  check_non_negative(byte_strides, op);
   Shape out(byte_strides.size());
   for (size_t i = 0; i < byte_strides.size(); ++i) {
-    if (byte_strides[i] < 0)
-      throw ValueError(std::string("[") + op + "] at least one stride in the given array is negative, "
-                       "and tensors with negative strides are not supported (use np.ascontiguousarray(a) "
-                       "or kiln.tensor(a) to copy)");
     if (byte_strides[i] % int64_t(isz) != 0)
       throw ValueError(std::string("[") + op + "] given array strides " + shape_to_string(byte_strides) +
                        " are not a multiple of the element byte size " + std::to_string(isz) +
@@ -127,21 +139,17 @@ Tensor from_dlpack_impl(nb::handle x) {
   if (arr.ndim() > size_t(kMaxDims))
     throw ValueError("[from_dlpack] at most " + std::to_string(kMaxDims) + " dims are supported, got " +
                      std::to_string(arr.ndim()));
-  Shape shape(arr.ndim()), byte_strides(arr.ndim());
+  // DLPack strides count elements: used as they are (scaling them to bytes and back
+  // could wrap); from_blob checks the sizes and the extent they span.
+  Shape shape(arr.ndim()), strides(arr.ndim());
   for (size_t i = 0; i < arr.ndim(); ++i) {
     shape[i] = int64_t(arr.shape(i));
-    byte_strides[i] = arr.stride(i) * int64_t(itemsize(*d));
+    strides[i] = arr.stride(i);
   }
-  const Shape strides = element_strides(byte_strides, itemsize(*d), "from_dlpack");
-  // The ndarray handle keeps the producer's buffer alive; drop it under the GIL.
-  auto* keep = new nb::ndarray<nb::ro>(arr);
-  std::function<void()> release = [keep] {
-    if (!Py_IsInitialized()) return;
-    nb::gil_scoped_acquire gil;
-    delete keep;
-  };
+  check_non_negative(strides, "from_dlpack");
+  // The ndarray handle keeps the producer's buffer alive.
   return from_blob(const_cast<void*>(static_cast<const void*>(arr.data())), shape, strides, *d,
-                   std::move(release));
+                   release_under_gil(new nb::ndarray<nb::ro>(arr)), "from_dlpack");
 }
 
 }  // namespace
@@ -165,7 +173,8 @@ Tensor from_numpy(nb::handle a) {
                      1) != 0)
       throw nb::python_error();  // warnings turned into errors
   }
-  return from_blob(reinterpret_cast<void*>(ptr), shape, strides, d, py_release(a));
+  return from_blob(reinterpret_cast<void*>(ptr), shape, strides, d,
+                   release_under_gil(new nb::object(nb::borrow(a))), "from_numpy");
 }
 
 void init_interop(nb::module_& m, nb::class_<Tensor>& tcls) {

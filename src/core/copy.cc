@@ -9,7 +9,8 @@
 namespace kiln {
 namespace {
 
-// True when the byte ranges the two views can touch intersect.
+// True when the byte ranges the two views can touch intersect. Non-empty views
+// lie inside their storage (the Tensor invariant), so the sums cannot overflow.
 bool may_overlap(const Tensor& a, const Tensor& b) {
   if (a.storage() != b.storage() || a.numel() == 0 || b.numel() == 0) return false;
   auto range = [](const Tensor& t, int64_t* lo, int64_t* hi) {

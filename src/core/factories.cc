@@ -41,7 +41,11 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, DType 
     const int64_t a = start.to_int64(), b = end.to_int64(), c = step.to_int64();
     // 128-bit: the span of two int64 bounds can exceed int64.
     const __int128 span = __int128(b) - a, st128 = c;
-    n = int64_t(st128 > 0 ? (span + st128 - 1) / st128 : (-span - st128 - 1) / (-st128));
+    const __int128 count = st128 > 0 ? (span + st128 - 1) / st128 : (-span - st128 - 1) / (-st128);
+    if (count > INT64_MAX)  // int64_t(count) would wrap negative
+      throw ValueError("[arange] invalid range: start " + start.str() + ", end " + end.str() + ", step " +
+                       step.str() + " (the number of elements does not fit in int64)");
+    n = int64_t(count);
     Tensor t = empty({n}, dtype);
     fill_indexed(t, [&](int64_t i) { return int64_t(uint64_t(a) + uint64_t(i) * uint64_t(c)); }, "arange");
     return t;

@@ -4,7 +4,7 @@
 #include <numeric>
 #include <sstream>
 
-#include "core/strided_loop.h"
+#include "core/checked_math.h"
 #include "kiln/allocator.h"
 
 namespace kiln {
@@ -51,22 +51,44 @@ Shape contiguous_strides(std::span<const int64_t> shape) {
   int64_t acc = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     s[i] = acc;
-    acc *= std::max<int64_t>(shape[i], 1);
+    if (i > 0 && !checked_mul(acc, std::max<int64_t>(shape[i], 1), &acc))
+      throw ValueError("[contiguous_strides] the strides of shape " + shape_to_string(shape) +
+                       " overflow int64");
   }
   return s;
 }
 
 int64_t shape_numel(std::span<const int64_t> shape, const char* op) {
-  int64_t n = 1;
-  for (int64_t s : shape) {
+  for (int64_t s : shape)
     if (s < 0)
       throw ValueError(std::string("[") + op + "] negative dimension in shape " + shape_to_string(shape));
-    if (s != 0 && n > INT64_MAX / s)
-      throw ValueError(std::string("[") + op + "] shape " + shape_to_string(shape) + " is too large");
-    n *= s;
-  }
+  int64_t n;
+  if (!checked_numel(shape, &n))
+    throw ValueError(std::string("[") + op + "] shape " + shape_to_string(shape) +
+                     " is too large (its number of elements overflows int64)");
   return n;
 }
+
+namespace {
+// Elements a strided layout spans from its first one: 1 + sum (size - 1) *
+// stride, 0 when empty. ValueError on a negative size or stride, or when the
+// element count or the span overflows int64.
+int64_t strided_extent(std::span<const int64_t> shape, std::span<const int64_t> strides, const char* op) {
+  if (shape.size() != strides.size())
+    throw ValueError(std::string("[") + op + "] shape " + shape_to_string(shape) + " and strides " +
+                     shape_to_string(strides) + " differ in length");
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] < 0 || strides[i] < 0)
+      throw ValueError(std::string("[") + op + "] size " + shape_to_string(shape) + " with strides " +
+                       shape_to_string(strides) + ": negative sizes and strides are not supported");
+  if (shape_numel(shape, op) == 0) return 0;
+  int64_t last;
+  if (!checked_last_offset(shape, strides, 0, &last) || last == INT64_MAX)
+    throw ValueError(std::string("[") + op + "] size " + shape_to_string(shape) + " with strides " +
+                     shape_to_string(strides) + " spans more elements than int64 can count");
+  return last + 1;
+}
+}  // namespace
 
 std::string shape_to_string(std::span<const int64_t> shape) {
   std::string s = "[";
@@ -80,25 +102,68 @@ std::string shape_to_string(std::span<const int64_t> shape) {
 // ---- Tensor -----------------------------------------------------------------
 
 Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, std::span<const int64_t> shape,
-               std::span<const int64_t> strides, int64_t offset)
+               std::span<const int64_t> strides, int64_t offset, const char* op)
     : storage_(std::move(storage)), dtype_(dtype), ndim_(int(shape.size())), offset_(offset) {
   if (shape.size() > size_t(kMaxDims))
-    throw ValueError("[tensor] at most " + std::to_string(kMaxDims) + " dims are supported, got " +
-                     std::to_string(shape.size()));
+    throw ValueError(std::string("[") + op + "] at most " + std::to_string(kMaxDims) +
+                     " dims are supported, got " + std::to_string(shape.size()));
   if (shape.size() != strides.size())
-    throw ValueError("[tensor] shape " + shape_to_string(shape) + " and strides " +
+    throw ValueError(std::string("[") + op + "] shape " + shape_to_string(shape) + " and strides " +
                      shape_to_string(strides) + " differ in length");
   std::copy(shape.begin(), shape.end(), shape_.begin());
   std::copy(strides.begin(), strides.end(), strides_.begin());
+  check_view(op);
+}
+
+void Tensor::check_view(const char* op) const {
+  const auto sh = shape(), st = strides();
+  auto layout = [&] {
+    return "size " + shape_to_string(sh) + ", stride " + shape_to_string(st) + " and storage offset " +
+           std::to_string(offset_);
+  };
+  for (int i = 0; i < ndim_; ++i)
+    if (sh[i] < 0 || st[i] < 0)
+      throw ValueError(std::string("[") + op + "] " + layout() +
+                       ": negative sizes and strides are not supported");
+  if (offset_ < 0) throw ValueError(std::string("[") + op + "] " + layout() + ": negative storage offset");
+  int64_t n;
+  if (!checked_numel(sh, &n))
+    throw ValueError(std::string("[") + op + "] shape " + shape_to_string(sh) +
+                     " is too large (its number of elements overflows int64)");
+  const int64_t isz = int64_t(itemsize());
+  int64_t end;  // bytes up to the end of the last element
+  if (n == 0) {
+    // Nothing is read; only the data pointer (offset * itemsize) must be computable.
+    if (!checked_mul(offset_, isz, &end))
+      throw IndexError(std::string("[") + op + "] " + layout() + ": the byte offset overflows int64");
+    return;
+  }
+  const uint64_t have = storage_ ? uint64_t(storage_->nbytes()) : 0;
+  int64_t last;
+  const bool fits = checked_last_offset(sh, st, offset_, &last) && checked_add(last, 1, &end) &&
+                    checked_mul(end, isz, &end);
+  if (!fits || uint64_t(end) > have)
+    throw IndexError(std::string("[") + op + "] " + layout() + " reach outside the storage of " +
+                     std::to_string(have) + " bytes (they need " +
+                     (fits ? std::to_string(end) : std::string("more than 2^63")) + " bytes of " +
+                     name(dtype_) + ")");
 }
 
 int64_t Tensor::size(int d) const { return shape_[wrap_dim(d, ndim_, "size")]; }
 int64_t Tensor::stride(int d) const { return strides_[wrap_dim(d, ndim_, "stride")]; }
 
 int64_t Tensor::numel() const {
-  int64_t n = 1;
+  int64_t n = 1;  // cannot overflow: the constructor checked the product
   for (int i = 0; i < ndim_; ++i) n *= shape_[i];
   return n;
+}
+
+size_t Tensor::nbytes() const {
+  int64_t b;
+  if (!checked_mul(numel(), int64_t(itemsize()), &b))
+    throw ValueError("[nbytes] " + std::to_string(numel()) + " elements of " + name(dtype_) + " (shape " +
+                     shape_str() + ") overflow an int64 byte count");
+  return size_t(b);
 }
 
 bool Tensor::is_contiguous() const {
@@ -146,6 +211,16 @@ Scalar Tensor::item() const {
 
 namespace {
 
+// offset + index * stride for a view op; IndexError when it overflows (only an
+// empty view with huge strides can get there: others stay inside their storage).
+int64_t checked_offset(int64_t offset, int64_t index, int64_t stride, const char* op) {
+  int64_t r;
+  if (!checked_mul_add(offset, index, stride, &r))
+    throw IndexError(std::string("[") + op + "] storage offset " + std::to_string(offset) + " + " +
+                     std::to_string(index) + " * stride " + std::to_string(stride) + " overflows int64");
+  return r;
+}
+
 // Infers a single -1 in `shape` from numel; validates the element count.
 Shape infer_shape(const Shape& shape, int64_t numel, const char* op) {
   Shape out = shape;
@@ -157,8 +232,10 @@ Shape infer_shape(const Shape& shape, int64_t numel, const char* op) {
       infer = int(i);
     } else if (out[i] < 0) {
       throw ValueError(std::string("[") + op + "] invalid shape dimension " + std::to_string(out[i]));
-    } else {
-      known *= out[i];
+    } else if (!checked_mul(known, out[i], &known)) {
+      throw ValueError(std::string("[") + op + "] shape '" + shape_to_string(shape) +
+                       "' is invalid for input of size " + std::to_string(numel) +
+                       " (its number of elements overflows int64)");
     }
   }
   if (infer >= 0) {
@@ -183,6 +260,9 @@ bool view_strides(std::span<const int64_t> old_shape, std::span<const int64_t> o
     for (size_t i = 0; i < new_shape.size(); ++i) (*out)[i] = 1;
     return true;
   }
+  // Sizes and their partial products fit int64 (the Tensor invariant and
+  // infer_shape); a size product times a stride may not, and a product that
+  // does not fit equals no stride.
   int64_t numel = 1;
   for (auto s : old_shape) numel *= s;
   if (numel == 0) {
@@ -191,12 +271,13 @@ bool view_strides(std::span<const int64_t> old_shape, std::span<const int64_t> o
   }
   int64_t view_d = int64_t(new_shape.size()) - 1;
   int64_t chunk_base_stride = old_strides.back();
-  int64_t tensor_numel = 1, view_numel = 1;
+  int64_t tensor_numel = 1, view_numel = 1, span;
   for (int64_t d = int64_t(old_shape.size()) - 1; d >= 0; --d) {
     tensor_numel *= old_shape[d];
-    if (d == 0 || (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base_stride)) {
+    if (d == 0 || (old_shape[d - 1] != 1 &&
+                   (!checked_mul(tensor_numel, chunk_base_stride, &span) || old_strides[d - 1] != span))) {
       while (view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d] == 1)) {
-        (*out)[view_d] = view_numel * chunk_base_stride;
+        if (!checked_mul(view_numel, chunk_base_stride, &(*out)[view_d])) return false;
         view_numel *= new_shape[view_d];
         --view_d;
       }
@@ -221,14 +302,14 @@ Tensor Tensor::view(const Shape& shape) const {
                      " is not compatible with input tensor's size " + shape_str() +
                      " and stride " + shape_to_string(strides()) +
                      " (at least one dimension spans across two contiguous subspaces); use reshape");
-  return Tensor(storage_, dtype_, new_shape, new_strides, offset_);
+  return Tensor(storage_, dtype_, new_shape, new_strides, offset_, "view");
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {
   const Shape new_shape = infer_shape(shape, numel(), "reshape");
   Shape new_strides;
   if (view_strides(this->shape(), strides(), new_shape, &new_strides))
-    return Tensor(storage_, dtype_, new_shape, new_strides, offset_);
+    return Tensor(storage_, dtype_, new_shape, new_strides, offset_, "reshape");
   return contiguous().view(new_shape);
 }
 
@@ -245,7 +326,7 @@ Tensor Tensor::permute(const std::vector<int>& dims) const {
     sh[i] = shape_[d];
     st[i] = strides_[d];
   }
-  return Tensor(storage_, dtype_, sh, st, offset_);
+  return Tensor(storage_, dtype_, sh, st, offset_, "permute");
 }
 
 Tensor Tensor::transpose(int d0, int d1) const {
@@ -273,12 +354,13 @@ Tensor Tensor::narrow(int dim, int64_t start, int64_t length) const {
   dim = wrap_dim(dim, ndim_, "narrow");
   const int64_t n = shape_[dim];
   if (start < 0) start += n;
-  if (start < 0 || start > n || length < 0 || start + length > n)
+  if (start < 0 || start > n || length < 0 || length > n - start)
     throw IndexError("[narrow] start (" + std::to_string(start) + ") + length (" +
                      std::to_string(length) + ") exceeds dimension size (" + std::to_string(n) + ")");
   Tensor r = *this;
   r.shape_[dim] = length;
-  r.offset_ += start * strides_[dim];
+  r.offset_ = checked_offset(offset_, start, strides_[dim], "narrow");
+  r.check_view("narrow");
   return r;
 }
 
@@ -292,9 +374,16 @@ Tensor Tensor::slice(int dim, int64_t start, int64_t end, int64_t step) const {
   start = std::clamp<int64_t>(start, 0, n);
   end = std::clamp<int64_t>(end, start, n);
   Tensor r = *this;
-  r.shape_[dim] = (end - start + step - 1) / step;
-  r.strides_[dim] = strides_[dim] * step;
-  r.offset_ += start * strides_[dim];
+  r.shape_[dim] = end == start ? 0 : (end - start - 1) / step + 1;  // ceil without end - start + step
+  // A dim that never steps keeps its stride when stride * step does not fit.
+  if (!checked_mul(strides_[dim], step, &r.strides_[dim])) {
+    if (r.shape_[dim] > 1)
+      throw ValueError("[slice] stride " + std::to_string(strides_[dim]) + " times step " +
+                       std::to_string(step) + " overflows int64 (shape " + shape_str() + ")");
+    r.strides_[dim] = strides_[dim];
+  }
+  r.offset_ = checked_offset(offset_, start, strides_[dim], "slice");
+  r.check_view("slice");
   return r;
 }
 
@@ -312,7 +401,7 @@ Tensor Tensor::select(int dim, int64_t index) const {
     sh.push_back(shape_[i]);
     st.push_back(strides_[i]);
   }
-  return Tensor(storage_, dtype_, sh, st, offset_ + index * strides_[dim]);
+  return Tensor(storage_, dtype_, sh, st, checked_offset(offset_, index, strides_[dim], "select"), "select");
 }
 
 Tensor Tensor::squeeze() const {
@@ -322,7 +411,7 @@ Tensor Tensor::squeeze() const {
     sh.push_back(shape_[i]);
     st.push_back(strides_[i]);
   }
-  return Tensor(storage_, dtype_, sh, st, offset_);
+  return Tensor(storage_, dtype_, sh, st, offset_, "squeeze");
 }
 
 Tensor Tensor::squeeze(int dim) const {
@@ -338,16 +427,19 @@ Tensor Tensor::squeeze(int dim) const {
     sh.push_back(shape_[i]);
     st.push_back(strides_[i]);
   }
-  return Tensor(storage_, dtype_, sh, st, offset_);
+  return Tensor(storage_, dtype_, sh, st, offset_, "squeeze");
 }
 
 Tensor Tensor::unsqueeze(int dim) const {
   dim = wrap_dim(dim, ndim_ + 1, "unsqueeze");
   Shape sh = sizes(), st = stride_vec();
-  const int64_t s = dim < ndim_ ? shape_[dim] * strides_[dim] : 1;
+  // size * stride keeps the result contiguous where the input is; a size-1 dim
+  // is never stepped, so 1 serves when the product does not fit (empty views).
+  int64_t s = 1;
+  if (dim < ndim_ && !checked_mul(shape_[dim], strides_[dim], &s)) s = 1;
   sh.insert(sh.begin() + dim, 1);
   st.insert(st.begin() + dim, s);
-  return Tensor(storage_, dtype_, sh, st, offset_);
+  return Tensor(storage_, dtype_, sh, st, offset_, "unsqueeze");
 }
 
 Tensor Tensor::expand(const Shape& shape) const {
@@ -380,27 +472,14 @@ Tensor Tensor::expand(const Shape& shape) const {
       st[i] = 0;
     }
   }
-  return Tensor(storage_, dtype_, sh, st, offset_);
+  return Tensor(storage_, dtype_, sh, st, offset_, "expand");  // checks that numel fits int64
 }
 
 Tensor Tensor::as_strided(const Shape& shape, const Shape& strides, int64_t offset) const {
   if (shape.size() != strides.size())
     throw ValueError("[as_strided] mismatch in length of strides and shape");
-  if (offset < 0) throw ValueError("[as_strided] negative storage offset");
-  // The furthest element reached must lie inside the storage.
-  int64_t max_off = offset;
-  bool empty_view = false;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] < 0) throw ValueError("[as_strided] negative size in shape " + shape_to_string(shape));
-    if (strides[i] < 0) throw ValueError("[as_strided] negative strides are not supported");
-    if (shape[i] == 0) empty_view = true;
-    else max_off += (shape[i] - 1) * strides[i];
-  }
-  if (!empty_view && (max_off + 1) * int64_t(itemsize()) > int64_t(storage_->nbytes()))
-    throw IndexError("[as_strided] size " + shape_to_string(shape) + ", stride " + shape_to_string(strides) +
-                     " and offset " + std::to_string(offset) + " reach outside the storage of " +
-                     std::to_string(storage_->nbytes()) + " bytes");
-  return Tensor(storage_, dtype_, shape, strides, offset);
+  // The constructor checks, overflow-safe, that the furthest element lies inside the storage.
+  return Tensor(storage_, dtype_, shape, strides, offset, "as_strided");
 }
 
 Tensor Tensor::flatten(int start_dim, int end_dim) const {
@@ -410,9 +489,7 @@ Tensor Tensor::flatten(int start_dim, int end_dim) const {
   if (start_dim > end_dim) throw ValueError("[flatten] start_dim cannot come after end_dim");
   Shape sh;
   for (int i = 0; i < start_dim; ++i) sh.push_back(shape_[i]);
-  int64_t m = 1;
-  for (int i = start_dim; i <= end_dim; ++i) m *= shape_[i];
-  sh.push_back(m);
+  sh.push_back(shape_numel(shape().subspan(size_t(start_dim), size_t(end_dim - start_dim + 1)), "flatten"));
   for (int i = end_dim + 1; i < ndim_; ++i) sh.push_back(shape_[i]);
   return reshape(sh);
 }
@@ -456,29 +533,13 @@ size_t storage_bytes(int64_t n, DType dtype, const char* op) {
 Tensor empty(const Shape& shape, DType dtype) {
   const int64_t n = shape_numel(shape, "empty");
   auto storage = std::make_shared<Storage>(storage_bytes(n, dtype, "empty"));
-  return Tensor(std::move(storage), dtype, shape, contiguous_strides(shape), 0);
+  return Tensor(std::move(storage), dtype, shape, contiguous_strides(shape), 0, "empty");
 }
 
 Tensor empty_strided(const Shape& shape, const Shape& strides, DType dtype) {
-  if (shape.size() != strides.size())
-    throw ValueError("[empty_strided] shape and strides differ in length");
-  int64_t extent = 1;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] < 0 || strides[i] < 0)
-      throw ValueError("[empty_strided] negative size or stride");
-    if (shape[i] == 0) extent = 0;
-  }
-  if (extent) {
-    shape_numel(shape, "empty_strided");
-    for (size_t i = 0; i < shape.size(); ++i) {
-      if (strides[i] != 0 && shape[i] - 1 > (INT64_MAX / 4 - extent) / strides[i])
-        throw ValueError("[empty_strided] size " + shape_to_string(shape) + " with strides " +
-                         shape_to_string(strides) + " exceeds the largest possible allocation");
-      extent += (shape[i] - 1) * strides[i];
-    }
-  }
+  const int64_t extent = strided_extent(shape, strides, "empty_strided");
   auto storage = std::make_shared<Storage>(storage_bytes(extent, dtype, "empty_strided"));
-  return Tensor(std::move(storage), dtype, shape, strides, 0);
+  return Tensor(std::move(storage), dtype, shape, strides, 0, "empty_strided");
 }
 
 Tensor zeros(const Shape& shape, DType dtype) { return full(shape, Scalar(int64_t(0)), dtype); }
@@ -499,71 +560,20 @@ Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), t.dtype()); }
 Tensor scalar_tensor(const Scalar& value, DType dtype) { return full({}, value, dtype); }
 
 Tensor from_blob(void* data, const Shape& shape, const Shape& strides, DType dtype,
-                 std::function<void()> release) {
-  if (shape.size() != strides.size()) throw ValueError("[from_blob] shape and strides differ in length");
-  int64_t extent = 1;
-  bool empty_view = false;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] < 0) throw ValueError("[from_blob] negative size");
-    if (shape[i] == 0) empty_view = true;
-    else extent += (shape[i] - 1) * std::max<int64_t>(strides[i], 0);
-  }
-  if (empty_view) extent = 0;
-  for (size_t i = 0; i < shape.size(); ++i)
-    if (strides[i] < 0) throw ValueError("[from_blob] negative strides are not supported; copy the array first");
+                 std::function<void()> release, const char* op) {
+  const int64_t extent = strided_extent(shape, strides, op);
   // Kernels access elements as T*: a misaligned buffer must be copied first.
   if (reinterpret_cast<uintptr_t>(data) % itemsize(dtype) != 0 && itemsize(dtype) <= 8)
-    throw ValueError(std::string("[from_blob] buffer address is not aligned to its ") + name(dtype) +
+    throw ValueError(std::string("[") + op + "] buffer address is not aligned to its " + name(dtype) +
                      " elements; copy it first");
-  auto storage = std::make_shared<Storage>(data, storage_bytes(extent, dtype, "from_blob"), std::move(release));
-  return Tensor(std::move(storage), dtype, shape, strides, 0);
+  auto storage = std::make_shared<Storage>(data, storage_bytes(extent, dtype, op), std::move(release));
+  return Tensor(std::move(storage), dtype, shape, strides, 0, op);
 }
 
 Tensor from_buffer_copy(const void* data, const Shape& shape, DType dtype) {
   Tensor t = empty(shape, dtype);
   if (t.nbytes()) std::memcpy(t.data_ptr(), data, t.nbytes());
   return t;
-}
-
-// ---- StridedLoop -----------------------------------------------------------
-
-StridedLoop StridedLoop::make(std::span<const int64_t> shape, std::span<const Tensor* const> operands) {
-  StridedLoop loop;
-  loop.nops = int(operands.size());
-  loop.numel = 1;
-  for (auto s : shape) loop.numel *= s;
-  for (int k = 0; k < loop.nops; ++k) loop.data[k] = static_cast<char*>(operands[k]->data_ptr());
-  // Drop size-1 dims, then merge dim d into d-1 when every operand steps
-  // through both as one run.
-  int nd = 0;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
-    loop.shape[nd] = shape[d];
-    for (int k = 0; k < loop.nops; ++k)
-      loop.strides[k][nd] = operands[k]->strides()[d] * int64_t(operands[k]->itemsize());
-    ++nd;
-  }
-  if (nd == 0) {
-    loop.shape[0] = 1;
-    for (int k = 0; k < loop.nops; ++k) loop.strides[k][0] = int64_t(operands[k]->itemsize());
-    nd = 1;
-  }
-  int out = 0;
-  for (int d = 1; d < nd; ++d) {
-    bool mergeable = true;
-    for (int k = 0; k < loop.nops; ++k)
-      if (loop.strides[k][out] != loop.strides[k][d] * loop.shape[d]) mergeable = false;
-    if (mergeable) {
-      loop.shape[out] *= loop.shape[d];
-      for (int k = 0; k < loop.nops; ++k) loop.strides[k][out] = loop.strides[k][d];
-    } else {
-      ++out;
-      loop.shape[out] = loop.shape[d];
-      for (int k = 0; k < loop.nops; ++k) loop.strides[k][out] = loop.strides[k][d];
-    }
-  }
-  loop.ndim = out + 1;
-  return loop;
 }
 
 }  // namespace kiln

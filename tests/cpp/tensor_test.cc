@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "core/strided_loop.h"
 #include "kiln/kiln.h"
 
 using namespace kiln;
@@ -227,6 +228,13 @@ TEST(Tensor, ArangeEdgeCases) {
   EXPECT_THROW(arange(Scalar(0.0), Scalar(1e30), Scalar(1.0)), ValueError);
   EXPECT_THROW(arange(Scalar(0.0), Scalar(10.0), Scalar(std::nan(""))), ValueError);
   EXPECT_EQ(arange(Scalar(0.0), Scalar(1.0), Scalar(0.1)).numel(), 10);
+  // 2^64 - 1 elements: the count wrapped to -1 and [empty] blamed a negative size.
+  try {
+    arange(Scalar(INT64_MIN), Scalar(INT64_MAX), Scalar(int64_t(1)));
+    ADD_FAILURE() << "no exception";
+  } catch (const ValueError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("[arange]", 0), 0u) << e.what();
+  }
 }
 
 TEST(Tensor, FloatToIntMatchesNumpyOnX86) {
@@ -247,4 +255,148 @@ TEST(Tensor, FloatToIntMatchesNumpyOnX86) {
   // Unsigned scalars above INT64_MAX stay exact in floating point.
   EXPECT_EQ(Scalar(uint64_t(UINT64_MAX)).to_double(), 18446744073709551615.0);
   EXPECT_EQ(full({1}, Scalar(uint64_t(UINT64_MAX)), DType::Float64).item<double>(), 18446744073709551615.0);
+}
+
+// ---- size/stride/offset arithmetic that would overflow int64 ----------------
+// Each case wrapped to a small or negative value before, passing a bounds check.
+
+namespace {
+constexpr int64_t kP61 = int64_t(1) << 61, kP62 = int64_t(1) << 62;
+}  // namespace
+
+TEST(TensorOverflow, AsStridedExtentIsCheckedWithoutWrapping) {
+  Tensor a = arange(0, 3);  // 24 bytes of int64
+  // (2^61 + 1) * 8 and (2^62 - 1 + 2) * 8 bytes wrap to small values.
+  EXPECT_THROW(a.as_strided({2}, {kP61}, 0), IndexError);
+  EXPECT_THROW(a.as_strided({1}, {1}, kP61), IndexError);
+  EXPECT_THROW(a.as_strided({2}, {1}, kP62 - 1), IndexError);
+  EXPECT_THROW(a.as_strided({3, 2}, {1, INT64_MAX}, 0), IndexError);
+  EXPECT_THROW(a.as_strided({1}, {1}, INT64_MAX), IndexError);
+  Tensor f = ones({3});  // 12 bytes of float32: the cases of the report
+  EXPECT_THROW(f.as_strided({2}, {kP61}, 0), IndexError);
+  EXPECT_THROW(f.as_strided({1}, {1}, kP61), IndexError);
+  EXPECT_THROW(f.as_strided({2}, {1}, kP62 - 1), IndexError);
+  // The bound itself is exact: the last element is reachable, one past it is not.
+  EXPECT_EQ(at(a.as_strided({1}, {1}, 2), {0}), 2);
+  EXPECT_EQ(at(a.as_strided({2}, {2}, 0), {1}), 2);
+  EXPECT_THROW(a.as_strided({1}, {1}, 3), IndexError);
+  EXPECT_THROW(a.as_strided({2}, {3}, 0), IndexError);
+  // An empty view reads nothing: any stride, as torch, but the count must fit.
+  EXPECT_EQ(a.as_strided({0, 2}, {1, kP62}, 0).numel(), 0);
+  EXPECT_THROW(a.as_strided({0, kP62, 4}, {1, 1, 1}, 0), ValueError);
+  EXPECT_THROW(a.as_strided({0}, {1}, kP62), IndexError);  // byte offset overflows
+}
+
+TEST(TensorOverflow, ExpandNumelMustFitInt64) {
+  Tensor one = ones({1});
+  EXPECT_THROW(one.expand({kP62, 4}), ValueError);  // 2^64 elements wrapped to 0
+  EXPECT_THROW(one.expand({INT64_MAX, 2}), ValueError);
+  EXPECT_THROW(one.expand({4, 4, kP61}), ValueError);
+  Tensor big = one.expand({int64_t(1) << 31, int64_t(1) << 31});
+  EXPECT_EQ(big.numel(), int64_t(1) << 62);
+  EXPECT_EQ(big.stride_vec(), (Shape{0, 0}));
+  EXPECT_THROW((void)big.nbytes(), ValueError);  // 2^62 * 4 bytes does not fit
+  EXPECT_EQ(one.expand({int64_t(1) << 30, 2}).nbytes(), size_t(1) << 33);
+}
+
+TEST(TensorOverflow, ViewAndReshapeSizeProductsDoNotWrap) {
+  Tensor a = arange(0, 8);
+  // 4 * (2^62 + 1) wraps to 4, so -1 was inferred as 2; with all sizes given
+  // the product wraps to exactly 8.
+  EXPECT_THROW(a.view({4, kP62 + 1, -1}), ValueError);
+  EXPECT_THROW(a.reshape({4, kP62 + 1, -1}), ValueError);
+  EXPECT_THROW(a.view({4, kP62 + 1, 2}), ValueError);
+  EXPECT_THROW(a.reshape({4, kP62 + 1, 2}), ValueError);
+  EXPECT_THROW(a.view({kP62, kP62, -1}), ValueError);
+  EXPECT_EQ(a.view({2, -1}).sizes(), (Shape{2, 4}));
+  // An empty tensor may have huge sizes, as long as its non-zero sizes multiply
+  // into int64, so that contiguous strides fit too.
+  Tensor e = empty({0, kP62});
+  EXPECT_EQ(e.stride_vec(), (Shape{kP62, 1}));
+  EXPECT_EQ(e.reshape({kP62, 0}).stride_vec(), (Shape{1, 1}));
+  EXPECT_EQ(e.flatten().sizes(), (Shape{0}));
+  EXPECT_THROW(empty({0, kP62, 4}), ValueError);
+  EXPECT_THROW(empty({kP62, 4, 0}), ValueError);
+  EXPECT_THROW(e.reshape({0, kP62, 4}), ValueError);
+}
+
+TEST(TensorOverflow, SliceNarrowSelectOffsetsDoNotWrap) {
+  Tensor a = arange(0, 3);
+  // start + length wrapped negative and passed the bound check.
+  EXPECT_THROW(a.narrow(0, 1, INT64_MAX), IndexError);
+  // (end - start + step - 1) / step wrapped to a negative size.
+  Tensor s = a.slice(0, 1, 3, INT64_MAX);
+  EXPECT_EQ(s.sizes(), (Shape{1}));
+  EXPECT_EQ(at(s, {0}), 1);
+  Tensor t = arange(0, 8).reshape({4, 2}).t();  // [2, 4], strides [1, 2]
+  Tensor ts = t.slice(1, 1, 4, INT64_MAX);      // stride 2 * step does not fit; one element
+  EXPECT_EQ(ts.sizes(), (Shape{2, 1}));
+  EXPECT_EQ(at(ts, {1, 0}), 3);
+  // Empty views may carry strides whose multiples overflow the offset.
+  Tensor e = a.as_strided({0, 4}, {1, kP62}, 0);
+  EXPECT_THROW(e.select(1, 3), IndexError);
+  EXPECT_THROW(e.narrow(1, 3, 1), IndexError);
+  EXPECT_THROW(e.slice(1, 3, 4), IndexError);
+  EXPECT_THROW(e.slice(1, 0, 4, 2), ValueError);  // stride 2^63 with two steps
+  EXPECT_EQ(a.as_strided({0, 4}, {1, kP62 / 8}, 0).select(1, 1).offset(), kP62 / 8);
+  EXPECT_THROW(a.as_strided({0, 4}, {1, kP62 / 8}, 0).select(1, 3), IndexError);  // bytes overflow
+}
+
+TEST(TensorOverflow, UnsqueezeOfEmptyViewKeepsStridesNonNegative) {
+  // size * stride (2 * 2^62) is the stride torch gives the new dim; it wrapped
+  // to INT64_MIN.
+  Tensor e = arange(0, 3).as_strided({2, 0}, {kP62, 1}, 0);
+  Tensor u = e.unsqueeze(0);
+  EXPECT_EQ(u.sizes(), (Shape{1, 2, 0}));
+  EXPECT_GE(u.stride(0), 0);
+  EXPECT_EQ(arange(0, 6).reshape({2, 3}).unsqueeze(1).stride_vec(), (Shape{3, 3, 1}));
+}
+
+TEST(TensorOverflow, FactoriesCheckElementCountAndExtent) {
+  // empty_strided: the extent was computed only for non-empty shapes.
+  EXPECT_THROW(empty_strided({0, kP62, 4}, {1, 1, 1}), ValueError);
+  EXPECT_THROW(empty_strided({2}, {INT64_MAX}), ValueError);
+  EXPECT_THROW(empty_strided({2, 2}, {-1, 1}), ValueError);
+  EXPECT_EQ(empty_strided({0, 3}, {1, INT64_MAX}).numel(), 0);
+  Tensor s = empty_strided({2, 3}, {1, 2}, DType::Int64);
+  EXPECT_EQ(s.storage()->nbytes(), 6 * 8u);
+  EXPECT_THROW(full({kP62, 4}, Scalar(1.0)), ValueError);
+  EXPECT_THROW(from_buffer_copy(nullptr, {kP62, 4}, DType::UInt8), ValueError);
+
+  // from_blob: 1 + 4 * 2^62 elements wrapped to 1; 2^62 * 4 elements to 0.
+  std::vector<float> buf(4, 1.0f);
+  EXPECT_THROW(from_blob(buf.data(), {5}, {kP62}, DType::Float32), ValueError);
+  EXPECT_THROW(from_blob(buf.data(), {kP62, 4}, {0, 0}, DType::Float32), ValueError);
+  EXPECT_THROW(from_blob(buf.data(), {2, 2}, {INT64_MAX, 1}, DType::Float32), ValueError);
+  EXPECT_THROW(from_blob(buf.data(), {2}, {-1}, DType::Float32), ValueError);
+  Tensor b = from_blob(buf.data(), {2, 2}, {2, 1}, DType::Float32);
+  EXPECT_EQ(b.storage()->nbytes(), 16u);
+  EXPECT_EQ(from_blob(buf.data(), {0, 2}, {1, kP62}, DType::Float32).numel(), 0);
+}
+
+TEST(TensorOverflow, ContiguousStridesOverflowRaises) {
+  EXPECT_THROW(contiguous_strides(Shape{2, kP62, 2}), ValueError);
+  EXPECT_EQ(contiguous_strides(Shape{kP62, 2}), (Shape{2, 1}));
+  EXPECT_THROW(shape_numel(Shape{kP62, 4, 0}, "test"), ValueError);
+  EXPECT_EQ(shape_numel(Shape{0, kP62}, "test"), 0);
+}
+
+TEST(StridedLoop, ElementCountIsCheckedAndEmptyLoopsRunNothing) {
+  // 2^62 * 4 elements wrapped to 0: the loop silently ran nothing.
+  EXPECT_THROW(StridedLoop::make(Shape{kP62, 4}, std::span<const Tensor* const>()), ValueError);
+  // An empty view may have strides whose byte multiples do not fit.
+  Tensor e = arange(0, 3).as_strided({0, 2}, {1, kP62}, 0);
+  const Tensor* ops[1] = {&e};
+  const StridedLoop loop = StridedLoop::make(e.shape(), ops);
+  EXPECT_EQ(loop.numel, 0);
+  int calls = 0;
+  for_each(loop, 1, [&](char**, const int64_t*, int64_t) { ++calls; });
+  EXPECT_EQ(calls, 0);
+  // Contiguous dims still coalesce into one run.
+  Tensor c = arange(0, 24).reshape({2, 3, 4});
+  const Tensor* cops[1] = {&c};
+  const StridedLoop l2 = StridedLoop::make(c.shape(), cops);
+  EXPECT_EQ(l2.numel, 24);
+  EXPECT_EQ(l2.ndim, 1);
+  EXPECT_EQ(l2.strides[0][0], 8);
 }
