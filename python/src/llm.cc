@@ -251,7 +251,7 @@ void init_llm(nb::module_& m) {
             o.stop = to_stop_strings(stop);
             // Checked before reset so a refused call leaves the cache as it was.
             KILN_CHECK(o.max_tokens >= 0, kiln::ValueError,
-                       "[generate] max_tokens must be >= 0, got " << o.max_tokens);
+                       "[llm] max_tokens must be >= 0 (the most tokens to generate), got " << o.max_tokens);
             auto g = std::make_unique<PyGeneration>();
             o.cancel = &g->cancel;
             // The reset and the generation's start state are taken together.

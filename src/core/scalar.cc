@@ -1,6 +1,7 @@
 #include "kiln/scalar.h"
 
 #include <cfloat>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -75,6 +76,16 @@ bool Scalar::fits(DType d) const {
   return uint64_t(0) - uint64_t(v) <= max;  // -v, exact for INT64_MIN too
 }
 
+namespace {
+// The shortest text that reads back as d (as Python's repr): an error naming
+// 65519.99999999907 must not print it as 65520.
+std::string shortest(double d) {
+  char buf[40];
+  const auto r = std::to_chars(buf, buf + sizeof buf, d);
+  return std::string(buf, r.ptr);
+}
+}  // namespace
+
 std::string Scalar::str() const {
   std::ostringstream os;
   switch (kind_) {
@@ -85,8 +96,10 @@ std::string Scalar::str() const {
       else
         os << i_;
       break;
-    case Kind::Float: os << d_; break;
-    case Kind::Complex: os << "(" << d_ << (imag_ < 0 ? "-" : "+") << std::abs(imag_) << "j)"; break;
+    case Kind::Float: os << shortest(d_); break;
+    case Kind::Complex:
+      os << "(" << shortest(d_) << (imag_ < 0 ? "-" : "+") << shortest(std::abs(imag_)) << "j)";
+      break;
   }
   return os.str();
 }
