@@ -77,28 +77,38 @@ bool Scalar::fits(DType d) const {
 }
 
 namespace {
-// The shortest text that reads back as d (as Python's repr): an error naming
+// The shortest text that reads back as d, written as Python's repr writes it: an error naming
 // 65519.99999999907 must not print it as 65520.
-std::string shortest(double d) {
-  char buf[40];
-  const auto r = std::to_chars(buf, buf + sizeof buf, d);
-  return std::string(buf, r.ptr);
+std::string shortest(double d, bool point_zero = true) {
+  char buf[400];  // fixed notation of up to 1e16, or scientific
+  const double a = std::abs(d);
+  const bool sci = std::isfinite(d) && a != 0 && (a >= 1e16 || a < 1e-4);  // Python's switch points
+  const auto r =
+      std::to_chars(buf, buf + sizeof buf, d, sci ? std::chars_format::scientific : std::chars_format::fixed);
+  std::string out(buf, r.ptr);
+  if (point_zero && !sci && std::isfinite(d) && out.find('.') == std::string::npos)
+    out += ".0";  // 100000.0; complex parts go without: (1+2j)
+  return out;
 }
 }  // namespace
 
 std::string Scalar::str() const {
   std::ostringstream os;
   switch (kind_) {
-    case Kind::Bool: os << (i_ ? "True" : "False"); break;
+    case Kind::Bool:
+      os << (i_ ? "True" : "False");
+      break;
     case Kind::Int:
       if (above_int64_)
         os << u_;
       else
         os << i_;
       break;
-    case Kind::Float: os << shortest(d_); break;
+    case Kind::Float:
+      os << shortest(d_);
+      break;
     case Kind::Complex:
-      os << "(" << shortest(d_) << (imag_ < 0 ? "-" : "+") << shortest(std::abs(imag_)) << "j)";
+      os << "(" << shortest(d_, false) << (imag_ < 0 ? "-" : "+") << shortest(std::abs(imag_), false) << "j)";
       break;
   }
   return os.str();

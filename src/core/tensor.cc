@@ -532,7 +532,14 @@ size_t storage_bytes(int64_t n, DType dtype, const char* op) {
 
 Tensor empty(const Shape& shape, DType dtype) {
   const int64_t n = shape_numel(shape, "empty");
-  auto storage = std::make_shared<Storage>(storage_bytes(n, dtype, "empty"));
+  std::shared_ptr<Storage> storage;
+  try {
+    storage = std::make_shared<Storage>(storage_bytes(n, dtype, "empty"));
+  } catch (const OutOfMemoryError& e) {  // say which tensor: every op's output comes from here
+    throw OutOfMemoryError("[allocate] cannot allocate " + std::to_string(e.bytes()) + " bytes for a " +
+                               name(dtype) + " tensor of shape " + shape_to_string(shape) + ": out of memory",
+                           e.bytes());
+  }
   return Tensor(std::move(storage), dtype, shape, contiguous_strides(shape), 0, "empty");
 }
 
