@@ -104,4 +104,9 @@ class StreamDecoder {
   std::string pending_;
 };
 
+// Length of the longest valid UTF-8 prefix of s (Unicode's well-formed table:
+// no overlong forms, surrogates or values past U+10FFFF); s.size() when all of
+// s is valid.
+size_t utf8_valid_prefix(std::string_view s);
+
 }  // namespace kiln

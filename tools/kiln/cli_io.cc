@@ -10,6 +10,7 @@
 #include <iterator>
 
 #include "kiln/error.h"
+#include "kiln/tokenizer.h"
 
 namespace kiln::cli {
 
@@ -71,38 +72,9 @@ std::string read_text_input(const std::string& path) {
 }
 
 std::optional<size_t> invalid_utf8_offset(std::string_view text) {
-  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
-  const size_t n = text.size();
-  size_t i = 0;
-  while (i < n) {
-    const unsigned c = s[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    // The sequence length and the range of its second byte (Unicode 15, table 3-7),
-    // which is what rules out overlong forms, surrogates and values past U+10FFFF.
-    size_t len = 0;
-    unsigned lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      return i;  // a continuation byte, C0/C1 or F5..FF
-    }
-    if (i + 1 >= n || s[i + 1] < lo || s[i + 1] > hi) return i;
-    for (size_t k = 2; k < len; ++k)
-      if (i + k >= n || (s[i + k] & 0xC0) != 0x80) return i;
-    i += len;
-  }
-  return std::nullopt;
+  const size_t valid = utf8_valid_prefix(text);
+  if (valid == text.size()) return std::nullopt;
+  return valid;
 }
 
 std::string model_name(const std::string& path) {

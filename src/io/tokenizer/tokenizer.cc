@@ -211,4 +211,6 @@ std::string StreamDecoder::flush() {
   return out;
 }
 
+size_t utf8_valid_prefix(std::string_view s) { return tok::valid_utf8_prefix(s); }
+
 }  // namespace kiln
