@@ -21,6 +21,10 @@ int64_t chunk_count(int64_t n) {
   return std::max<int64_t>(1, std::min<int64_t>(int64_t(num_threads()) * 4, (n + kGrain - 1) / kGrain));
 }
 
+// Where chunk c of `chunks` starts in [0, n): n * c in 128 bits, since an
+// expanded view's n may be near 2^63.
+int64_t chunk_start(int64_t n, int64_t c, int64_t chunks) { return int64_t(__int128(n) * c / chunks); }
+
 // Exclusive prefix of per-chunk counts; returns the total.
 int64_t exclusive_scan(std::vector<int64_t>& v) {
   int64_t acc = 0;
@@ -96,7 +100,9 @@ Tensor masked_select(const Tensor& x, const Tensor& mask_in) {
   const Tensor* ops[2] = {&mask, &xe};
   const StridedLoop loop = StridedLoop::make(shape, ops);
   const int64_t chunks = chunk_count(n);
-  auto bounds = [&](int64_t c) { return std::pair<int64_t, int64_t>(n * c / chunks, n * (c + 1) / chunks); };
+  auto bounds = [&](int64_t c) {
+    return std::pair(chunk_start(n, c, chunks), chunk_start(n, c + 1, chunks));
+  };
   std::vector<int64_t> start(size_t(chunks), 0);
   parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
     for (int64_t c = cb; c < ce; ++c) {
@@ -136,7 +142,9 @@ Tensor nonzero(const Tensor& x) {
   const int nd = x.dim();
   if (n == 0) return empty({0, nd}, DType::Int64);
   const int64_t chunks = chunk_count(n);
-  auto bounds = [&](int64_t c) { return std::pair<int64_t, int64_t>(n * c / chunks, n * (c + 1) / chunks); };
+  auto bounds = [&](int64_t c) {
+    return std::pair(chunk_start(n, c, chunks), chunk_start(n, c + 1, chunks));
+  };
   std::vector<int64_t> start(size_t(chunks), 0);
   const Shape sh = x.sizes(), st = x.stride_vec();
   Tensor out;
