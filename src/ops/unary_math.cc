@@ -1,10 +1,10 @@
-// Floating-point unary math (exp, log, sqrt, trig, sigmoid, silu, gelu): bool and
-// integer inputs compute in float32, f16/bf16 in float (narrowed on store), f64
-// in double; complex where torch has a complex form. Contiguous f32/bf16/f16
-// inputs of the hot ops go to the SIMD kernels in cpu/unary.cc.
+// Floating-point unary math front-ends (exp, log, sqrt, trig, sigmoid, silu,
+// gelu): the result dtype is float32 for bool and integer inputs, else x's
+// (complex where torch has a complex form); the kernels are the ops of
+// ops/registry/unary.h.
+#include "cpu/unary_scalar.h"  // UOp and uop_has_complex: which ops take complex
 #include "kiln/unary.h"
-
-#include "cpu/unary.h"
+#include "ops/registry/all.h"
 #include "ops/unary_common.h"
 
 namespace kiln {
@@ -24,48 +24,32 @@ DType float_result(UOp k, const char* op, DType d, bool accepts_integers) {
   return d;
 }
 
-// out = K(x); out has x's shape and the result dtype (out may be x itself).
-template <UOp K>
-void run(const Tensor& x, const Tensor& out, const char* op) {
-  if (x.dtype() == out.dtype() && x.is_contiguous() && out.is_contiguous() &&
-      cpu::unary_has_kernel(K, x.dtype())) {
-    cpu::unary_contiguous(K, x.dtype(), x.data_ptr(), out.data_ptr(), x.numel());
-    return;
-  }
-  constexpr DTypeSet kIn = kBoolSet | kIntSet | kFloatSet | (uop_has_complex(K) ? kComplexSet : 0);
-  dispatch<kIn>(x.dtype(), op, [&]<typename In>() {
-    // Integers and bool compute in float32; floats and complex keep their type.
-    using Out = std::conditional_t<is_float_v<In> || is_complex_v<In>, In, float>;
-    using C = compute_t<Out>;
-    unary_loop<Out, In>(out, x, [](In v) { return Out(uop_scalar<K, C>(cast<C>(v))); });
-  });
-}
-
-template <UOp K>
-Tensor unary_op(const Tensor& x, const char* op, bool accepts_integers = true) {
+template <UOp K, typename Sig, typename... P>
+Tensor unary_op(const Op<Sig>& kernel, const Tensor& x, const char* op, bool accepts_integers, P... p) {
   Tensor out = empty(x.sizes(), float_result(K, op, x.dtype(), accepts_integers));
-  run<K>(x, out, op);
+  kernel(x.device(), x, out, p...);
   return out;
 }
 
-template <UOp K>
-Tensor& unary_op_(Tensor& x, const char* op, bool accepts_integers = true) {
+template <UOp K, typename Sig, typename... P>
+Tensor& unary_op_(const Op<Sig>& kernel, Tensor& x, const char* op, bool accepts_integers, P... p) {
   check_inplace(op, float_result(K, op, x.dtype(), accepts_integers), x);
-  run<K>(x, x, op);
+  kernel(x.device(), x, x, p...);
   return x;
 }
 
 UOp gelu_kind(const std::string& approximate, const char* op) {
   if (approximate == "none") return UOp::GeluErf;
   if (approximate == "tanh") return UOp::GeluTanh;
-  throw ValueError(std::string("[") + op + "] approximate must be 'none' or 'tanh', got '" + approximate + "'");
+  throw ValueError(std::string("[") + op + "] approximate must be 'none' or 'tanh', got '" + approximate +
+                   "'");
 }
 
 }  // namespace
 
-#define KILN_FLOAT_UNARY(fn, K)                                      \
-  Tensor fn(const Tensor& x) { return unary_op<UOp::K>(x, #fn); }    \
-  Tensor& fn##_(Tensor& x) { return unary_op_<UOp::K>(x, #fn "_"); }
+#define KILN_FLOAT_UNARY(fn, K)                                                  \
+  Tensor fn(const Tensor& x) { return unary_op<UOp::K>(ops::fn, x, #fn, true); } \
+  Tensor& fn##_(Tensor& x) { return unary_op_<UOp::K>(ops::fn, x, #fn "_", true); }
 KILN_FLOAT_UNARY(exp, Exp)
 KILN_FLOAT_UNARY(exp2, Exp2)
 KILN_FLOAT_UNARY(expm1, Expm1)
@@ -83,16 +67,16 @@ KILN_FLOAT_UNARY(sigmoid, Sigmoid)
 #undef KILN_FLOAT_UNARY
 
 // silu and gelu are floating-only in torch ("silu" not implemented for 'Long').
-Tensor silu(const Tensor& x) { return unary_op<UOp::Silu>(x, "silu", false); }
-Tensor& silu_(Tensor& x) { return unary_op_<UOp::Silu>(x, "silu_", false); }
+Tensor silu(const Tensor& x) { return unary_op<UOp::Silu>(ops::silu, x, "silu", false); }
+Tensor& silu_(Tensor& x) { return unary_op_<UOp::Silu>(ops::silu, x, "silu_", false); }
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {
-  return gelu_kind(approximate, "gelu") == UOp::GeluErf ? unary_op<UOp::GeluErf>(x, "gelu", false)
-                                                        : unary_op<UOp::GeluTanh>(x, "gelu", false);
+  const bool tanh_approx = gelu_kind(approximate, "gelu") == UOp::GeluTanh;
+  return unary_op<UOp::GeluErf>(ops::gelu, x, "gelu", false, tanh_approx);
 }
 Tensor& gelu_(Tensor& x, const std::string& approximate) {
-  return gelu_kind(approximate, "gelu_") == UOp::GeluErf ? unary_op_<UOp::GeluErf>(x, "gelu_", false)
-                                                         : unary_op_<UOp::GeluTanh>(x, "gelu_", false);
+  const bool tanh_approx = gelu_kind(approximate, "gelu_") == UOp::GeluTanh;
+  return unary_op_<UOp::GeluErf>(ops::gelu, x, "gelu_", false, tanh_approx);
 }
 
 }  // namespace kiln

@@ -1,0 +1,10 @@
+#include "cpu/ops/register.h"
+
+namespace kiln::cpu {
+
+void register_kernels() {
+  register_unary_math_kernels();
+  register_softmax_kernels();
+}
+
+}  // namespace kiln::cpu

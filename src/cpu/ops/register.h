@@ -1,0 +1,13 @@
+// The CPU backend's registrations: each family's register_*_kernels() puts its
+// kernels into the ops of ops/registry/all.h. src/backends.cc calls
+// register_kernels() once, before the first op runs.
+#pragma once
+
+namespace kiln::cpu {
+
+void register_kernels();
+
+void register_unary_math_kernels();
+void register_softmax_kernels();
+
+}  // namespace kiln::cpu

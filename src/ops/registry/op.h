@@ -1,0 +1,91 @@
+// The op registry's one building block: an Op names an operation and holds its
+// kernels keyed by device kind, plus a slot for its derivative. Every op is
+// declared once in ops/registry/all.h; front-ends (src/ops, src/nn, src/linalg)
+// validate, promote, broadcast and allocate, then call the op, which runs the
+// kernel of the tensors' device. Backends (src/cpu, later src/cuda) fill the
+// kernel slots in their register_kernels(); nothing else names a backend.
+// See docs/ops.md.
+#pragma once
+
+#include <array>
+#include <initializer_list>
+#include <string>
+
+#include "kiln/device.h"
+#include "kiln/error.h"
+#include "kiln/tensor.h"
+
+namespace kiln {
+
+inline constexpr int kDeviceKinds = 2;  // DeviceKind::CPU, DeviceKind::CUDA
+
+// The derivative slot of an op. The autograd layer defines the formula type
+// and fills it; until then every op's slot is empty.
+struct Derivative;
+
+namespace detail {
+// Runs every compiled backend's register_kernels() once (src/backends.cc).
+// The first op call pays for it; later calls see an initialised static.
+void ensure_backends_registered();
+[[noreturn]] void throw_no_kernel(const char* op, Device d);
+[[noreturn]] void throw_device_mismatch(const char* op, Device a, Device b);
+}  // namespace detail
+
+template <typename Sig>
+class Op;
+
+// Sig is the kernel's signature: the tensors the front-end prepared (inputs,
+// allocated outputs) and the op's plain parameters. A kernel may assume what
+// the front-end checked: dtypes, shapes, no overlap where it matters.
+template <typename R, typename... A>
+class Op<R(A...)> {
+ public:
+  using Kernel = R (*)(A...);
+
+  explicit constexpr Op(const char* name) : name_(name) {}
+  Op(const Op&) = delete;
+  Op& operator=(const Op&) = delete;
+
+  const char* name() const { return name_; }
+
+  // A backend's registration: the kernel that runs this op on `kind`.
+  void set_kernel(DeviceKind kind, Kernel k) { kernels_[size_t(kind)] = k; }
+  bool has_kernel(DeviceKind kind) const {
+    detail::ensure_backends_registered();
+    return kernels_[size_t(kind)] != nullptr;
+  }
+
+  // Runs the kernel registered for `device`; NotImplementedError when the op
+  // has none there.
+  R operator()(Device device, A... args) const {
+    detail::ensure_backends_registered();
+    const Kernel k = kernels_[size_t(device.kind)];
+    if (!k) detail::throw_no_kernel(name_, device);
+    return k(static_cast<A>(args)...);
+  }
+
+  // Filled by the autograd layer (one formula per op); null until then.
+  const Derivative* derivative = nullptr;
+
+ private:
+  const char* name_;
+  std::array<Kernel, kDeviceKinds> kernels_{};
+};
+
+// The device all defined tensors share; an Error (RuntimeError, as torch's
+// "Expected all tensors to be on the same device") naming `op` when two differ.
+// Undefined tensors (an absent bias) are skipped; with none defined, the CPU.
+inline Device common_device(const char* op, std::initializer_list<const Tensor*> ts) {
+  const Tensor* first = nullptr;
+  for (const Tensor* t : ts) {
+    if (!t->defined()) continue;
+    if (!first) {
+      first = t;
+    } else if (t->device() != first->device()) {
+      detail::throw_device_mismatch(op, first->device(), t->device());
+    }
+  }
+  return first ? first->device() : Device{};
+}
+
+}  // namespace kiln

@@ -1,0 +1,84 @@
+// The table-driven op test (cf. ggml's tests/test-backend-ops.cpp): one entry
+// per registered op (ops/registry/all.h) says how to call its front-end, which
+// dtypes it takes, which input shapes each shape class means for it, and an
+// independent float64 oracle. op_table_test.cc walks every entry x dtype x
+// shape class x compiled device and fails for a registered op without an
+// entry, so a new device kernel is tested by the entries that already exist.
+// Entries live in op_table/<family>.cc, registered with KILN_OP_TABLE.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+
+namespace op_table {
+
+using kiln::DType;
+using kiln::Shape;
+using kiln::Tensor;
+
+enum class ShapeClass { Empty, Scalar, Odd, NonContiguous, Broadcast };
+inline constexpr ShapeClass kShapeClasses[] = {ShapeClass::Empty, ShapeClass::Scalar, ShapeClass::Odd,
+                                               ShapeClass::NonContiguous, ShapeClass::Broadcast};
+const char* name(ShapeClass c);
+
+// One input tensor's recipe: its logical shape, and how it is laid out. A
+// transposed input is made as the reverse shape, contiguous, then transposed
+// (strides not innermost); an expanded one is `base` expanded to `shape`.
+struct InputSpec {
+  Shape shape;
+  enum Layout { Contiguous, Transposed, Strided, Expanded } layout = Contiguous;
+  Shape base = {};  // Expanded: the shape that is expanded (size-1 dims broadcast)
+};
+
+// The inputs of one case, as float64 values (what the input dtype holds, in
+// row-major order) beside the tensors the front-end gets.
+struct Inputs {
+  std::vector<Tensor> tensors;
+  std::vector<std::vector<double>> values;
+  std::vector<Shape> shapes;
+};
+
+struct Entry {
+  std::string op;              // the registered op this entry covers
+  std::vector<DType> dtypes;   // the input dtype of each walk
+  double lo = -4.0, hi = 4.0;  // inputs drawn uniformly from [lo, hi]
+  // The input specs of a shape class; empty: the class does not apply.
+  std::function<std::vector<InputSpec>(ShapeClass)> shapes;
+  // Calls the public front-end.
+  std::function<Tensor(const std::vector<Tensor>&)> call;
+  // The expected output, float64, row-major, computed from in.values alone
+  // (never through kiln); `out` is kiln's result, for its shape and dtype.
+  std::function<std::vector<double>(const Inputs& in, const Tensor& out)> oracle;
+  // Tolerance: |got - want| <= ulps * eps(out dtype) * max(|want|, floor).
+  double ulps = 4.0;
+  double floor = 1.0;
+  // A larger case for --perf (KILN_OP_TABLE_PERF=1), as for shapes().
+  std::vector<InputSpec> perf_shapes;
+};
+
+std::vector<Entry>& entries();
+bool add_entries(std::vector<Entry> es);
+#define KILN_OP_TABLE_CAT2(a, b) a##b
+#define KILN_OP_TABLE_CAT(a, b) KILN_OP_TABLE_CAT2(a, b)
+#define KILN_OP_TABLE(...) \
+  static const bool KILN_OP_TABLE_CAT(op_table_registered_, __LINE__) = op_table::add_entries(__VA_ARGS__)
+
+// ---- helpers for writing entries -------------------------------------------
+
+// Unary elementwise shapes: [0, 5], [], [5, 37], a transposed [5, 37] and a
+// [5, 37] expanded from [1, 37].
+std::vector<InputSpec> unary_shapes(ShapeClass c);
+// The oracle of an elementwise op: f on each element, in float64.
+std::function<std::vector<double>(const Inputs&, const Tensor&)> elementwise(double (*f)(double));
+
+// The float dtypes most ops take, and the same with integers and bool.
+inline const std::vector<DType> kFloats = {DType::Float32, DType::Float64, DType::BFloat16, DType::Float16};
+inline const std::vector<DType> kFloatsAndInts = {DType::Float32, DType::Float64, DType::BFloat16,
+                                                  DType::Float16, DType::Int32,   DType::Int64,
+                                                  DType::UInt8,   DType::Bool};
+
+}  // namespace op_table
