@@ -83,6 +83,48 @@ void add_(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
+// The MoE block of the layer whose names start with p ("model.layers.N.").
+std::unique_ptr<MoEWeights> load_moe(WeightLoader& ld, const io::ModelConfig& c, const std::string& p,
+                                     int64_t H, const std::string& model_name) {
+  auto m = std::make_unique<MoEWeights>();
+  m->E = c.num_experts;
+  m->top_k = c.num_experts_per_tok;
+  m->I = c.moe_intermediate_size > 0 ? c.moe_intermediate_size : c.intermediate_size;
+  m->norm_topk_prob = c.norm_topk_prob;
+  m->mixtral_names = c.architecture == "mixtral";
+  m->prefix = p + (m->mixtral_names ? "block_sparse_moe" : "mlp");
+  KILN_CHECK(
+      m->top_k >= 1 && m->top_k <= m->E, ValueError,
+      "[llm] " << model_name << ": num_experts_per_tok " << m->top_k << " outside [1, " << m->E << "]");
+  m->router = ld.f32(m->prefix + ".gate.weight");
+  auto x = ld.experts(m->prefix, m->E, m->I, H, m->mixtral_names);
+  m->gate_up = x.gate_up;
+  m->gate_up_scale = x.gate_up_scale;
+  m->down = x.down;
+  m->down_scale = x.down_scale;
+  m->codes = x.codes;
+  m->gate_up_subnormals = x.gate_up_subnormals;
+  m->down_subnormals = x.down_subnormals;
+  return m;
+}
+
+// RoPE inverse frequencies [rotary_dim / 2] for the config's scaling, divided
+// by the checkpoint's rope_freqs when it has one.
+Tensor rope_frequencies(WeightLoader& ld, const io::ModelConfig& c, int64_t D, const RopeScaling& rs,
+                        const std::string& model_name) {
+  Tensor inv = rope_inv_freq(D, c.rope_theta, rs);
+  if (ld.has("rope_freqs.weight")) {
+    // GGUF (llama.cpp): inv_freq[i] / rope_freqs[i], the llama3 scaling precomputed.
+    const Tensor f = ld.f32("rope_freqs.weight");
+    KILN_CHECK(
+        f.numel() == inv.numel(), ValueError,
+        "[llm] " << model_name << ": rope_freqs has " << f.numel() << " entries, expected " << inv.numel());
+    inv = inv.contiguous().clone();
+    for (int64_t i = 0; i < inv.numel(); ++i) inv.data<float>()[i] /= f.data<float>()[i];
+  }
+  return inv;
+}
+
 }  // namespace
 
 int64_t MoEWeights::expert_bytes() const {
@@ -121,68 +163,57 @@ Transformer::Transformer(io::ModelConfig cfg, const TensorSource& src, const Loa
                       << " x hidden " << H_);
   V_ = embed_.size(0);
   layers_.resize(size_t(c.num_hidden_layers));
-  int64_t max_I = c.intermediate_size;
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    auto& L = layers_[size_t(l)];
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    L.attn_norm = ld.f32(p + "input_layernorm.weight");
-    L.q = ld.linear(p + "self_attn.q_proj");
-    L.k = ld.linear(p + "self_attn.k_proj");
-    L.v = ld.linear(p + "self_attn.v_proj");
-    L.o = ld.linear(p + "self_attn.o_proj");
-    L.qkv = fuse_rows({&L.q, &L.k, &L.v});
-    KILN_CHECK(L.q.w.size(0) == Hq_ * D_ && L.k.w.size(0) == Hk_ * D_ && L.v.w.size(0) == Hk_ * D_ &&
-                   L.q.w.size(1) == H_ && L.o.w.size(0) == H_ && L.o.w.size(1) == Hq_ * D_,
-               ValueError,
-               "[llm] " << name_ << ": attention weights of layer " << l << " do not match the config");
-    if (c.qk_norm || ld.has(p + "self_attn.q_norm.weight")) {
-      L.q_norm = ld.f32(p + "self_attn.q_norm.weight");
-      L.k_norm = ld.f32(p + "self_attn.k_norm.weight");
-    }
-    L.mlp_norm = ld.f32(p + "post_attention_layernorm.weight");
-    if (c.is_moe() && c.layer_is_moe(l)) {
-      auto m = std::make_unique<MoEWeights>();
-      m->E = c.num_experts;
-      m->top_k = c.num_experts_per_tok;
-      m->I = c.moe_intermediate_size > 0 ? c.moe_intermediate_size : c.intermediate_size;
-      m->norm_topk_prob = c.norm_topk_prob;
-      m->mixtral_names = c.architecture == "mixtral";
-      m->prefix = p + (m->mixtral_names ? "block_sparse_moe" : "mlp");
-      KILN_CHECK(m->top_k >= 1 && m->top_k <= m->E, ValueError,
-                 "[llm] " << name_ << ": num_experts_per_tok " << m->top_k << " outside [1, " << m->E << "]");
-      m->router = ld.f32(m->prefix + ".gate.weight");
-      auto x = ld.experts(m->prefix, m->E, m->I, H_, m->mixtral_names);
-      m->gate_up = x.gate_up;
-      m->gate_up_scale = x.gate_up_scale;
-      m->down = x.down;
-      m->down_scale = x.down_scale;
-      m->codes = x.codes;
-      m->gate_up_subnormals = x.gate_up_subnormals;
-      m->down_subnormals = x.down_subnormals;
-      L.moe = std::move(m);
-    } else {
-      L.gate = ld.linear(p + "mlp.gate_proj");
-      L.up = ld.linear(p + "mlp.up_proj");
-      L.down = ld.linear(p + "mlp.down_proj");
-      L.gate_up = fuse_rows({&L.gate, &L.up});
-      max_I = std::max(max_I, L.gate.w.size(0));
-    }
-  }
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) load_layer(ld, l);
   final_norm_ = ld.f32("model.norm.weight");
   if (ld.has("lm_head.weight") && !c.tie_word_embeddings) lm_head_ = ld.linear("lm_head");
-
-  Tensor inv = rope_inv_freq(D_, c.rope_theta, rs);
-  if (ld.has("rope_freqs.weight")) {
-    // GGUF (llama.cpp): inv_freq[i] / rope_freqs[i], the llama3 scaling precomputed.
-    const Tensor f = ld.f32("rope_freqs.weight");
-    KILN_CHECK(f.numel() == inv.numel(), ValueError,
-               "[llm] " << name_ << ": rope_freqs has " << f.numel() << " entries, expected " << inv.numel());
-    inv = inv.contiguous().clone();
-    for (int64_t i = 0; i < inv.numel(); ++i) inv.data<float>()[i] /= f.data<float>()[i];
-  }
+  const Tensor inv = rope_frequencies(ld, c, D_, rs, name_);
   ld.finish();
   inv_freq_ = inv.to(DType::Float32).contiguous();
 
+  allocate_scratch();
+  // The per-tensor conversion temporaries (a dequantized f32 embedding table
+  // can be 100+ MB) go back to the system rather than stay in the cache.
+  empty_cache();
+}
+
+// Layer l's weights, checked against the config: attention (q|k|v fused when
+// they qualify), norms, and the MoE block or dense MLP (gate|up fused).
+void Transformer::load_layer(WeightLoader& ld, int64_t l) {
+  const auto& c = cfg_;
+  auto& L = layers_[size_t(l)];
+  const std::string p = "model.layers." + std::to_string(l) + ".";
+  L.attn_norm = ld.f32(p + "input_layernorm.weight");
+  L.q = ld.linear(p + "self_attn.q_proj");
+  L.k = ld.linear(p + "self_attn.k_proj");
+  L.v = ld.linear(p + "self_attn.v_proj");
+  L.o = ld.linear(p + "self_attn.o_proj");
+  L.qkv = fuse_rows({&L.q, &L.k, &L.v});
+  KILN_CHECK(L.q.w.size(0) == Hq_ * D_ && L.k.w.size(0) == Hk_ * D_ && L.v.w.size(0) == Hk_ * D_ &&
+                 L.q.w.size(1) == H_ && L.o.w.size(0) == H_ && L.o.w.size(1) == Hq_ * D_,
+             ValueError,
+             "[llm] " << name_ << ": attention weights of layer " << l << " do not match the config");
+  if (c.qk_norm || ld.has(p + "self_attn.q_norm.weight")) {
+    L.q_norm = ld.f32(p + "self_attn.q_norm.weight");
+    L.k_norm = ld.f32(p + "self_attn.k_norm.weight");
+  }
+  L.mlp_norm = ld.f32(p + "post_attention_layernorm.weight");
+  if (c.is_moe() && c.layer_is_moe(l)) {
+    L.moe = load_moe(ld, c, p, H_, name_);
+  } else {
+    L.gate = ld.linear(p + "mlp.gate_proj");
+    L.up = ld.linear(p + "mlp.up_proj");
+    L.down = ld.linear(p + "mlp.down_proj");
+    L.gate_up = fuse_rows({&L.gate, &L.up});
+  }
+}
+
+// Scratch for chunks of up to min(kMaxChunk, max context) rows; the MLP
+// buffers are as wide as the widest dense layer (at least intermediate_size).
+void Transformer::allocate_scratch() {
+  const auto& c = cfg_;
+  int64_t max_I = c.intermediate_size;
+  for (const auto& L : layers_)
+    if (!L.moe) max_I = std::max(max_I, L.gate.w.size(0));
   const int64_t R = std::min(kMaxChunk, max_ctx_);
   s_.rows = R;
   // cos/sin of a chunk's positions, computed per chunk rather than as a table
@@ -221,9 +252,6 @@ Transformer::Transformer(io::ModelConfig cfg, const TensorSource& src, const Loa
     s_.inv.resize(size_t(R * k));
     s_.counts.resize(size_t(E) + 1);
   }
-  // The per-tensor conversion temporaries (a dequantized f32 embedding table
-  // can be 100+ MB) go back to the system rather than stay in the cache.
-  empty_cache();
 }
 
 const Tokenizer& Transformer::tokenizer() const {

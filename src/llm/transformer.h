@@ -83,6 +83,9 @@ class Transformer final : public Model {
   void mlp(int64_t l, int64_t T);
   void moe(int64_t l, int64_t T);
   void add_linear_bytes(const Linear& L) { bytes_read_ += L.bytes(); }
+  // Construction steps (after the config and the KV cache).
+  void load_layer(WeightLoader& ld, int64_t l);
+  void allocate_scratch();
 
   io::ModelConfig cfg_;
   WeightFormat format_;

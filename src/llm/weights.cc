@@ -357,108 +357,80 @@ Linear WeightLoader::linear(const std::string& prefix) {
   return L;
 }
 
-WeightLoader::Experts WeightLoader::experts(const std::string& prefix, int64_t E, int64_t I, int64_t H,
-                                            bool mixtral_names) {
-  auto scan_both = [](Experts& x, bool owned) {
-    x.codes =
-        scanned_codes(x.gate_up, owned) == Fp8Codes::NoNan && scanned_codes(x.down, owned) == Fp8Codes::NoNan
-            ? Fp8Codes::NoNan
-            : Fp8Codes::Unchecked;
-    x.gate_up_subnormals = scanned_subnormals(x.gate_up, owned);
-    x.down_subnormals = scanned_subnormals(x.down, owned);
-  };
-  const char* gname = mixtral_names ? "w1" : "gate_proj";
-  const char* uname = mixtral_names ? "w3" : "up_proj";
-  const char* dname = mixtral_names ? "w2" : "down_proj";
-  // One expert's projection: weight [N, K] and its native scale (if any).
-  struct Proj {
-    Tensor w, s;
-    std::string wn, sn;
-  };
-  auto per_expert = [&](int64_t e, const char* p) {
-    Proj r;
-    const std::string base = prefix + ".experts." + std::to_string(e) + "." + p;
-    r.wn = base + ".weight";
-    r.w = src_.get(r.wn);
-    for (const char* suffix : {".weight_scale_inv", ".weight_scale"})
-      if (src_.contains(base + suffix)) r.sn = base + suffix;
-    if (!r.sn.empty()) r.s = src_.get(r.sn);
-    return r;
-  };
-  const std::string st = prefix + ".experts.";
-  // kiln's own stacked layout (named_weights): gate_up_proj.weight [E, 2I, H],
-  // down_proj.weight [E, H, I], FP8 with weight_scale [E, N, 1]; used as it is
-  // when already in the held dtype.
-  if (src_.contains(st + "gate_up_proj.weight")) {
-    Experts x;
-    auto take = [&](const std::string& wn, int64_t N, int64_t K, Tensor& w, Tensor& sc) {
-      const Tensor t = src_.get(wn);
-      KILN_CHECK(t.dim() == 3 && t.size(0) == E && t.size(1) == N && t.size(2) == K, ValueError,
-                 "[llm] " << wn << " has shape " << t.shape_str() << ", expected [" << E << ", " << N << ", "
-                          << K << "]");
-      if (is_fp8(t.dtype())) {
-        const std::string sn = wn + "_scale";
-        const Tensor s = src_.get(sn);
-        KILN_CHECK(
-            s.numel() == E * N, ValueError,
-            "[llm] " << sn << " has shape " << s.shape_str() << ", expected [" << E << ", " << N << ", 1]");
-        const DType d = linear_dtype(opt_.weights);
-        if (d != DType::Float8_e4m3fn) {  // --dtype bf16 / f32: dequantized at load
-          w = dequantize(t, s.reshape({E, N, 1}), d);
-          done(wn, true);
-          done(sn, true);
-          return;
-        }
-        w = t;
-        sc = s.to(DType::Float32).contiguous().view({E, N});
-        done(wn, false);
-        done(sn, !same_storage(sc, s));
-      } else if (linear_dtype(opt_.weights) == DType::Float8_e4m3fn) {
-        auto [q, qs] = quantize_fp8(t, QuantGranularity::Row);
-        w = q;
-        sc = qs.view({E, N});
-        done(wn, true);
-      } else {
-        w = t.to(linear_dtype(opt_.weights)).contiguous();
-        done(wn, !same_storage(w, t));
-      }
-    };
-    take(st + "gate_up_proj.weight", 2 * I, H, x.gate_up, x.gate_up_scale);
-    take(st + "down_proj.weight", H, I, x.down, x.down_scale);
-    scan_both(x, !same_storage(x.gate_up, src_.get(st + "gate_up_proj.weight")) &&
-                     !same_storage(x.down, src_.get(st + "down_proj.weight")));
-    return x;
+namespace {
+
+// The per-expert projection names of a layout.
+struct ExpertNames {
+  const char *gate, *up, *down;
+};
+ExpertNames expert_names(bool mixtral_names) {
+  return mixtral_names ? ExpertNames{"w1", "w3", "w2"} : ExpertNames{"gate_proj", "up_proj", "down_proj"};
+}
+
+// Expert stacks' FP8 codes and subnormals, as scanned_codes / scanned_subnormals.
+void scan_experts(WeightLoader::Experts& x, bool owned) {
+  x.codes =
+      scanned_codes(x.gate_up, owned) == Fp8Codes::NoNan && scanned_codes(x.down, owned) == Fp8Codes::NoNan
+          ? Fp8Codes::NoNan
+          : Fp8Codes::Unchecked;
+  x.gate_up_subnormals = scanned_subnormals(x.gate_up, owned);
+  x.down_subnormals = scanned_subnormals(x.down, owned);
+}
+
+// One expert's projection as a checkpoint stores it: weight [N, K] and its
+// native scale (if any).
+struct ExpertProj {
+  Tensor w, s;
+  std::string wn, sn;
+};
+
+// New expert stacks in dtype d, filled one projection at a time:
+// gate_up [E, 2I, H] (gate rows first), down [E, H, I], and the row scales
+// [E, 2I] / [E, H] when d is FP8.
+class ExpertStack {
+ public:
+  ExpertStack(int64_t E, int64_t I, int64_t H, DType d, const std::string& prefix)
+      : I_(I), H_(H), d_(d), prefix_(prefix) {
+    x_.gate_up = empty({E, 2 * I, H}, d);
+    x_.down = empty({E, H, I}, d);
+    if (d == DType::Float8_e4m3fn) {
+      x_.gate_up_scale = empty({E, 2 * I}, DType::Float32);
+      x_.down_scale = empty({E, H}, DType::Float32);
+    }
   }
-  // Stacked layouts: GGUF (experts.gate_proj.weight [E, I, H]) and
-  // transformers 5's fused experts (experts.gate_up_proj [E, 2I, H], experts.down_proj [E, H, I]).
-  const bool stacked = src_.contains(st + gname + ".weight");
-  const bool fused = src_.contains(st + "gate_up_proj");
-  const bool fp8_src = [&] {
-    if (stacked) return is_fp8(src_.get_slice(st + gname + ".weight", 0).dtype());
-    if (fused) return is_fp8(src_.get(st + "gate_up_proj").dtype());
-    return is_fp8(per_expert(0, gname).w.dtype());
-  }();
-  const DType d = linear_dtype(opt_.weights);
-  const bool q8 = d == DType::Float8_e4m3fn;
-  Experts x;
-  x.gate_up = empty({E, 2 * I, H}, d);
-  x.down = empty({E, H, I}, d);
-  if (q8) {
-    x.gate_up_scale = empty({E, 2 * I}, DType::Float32);
-    x.down_scale = empty({E, H}, DType::Float32);
+  // Expert e's gate [I, H], up [I, H] and down [H, I], each with its native
+  // scale (undefined: none).
+  void gate(int64_t e, const Tensor& w, const Tensor& s = Tensor()) {
+    put(w, s, x_.gate_up.select(0, e).narrow(0, 0, I_), scale_rows(x_.gate_up_scale, e, 0, I_));
+  }
+  void up(int64_t e, const Tensor& w, const Tensor& s = Tensor()) {
+    put(w, s, x_.gate_up.select(0, e).narrow(0, I_, I_), scale_rows(x_.gate_up_scale, e, I_, I_));
+  }
+  void down(int64_t e, const Tensor& w, const Tensor& s = Tensor()) {
+    put(w, s, x_.down.select(0, e), scale_rows(x_.down_scale, e, 0, H_));
+  }
+  // The filled stacks, scanned (converted at load, so owned); call once.
+  WeightLoader::Experts finish() {
+    scan_experts(x_, true);
+    return std::move(x_);
+  }
+
+ private:
+  static Tensor scale_rows(const Tensor& s, int64_t e, int64_t r0, int64_t n) {
+    return s.defined() ? s.select(0, e).narrow(0, r0, n) : Tensor();
   }
   // Writes one [N, K] projection (with its native scale, if any) into dst [N, K] / dscale [N].
-  auto put = [&](const Tensor& w, const Tensor& s, Tensor dst, Tensor dscale) {
+  void put(const Tensor& w, const Tensor& s, Tensor dst, Tensor dscale) const {
     KILN_CHECK(w.dim() == 2 && w.size(0) == dst.size(0) && w.size(1) == dst.size(1), ValueError,
-               "[llm] expert weight in " << prefix << " has shape " << w.shape_str() << ", expected "
+               "[llm] expert weight in " << prefix_ << " has shape " << w.shape_str() << ", expected "
                                          << dst.shape_str());
-    if (!q8) {  // --dtype bf16 / f32; an FP8 checkpoint's experts dequantized
+    if (d_ != DType::Float8_e4m3fn) {  // --dtype bf16 / f32; an FP8 checkpoint's experts dequantized
       dst.copy_(is_fp8(w.dtype()) && s.defined() ? dequantize(w, s) : w);
       return;
     }
     if (is_fp8(w.dtype())) {
       const Tensor rs = s.defined() ? row_scale_of(s, w.size(0), w.size(1)) : ones({w.size(0)});
-      if (rs.defined() && w.dtype() == d) {
+      if (rs.defined() && w.dtype() == d_) {
         dst.copy_(w);
         dscale.copy_(rs);
         return;
@@ -469,67 +441,153 @@ WeightLoader::Experts WeightLoader::experts(const std::string& prefix, int64_t E
       return;
     }
     quantize_fp8_into(w, QuantGranularity::Row, dst, dscale.view({-1, 1}));
-  };
-  auto scale_rows = [&](Tensor& s, int64_t e, int64_t r0, int64_t n) {
-    return s.defined() ? s.select(0, e).narrow(0, r0, n) : Tensor();
-  };
-  if (stacked || fused) {
-    KILN_CHECK(!fp8_src, NotImplementedError,
-               "[llm] stacked FP8 experts in " << prefix << " are not supported; store them per expert");
-    Tensor g, u, dn;
-    std::vector<std::string> names;
-    if (stacked) {
-      names = {st + gname + ".weight", st + uname + ".weight", st + dname + ".weight"};
-      // Expert by expert (a GGUF slice is dequantized alone, not the whole stack).
-      for (int64_t e = 0; e < E; ++e) {
-        put(src_.get_slice(names[0], e), Tensor(), x.gate_up.select(0, e).narrow(0, 0, I),
-            scale_rows(x.gate_up_scale, e, 0, I));
-        put(src_.get_slice(names[1], e), Tensor(), x.gate_up.select(0, e).narrow(0, I, I),
-            scale_rows(x.gate_up_scale, e, I, I));
-        put(src_.get_slice(names[2], e), Tensor(), x.down.select(0, e), scale_rows(x.down_scale, e, 0, H));
-      }
-      for (const auto& n : names) done(n, true);
-      scan_both(x, true);
-      return x;
-    } else {
-      names = {st + "gate_up_proj", st + "down_proj"};
-      Tensor gu = src_.get(names[0]);
-      // [E, H, 2I] (transposed) only when it cannot be the expected [E, 2I, H].
-      if (gu.dim() == 3 && !(gu.size(1) == 2 * I && gu.size(2) == H) && gu.size(1) == H &&
-          gu.size(2) == 2 * I)
-        gu = gu.transpose(1, 2);
-      g = gu.narrow(1, 0, I);
-      u = gu.narrow(1, I, I);
-      dn = src_.get(names[1]);
-      if (dn.dim() == 3 && !(dn.size(1) == H && dn.size(2) == I) && dn.size(1) == I && dn.size(2) == H)
-        dn = dn.transpose(1, 2);
-    }
-    KILN_CHECK(g.dim() == 3 && g.size(0) == E && dn.dim() == 3 && dn.size(0) == E, ValueError,
-               "[llm] stacked experts in " << prefix << " have shapes " << g.shape_str() << " / "
-                                           << dn.shape_str() << ", expected " << E << " experts");
-    for (int64_t e = 0; e < E; ++e) {
-      put(g.select(0, e), Tensor(), x.gate_up.select(0, e).narrow(0, 0, I),
-          scale_rows(x.gate_up_scale, e, 0, I));
-      put(u.select(0, e), Tensor(), x.gate_up.select(0, e).narrow(0, I, I),
-          scale_rows(x.gate_up_scale, e, I, I));
-      put(dn.select(0, e), Tensor(), x.down.select(0, e), scale_rows(x.down_scale, e, 0, H));
-    }
-    for (const auto& n : names) done(n, true);
-    scan_both(x, true);
-    return x;
   }
+
+  WeightLoader::Experts x_;
+  int64_t I_, H_;
+  DType d_;
+  const std::string& prefix_;
+};
+
+}  // namespace
+
+WeightLoader::Experts WeightLoader::experts(const std::string& prefix, int64_t E, int64_t I, int64_t H,
+                                            bool mixtral_names) {
+  const std::string st = prefix + ".experts.";
+  if (src_.contains(st + "gate_up_proj.weight")) return experts_kiln_layout(prefix, E, I, H);
+  const ExpertNames n = expert_names(mixtral_names);
+  // Stacked layouts: GGUF (experts.gate_proj.weight [E, I, H]) and
+  // transformers 5's fused experts (experts.gate_up_proj [E, 2I, H], experts.down_proj [E, H, I]).
+  const bool stacked = src_.contains(st + n.gate + ".weight");
+  const bool fused = src_.contains(st + "gate_up_proj");
+  if (!stacked && !fused) return experts_per_expert(prefix, E, I, H, mixtral_names);
+  const bool fp8_src = stacked ? is_fp8(src_.get_slice(st + n.gate + ".weight", 0).dtype())
+                               : is_fp8(src_.get(st + "gate_up_proj").dtype());
+  KILN_CHECK(!fp8_src, NotImplementedError,
+             "[llm] stacked FP8 experts in " << prefix << " are not supported; store them per expert");
+  return stacked ? experts_stacked(prefix, E, I, H, mixtral_names) : experts_fused(prefix, E, I, H);
+}
+
+// kiln's own stacked layout (named_weights): gate_up_proj.weight [E, 2I, H],
+// down_proj.weight [E, H, I], FP8 with weight_scale [E, N, 1]; used as it is
+// when already in the held dtype.
+WeightLoader::Experts WeightLoader::experts_kiln_layout(const std::string& prefix, int64_t E, int64_t I,
+                                                        int64_t H) {
+  const std::string st = prefix + ".experts.";
+  Experts x;
+  kiln_expert_stack(st + "gate_up_proj.weight", E, 2 * I, H, x.gate_up, x.gate_up_scale);
+  kiln_expert_stack(st + "down_proj.weight", E, H, I, x.down, x.down_scale);
+  scan_experts(x, !same_storage(x.gate_up, src_.get(st + "gate_up_proj.weight")) &&
+                      !same_storage(x.down, src_.get(st + "down_proj.weight")));
+  return x;
+}
+
+// One stack wn [E, N, K] of kiln's layout into w (and its row scales [E, N] in sc when FP8).
+void WeightLoader::kiln_expert_stack(const std::string& wn, int64_t E, int64_t N, int64_t K, Tensor& w,
+                                     Tensor& sc) {
+  const Tensor t = src_.get(wn);
+  KILN_CHECK(t.dim() == 3 && t.size(0) == E && t.size(1) == N && t.size(2) == K, ValueError,
+             "[llm] " << wn << " has shape " << t.shape_str() << ", expected [" << E << ", " << N << ", " << K
+                      << "]");
+  if (is_fp8(t.dtype())) {
+    const std::string sn = wn + "_scale";
+    const Tensor s = src_.get(sn);
+    KILN_CHECK(
+        s.numel() == E * N, ValueError,
+        "[llm] " << sn << " has shape " << s.shape_str() << ", expected [" << E << ", " << N << ", 1]");
+    const DType d = linear_dtype(opt_.weights);
+    if (d != DType::Float8_e4m3fn) {  // --dtype bf16 / f32: dequantized at load
+      w = dequantize(t, s.reshape({E, N, 1}), d);
+      done(wn, true);
+      done(sn, true);
+      return;
+    }
+    w = t;
+    sc = s.to(DType::Float32).contiguous().view({E, N});
+    done(wn, false);
+    done(sn, !same_storage(sc, s));
+  } else if (linear_dtype(opt_.weights) == DType::Float8_e4m3fn) {
+    auto [q, qs] = quantize_fp8(t, QuantGranularity::Row);
+    w = q;
+    sc = qs.view({E, N});
+    done(wn, true);
+  } else {
+    w = t.to(linear_dtype(opt_.weights)).contiguous();
+    done(wn, !same_storage(w, t));
+  }
+}
+
+// GGUF's stacks experts.<gate|up|down>.weight, expert by expert (a GGUF slice
+// is dequantized alone, not the whole stack).
+WeightLoader::Experts WeightLoader::experts_stacked(const std::string& prefix, int64_t E, int64_t I,
+                                                    int64_t H, bool mixtral_names) {
+  const ExpertNames n = expert_names(mixtral_names);
+  const std::string st = prefix + ".experts.";
+  const std::string names[] = {st + n.gate + ".weight", st + n.up + ".weight", st + n.down + ".weight"};
+  ExpertStack x(E, I, H, linear_dtype(opt_.weights), prefix);
   for (int64_t e = 0; e < E; ++e) {
-    const Proj g = per_expert(e, gname), u = per_expert(e, uname), dn = per_expert(e, dname);
-    put(g.w, g.s, x.gate_up.select(0, e).narrow(0, 0, I), scale_rows(x.gate_up_scale, e, 0, I));
-    put(u.w, u.s, x.gate_up.select(0, e).narrow(0, I, I), scale_rows(x.gate_up_scale, e, I, I));
-    put(dn.w, dn.s, x.down.select(0, e), scale_rows(x.down_scale, e, 0, H));
-    for (const Proj* p : {&g, &u, &dn}) {
+    x.gate(e, src_.get_slice(names[0], e));
+    x.up(e, src_.get_slice(names[1], e));
+    x.down(e, src_.get_slice(names[2], e));
+  }
+  for (const auto& nm : names) done(nm, true);
+  return x.finish();
+}
+
+// transformers 5's fused experts: experts.gate_up_proj [E, 2I, H] and
+// experts.down_proj [E, H, I], either possibly stored transposed.
+WeightLoader::Experts WeightLoader::experts_fused(const std::string& prefix, int64_t E, int64_t I,
+                                                  int64_t H) {
+  const std::string st = prefix + ".experts.";
+  const std::string names[] = {st + "gate_up_proj", st + "down_proj"};
+  ExpertStack x(E, I, H, linear_dtype(opt_.weights), prefix);
+  Tensor gu = src_.get(names[0]);
+  // [E, H, 2I] (transposed) only when it cannot be the expected [E, 2I, H].
+  if (gu.dim() == 3 && !(gu.size(1) == 2 * I && gu.size(2) == H) && gu.size(1) == H && gu.size(2) == 2 * I)
+    gu = gu.transpose(1, 2);
+  const Tensor g = gu.narrow(1, 0, I), u = gu.narrow(1, I, I);
+  Tensor dn = src_.get(names[1]);
+  if (dn.dim() == 3 && !(dn.size(1) == H && dn.size(2) == I) && dn.size(1) == I && dn.size(2) == H)
+    dn = dn.transpose(1, 2);
+  KILN_CHECK(g.dim() == 3 && g.size(0) == E && dn.dim() == 3 && dn.size(0) == E, ValueError,
+             "[llm] stacked experts in " << prefix << " have shapes " << g.shape_str() << " / "
+                                         << dn.shape_str() << ", expected " << E << " experts");
+  for (int64_t e = 0; e < E; ++e) {
+    x.gate(e, g.select(0, e));
+    x.up(e, u.select(0, e));
+    x.down(e, dn.select(0, e));
+  }
+  for (const auto& nm : names) done(nm, true);
+  return x.finish();
+}
+
+// One tensor per expert: experts.<e>.<gate|up|down>.weight, each with its
+// native FP8 scale (weight_scale or weight_scale_inv) if any.
+WeightLoader::Experts WeightLoader::experts_per_expert(const std::string& prefix, int64_t E, int64_t I,
+                                                       int64_t H, bool mixtral_names) {
+  const ExpertNames n = expert_names(mixtral_names);
+  auto proj = [&](int64_t e, const char* p) {
+    ExpertProj r;
+    const std::string base = prefix + ".experts." + std::to_string(e) + "." + p;
+    r.wn = base + ".weight";
+    r.w = src_.get(r.wn);
+    for (const char* suffix : {".weight_scale_inv", ".weight_scale"})
+      if (src_.contains(base + suffix)) r.sn = base + suffix;
+    if (!r.sn.empty()) r.s = src_.get(r.sn);
+    return r;
+  };
+  ExpertStack x(E, I, H, linear_dtype(opt_.weights), prefix);
+  for (int64_t e = 0; e < E; ++e) {
+    const ExpertProj g = proj(e, n.gate), u = proj(e, n.up), dn = proj(e, n.down);
+    x.gate(e, g.w, g.s);
+    x.up(e, u.w, u.s);
+    x.down(e, dn.w, dn.s);
+    for (const ExpertProj* p : {&g, &u, &dn}) {
       done(p->wn, true);
       if (!p->sn.empty()) done(p->sn, true);
     }
   }
-  scan_both(x, true);
-  return x;
+  return x.finish();
 }
 
 }  // namespace kiln::llm::detail

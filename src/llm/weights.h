@@ -114,6 +114,13 @@ class WeightLoader {
   // float8_e4m3fn, quantized per row with the scales [N, 1] in *scale; a chunk
   // of rows at a time.
   Tensor convert_by_rows(const std::string& name, DType d, Tensor* scale);
+  // experts() by checkpoint layout: kiln's own stacks (named_weights), GGUF's
+  // stacks, transformers 5's fused stacks, one tensor per expert.
+  Experts experts_kiln_layout(const std::string& prefix, int64_t E, int64_t I, int64_t H);
+  void kiln_expert_stack(const std::string& wn, int64_t E, int64_t N, int64_t K, Tensor& w, Tensor& scale);
+  Experts experts_stacked(const std::string& prefix, int64_t E, int64_t I, int64_t H, bool mixtral_names);
+  Experts experts_fused(const std::string& prefix, int64_t E, int64_t I, int64_t H);
+  Experts experts_per_expert(const std::string& prefix, int64_t E, int64_t I, int64_t H, bool mixtral_names);
   const TensorSource& src_;
   const io::ModelConfig& cfg_;
   LoadOptions opt_;

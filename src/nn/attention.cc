@@ -68,158 +68,258 @@ struct Scratch {
   std::vector<float> m, l, acc;
 };
 
-void run(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor* attn_mask, bool is_causal,
-         int64_t causal_offset, std::optional<double> scale, bool enable_gqa, float dropout_p, Generator* gen,
-         const Tensor* out_given, Tensor* out_made, DType out_dtype) {
-  KILN_CHECK(q_in.dim() >= 2 && k_in.dim() >= 2 && v_in.dim() >= 2, ValueError,
-             "[" << kOp << "] query, key and value need at least 2 dims, got " << q_in.shape_str() << ", "
-                 << k_in.shape_str() << ", " << v_in.shape_str());
-  KILN_CHECK(k_in.dtype() == v_in.dtype(), TypeError,
-             "[" << kOp << "] key and value must have one dtype, got " << name(k_in.dtype()) << " and "
-                 << name(v_in.dtype()));
-  kv_type(q_in.dtype());
-  const cpu::KVType kvt = kv_type(k_in.dtype());
-  KILN_CHECK(!(is_causal && attn_mask != nullptr), ValueError,
-             "[" << kOp << "] attn_mask and is_causal cannot both be set");
-  KILN_CHECK(dropout_p >= 0.0f && dropout_p <= 1.0f, ValueError,
-             "[" << kOp << "] dropout_p must be in [0, 1], got " << dropout_p);
-  const int nd = std::max({q_in.dim(), k_in.dim(), v_in.dim(), 3});
-  Tensor q = pad_dims(q_in, nd), k = pad_dims(k_in, nd), v = pad_dims(v_in, nd);
-  const int64_t E = q.size(-1), L = q.size(-2), S = k.size(-2), Ev = v.size(-1);
-  KILN_CHECK(k.size(-1) == E && v.size(-2) == S, ValueError,
-             "[" << kOp << "] shapes do not match: query " << q_in.shape_str() << ", key " << k_in.shape_str()
-                 << ", value " << v_in.shape_str()
-                 << " (need query/key last dims equal and key/value lengths equal)");
+// One call as the public entry points give it.
+struct Request {
+  const Tensor& q;
+  const Tensor& k;
+  const Tensor& v;
+  const Tensor* attn_mask = nullptr;
+  bool is_causal = false;
+  int64_t causal_offset = 0;  // row i sees keys j <= i + causal_offset
+  std::optional<double> scale;
+  bool enable_gqa = false;
+  float dropout_p = 0.0f;
+  Generator* gen = nullptr;
+  const Tensor* out = nullptr;  // written in place when given; else made as out_dtype
+  DType out_dtype = DType::Float32;
+};
+
+// The validated problem: every operand as a [*batch, heads, rows, cols] view.
+struct Problem {
+  int nd = 0;  // rank of the views (inputs padded to at least 3 dims)
   Shape batch;
-  for (int d = 0; d < nd - 3; ++d)
-    batch.push_back(bcast(bcast(q.size(d), k.size(d), "batch dims", q_in, k_in, v_in), v.size(d),
-                          "batch dims", q_in, k_in, v_in));
-  const int64_t Hq = q.size(-3);
-  const int64_t Hkv = bcast(k.size(-3), v.size(-3), "key/value heads", q_in, k_in, v_in);
-  int64_t Hout, ngroups;
-  const bool gqa = enable_gqa && Hq != Hkv;
-  if (gqa) {
-    KILN_CHECK(Hkv > 0 && Hq % Hkv == 0, ValueError,
-               "[" << kOp << "] enable_gqa needs query heads (" << Hq
-                   << ") to be a multiple of key/value heads (" << Hkv << ")");
-    Hout = Hq;
-    ngroups = Hkv;
-  } else {
-    Hout = bcast(Hq, Hkv, "heads", q_in, k_in, v_in);
-    ngroups = Hkv == 1 ? 1 : Hout;
-  }
-  const int64_t gsize = ngroups == 0 ? 0 : Hout / ngroups;
-  // Full shapes: batch + [H, rows, E].
-  auto full = [&](int64_t h, int64_t rows, int64_t e) {
+  int64_t B = 1;                        // batch elements (product of batch)
+  int64_t L = 0, S = 0, E = 0, Ev = 0;  // query rows, key rows, q/k width, v width
+  int64_t Hq = 0, Hkv = 0, Hout = 0;
+  int64_t ngroups = 0, gsize = 0;  // KV head groups; output heads per group
+  cpu::KVType kvt = cpu::KVType::F32;
+  Tensor q, k, v;  // [*batch, Hq, L, E], [*batch, Hkv, S, E], [*batch, Hkv, S, Ev]
+  Tensor out;      // as returned: the rank of the highest-rank input
+  Tensor o;        // out as [*batch, Hout, L, Ev]
+  Tensor mask;     // float32 additive [*batch, Hout, L, S] with unit-stride last dim, or undefined
+  double scale = 1.0;
+  bool causal = false;
+  int64_t causal_offset = 0;
+
+  // batch + [h, rows, e]
+  Shape full(int64_t h, int64_t rows, int64_t e) const {
     Shape s = batch;
     s.push_back(h);
     s.push_back(rows);
     s.push_back(e);
     return s;
-  };
-  if (q.stride(-1) != 1 && E > 1) q = q.contiguous();
-  if (k.stride(-1) != 1 && E > 1) k = k.contiguous();
-  if (v.stride(-1) != 1 && Ev > 1) v = v.contiguous();
-  q = q.expand(full(Hq, L, E));
-  k = k.expand(full(Hkv, S, E));
-  v = v.expand(full(Hkv, S, Ev));
+  }
+};
+
+// Dtypes and flags; returns the KV type of key and value.
+cpu::KVType check_request(const Request& r) {
+  KILN_CHECK(r.q.dim() >= 2 && r.k.dim() >= 2 && r.v.dim() >= 2, ValueError,
+             "[" << kOp << "] query, key and value need at least 2 dims, got " << r.q.shape_str() << ", "
+                 << r.k.shape_str() << ", " << r.v.shape_str());
+  KILN_CHECK(r.k.dtype() == r.v.dtype(), TypeError,
+             "[" << kOp << "] key and value must have one dtype, got " << name(r.k.dtype()) << " and "
+                 << name(r.v.dtype()));
+  kv_type(r.q.dtype());
+  const cpu::KVType kvt = kv_type(r.k.dtype());
+  KILN_CHECK(!(r.is_causal && r.attn_mask != nullptr), ValueError,
+             "[" << kOp << "] attn_mask and is_causal cannot both be set");
+  KILN_CHECK(r.dropout_p >= 0.0f && r.dropout_p <= 1.0f, ValueError,
+             "[" << kOp << "] dropout_p must be in [0, 1], got " << r.dropout_p);
+  return kvt;
+}
+
+// Head counts and the GQA mapping: output head h reads KV head h / gsize
+// (of ngroups groups), or KV head 0 when key/value have one head.
+void map_heads(const Request& r, Problem& p) {
+  p.Hq = p.q.size(-3);
+  p.Hkv = bcast(p.k.size(-3), p.v.size(-3), "key/value heads", r.q, r.k, r.v);
+  if (r.enable_gqa && p.Hq != p.Hkv) {
+    KILN_CHECK(p.Hkv > 0 && p.Hq % p.Hkv == 0, ValueError,
+               "[" << kOp << "] enable_gqa needs query heads (" << p.Hq
+                   << ") to be a multiple of key/value heads (" << p.Hkv << ")");
+    p.Hout = p.Hq;
+    p.ngroups = p.Hkv;
+  } else {
+    p.Hout = bcast(p.Hq, p.Hkv, "heads", r.q, r.k, r.v);
+    p.ngroups = p.Hkv == 1 ? 1 : p.Hout;
+  }
+  p.gsize = p.ngroups == 0 ? 0 : p.Hout / p.ngroups;
+}
+
+// Shapes, broadcasting and heads; q, k, v expanded to their full views.
+Problem plan_problem(const Request& r) {
+  Problem p;
+  p.kvt = check_request(r);
+  p.nd = std::max({r.q.dim(), r.k.dim(), r.v.dim(), 3});
+  const int nd = p.nd;
+  p.q = pad_dims(r.q, nd);
+  p.k = pad_dims(r.k, nd);
+  p.v = pad_dims(r.v, nd);
+  p.E = p.q.size(-1);
+  p.L = p.q.size(-2);
+  p.S = p.k.size(-2);
+  p.Ev = p.v.size(-1);
+  KILN_CHECK(p.k.size(-1) == p.E && p.v.size(-2) == p.S, ValueError,
+             "[" << kOp << "] shapes do not match: query " << r.q.shape_str() << ", key " << r.k.shape_str()
+                 << ", value " << r.v.shape_str()
+                 << " (need query/key last dims equal and key/value lengths equal)");
+  for (int d = 0; d < nd - 3; ++d)
+    p.batch.push_back(bcast(bcast(p.q.size(d), p.k.size(d), "batch dims", r.q, r.k, r.v), p.v.size(d),
+                            "batch dims", r.q, r.k, r.v));
+  for (int64_t s : p.batch) p.B *= s;
+  map_heads(r, p);
+  if (p.q.stride(-1) != 1 && p.E > 1) p.q = p.q.contiguous();
+  if (p.k.stride(-1) != 1 && p.E > 1) p.k = p.k.contiguous();
+  if (p.v.stride(-1) != 1 && p.Ev > 1) p.v = p.v.contiguous();
+  p.q = p.q.expand(p.full(p.Hq, p.L, p.E));
+  p.k = p.k.expand(p.full(p.Hkv, p.S, p.E));
+  p.v = p.v.expand(p.full(p.Hkv, p.S, p.Ev));
+  p.scale = r.scale.value_or(1.0 / std::sqrt(double(p.E)));
+  p.causal = r.is_causal;
+  p.causal_offset = r.causal_offset;
+  return p;
+}
+
+// The given output, checked, or a new one; sets p.out and its full view p.o.
+void bind_output(const Request& r, Problem& p) {
   const Shape out_shape = [&] {
-    Shape s = full(Hout, L, Ev);
+    Shape s = p.full(p.Hout, p.L, p.Ev);
     // The result keeps the rank of the highest-rank input (2-D inputs: 2-D out).
-    const int od = std::max({q_in.dim(), k_in.dim(), v_in.dim()});
+    const int od = std::max({r.q.dim(), r.k.dim(), r.v.dim()});
     return Shape(s.end() - od, s.end());
   }();
-  Tensor out;
-  if (out_given) {
-    KILN_CHECK(out_given->sizes() == out_shape, ValueError,
-               "[" << kOp << "] out has shape " << out_given->shape_str() << ", expected "
+  if (r.out) {
+    KILN_CHECK(r.out->sizes() == out_shape, ValueError,
+               "[" << kOp << "] out has shape " << r.out->shape_str() << ", expected "
                    << shape_to_string(out_shape));
-    KILN_CHECK(out_given->stride(-1) == 1 || Ev <= 1, ValueError,
+    KILN_CHECK(r.out->stride(-1) == 1 || p.Ev <= 1, ValueError,
                "[" << kOp << "] out needs a unit-stride last dim");
-    kv_type(out_given->dtype());
-    out = *out_given;
+    kv_type(r.out->dtype());
+    p.out = *r.out;
   } else {
-    out = empty(out_shape, out_dtype);
-    *out_made = out;
+    p.out = empty(out_shape, r.out_dtype);
   }
-  if (out.numel() == 0) return;
-  Tensor o = pad_dims(out, nd);  // [*batch, Hout, L, Ev]
-  // Mask: float32 additive, expanded to [*batch, Hout, L, S] with a unit-stride last dim.
-  Tensor mask;
-  if (attn_mask != nullptr) {
-    Tensor mk = *attn_mask;
-    KILN_CHECK(mk.dtype() == DType::Bool || (is_floating(mk.dtype()) && !is_fp8(mk.dtype())), TypeError,
-               "[" << kOp << "] attn_mask must be bool or floating, got " << name(mk.dtype()));
-    KILN_CHECK(mk.dim() <= nd, ValueError,
-               "[" << kOp << "] attn_mask " << mk.shape_str() << " does not broadcast to "
-                   << shape_to_string(full(Hout, L, S)));
-    if (mk.dtype() == DType::Bool) {
-      const Tensor b = mk.contiguous();
-      Tensor f = empty(b.sizes(), DType::Float32);
-      const bool* bp = b.data<bool>();
-      float* fp = f.data<float>();
-      for (int64_t i = 0; i < b.numel(); ++i) fp[i] = bp[i] ? 0.0f : -std::numeric_limits<float>::infinity();
-      mk = f;
-    } else {
-      mk = mk.to(DType::Float32).contiguous();
-    }
-    mk = pad_dims(mk, nd);
-    if (mk.size(-1) == 1 && S > 1) {
-      Shape s = mk.sizes();
-      s.back() = S;
-      mk = mk.expand(s).contiguous();
-    }
-    const Shape want = full(Hout, L, S);
-    for (int d = 0; d < nd; ++d)
-      KILN_CHECK(mk.size(d) == want[size_t(d)] || mk.size(d) == 1, ValueError,
-                 "[" << kOp << "] attn_mask " << attn_mask->shape_str() << " does not broadcast to "
-                     << shape_to_string(want));
-    mask = mk.expand(want);
+  p.o = pad_dims(p.out, p.nd);  // [*batch, Hout, L, Ev]
+}
+
+// attn_mask as float32 additive (bool: 0 / -inf), expanded to
+// [*batch, Hout, L, S] with a unit-stride last dim.
+Tensor additive_mask(const Tensor& attn_mask, const Problem& p) {
+  Tensor mk = attn_mask;
+  KILN_CHECK(mk.dtype() == DType::Bool || (is_floating(mk.dtype()) && !is_fp8(mk.dtype())), TypeError,
+             "[" << kOp << "] attn_mask must be bool or floating, got " << name(mk.dtype()));
+  KILN_CHECK(mk.dim() <= p.nd, ValueError,
+             "[" << kOp << "] attn_mask " << mk.shape_str() << " does not broadcast to "
+                 << shape_to_string(p.full(p.Hout, p.L, p.S)));
+  if (mk.dtype() == DType::Bool) {
+    const Tensor b = mk.contiguous();
+    Tensor f = empty(b.sizes(), DType::Float32);
+    const bool* bp = b.data<bool>();
+    float* fp = f.data<float>();
+    for (int64_t i = 0; i < b.numel(); ++i) fp[i] = bp[i] ? 0.0f : -std::numeric_limits<float>::infinity();
+    mk = f;
+  } else {
+    mk = mk.to(DType::Float32).contiguous();
   }
-  int64_t B = 1;
-  for (int64_t s : batch) B *= s;
-  const std::vector<int64_t> qoff = batch_offsets(q, batch), koff = batch_offsets(k, batch),
-                             voff = batch_offsets(v, batch), ooff = batch_offsets(o, batch);
-  const std::vector<int64_t> moff = mask.defined() ? batch_offsets(mask, batch) : std::vector<int64_t>();
-  const double sc = scale.value_or(1.0 / std::sqrt(double(E)));
-  const int64_t ldq = cpu::attn_padded(E), lda = cpu::attn_padded(Ev);
-  const int64_t rows_per_group = gsize * L;
-  const int64_t nqb = (rows_per_group + cpu::kAttnMaxRows - 1) / cpu::kAttnMaxRows;
-  const int64_t base_items = B * ngroups * nqb;
-  const int nt = num_threads();
-  int64_t nsplit = 1;
-  if (base_items < 2 * nt && S >= 1024)
-    nsplit = std::min<int64_t>((2 * nt + base_items - 1) / base_items, S / 512);
-  const int64_t items = base_items * nsplit;
-  constexpr int64_t R = cpu::kAttnMaxRows;
-  thread_local Scratch tl_scratch;
-  Scratch& scr = tl_scratch;  // the caller's; workers reach it through this reference
-  scr.m.resize(size_t(items * R));
-  scr.l.resize(size_t(items * R));
-  scr.acc.resize(size_t(items * R * lda));
+  mk = pad_dims(mk, p.nd);
+  if (mk.size(-1) == 1 && p.S > 1) {
+    Shape s = mk.sizes();
+    s.back() = p.S;
+    mk = mk.expand(s).contiguous();
+  }
+  const Shape want = p.full(p.Hout, p.L, p.S);
+  for (int d = 0; d < p.nd; ++d)
+    KILN_CHECK(mk.size(d) == want[size_t(d)] || mk.size(d) == 1, ValueError,
+               "[" << kOp << "] attn_mask " << attn_mask.shape_str() << " does not broadcast to "
+                   << shape_to_string(want));
+  return mk.expand(want);
+}
+
+// The work split: items of (batch, KV head group, block of R query rows, KV
+// range); a row's KV range is split in nsplit parts only when there are too
+// few blocks to keep every thread busy on a long sequence.
+struct Split {
+  static constexpr int64_t R = cpu::kAttnMaxRows;
+  int64_t ldq = 0, lda = 0;    // padded q / acc row lengths
+  int64_t rows_per_group = 0;  // gsize * L query rows share one KV head
+  int64_t nqb = 0;             // blocks of R rows per group
+  int64_t base_items = 0, nsplit = 1, items = 0;
+
+  explicit Split(const Problem& p) {
+    ldq = cpu::attn_padded(p.E);
+    lda = cpu::attn_padded(p.Ev);
+    rows_per_group = p.gsize * p.L;
+    nqb = (rows_per_group + R - 1) / R;
+    base_items = p.B * p.ngroups * nqb;
+    const int nt = num_threads();
+    if (base_items < 2 * nt && p.S >= 1024)
+      nsplit = std::min<int64_t>((2 * nt + base_items - 1) / base_items, p.S / 512);
+    items = base_items * nsplit;
+  }
+};
+
+// Where each batch element, head and row lives. Strides are read once:
+// Tensor::stride wraps its dim on every call, and the per-element loops
+// called it ~2 * Hout * E times per decode step (~25 us of a 32-head call).
+struct Layout {
+  std::vector<int64_t> qoff, koff, voff, ooff, moff;  // [B] element offsets of each batch element
+  int64_t qs_h, qs_i, qs_e;                           // q: head, row, column
+  int64_t os_h, os_i, os_c;                           // o: head, row, column
+  int64_t ks_h, vs_h, ks_j, vs_j;                     // k/v: head, key position
+  int64_t ms_h, ms_i;                                 // mask: head, row (0 without a mask)
+
+  explicit Layout(const Problem& p)
+      : qoff(batch_offsets(p.q, p.batch)),
+        koff(batch_offsets(p.k, p.batch)),
+        voff(batch_offsets(p.v, p.batch)),
+        ooff(batch_offsets(p.o, p.batch)),
+        moff(p.mask.defined() ? batch_offsets(p.mask, p.batch) : std::vector<int64_t>()),
+        qs_h(p.q.stride(-3)),
+        qs_i(p.q.stride(-2)),
+        qs_e(p.q.stride(-1)),
+        os_h(p.o.stride(-3)),
+        os_i(p.o.stride(-2)),
+        os_c(p.o.stride(-1)),
+        ks_h(p.k.stride(-3)),
+        vs_h(p.v.stride(-3)),
+        ks_j(p.k.stride(-2)),
+        vs_j(p.v.stride(-2)),
+        ms_h(p.mask.defined() ? p.mask.stride(-3) : 0),
+        ms_i(p.mask.defined() ? p.mask.stride(-2) : 0) {}
+};
+
+// Dropout's Philox stream: one counter per (row, key) of the whole call.
+cpu::AttnDropout dropout_state(const Request& r, const Problem& p) {
   cpu::AttnDropout drop;
-  if (dropout_p > 0.0f) {
-    Generator& g = gen ? *gen : default_generator();
-    drop.p = dropout_p;
+  if (r.dropout_p > 0.0f) {
+    Generator& g = r.gen ? *r.gen : default_generator();
+    drop.p = r.dropout_p;
     drop.seed = g.initial_seed();
-    drop.S = S;
-    drop.offset = g.advance((uint64_t(B * Hout * L) * uint64_t(S) + 3) / 4);
+    drop.S = p.S;
+    drop.offset = g.advance((uint64_t(p.B * p.Hout * p.L) * uint64_t(p.S) + 3) / 4);
   }
-  const size_t qsz = itemsize(q.dtype()), kvsz = itemsize(k.dtype());
-  const char* qbase = static_cast<const char*>(q.data_ptr());
-  const char* kbase = static_cast<const char*>(k.data_ptr());
-  const char* vbase = static_cast<const char*>(v.data_ptr());
-  const DType qdt = q.dtype();
-  // Strides read once: Tensor::stride wraps its dim on every call, and the
-  // per-element loops below called it ~2 * Hout * E times per decode step
-  // (~25 us of a 32-head call).
-  const int64_t qs_h = q.stride(-3), qs_i = q.stride(-2), qs_e = q.stride(-1);
-  const int64_t os_h = o.stride(-3), os_i = o.stride(-2), os_c = o.stride(-1);
-  const int64_t ks_h = k.stride(-3), vs_h = v.stride(-3), ks_j = k.stride(-2), vs_j = v.stride(-2);
-  const int64_t ms_h = mask.defined() ? mask.stride(-3) : 0, ms_i = mask.defined() ? mask.stride(-2) : 0;
-  auto kv_head_of = [&](int64_t g) { return Hkv == 1 ? int64_t(0) : g; };
-  auto q_head_of = [&](int64_t h) { return Hq == 1 ? int64_t(0) : h; };
-  parallel_for(0, items, 1, [&](int64_t i0, int64_t i1) {
+  return drop;
+}
+
+// Every item: its query rows scaled into float32, then cpu::attend_block over
+// its KV range into the item's (m, l, acc) state in scr.
+void attend_items(const Problem& p, const Split& split, const Layout& lay, const cpu::AttnDropout& drop,
+                  Scratch& scr) {
+  constexpr int64_t R = Split::R;
+  const int64_t L = p.L, S = p.S, E = p.E, Ev = p.Ev, gsize = p.gsize, Hout = p.Hout;
+  const int64_t nsplit = split.nsplit, nqb = split.nqb, ngroups = p.ngroups;
+  const int64_t ldq = split.ldq, lda = split.lda, rows_per_group = split.rows_per_group;
+  const double sc = p.scale;
+  const size_t qsz = itemsize(p.q.dtype()), kvsz = itemsize(p.k.dtype());
+  const char* qbase = static_cast<const char*>(p.q.data_ptr());
+  const char* kbase = static_cast<const char*>(p.k.data_ptr());
+  const char* vbase = static_cast<const char*>(p.v.data_ptr());
+  const DType qdt = p.q.dtype();
+  const int64_t qs_e = lay.qs_e;
+  const Tensor& mask = p.mask;
+  auto kv_head_of = [&](int64_t g) { return p.Hkv == 1 ? int64_t(0) : g; };
+  auto q_head_of = [&](int64_t h) { return p.Hq == 1 ? int64_t(0) : h; };
+  parallel_for(0, split.items, 1, [&](int64_t i0, int64_t i1) {
     thread_local std::vector<float> qb;
     qb.resize(size_t(R * ldq));
     int64_t limit[R], row_id[R];
@@ -231,8 +331,7 @@ void run(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tenso
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t t = (r0 + r) / L, i = (r0 + r) % L, h = g * gsize + t;
         // q row, scaled, in float32, zero-padded.
-        const char* qp =
-            qbase + size_t(qoff[size_t(b)] + q_head_of(h) * qs_h + i * qs_i) * qsz;
+        const char* qp = qbase + size_t(lay.qoff[size_t(b)] + q_head_of(h) * lay.qs_h + i * lay.qs_i) * qsz;
         float* dst = qb.data() + r * ldq;
         dispatch<bit(DType::Float32) | bit(DType::BFloat16) | bit(DType::Float16)>(
             qdt, kOp, [&]<typename T>() {
@@ -240,10 +339,9 @@ void run(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tenso
               for (int64_t e = 0; e < E; ++e) dst[e] = float(double(float(src[e * qs_e])) * sc);
             });
         for (int64_t e = E; e < ldq; ++e) dst[e] = 0.0f;
-        limit[r] = i + causal_offset;
+        limit[r] = i + p.causal_offset;
         row_id[r] = (b * Hout + h) * L + i;
-        if (mask.defined())
-          mrows[r] = mask.data<float>() + moff[size_t(b)] + h * ms_h + i * ms_i;
+        if (mask.defined()) mrows[r] = mask.data<float>() + lay.moff[size_t(b)] + h * lay.ms_h + i * lay.ms_i;
       }
       cpu::AttnBlock blk;
       blk.q = qb.data();
@@ -251,14 +349,14 @@ void run(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tenso
       blk.ldq = ldq;
       blk.E = E;
       blk.Ev = Ev;
-      blk.limit = is_causal ? limit : nullptr;
+      blk.limit = p.causal ? limit : nullptr;
       blk.mask = mask.defined() ? mrows : nullptr;
       const int64_t kvh = kv_head_of(g);
-      blk.k = kbase + size_t(koff[size_t(b)] + kvh * ks_h) * kvsz;
-      blk.v = vbase + size_t(voff[size_t(b)] + kvh * vs_h) * kvsz;
-      blk.ks = ks_j;
-      blk.vs = vs_j;
-      blk.kv = kvt;
+      blk.k = kbase + size_t(lay.koff[size_t(b)] + kvh * lay.ks_h) * kvsz;
+      blk.v = vbase + size_t(lay.voff[size_t(b)] + kvh * lay.vs_h) * kvsz;
+      blk.ks = lay.ks_j;
+      blk.vs = lay.vs_j;
+      blk.kv = p.kvt;
       blk.dropout = drop;
       blk.dropout.row_id = row_id;
       float* m = scr.m.data() + it * R;
@@ -271,11 +369,20 @@ void run(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tenso
       cpu::attend_block(blk, s0, s1, m, l, acc, lda);
     }
   });
-  // Combine the splits of every row and write the output.
-  const size_t osz = itemsize(o.dtype());
-  char* obase = static_cast<char*>(o.data_ptr());
-  const DType odt = o.dtype();
-  parallel_for(0, base_items, 1, [&](int64_t i0, int64_t i1) {
+}
+
+// Combines the nsplit partial states of every row (rescaled to their common
+// max) and writes the normalized row to the output in its dtype.
+void combine_splits(const Problem& p, const Split& split, const Layout& lay, const Scratch& scr) {
+  constexpr int64_t R = Split::R;
+  const int64_t L = p.L, Ev = p.Ev, gsize = p.gsize;
+  const int64_t nsplit = split.nsplit, nqb = split.nqb, ngroups = p.ngroups;
+  const int64_t lda = split.lda, rows_per_group = split.rows_per_group;
+  const size_t osz = itemsize(p.o.dtype());
+  char* obase = static_cast<char*>(p.o.data_ptr());
+  const DType odt = p.o.dtype();
+  const int64_t os_c = lay.os_c;
+  parallel_for(0, split.base_items, 1, [&](int64_t i0, int64_t i1) {
     thread_local std::vector<float> row;
     row.resize(size_t(Ev));
     for (int64_t bi = i0; bi < i1; ++bi) {
@@ -307,7 +414,7 @@ void run(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tenso
           for (auto& x : row) x *= inv;
         }
         const int64_t t = (r0 + r) / L, i = (r0 + r) % L, h = g * gsize + t;
-        char* op = obase + size_t(ooff[size_t(b)] + h * os_h + i * os_i) * osz;
+        char* op = obase + size_t(lay.ooff[size_t(b)] + h * lay.os_h + i * lay.os_i) * osz;
         dispatch<bit(DType::Float32) | bit(DType::BFloat16) | bit(DType::Float16)>(
             odt, kOp, [&]<typename T>() {
               T* dst = reinterpret_cast<T*>(op);
@@ -318,6 +425,25 @@ void run(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tenso
   });
 }
 
+// Validate and plan, bind the output and mask, split the work, attend, combine.
+Tensor run(const Request& r) {
+  Problem p = plan_problem(r);
+  bind_output(r, p);
+  if (p.out.numel() == 0) return p.out;
+  if (r.attn_mask != nullptr) p.mask = additive_mask(*r.attn_mask, p);
+  const Layout lay(p);
+  const Split split(p);
+  thread_local Scratch tl_scratch;
+  Scratch& scr = tl_scratch;  // the caller's; workers reach it through this reference
+  scr.m.resize(size_t(split.items * Split::R));
+  scr.l.resize(size_t(split.items * Split::R));
+  scr.acc.resize(size_t(split.items * Split::R * split.lda));
+  const cpu::AttnDropout drop = dropout_state(r, p);
+  attend_items(p, split, lay, drop, scr);
+  combine_splits(p, split, lay, scr);
+  return p.out;
+}
+
 }  // namespace
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -326,15 +452,30 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   KILN_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(), TypeError,
              "[" << kOp << "] query, key and value must have one dtype, got " << name(q.dtype()) << ", "
                  << name(k.dtype()) << ", " << name(v.dtype()));
-  Tensor out;
-  run(q, k, v, attn_mask, is_causal, 0, scale, enable_gqa, float(dropout_p), gen, nullptr, &out, q.dtype());
-  return out;
+  return run({.q = q,
+              .k = k,
+              .v = v,
+              .attn_mask = attn_mask,
+              .is_causal = is_causal,
+              .scale = scale,
+              .enable_gqa = enable_gqa,
+              .dropout_p = float(dropout_p),
+              .gen = gen,
+              .out_dtype = q.dtype()});
 }
 
 void scaled_dot_product_attention_out(const Tensor& q, const Tensor& k, const Tensor& v,
                                       const AttentionOptions& opt, const Tensor& out) {
-  run(q, k, v, opt.attn_mask, opt.is_causal, opt.causal_offset, opt.scale, opt.enable_gqa, 0.0f, nullptr,
-      &out, nullptr, out.dtype());
+  run({.q = q,
+       .k = k,
+       .v = v,
+       .attn_mask = opt.attn_mask,
+       .is_causal = opt.is_causal,
+       .causal_offset = opt.causal_offset,
+       .scale = opt.scale,
+       .enable_gqa = opt.enable_gqa,
+       .out = &out,
+       .out_dtype = out.dtype()});
 }
 
 }  // namespace kiln

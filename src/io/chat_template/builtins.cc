@@ -295,16 +295,117 @@ Value sort(const Node& at, const Value& v, const Args& a) {
   return Value(std::move(out));
 }
 
+// Python's len(); an undefined value has length 0.
+Value length_filter(const Node& at, const Value& v) {
+  if (v.kind == K::string) return Value(text::count_cps(v.s));
+  if (v.kind == K::list) return Value(int64_t(v.list->size()));
+  if (v.kind == K::dict) return Value(int64_t(v.dict->items.size()));
+  if (v.is_undefined()) return Value(int64_t(0));
+  fail_at(at, "object of type '" + type_name(v) + "' has no len()");
+}
+
+// The first or last item (a string's: code point) or none.
+Value first_or_last(const Node& at, const std::string& name, const Value& v) {
+  if (v.is_string()) {
+    if (v.s.empty()) return Value();
+    if (name == "first") return Value(v.s.substr(0, text::cp_end(v.s, 0)));
+    const std::vector<size_t> off = text::cp_offsets(v.s);
+    return Value(v.s.substr(off[off.size() - 2]));
+  }
+  const auto l = iterate(at, v);
+  if (l->empty()) return Value();
+  return name == "first" ? l->front() : l->back();
+}
+
+// A string reversed by code point, or a list of the items reversed.
+Value reverse_filter(const Node& at, const Value& v) {
+  if (v.is_string()) {
+    const std::vector<size_t> off = text::cp_offsets(v.s);
+    std::string out;
+    out.reserve(v.s.size());
+    for (size_t k = off.size() - 1; k > 0; --k) out.append(v.s, off[k - 1], off[k] - off[k - 1]);
+    return Value(out);
+  }
+  List l(*iterate(at, v));
+  std::reverse(l.begin(), l.end());
+  return Value(std::move(l));
+}
+
+// The items in order, without repeats (by attribute when given).
+Value unique_filter(const Node& at, const Value& v, const Args& a) {
+  const Value* cs = a.get(0, "case_sensitive");
+  const Value* attr = a.get(1, "attribute");
+  Seen seen(at, cs && cs->truthy());
+  List out;
+  const auto items = iterate(at, v);
+  for (const Value& e : *items)
+    if (seen.insert(attr ? attr_path(e, attr->str()) : e)) out.push_back(e);
+  return Value(std::move(out));
+}
+
+// HTML escaping as markupsafe does it.
+Value escape_filter(const Value& v) {
+  const std::string in = v.str();
+  charge_scan(in.size());
+  std::string out;
+  for (char c : in) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&#34;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return Value(out);
+}
+
+// Each item's attribute, or each item through the filter named first.
+Value map_filter(const Node& at, const Value& v, const Args& a) {
+  List out;
+  const Value* attr = a.get(99, "attribute");
+  const auto items = iterate(at, v);
+  for (const Value& e : *items) {
+    if (attr) {
+      out.push_back(attr_path(e, attr->str()));
+    } else if (!a.pos.empty()) {
+      Args rest;
+      rest.pos.assign(a.pos.begin() + 1, a.pos.end());
+      out.push_back(apply_filter(at, a.pos[0].str(), e, rest));
+    }
+  }
+  return Value(std::move(out));
+}
+
+// select / reject (by a test on the item) and selectattr / rejectattr (on an attribute).
+Value select_filter(const Node& at, const std::string& name, const Value& v, const Args& a) {
+  const bool by_attr = name == "selectattr" || name == "rejectattr";
+  const bool keep_true = name == "select" || name == "selectattr";
+  size_t k = 0;
+  std::string attr;
+  if (by_attr) {
+    if (a.pos.empty()) fail_at(at, name + " needs an attribute name");
+    attr = a.pos[k++].str();
+  }
+  std::string test;
+  if (k < a.pos.size()) test = a.pos[k++].str();
+  Args rest;
+  rest.pos.assign(a.pos.begin() + std::min(k, a.pos.size()), a.pos.end());
+  List out;
+  const auto items = iterate(at, v);
+  for (const Value& e : *items) {
+    const Value subject = by_attr ? attr_path(e, attr) : e;
+    const bool r = test.empty() ? subject.truthy() : apply_test(at, test, subject, rest);
+    if (r == keep_true) out.push_back(e);
+  }
+  return Value(std::move(out));
+}
+
 }  // namespace
 
 Value apply_filter(const Node& at, const std::string& name, const Value& v, const Args& a) {
-  if (name == "length" || name == "count") {
-    if (v.kind == K::string) return Value(text::count_cps(v.s));
-    if (v.kind == K::list) return Value(int64_t(v.list->size()));
-    if (v.kind == K::dict) return Value(int64_t(v.dict->items.size()));
-    if (v.is_undefined()) return Value(int64_t(0));
-    fail_at(at, "object of type '" + type_name(v) + "' has no len()");
-  }
+  if (name == "length" || name == "count") return length_filter(at, v);
   if (name == "safe") return v;
   if (name == "string") return Value(v.str());
   if (name == "trim") return Value(text::strip(v.str(), a.get(0, "chars"), true, true));
@@ -329,49 +430,19 @@ Value apply_filter(const Node& at, const std::string& name, const Value& v, cons
     const Value* sep = a.get(0, "d");
     return Value(join(at, v, sep ? sep->str() : std::string(), a.get(1, "attribute")));
   }
-  if (name == "first" || name == "last") {
-    if (v.is_string()) {
-      if (v.s.empty()) return Value();
-      if (name == "first") return Value(v.s.substr(0, text::cp_end(v.s, 0)));
-      const std::vector<size_t> off = text::cp_offsets(v.s);
-      return Value(v.s.substr(off[off.size() - 2]));
-    }
-    const auto l = iterate(at, v);
-    if (l->empty()) return Value();
-    return name == "first" ? l->front() : l->back();
-  }
+  if (name == "first" || name == "last") return first_or_last(at, name, v);
   if (name == "list") {
     const auto l = iterate(at, v);
     return Value(List(*l));
   }
-  if (name == "reverse") {
-    if (v.is_string()) {
-      const std::vector<size_t> off = text::cp_offsets(v.s);
-      std::string out;
-      out.reserve(v.s.size());
-      for (size_t k = off.size() - 1; k > 0; --k) out.append(v.s, off[k - 1], off[k] - off[k - 1]);
-      return Value(out);
-    }
-    List l(*iterate(at, v));
-    std::reverse(l.begin(), l.end());
-    return Value(std::move(l));
-  }
+  if (name == "reverse") return reverse_filter(at, v);
   if (name == "items") {
     List l;
     if (v.kind == K::dict)
       for (const auto& kv : v.dict->items) l.push_back(Value(List{Value(kv.first), kv.second}));
     return Value(std::move(l));
   }
-  if (name == "unique") {
-    const Value* cs = a.get(0, "case_sensitive");
-    const Value* attr = a.get(1, "attribute");
-    Seen seen(at, cs && cs->truthy());
-    List out;
-    const auto items = iterate(at, v);
-    for (const Value& e : *items)
-      if (seen.insert(attr ? attr_path(e, attr->str()) : e)) out.push_back(e);
-    return Value(std::move(out));
-  }
+  if (name == "unique") return unique_filter(at, v, a);
   if (name == "int") return int_filter(at, v, a.get(0, "default"));
   if (name == "float") return float_filter(v, a.get(0, "default"));
   if (name == "abs") return abs_filter(at, v);
@@ -382,59 +453,9 @@ Value apply_filter(const Node& at, const std::string& name, const Value& v, cons
     if (!from || !to) fail_at(at, "replace needs two arguments");
     return Value(text::replace(v.str(), from->str(), to->str(), int_arg(at, count, -1, "replace: count")));
   }
-  if (name == "e" || name == "escape") {
-    const std::string in = v.str();
-    charge_scan(in.size());
-    std::string out;
-    for (char c : in) {
-      switch (c) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '"': out += "&#34;"; break;
-        case '\'': out += "&#39;"; break;
-        default: out += c;
-      }
-    }
-    return Value(out);
-  }
-  if (name == "map") {
-    List out;
-    const Value* attr = a.get(99, "attribute");
-    const auto items = iterate(at, v);
-    for (const Value& e : *items) {
-      if (attr) {
-        out.push_back(attr_path(e, attr->str()));
-      } else if (!a.pos.empty()) {
-        Args rest;
-        rest.pos.assign(a.pos.begin() + 1, a.pos.end());
-        out.push_back(apply_filter(at, a.pos[0].str(), e, rest));
-      }
-    }
-    return Value(std::move(out));
-  }
-  if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr") {
-    const bool by_attr = name == "selectattr" || name == "rejectattr";
-    const bool keep_true = name == "select" || name == "selectattr";
-    size_t k = 0;
-    std::string attr;
-    if (by_attr) {
-      if (a.pos.empty()) fail_at(at, name + " needs an attribute name");
-      attr = a.pos[k++].str();
-    }
-    std::string test;
-    if (k < a.pos.size()) test = a.pos[k++].str();
-    Args rest;
-    rest.pos.assign(a.pos.begin() + std::min(k, a.pos.size()), a.pos.end());
-    List out;
-    const auto items = iterate(at, v);
-    for (const Value& e : *items) {
-      const Value subject = by_attr ? attr_path(e, attr) : e;
-      const bool r = test.empty() ? subject.truthy() : apply_test(at, test, subject, rest);
-      if (r == keep_true) out.push_back(e);
-    }
-    return Value(std::move(out));
-  }
+  if (name == "e" || name == "escape") return escape_filter(v);
+  if (name == "map") return map_filter(at, v, a);
+  if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr") return select_filter(at, name, v, a);
   if (name == "sort") return sort(at, v, a);
   if (name == "round") return round_filter(at, v, a.get(0, "precision"), a.get(1, "method"));
   fail_at(at, "unknown filter '" + name + "'");
