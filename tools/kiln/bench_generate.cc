@@ -1,6 +1,6 @@
 // `kiln bench generate`: end-to-end decode and prefill speed of real models,
 // judged against the memory bus and side by side with llama.cpp and
-// transformers in one run (BENCHMARKS.md).
+// transformers in one run (bench/README.md, "`kiln bench generate`: whole models").
 //
 // Each kiln case (model x weight dtype) runs in a child process (this binary,
 // re-executed with --one), so its resident and peak memory are its own:
