@@ -3,10 +3,11 @@
 What only Python can show: the cost of calling a kiln op from Python, side by
 side with the same call on the peers that are installed (torch, and numpy as a
 baseline for any Python-level call). ``kiln bench ops`` runs this module with
-the interpreter next to it and merges the results into its own JSON, per
-BENCHMARKS.md: each entry has name, median_s, min_s, max_s, and per peer
-``peer_median_s[peer]`` / ``speedup_vs_<peer>`` (peer time / kiln time; > 1
-means kiln is faster). A peer that is not installed is a missing column.
+the interpreter next to it and merges the results into its own JSON, in the
+form of every ``kiln bench`` result (bench/README.md): each entry has name,
+median_s, min_s, max_s, and per peer ``peer_median_s[peer]`` /
+``speedup_vs_<peer>`` (peer time / kiln time; > 1 means kiln is faster). A
+peer that is not installed is a missing column.
 """
 
 import argparse

@@ -3,7 +3,7 @@
 // loads a good streaming kernel uses (full-width SIMD, one contiguous share of
 // the buffer per thread, read as 8 or 12 far-apart streams with independent
 // accumulators; see cpu/stream_read.h). Benchmarks report memory-bound results as a fraction of
-// the best pass measured beside them in the same run (see BENCHMARKS.md),
+// the best pass measured beside them in the same run (bench/README.md, "How the read roof is measured"),
 // because shared VMs drift by tens of percent and a pass can only be slowed
 // by other work, never sped up.
 #pragma once

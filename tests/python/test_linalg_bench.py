@@ -1,5 +1,5 @@
 # `kiln bench linalg --quick --json`: it runs, its JSON has the promised fields
-# (BENCHMARKS.md), the NumPy peer column appears, a missing torch is a missing
+# (bench/README.md), the NumPy peer column appears, a missing torch is a missing
 # column. No timing assertions.
 import json
 import os

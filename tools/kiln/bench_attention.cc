@@ -14,6 +14,7 @@
 #include "kiln/allocator.h"
 #include "kiln/attention.h"
 #include "kiln/bench/harness.h"
+#include "kiln/bench/options.h"
 #include "kiln/bench/report.h"
 #include "kiln/commands.h"
 #include "kiln/llm_common.h"
@@ -26,21 +27,18 @@ namespace {
 
 using bench::json;
 
-struct AttnOptions {
-  bool json = false;
-  std::string out, peer_python, filter;
-  int repeat = 0, warmup = 2, threads = 0;
-  bool quick = false;
+struct AttnOptions : bench::CommonOptions {
+  std::string peer_python, filter;
+  int threads = 0;
   int hq = 32, hkv = 8, d = 128;
 };
 
 int run_attention(AttnOptions opt) {
   if (opt.threads > 0) kiln::set_num_threads(opt.threads);
-  if (opt.repeat <= 0) opt.repeat = opt.quick ? 3 : 20;
   const size_t roof_bytes = opt.quick ? size_t(8) << 20 : sys::default_roof_bytes();
   sys::ReadRoof roof(roof_bytes);
   const sys::RoofStats first = roof.measure(opt.quick ? 0.0 : 0.5, 3, 20);
-  bench::Runner runner(roof, bench::Options{opt.repeat, opt.warmup, opt.quick});
+  bench::Runner runner(roof, opt.runner_options());
   const std::vector<int64_t> lengths =
       opt.quick ? std::vector<int64_t>{64, 300} : std::vector<int64_t>{512, 1024, 2048, 4096, 8192, 16384};
   json results = json::array(), peer_cases = json::array(), missing = json::array();
@@ -116,14 +114,8 @@ Command add_bench_attention(CLI::App& bench) {
   auto opt = std::make_shared<AttnOptions>();
   CLI::App* app = bench.add_subcommand(
       "attention", "Decode attention against a KV cache, as a fraction of the read roof.");
-  app->add_flag("--json", opt->json, "Print one JSON object instead of the table");
-  app->add_option("--out", opt->out, "Also write the JSON object to FILE");
-  app->add_option("--repeat", opt->repeat, "Timed repetitions per case (default 20, 3 with --quick)")
-      ->check(CLI::Range(1, 100000));
-  app->add_option("--warmup", opt->warmup, "Untimed calls before timing (default 2)")
-      ->check(CLI::Range(0, 100000));
+  bench::add_common_options(*app, *opt, {.repeat = 20});
   add_threads_option(*app, opt->threads);
-  app->add_flag("--quick", opt->quick, "Tiny sizes and few repeats: a smoke run, not a measurement");
   app->add_option("--peer-python", opt->peer_python,
                   "A Python with torch, to time torch's SDPA side by side");
   app->add_option("--filter", opt->filter, "Run only the cases whose name contains this text");

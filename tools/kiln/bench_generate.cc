@@ -1,6 +1,6 @@
 // `kiln bench generate`: end-to-end decode and prefill speed of real models,
 // judged against the memory bus and side by side with llama.cpp and
-// transformers in one run (BENCHMARKS.md).
+// transformers in one run (bench/README.md, "`kiln bench generate`: whole models").
 //
 // Each kiln case (model x weight dtype) runs in a child process (this binary,
 // re-executed with --one), so its resident and peak memory are its own:
@@ -9,6 +9,8 @@
 // Decode bandwidth bound: bytes one token must read (the weights the forward
 // read, Model::bytes_read_last_forward(), MoE: only the selected experts; plus
 // the K/V cache read at that position) / the roof measured next to it.
+#include "kiln/bench_generate.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -20,8 +22,8 @@
 #include <vector>
 
 #include "kiln/bench/harness.h"
+#include "kiln/bench/options.h"
 #include "kiln/bench/python_side.h"
-#include "kiln/bench_generate.h"
 #include "kiln/bench_generate_peers.h"
 #include "kiln/cli_io.h"
 #include "kiln/commands.h"
@@ -311,10 +313,14 @@ Command add_bench_generate(CLI::App& bench) {
   CLI::App* app = bench.add_subcommand(
       "generate",
       "End-to-end decode/prefill tok/s of real models vs the memory roof, llama.cpp and transformers.");
-  app->add_flag("--json", opt->json, "Print one JSON object instead of the table");
-  app->add_option("--out", opt->out, "Also write the JSON object to FILE");
-  app->add_flag("--quick", opt->quick,
-                "A few tokens, one repetition, no peers: a smoke run (needs --models)");
+  bench::add_common_options(
+      *app, *opt,
+      {.repeat = 3,
+       .quick_repeat = 0,  // run_generate: --quick makes it 1
+       .max_repeat = 100,
+       .warmup = -1,
+       .timed = "generations",
+       .quick_help = "A few tokens, one repetition, no peers: a smoke run (needs --models)"});
   app->add_option("--models", opt->models,
                   "default (SmolLM2-135M), moe (synthetic Qwen3-30B-A3B widths) and/or model paths; "
                   "default: default moe");
@@ -323,8 +329,6 @@ Command add_bench_generate(CLI::App& bench) {
       ->check(CLI::Range(1, 4096));
   app->add_option("--prompt-tokens", opt->prompt_tokens, "Prompt length in tokens (default 32)")
       ->check(CLI::Range(1, 4096));
-  app->add_option("--repeat", opt->repeat, "Timed generations per case (default 3)")
-      ->check(CLI::Range(1, 100));
   app->add_option("--peer-python", opt->peer_python, "A Python with torch + transformers (+ gguf) as a peer");
   app->add_option("--hf-tokens", opt->hf_tokens, "Decode tokens per transformers run (default 16)")
       ->check(CLI::Range(1, 4096));

@@ -7,17 +7,17 @@
 #include <vector>
 
 #include "kiln/bench/harness.h"
+#include "kiln/bench/options.h"
 
 namespace kiln::cli::genbench {
 
 using bench::json;
 
-struct GenOptions {
-  bool json = false, quick = false;
-  std::string out, peer_python, llama_python, default_model, model_dir;
+struct GenOptions : bench::CommonOptions {
+  std::string peer_python, llama_python, default_model, model_dir;
   std::vector<std::string> models;  // "default", "moe", or paths
   std::vector<std::string> dtypes;  // kiln weight formats
-  int tokens = 64, prompt_tokens = 32, repeat = 3, moe_layers = 4;
+  int tokens = 64, prompt_tokens = 32, moe_layers = 4;
   int hf_tokens = 16, hf_repeat = 1;  // transformers is slow: fewer tokens per timed run
   // --one: run a single kiln case in this process and print its JSON.
   bool one = false, split = false;

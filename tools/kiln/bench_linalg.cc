@@ -17,6 +17,7 @@
 #include "core/sysinfo.h"
 #include "kiln/allocator.h"
 #include "kiln/bench/harness.h"
+#include "kiln/bench/options.h"
 #include "kiln/bench/python_side.h"
 #include "kiln/binary.h"
 #include "kiln/cli_io.h"
@@ -36,13 +37,8 @@ namespace {
 
 using bench::json;
 
-struct LinalgOptions {
-  bool json = false;
-  std::string out;
-  int repeat = 0;  // 0: 5, or 2 with --quick
-  int warmup = 1;
+struct LinalgOptions : bench::CommonOptions {
   int threads = 0;
-  bool quick = false;
   std::string python;       // numpy side (default: the python next to kiln)
   std::string peer_python;  // an extra interpreter for torch
   bool no_python = false;
@@ -298,10 +294,8 @@ void add_peer(json& r, const std::string& peer, double t) {
 
 int run_linalg(LinalgOptions opt) {
   if (opt.threads > 0) kiln::set_num_threads(opt.threads);
-  if (opt.repeat <= 0) opt.repeat = opt.quick ? 2 : 5;
-  bench::Options bopt{opt.repeat, opt.warmup, opt.quick};
   sys::ReadRoof roof(size_t(8) << 20);  // not used for timing: these cases are compute-bound
-  bench::Runner runner(roof, bopt);
+  bench::Runner runner(roof, opt.runner_options());
   std::vector<Case> cases;
   for (Case& c : make_cases(opt.quick))
     if (opt.filter.empty() || c.name.find(opt.filter) != std::string::npos) cases.push_back(std::move(c));
@@ -408,14 +402,8 @@ Command add_bench_linalg(CLI::App& bench) {
   auto opt = std::make_shared<LinalgOptions>();
   CLI::App* app = bench.add_subcommand(
       "linalg", "Batched small inverses and triangular solves, LU, QR and SVD vs LAPACK, NumPy and torch.");
-  app->add_flag("--json", opt->json, "Print one JSON object instead of the table");
-  app->add_option("--out", opt->out, "Also write the JSON object to FILE");
-  app->add_option("--repeat", opt->repeat, "Timed repetitions per case (default 5, 2 with --quick)")
-      ->check(CLI::Range(1, 100000));
-  app->add_option("--warmup", opt->warmup, "Untimed calls before timing (default 1)")
-      ->check(CLI::Range(0, 1000));
+  bench::add_common_options(*app, *opt, {.repeat = 5, .quick_repeat = 2, .warmup = 1, .max_warmup = 1000});
   add_threads_option(*app, opt->threads);
-  app->add_flag("--quick", opt->quick, "Tiny sizes: a smoke run, not a measurement");
   app->add_option("--python", opt->python,
                   "Python with numpy+scipy for the peers (default: the python next to kiln)");
   app->add_option("--peer-python", opt->peer_python,

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kiln/bench/harness.h"
+#include "kiln/bench/options.h"
 #include "kiln/bench_tokenizer.h"
 #include "kiln/commands.h"
 #include "kiln/float_types.h"
@@ -25,9 +26,8 @@ namespace {
 
 using bench::json;
 
-struct LoadOptions {
-  bool json = false, quick = false, keep = false;
-  int repeat = 5;
+struct LoadOptions : bench::CommonOptions {
+  bool keep = false;
   double size_mib = 1024;
   std::vector<std::string> files;
   std::string dir = "/tmp";
@@ -237,15 +237,18 @@ Command add_bench_load(CLI::App& bench) {
   auto opt = std::make_shared<LoadOptions>();
   CLI::App* app = bench.add_subcommand(
       "load", "Open/map/validate time and page-in throughput of safetensors and GGUF files (warm and cold).");
-  app->add_flag("--json", opt->json, "Print one JSON object instead of the table");
-  app->add_flag("--quick", opt->quick, "Tiny synthetic files and 2 repeats: a smoke run");
+  bench::add_common_options(*app, *opt,
+                            {.repeat = 5,
+                             .quick_repeat = 0,  // run_load: --quick caps it at 2
+                             .max_repeat = 1000,
+                             .warmup = -1,
+                             .out = false,
+                             .quick_help = "Tiny synthetic files and 2 repeats: a smoke run"});
   app->add_flag("--keep", opt->keep, "Keep the synthetic files");
   app->add_option("--file", opt->files,
                   "A .safetensors or .gguf file to measure (repeatable); default: synthetic");
   app->add_option("--size-mib", opt->size_mib, "Size of each synthetic file (default 1024)")
       ->check(CLI::Range(1.0, 1048576.0));
-  app->add_option("--repeat", opt->repeat, "Repetitions (median reported; default 5)")
-      ->check(CLI::Range(1, 1000));
   app->add_option("--dir", opt->dir, "Where to write the synthetic files (default /tmp)");
   app->add_option("--tokenizer", opt->tokenizer,
                   "Also time loading this tokenizer (tokenizer.json, a GGUF model, a model directory, or "

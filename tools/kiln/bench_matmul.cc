@@ -24,6 +24,7 @@
 #include "cpu/gemm.h"
 #include "kiln/allocator.h"
 #include "kiln/bench/harness.h"
+#include "kiln/bench/options.h"
 #include "kiln/bench/python_side.h"
 #include "kiln/cli_io.h"
 #include "kiln/commands.h"
@@ -327,13 +328,12 @@ void prefill_cases(Ctx& c, bool scaled) {
 
 int run_matmul(MatOptions opt) {
   if (opt.threads > 0) kiln::set_num_threads(opt.threads);
-  if (opt.repeat <= 0) opt.repeat = opt.quick ? 3 : 10;
   if (opt.cases.empty())
     opt.cases = opt.what == "moe" ? "bench/cases/moe_configs.json" : "bench/cases/decode_linear_shapes.json";
   const size_t roof_bytes = opt.quick ? size_t(8) << 20 : sys::default_roof_bytes();
   sys::ReadRoof roof(roof_bytes);
   const sys::RoofStats first = roof.measure(opt.quick ? 0.0 : 0.5, 3, 20);
-  bench::Runner runner(roof, bench::Options{opt.repeat, opt.warmup, opt.quick});
+  bench::Runner runner(roof, opt.runner_options());
   if (!opt.json)
     std::fprintf(stderr, "kiln bench %s: %d threads, roof %.1f GB/s at start ...\n", opt.what.c_str(),
                  kiln::num_threads(), first.max_gbps);
@@ -392,17 +392,11 @@ Command add_one(CLI::App& bench, const std::string& what, const std::string& hel
   auto opt = std::make_shared<MatOptions>();
   opt->what = what;
   CLI::App* app = bench.add_subcommand(what, help);
-  app->add_flag("--json", opt->json, "Print one JSON object instead of the table");
-  app->add_option("--out", opt->out, "Also write the JSON object to FILE");
+  bench::add_common_options(*app, *opt);
   app->add_option("--cases", opt->cases,
                   what == "moe" ? "Case file (default bench/cases/moe_configs.json)"
                                 : "Case file (default bench/cases/decode_linear_shapes.json)");
-  app->add_option("--repeat", opt->repeat, "Timed repetitions per case (default 10, 3 with --quick)")
-      ->check(CLI::Range(1, 100000));
-  app->add_option("--warmup", opt->warmup, "Untimed calls before timing (default 2)")
-      ->check(CLI::Range(0, 100000));
   add_threads_option(*app, opt->threads);
-  app->add_flag("--quick", opt->quick, "Tiny sizes and few repeats: a smoke run, not a measurement");
   app->add_option("--plot", opt->plot,
                   "Also draw the roof fraction per case and weight kind into this PNG (matplotlib)");
   app->add_option("--peer-python", opt->peer_python,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kiln/bench/harness.h"
+#include "kiln/bench/options.h"
 #include "kiln/dtype.h"
 #include "kiln/tensor.h"
 
@@ -14,12 +15,11 @@ namespace kiln::cli::matbench {
 
 using bench::json;
 
-struct MatOptions {
+struct MatOptions : bench::CommonOptions {
   std::string what;  // linear | scaled_mm | moe
-  bool json = false;
-  std::string out, cases, peer_python, dtypes = "f32,bf16,fp8";
-  int repeat = 0, warmup = 2, threads = 0, limit = 0;
-  bool quick = false, no_prefill = false;
+  std::string cases, peer_python, dtypes = "f32,bf16,fp8";
+  int threads = 0, limit = 0;
+  bool no_prefill = false;
   bool exact_too = false;  // linear: also time bf16/FP8 cases with the dot kernel off
   std::string plot;
 };

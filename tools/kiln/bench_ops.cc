@@ -4,22 +4,23 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
-#include <utility>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/bandwidth.h"
 #include "core/sysinfo.h"
 #include "kiln/allocator.h"
-#include "kiln/binary.h"
-#include "kiln/reduce.h"
 #include "kiln/bench/harness.h"
+#include "kiln/bench/options.h"
 #include "kiln/bench/python_side.h"
+#include "kiln/binary.h"
 #include "kiln/cli_io.h"
 #include "kiln/commands.h"
 #include "kiln/llm_common.h"
 #include "kiln/random.h"
+#include "kiln/reduce.h"
 #include "kiln/tensor.h"
 #include "kiln/thread_pool.h"
 #include "kiln/version.h"
@@ -29,13 +30,8 @@ namespace {
 
 using bench::json;
 
-struct OpsOptions {
-  bool json = false;
-  std::string out;
-  int repeat = 0;   // 0: 10, or 3 with --quick
-  int warmup = 2;
-  int threads = 0;  // 0: kiln's default
-  bool quick = false;
+struct OpsOptions : bench::CommonOptions {
+  int threads = 0;    // 0: kiln's default
   int64_t numel = 0;  // 0: 64M, or 64K with --quick
   std::string python;  // interpreter for the Python side; "" finds one
   bool no_python = false;
@@ -118,14 +114,12 @@ bench::Result dispatch_case(bench::Runner& runner, const OpsOptions& opt) {
 
 int run_ops(OpsOptions opt) {
   if (opt.threads > 0) kiln::set_num_threads(opt.threads);
-  if (opt.repeat <= 0) opt.repeat = opt.quick ? 3 : 10;
   const int64_t n = opt.numel > 0 ? opt.numel : (opt.quick ? int64_t(1) << 16 : int64_t(1) << 26);
-  bench::Options bopt{opt.repeat, opt.warmup, opt.quick};
 
   const size_t roof_bytes = opt.quick ? size_t(8) << 20 : sys::default_roof_bytes();
   sys::ReadRoof roof(roof_bytes);
   const sys::RoofStats first = roof.measure(opt.quick ? 0.0 : 0.5, 3, 20);
-  bench::Runner runner(roof, bopt);
+  bench::Runner runner(roof, opt.runner_options());
   if (!opt.json) {
     std::fprintf(stderr, "kiln bench ops: %lld elements, %d threads, roof %.1f GB/s at start ...\n",
                  static_cast<long long>(n), kiln::num_threads(), first.median_gbps);
@@ -237,14 +231,8 @@ Command add_bench_ops(CLI::App& bench) {
   auto opt = std::make_shared<OpsOptions>();
   CLI::App* app = bench.add_subcommand(
       "ops", "Elementwise, conversion and reduction ops as GB/s and fraction of the read roof.");
-  app->add_flag("--json", opt->json, "Print one JSON object instead of the table");
-  app->add_option("--out", opt->out, "Also write the JSON object to FILE");
-  app->add_option("--repeat", opt->repeat, "Timed repetitions per case (default 10, 3 with --quick)")
-      ->check(CLI::Range(1, 100000));
-  app->add_option("--warmup", opt->warmup, "Untimed calls before timing (default 2)")
-      ->check(CLI::Range(0, 100000));
+  bench::add_common_options(*app, *opt);
   add_threads_option(*app, opt->threads);
-  app->add_flag("--quick", opt->quick, "Tiny sizes and few repeats: a smoke run, not a measurement");
   app->add_option("--numel", opt->numel, "Elements per tensor (default 64M; 64K with --quick)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
   app->add_option("--python", opt->python,

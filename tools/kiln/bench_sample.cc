@@ -12,6 +12,7 @@
 #include "core/bandwidth.h"
 #include "core/sysinfo.h"
 #include "kiln/bench/harness.h"
+#include "kiln/bench/options.h"
 #include "kiln/bench/report.h"
 #include "kiln/binary.h"
 #include "kiln/commands.h"
@@ -26,22 +27,19 @@ namespace {
 
 using bench::json;
 
-struct SampleOptions {
-  bool json = false;
-  std::string out, peer_python;
-  int repeat = 0, warmup = 2, threads = 0;
-  bool quick = false;
+struct SampleOptions : bench::CommonOptions {
+  std::string peer_python;
+  int threads = 0;
   int64_t vocab = 151936;
 };
 
 int run_sample(SampleOptions opt) {
   if (opt.threads > 0) kiln::set_num_threads(opt.threads);
-  if (opt.repeat <= 0) opt.repeat = opt.quick ? 3 : 15;
   const int64_t V = opt.quick ? 1000 : opt.vocab;
   const size_t roof_bytes = opt.quick ? size_t(8) << 20 : sys::default_roof_bytes();
   sys::ReadRoof roof(roof_bytes);
   const sys::RoofStats first = roof.measure(opt.quick ? 0.0 : 0.5, 3, 20);
-  bench::Runner runner(roof, bench::Options{opt.repeat, opt.warmup, opt.quick});
+  bench::Runner runner(roof, opt.runner_options());
   kiln::manual_seed(3);
   const Tensor logits = mul(randn({V}), Scalar(3.0));
   std::vector<float> scratch(static_cast<size_t>(V));
@@ -106,14 +104,8 @@ Command add_bench_sample(CLI::App& bench) {
   auto opt = std::make_shared<SampleOptions>();
   CLI::App* app =
       bench.add_subcommand("sample", "Next-token sampling from a 151936-entry logits row: top-p vs argmax.");
-  app->add_flag("--json", opt->json, "Print one JSON object instead of the table");
-  app->add_option("--out", opt->out, "Also write the JSON object to FILE");
-  app->add_option("--repeat", opt->repeat, "Timed batches per case (default 15, 3 with --quick)")
-      ->check(CLI::Range(1, 100000));
-  app->add_option("--warmup", opt->warmup, "Untimed batches before timing (default 2)")
-      ->check(CLI::Range(0, 100000));
+  bench::add_common_options(*app, *opt, {.repeat = 15, .timed = "batches", .untimed = "batches"});
   add_threads_option(*app, opt->threads);
-  app->add_flag("--quick", opt->quick, "Tiny sizes and few repeats: a smoke run, not a measurement");
   app->add_option("--vocab", opt->vocab, "Vocabulary size (default 151936)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 31));
   app->add_option("--peer-python", opt->peer_python, "A Python with torch, to time torch side by side");

@@ -14,6 +14,7 @@
 #include "core/sysinfo.h"
 #include "kiln/allocator.h"
 #include "kiln/bench/harness.h"
+#include "kiln/bench/options.h"
 #include "kiln/bench/report.h"
 #include "kiln/binary.h"
 #include "kiln/commands.h"
@@ -28,12 +29,10 @@ namespace {
 
 using bench::json;
 
-struct SoftmaxOptions {
-  bool json = false;
-  std::string out, cases, peer_python, filter;
+struct SoftmaxOptions : bench::CommonOptions {
+  std::string cases, peer_python, filter;
   std::string cache = "both";
-  int repeat = 0, warmup = 2, threads = 0;
-  bool quick = false;
+  int threads = 0;
 };
 
 // The project's case file when run from the source tree; else these (the same list).
@@ -66,13 +65,12 @@ std::string case_name(bool log, const Shape& shape, int dim, bool warm) {
 
 int run_softmax(SoftmaxOptions opt) {
   if (opt.threads > 0) kiln::set_num_threads(opt.threads);
-  if (opt.repeat <= 0) opt.repeat = opt.quick ? 3 : 30;
   std::string source;
   json doc_cases = load_cases(opt, &source);
   const size_t roof_bytes = opt.quick ? size_t(8) << 20 : sys::default_roof_bytes();
   sys::ReadRoof roof(roof_bytes);
   const sys::RoofStats first = roof.measure(opt.quick ? 0.0 : 0.5, 3, 20);
-  bench::Runner runner(roof, bench::Options{opt.repeat, opt.warmup, opt.quick});
+  bench::Runner runner(roof, opt.runner_options());
 
   json results = json::array(), peer_cases = json::array(), missing = json::array();
   for (const json& c : doc_cases["cases"]) {
@@ -193,16 +191,10 @@ Command add_bench_softmax(CLI::App& bench) {
   auto opt = std::make_shared<SoftmaxOptions>();
   CLI::App* app =
       bench.add_subcommand("softmax", "softmax / log_softmax over real vocabulary sizes, vs torch.");
-  app->add_flag("--json", opt->json, "Print one JSON object instead of the table");
-  app->add_option("--out", opt->out, "Also write the JSON object to FILE");
+  bench::add_common_options(*app, *opt, {.repeat = 30});
   app->add_option("--cases", opt->cases,
                   "Case file {\"cases\": [{\"shape\", \"dim\"}]} (default bench/cases/softmax_cases.json)");
-  app->add_option("--repeat", opt->repeat, "Timed repetitions per case (default 30, 3 with --quick)")
-      ->check(CLI::Range(1, 100000));
-  app->add_option("--warmup", opt->warmup, "Untimed calls before timing (default 2)")
-      ->check(CLI::Range(0, 100000));
   add_threads_option(*app, opt->threads);
-  app->add_flag("--quick", opt->quick, "Tiny sizes and few repeats: a smoke run, not a measurement");
   app->add_option("--peer-python", opt->peer_python, "A Python with torch, to time torch side by side");
   app->add_option("--cache", opt->cache,
                   "cold: inputs read from memory; warm: inputs just used (in cache, as fresh logits); both")

@@ -1,6 +1,8 @@
 // `kiln bench tokenizer --tokenizer PATH [--json] [--quick]`: tokenizer.json load
 // time, encode and decode throughput (MB of UTF-8 text per second, one thread)
 // on a generated multilingual corpus. Not memory-bound, so no roof fraction.
+#include "kiln/bench_tokenizer.h"
+
 #include <time.h>
 
 #include <algorithm>
@@ -10,7 +12,7 @@
 #include <string>
 
 #include "kiln/bench/harness.h"
-#include "kiln/bench_tokenizer.h"
+#include "kiln/bench/options.h"
 #include "kiln/commands.h"
 #include "kiln/io/gguf_tokenizer.h"
 #include "kiln/llm_common.h"
@@ -122,9 +124,13 @@ Command add_bench_tokenizer(CLI::App& bench) {
       "--tokenizer", opt->tokenizer,
       "tokenizer.json, a GGUF model, a model directory holding tokenizer.json, or \"default\" (the "
       "default: the default model's)");
-  app->add_flag("--json", opt->json, "Print one JSON object");
-  app->add_flag("--quick", opt->quick, "A 64 KB corpus, one repetition: checks the plumbing, not speed");
-  app->add_option("--repeat", opt->repeat, "Timed repetitions (median reported)")->check(CLI::Range(1, 1000));
+  bench::add_common_options(*app, *opt,
+                            {.repeat = 5,
+                             .quick_repeat = 0,  // bench_tokenizer: --quick makes it 1
+                             .max_repeat = 1000,
+                             .warmup = -1,
+                             .out = false,
+                             .quick_help = "A 64 KB corpus, one repetition: checks the plumbing, not speed"});
   return {app, [opt] {
             const bench::json j = bench_tokenizer(*opt);
             if (opt->json) {

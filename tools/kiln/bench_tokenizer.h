@@ -5,14 +5,12 @@
 #include <string>
 
 #include "kiln/bench/harness.h"
+#include "kiln/bench/options.h"
 
 namespace kiln::cli {
 
-struct TokenizerBenchOptions {
+struct TokenizerBenchOptions : bench::CommonOptions {
   std::string tokenizer;  // tokenizer.json, a GGUF file, a directory holding tokenizer.json; "" or "default"
-  bool json = false;
-  bool quick = false;
-  int repeat = 5;
 };
 
 // {machine, threads, tokenizer, vocab_size, corpus_bytes, results: [load, encode_first_pass, encode, decode]}

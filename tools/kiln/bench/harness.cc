@@ -222,7 +222,7 @@ std::string format_table(const json& results) {
                   fmt_time(num(r, "max_s")).c_str(), g, rf, fr);
     out += line;
   }
-  // Peers (BENCHMARKS.md rule 4): one line per case that has any.
+  // Peers (bench/README.md): one line per case that has any.
   for (const json& r : results) {
     auto it = r.find("peer_median_s");
     if (it == r.end() || !it->is_object() || it->empty()) continue;

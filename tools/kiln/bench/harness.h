@@ -1,8 +1,8 @@
-// The shared harness for `kiln bench ...` (see BENCHMARKS.md): warm up, repeat,
-// take the median; interleave a pass of the read roof with every timed
-// repetition so each memory-bound case is judged against the bandwidth the
-// machine had at that moment; rotate over copies of the inputs so the working
-// set is at least 4x the last-level cache.
+// The shared harness for `kiln bench ...` (bench/README.md, "How the read roof
+// is measured"): warm up, repeat, take the median; interleave a pass of the
+// read roof with every timed repetition so each memory-bound case is judged
+// against the bandwidth the machine had at that moment; rotate over copies of
+// the inputs so the working set is at least 4x the last-level cache.
 #pragma once
 
 #include <cstdint>
