@@ -247,8 +247,8 @@ void Transformer::allocate_scratch() {
     s_.h = empty({R * k, 2 * I});
     s_.mact = empty({R * k, I});
     s_.yp = empty({R * k, H_});
-    s_.probs.resize(size_t(E));
-    s_.order.resize(size_t(E));
+    s_.probs.resize(size_t(R * E));
+    s_.order.resize(size_t(R * E));
     s_.inv.resize(size_t(R * k));
     s_.counts.resize(size_t(E) + 1);
   }

@@ -53,8 +53,8 @@ struct Scratch {
   Tensor route_ids, perm, offs;   // int32 [rows, k], [rows*k], [E]
   Tensor xp, h, mact, yp;         // [rows*k, H], [rows*k, 2I], [rows*k, I], [rows*k, H]
   Tensor ids;                     // int32 [rows] token ids of the chunk
-  std::vector<float> probs;       // [E] router probabilities of one token
-  std::vector<int32_t> order;     // [E]
+  std::vector<float> probs;       // [rows, E] router probabilities
+  std::vector<int32_t> order;     // [rows, E]
   std::vector<int32_t> inv;       // [rows*k] slot -> row in expert order
   std::vector<int64_t> counts;    // [E + 1]
 };

@@ -1,17 +1,13 @@
-// MoE routing, permutation, weighted un-permute and the fused SwiGLU expert
-// FFN built on the grouped linear work loop (see grouped_mm.h).
+// MoE front-ends: routing, permutation, weighted un-permute and the fused
+// SwiGLU expert FFN check and allocate here; the arithmetic is nn/moe_core.h's,
+// shared with the runtime's MoE block.
 #include "kiln/moe.h"
 
-#include <algorithm>
-#include <cmath>
-#include <numeric>
 #include <vector>
 
 #include "kiln/error.h"
-#include "kiln/grouped_mm.h"
 #include "kiln/linear.h"
-#include "kiln/thread_pool.h"
-#include "nn/swiglu.h"
+#include "nn/moe_core.h"
 #include "ops/linear_common.h"
 
 namespace kiln {
@@ -28,30 +24,10 @@ std::tuple<Tensor, Tensor> moe_route(const Tensor& logits, int64_t top_k, bool n
   const Tensor lf = detail::f32_contiguous(logits);
   Tensor weights = empty({T, top_k}, DType::Float32);
   Tensor ids = empty({T, top_k}, DType::Int32);
-  const float* l = lf.data<float>();
-  float* w = weights.data<float>();
-  int32_t* id = ids.data<int32_t>();
-  parallel_for(0, T, std::max<int64_t>(1, 4096 / E), [&](int64_t t0, int64_t t1) {
-    std::vector<float> p(static_cast<size_t>(E));
-    std::vector<int32_t> order(static_cast<size_t>(E));
-    for (int64_t t = t0; t < t1; ++t) {
-      const float* row = l + t * E;
-      float mx = -INFINITY;
-      for (int64_t e = 0; e < E; ++e) mx = std::max(mx, row[e]);
-      float sum = 0;
-      for (int64_t e = 0; e < E; ++e) sum += (p[e] = std::exp(row[e] - mx));
-      for (int64_t e = 0; e < E; ++e) p[e] /= sum;
-      std::iota(order.begin(), order.end(), 0);
-      std::partial_sort(order.begin(), order.begin() + top_k, order.end(),
-                        [&](int32_t a, int32_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
-      float ksum = 0;
-      for (int64_t j = 0; j < top_k; ++j) ksum += p[order[j]];
-      for (int64_t j = 0; j < top_k; ++j) {
-        id[t * top_k + j] = order[j];
-        w[t * top_k + j] = norm_topk_prob && ksum > 0 ? p[order[j]] / ksum : p[order[j]];
-      }
-    }
-  });
+  Tensor p = empty({T, E}, DType::Float32);
+  Tensor order = empty({T, E}, DType::Int32);
+  nn_detail::moe_route_tokens(lf.data<float>(), T, E, top_k, norm_topk_prob, p.data<float>(),
+                              order.data<int32_t>(), weights.data<float>(), ids.data<int32_t>());
   return {weights, ids};
 }
 
@@ -64,22 +40,15 @@ std::tuple<Tensor, Tensor> moe_permute(const Tensor& ids, int64_t num_experts) {
   const Tensor ic = ids.contiguous();
   const int32_t* id = ic.data<int32_t>();
   const int64_t R = ic.numel();
-  Tensor offs = zeros({num_experts}, DType::Int32);
-  Tensor perm = empty({R}, DType::Int32);
-  int32_t* o = offs.data<int32_t>();
-  int32_t* pp = perm.data<int32_t>();
-  std::vector<int64_t> count(size_t(num_experts) + 1, 0);
-  for (int64_t r = 0; r < R; ++r) {
+  for (int64_t r = 0; r < R; ++r)
     KILN_CHECK(id[r] >= 0 && id[r] < num_experts, IndexError,
                "[moe_permute] expert id " << id[r] << " at flat slot " << r << " is out of range for "
                                           << num_experts << " experts");
-    ++count[size_t(id[r]) + 1];
-  }
-  for (int64_t e = 0; e < num_experts; ++e) {
-    count[size_t(e) + 1] += count[size_t(e)];
-    o[e] = int32_t(count[size_t(e) + 1]);
-  }
-  for (int64_t r = 0; r < R; ++r) pp[count[size_t(id[r])]++] = int32_t(r);
+  Tensor offs = empty({num_experts}, DType::Int32);
+  Tensor perm = empty({R}, DType::Int32);
+  std::vector<int64_t> counts(size_t(num_experts) + 1);
+  nn_detail::moe_group(id, R, num_experts, counts.data(), perm.data<int32_t>(), nullptr,
+                       offs.data<int32_t>());
   return {perm, offs};
 }
 
@@ -96,29 +65,16 @@ Tensor moe_unpermute(const Tensor& y_perm, const Tensor& perm, const Tensor& wei
                                        << " and weights " << weights.shape_str() << " disagree on T*k");
   const Tensor pc = perm.contiguous();
   const int32_t* pp = pc.data<int32_t>();
-  std::vector<int64_t> pos(size_t(R), -1);
+  std::vector<int32_t> pos(size_t(R), -1);  // slot -> its row of y_perm
   for (int64_t r = 0; r < R; ++r) {
     KILN_CHECK(pp[r] >= 0 && pp[r] < R && pos[size_t(pp[r])] < 0, ValueError,
                "[moe_unpermute] perm is not a permutation of [0, " << R << ") (entry " << r << " = " << pp[r]
                                                                    << ")");
-    pos[size_t(pp[r])] = r;
+    pos[size_t(pp[r])] = int32_t(r);
   }
   const Tensor yf = detail::f32_contiguous(y_perm), wf = detail::f32_contiguous(weights);
-  Tensor out = empty({T, H}, DType::Float32);
-  const float* y = yf.data<float>();
-  const float* w = wf.data<float>();
-  float* o = out.data<float>();
-  parallel_for(0, T, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, H * k)), [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      float* ot = o + t * H;
-      std::fill(ot, ot + H, 0.0f);
-      for (int64_t j = 0; j < k; ++j) {
-        const float wj = w[t * k + j];
-        const float* yr = y + pos[size_t(t * k + j)] * H;
-        for (int64_t h = 0; h < H; ++h) ot[h] += wj * yr[h];
-      }
-    }
-  });
+  Tensor out = zeros({T, H}, DType::Float32);
+  nn_detail::moe_combine(yf.data<float>(), pos.data(), wf.data<float>(), T, k, H, out.data<float>());
   return out.to(y_perm.dtype() == DType::Float64 || detail::is_activation_dtype(y_perm.dtype())
                     ? y_perm.dtype()
                     : DType::Float32);
@@ -178,51 +134,45 @@ Tensor moe_ffn(const Tensor& x, const Tensor& router_w, const Tensor& gate_up_w,
   if (down_subnormals) detail::check_subnormal_list(*down_subnormals, w2.dtype(), E, H, I, "moe_ffn");
 
   const Tensor xf = detail::f32_contiguous(x);
-  const Tensor logits = linear(xf, router_w);  // [T, E]
-  auto [weights, ids] = moe_route(logits, top_k, norm_topk_prob);
-  auto [perm, offs] = moe_permute(ids, E);
+  const Tensor logits = detail::f32_contiguous(linear(xf, router_w));  // [T, E]
   const int64_t R = T * top_k;
-  const int32_t* pp = perm.data<int32_t>();
-
-  // Token rows in expert order: xp [R, H].
-  Tensor xp = empty({R, H}, DType::Float32);
-  const float* xs = xf.data<float>();
-  float* xd = xp.data<float>();
-  for (int64_t r = 0; r < R; ++r)
-    std::copy(xs + (pp[r] / top_k) * H, xs + (pp[r] / top_k + 1) * H, xd + r * H);
-
-  auto run = [&](const Tensor& in, int64_t K, const Tensor& w, const Tensor& sc, int64_t N,
-                 const Fp8Subnormals* subnormals, Tensor& out) {
-    detail::GroupedLinear p;
-    p.x = in.data<float>();
-    p.ldx = K;
-    p.w = w.data_ptr();
-    p.w_dtype = w.dtype();
-    p.ldw = N > 1 ? w.stride(1) : K;
-    p.w_stride = E > 1 ? w.stride(0) : N * K;
-    p.G = E;
-    p.N = N;
-    p.K = K;
-    p.scale = sc.defined() ? sc.data<float>() : nullptr;
-    p.ends = offs.data<int32_t>();
-    p.y = out.data<float>();
-    p.ldy = N;
-    p.codes = expert_codes;
-    p.subnormals = subnormals;
-    detail::grouped_linear(p);
-  };
-  Tensor h = empty({R, I2}, DType::Float32);
-  run(xp, H, w1, s1, I2, gate_up_subnormals, h);
-  // SwiGLU: act = silu(gate) * up, [R, I].
-  Tensor act = empty({R, I}, DType::Float32);
-  const float* hp = h.data<float>();
-  float* ap = act.data<float>();
-  parallel_for(0, R, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, I)), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) nn_detail::swiglu_f32(hp + r * I2, hp + r * I2 + I, ap + r * I, I);
-  });
-  Tensor yp = empty({R, H}, DType::Float32);
-  run(act, I, w2, s2, H, down_subnormals, yp);
-  return moe_unpermute(yp, perm, weights).to(x.dtype());
+  Tensor p = empty({T, E}), route_w = empty({T, top_k}), xp = empty({R, H}), h = empty({R, I2}),
+         act = empty({R, I}), yp = empty({R, H});
+  Tensor order = empty({T, E}, DType::Int32), route_ids = empty({R}, DType::Int32),
+         perm = empty({R}, DType::Int32), inv = empty({R}, DType::Int32), offs = empty({E}, DType::Int32);
+  std::vector<int64_t> counts(size_t(E) + 1);
+  Tensor out = zeros({T, H}, DType::Float32);
+  nn_detail::MoELayer m;
+  m.T = T;
+  m.H = H;
+  m.E = E;
+  m.I = I;
+  m.top_k = top_k;
+  m.norm_topk_prob = norm_topk_prob;
+  m.x = xf.data<float>();
+  m.logits = logits.data<float>();
+  m.gate_up = &w1;
+  m.gate_up_scale = &s1;
+  m.down = &w2;
+  m.down_scale = &s2;
+  m.codes = expert_codes;
+  m.gate_up_subnormals = gate_up_subnormals;
+  m.down_subnormals = down_subnormals;
+  m.p = p.data<float>();
+  m.order = order.data<int32_t>();
+  m.route_w = route_w.data<float>();
+  m.route_ids = route_ids.data<int32_t>();
+  m.perm = perm.data<int32_t>();
+  m.inv = inv.data<int32_t>();
+  m.counts = counts.data();
+  m.offs = offs.data<int32_t>();
+  m.xp = xp.data<float>();
+  m.h = h.data<float>();
+  m.act = act.data<float>();
+  m.yp = yp.data<float>();
+  m.out = out.data<float>();
+  nn_detail::moe_layer(m);
+  return out.to(x.dtype());
 }
 
 }  // namespace kiln

@@ -113,6 +113,46 @@ TEST(MoE, FfnMatchesPerTokenReference) {
   }
 }
 
+// Enough tokens that routing and the weighted sum split across threads
+// (T * E > 4096 and T * H * k > 8192) whose chunks run long enough to
+// overlap: every token's routing is the bits it
+// gets alone (the chunks' scratch rows do not overlap), its weighted sum the
+// plain float32 loop, and the FFN stays within the reference.
+TEST(MoE, ManyTokensSplitAcrossThreadsMatchOneByOne) {
+  const int prev = num_threads();
+  set_num_threads(4);
+  const int64_t T = 4000, E = 64, H = 32, I = 16, k = 4;
+  const Tensor logits = randn_as({T, E}, DType::Float32, 90);
+  for (bool norm : {true, false}) {
+    auto [w, ids] = moe_route(logits, k, norm);
+    for (int64_t t = 0; t < T; ++t) {
+      auto [w1, ids1] = moe_route(logits.narrow(0, t, 1), k, norm);
+      ASSERT_EQ(dvals(w1), dvals(w.narrow(0, t, 1))) << "token " << t;
+      ASSERT_EQ(dvals(ids1), dvals(ids.narrow(0, t, 1))) << "token " << t;
+    }
+  }
+  // The weighted sum: per token, from zero, slot by slot, in float32.
+  auto [w, ids] = moe_route(logits, k, true);
+  auto [perm, offs] = moe_permute(ids, E);
+  const Tensor yp = randn_as({T * k, H}, DType::Float32, 91);
+  const Tensor u = moe_unpermute(yp, perm, w);
+  std::vector<int64_t> row(size_t(T * k));
+  for (int64_t r = 0; r < T * k; ++r) row[size_t(perm.data<int32_t>()[r])] = r;
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t c = 0; c < H; ++c) {
+      float want = 0;
+      for (int64_t j = 0; j < k; ++j)
+        want += w.data<float>()[t * k + j] * yp.data<float>()[row[size_t(t * k + j)] * H + c];
+      ASSERT_EQ(u.data<float>()[t * H + c], want) << "token " << t << " column " << c;
+    }
+  const Tensor x = randn_as({T, H}, DType::Float32, 92);
+  const Tensor rw = randn_as({E, H}, DType::Float32, 93);
+  const Tensor g = mul(randn_as({E, 2 * I, H}, DType::Float32, 94), Scalar(0.2));
+  const Tensor d = mul(randn_as({E, H, I}, DType::Float32, 95), Scalar(0.2));
+  test::expect_close(moe_ffn(x, rw, g, d, k), ref_ffn(x, rw, g, d, k), 1e-4, 1e-4);
+  set_num_threads(prev);
+}
+
 // FP8 experts with ~3% subnormal codes, listed (fp8_find_subnormals): in the
 // x86 Test mode the grouped kernel reads them as zero under DAZ and adds their
 // terms from the list; H = 200 and I = 72 leave K tails.
