@@ -13,9 +13,9 @@
 #include <string>
 
 #include "kiln/error.h"
-#include "llm/default_model_detail.h"
-#include "llm/sha256.h"
-#include "llm/subprocess.h"
+#include "io/fetch/default_model_detail.h"
+#include "io/fetch/sha256.h"
+#include "io/fetch/subprocess.h"
 
 using namespace kiln::llm;
 namespace fs = std::filesystem;

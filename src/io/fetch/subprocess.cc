@@ -1,6 +1,6 @@
 // posix_spawnp with the child's stdout redirected: to a pipe we read, or onto
 // our stderr.
-#include "llm/subprocess.h"
+#include "io/fetch/subprocess.h"
 
 #include <spawn.h>
 #include <sys/wait.h>

@@ -17,9 +17,9 @@
 #include <sstream>
 
 #include "kiln/error.h"
-#include "llm/default_model_detail.h"
-#include "llm/sha256.h"
-#include "llm/subprocess.h"
+#include "io/fetch/default_model_detail.h"
+#include "io/fetch/sha256.h"
+#include "io/fetch/subprocess.h"
 
 namespace kiln::llm {
 namespace detail {

@@ -1,6 +1,6 @@
 // SHA-256 after FIPS 180-4, section 6.2: 64-byte blocks, a 64-word message
 // schedule, 64 rounds; the message padded with 0x80, zeros and its bit length.
-#include "llm/sha256.h"
+#include "io/fetch/sha256.h"
 
 #include <cerrno>
 #include <cstdio>
