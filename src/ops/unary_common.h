@@ -1,11 +1,10 @@
-// Shared pieces of the unary op front-ends: output allocation, the in-place
-// checks, and the dtype error messages.
+// Shared pieces of the unary op front-ends: the in-place checks and the dtype
+// error messages.
 #pragma once
 
 #include <string>
 
 #include "kiln/tensor.h"
-#include "ops/elementwise.h"
 
 namespace kiln::unary_detail {
 
@@ -23,12 +22,10 @@ inline void check_inplace(const char* op, DType result, const Tensor& x) {
   assert_no_internal_overlap(x, op);
 }
 
-// A new tensor of `dtype` and x's shape holding f(x[i]) (In/Out storage types).
-template <typename Out, typename In, typename F>
-Tensor apply(const Tensor& x, DType dtype, F f) {
-  Tensor out = empty(x.sizes(), dtype);
-  unary_loop<Out, In>(out, x, f);
-  return out;
+// TypeError "[op] unsupported dtype X" unless d is in `set` (the message of
+// dispatch, which the kernels no longer reach with a dtype they do not take).
+inline void check_dtype(const char* op, DType d, DTypeSet set) {
+  if (!(set & bit(d))) unsupported(op, d);
 }
 
 }  // namespace kiln::unary_detail

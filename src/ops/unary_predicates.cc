@@ -1,66 +1,33 @@
 // isnan, isinf, isfinite and logical_not (bool results for every dtype) and
-// bitwise_not (integers and bool only).
-#include <cmath>
-
+// bitwise_not (integers and bool only). The kernels are the ops of
+// ops/registry/unary.h.
 #include "kiln/unary.h"
+#include "ops/registry/all.h"
 #include "ops/unary_common.h"
 
 namespace kiln {
 namespace {
 
+using unary_detail::check_dtype;
 using unary_detail::check_inplace;
-using unary_detail::unsupported;
 
-enum class Pred { IsNan, IsInf, IsFinite };
-
-template <Pred P, typename R>
-bool pred_real(R v) {
-  if constexpr (P == Pred::IsNan) return std::isnan(v);
-  else if constexpr (P == Pred::IsInf) return std::isinf(v);
-  else return std::isfinite(v);
-}
-
-template <Pred P>
-Tensor predicate(const Tensor& x, const char* op) {
+Tensor predicate(const Op<ops::Unary>& kernel, const Tensor& x, const char* op, bool integral_value) {
   // Integers and bool are never NaN or inf.
-  if (is_integral(x.dtype(), true)) return full(x.sizes(), Scalar(P == Pred::IsFinite), DType::Bool);
+  if (is_integral(x.dtype(), true)) return full(x.sizes(), Scalar(integral_value), DType::Bool);
   Tensor out = empty(x.sizes(), DType::Bool);
-  dispatch<kFloatSet | kFp8Set | kComplexSet>(x.dtype(), op, [&]<typename T>() {
-    unary_loop<bool, T>(out, x, [](T v) {
-      if constexpr (is_complex_v<T>) {
-        // NaN / inf when either part is (torch: x != x, |x| == inf).
-        if constexpr (P == Pred::IsFinite) return std::isfinite(v.real()) && std::isfinite(v.imag());
-        else return pred_real<P>(v.real()) || pred_real<P>(v.imag());
-      } else {
-        return pred_real<P>(compute_t<T>(v));
-      }
-    });
-  });
+  kernel(common_device(op, {&x, &out}), x, out);
   return out;
-}
-
-void logical_not_into(const Tensor& x, const Tensor& out) {
-  dispatch<kAllSet>(x.dtype(), "logical_not", [&]<typename T>() {
-    unary_loop<bool, T>(out, x, [](T v) { return !cast<bool>(v); });
-  });
-}
-
-void bitwise_not_into(const Tensor& x, const Tensor& out, const char* op) {
-  dispatch<kBoolSet | kIntSet>(x.dtype(), op, [&]<typename T>() {
-    if constexpr (std::is_same_v<T, bool>) unary_loop<T, T>(out, x, [](T v) { return !v; });
-    else unary_loop<T, T>(out, x, [](T v) { return T(~v); });
-  });
 }
 
 }  // namespace
 
-Tensor isnan(const Tensor& x) { return predicate<Pred::IsNan>(x, "isnan"); }
-Tensor isinf(const Tensor& x) { return predicate<Pred::IsInf>(x, "isinf"); }
-Tensor isfinite(const Tensor& x) { return predicate<Pred::IsFinite>(x, "isfinite"); }
+Tensor isnan(const Tensor& x) { return predicate(ops::isnan, x, "isnan", false); }
+Tensor isinf(const Tensor& x) { return predicate(ops::isinf, x, "isinf", false); }
+Tensor isfinite(const Tensor& x) { return predicate(ops::isfinite, x, "isfinite", true); }
 
 Tensor logical_not(const Tensor& x) {
   Tensor out = empty(x.sizes(), DType::Bool);
-  logical_not_into(x, out);
+  ops::logical_not(common_device("logical_not", {&x, &out}), x, out);
   return out;
 }
 
@@ -68,7 +35,7 @@ Tensor& logical_not_(Tensor& x) {
   // torch keeps x's dtype: the bool result is written back as 1/0.
   check_inplace("logical_not_", x.dtype(), x);
   if (x.dtype() == DType::Bool) {
-    logical_not_into(x, x);
+    ops::logical_not(common_device("logical_not_", {&x}), x, x);
   } else {
     x.copy_(logical_not(x));
   }
@@ -76,14 +43,16 @@ Tensor& logical_not_(Tensor& x) {
 }
 
 Tensor bitwise_not(const Tensor& x) {
+  check_dtype("bitwise_not", x.dtype(), kBoolSet | kIntSet);
   Tensor out = empty(x.sizes(), x.dtype());
-  bitwise_not_into(x, out, "bitwise_not");
+  ops::bitwise_not(common_device("bitwise_not", {&x, &out}), x, out);
   return out;
 }
 
 Tensor& bitwise_not_(Tensor& x) {
   check_inplace("bitwise_not_", x.dtype(), x);
-  bitwise_not_into(x, x, "bitwise_not_");
+  check_dtype("bitwise_not_", x.dtype(), kBoolSet | kIntSet);
+  ops::bitwise_not(common_device("bitwise_not_", {&x}), x, x);
   return x;
 }
 

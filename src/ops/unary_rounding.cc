@@ -1,8 +1,8 @@
 // floor, ceil, round (half to even, optional decimals), trunc. Integer inputs
-// are returned as copies, as torch; bool, complex and FP8 are TypeErrors.
-#include <cmath>
-
+// are returned as copies, as torch; bool, complex and FP8 are TypeErrors. The
+// kernels (floating inputs) are the ops of ops/registry/unary.h.
 #include "kiln/unary.h"
+#include "ops/registry/all.h"
 #include "ops/unary_common.h"
 
 namespace kiln {
@@ -11,84 +11,58 @@ namespace {
 using unary_detail::check_inplace;
 using unary_detail::unsupported;
 
-enum class RoundKind { Floor, Ceil, Round, Trunc };
-
-template <RoundKind K, typename C>
-C round_one(C v) {
-  if constexpr (K == RoundKind::Floor) return std::floor(v);
-  else if constexpr (K == RoundKind::Ceil) return std::ceil(v);
-  else if constexpr (K == RoundKind::Round) return std::nearbyint(v);  // default mode: ties to even
-  else return std::trunc(v);
-}
+using Rounding = Op<ops::Unary>;
 
 void check_dtype(const char* op, DType d) {
   if (d == DType::Bool || is_complex(d) || is_fp8(d)) unsupported(op, d);
 }
 
-// out = K(x) for a floating x (out may be x).
-template <RoundKind K>
-void run(const Tensor& x, const Tensor& out, const char* op) {
-  dispatch<kFloatSet>(x.dtype(), op, [&]<typename T>() {
-    using C = compute_t<T>;
-    unary_loop<T, T>(out, x, [](T v) { return T(round_one<K, C>(C(v))); });
-  });
-}
-
-template <RoundKind K>
-Tensor rounding(const Tensor& x, const char* op) {
+Tensor rounding(const Rounding& kernel, const Tensor& x, const char* op) {
   check_dtype(op, x.dtype());
   if (is_integral(x.dtype(), false)) return x.clone();
   Tensor out = empty(x.sizes(), x.dtype());
-  run<K>(x, out, op);
+  kernel(common_device(op, {&x, &out}), x, out);
   return out;
 }
 
-template <RoundKind K>
-Tensor& rounding_(Tensor& x, const char* op) {
+Tensor& rounding_(const Rounding& kernel, Tensor& x, const char* op) {
   check_dtype(op, x.dtype());
   check_inplace(op, x.dtype(), x);
-  if (!is_integral(x.dtype(), false)) run<K>(x, x, op);
+  if (!is_integral(x.dtype(), false)) kernel(common_device(op, {&x}), x, x);
   return x;
 }
 
-// torch's round(decimals): scale by 10^|d| in the compute type (float for
-// f16/bf16/f32), round half to even, scale back.
-void round_decimals(const Tensor& x, const Tensor& out, int decimals, const char* op) {
+void check_decimals(const Tensor& x, const char* op) {
   if (is_integral(x.dtype(), false))
     throw TypeError(std::string("[") + op + "] decimals != 0 is not supported for integer dtype " + name(x.dtype()));
-  dispatch<kFloatSet>(x.dtype(), op, [&]<typename T>() {
-    using C = compute_t<T>;
-    const bool neg = decimals < 0;
-    const C scale = C(std::pow(10.0, double(neg ? -double(decimals) : double(decimals))));
-    unary_loop<T, T>(out, x, [scale, neg](T v) {
-      const C c = C(v);
-      return T(neg ? std::nearbyint(c / scale) * scale : std::nearbyint(c * scale) / scale);
-    });
-  });
 }
 
 }  // namespace
 
-Tensor floor(const Tensor& x) { return rounding<RoundKind::Floor>(x, "floor"); }
-Tensor ceil(const Tensor& x) { return rounding<RoundKind::Ceil>(x, "ceil"); }
-Tensor trunc(const Tensor& x) { return rounding<RoundKind::Trunc>(x, "trunc"); }
-Tensor& floor_(Tensor& x) { return rounding_<RoundKind::Floor>(x, "floor_"); }
-Tensor& ceil_(Tensor& x) { return rounding_<RoundKind::Ceil>(x, "ceil_"); }
-Tensor& trunc_(Tensor& x) { return rounding_<RoundKind::Trunc>(x, "trunc_"); }
+Tensor floor(const Tensor& x) { return rounding(ops::floor, x, "floor"); }
+Tensor ceil(const Tensor& x) { return rounding(ops::ceil, x, "ceil"); }
+Tensor trunc(const Tensor& x) { return rounding(ops::trunc, x, "trunc"); }
+Tensor& floor_(Tensor& x) { return rounding_(ops::floor, x, "floor_"); }
+Tensor& ceil_(Tensor& x) { return rounding_(ops::ceil, x, "ceil_"); }
+Tensor& trunc_(Tensor& x) { return rounding_(ops::trunc, x, "trunc_"); }
 
 Tensor round(const Tensor& x, int decimals) {
-  if (decimals == 0) return rounding<RoundKind::Round>(x, "round");
   check_dtype("round", x.dtype());
+  if (decimals == 0 && is_integral(x.dtype(), false)) return x.clone();
+  if (decimals != 0) check_decimals(x, "round");
   Tensor out = empty(x.sizes(), x.dtype());
-  round_decimals(x, out, decimals, "round");
+  ops::round(common_device("round", {&x, &out}), x, out, decimals);
   return out;
 }
 
 Tensor& round_(Tensor& x, int decimals) {
-  if (decimals == 0) return rounding_<RoundKind::Round>(x, "round_");
   check_dtype("round_", x.dtype());
   check_inplace("round_", x.dtype(), x);
-  round_decimals(x, x, decimals, "round_");
+  if (is_integral(x.dtype(), false)) {
+    if (decimals != 0) check_decimals(x, "round_");
+    return x;
+  }
+  ops::round(common_device("round_", {&x}), x, x, decimals);
   return x;
 }
 

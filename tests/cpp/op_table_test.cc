@@ -84,6 +84,8 @@ void make_input(const InputSpec& s, DType d, const Entry& e, std::mt19937_64& rn
   auto draw = [&](int64_t n) {
     std::vector<double> v(n);
     for (double& x : v) x = representable(dist(rng), d);
+    for (size_t i = 3; mantissa_bits(d) && !e.specials.empty() && i < v.size(); i += 7)
+      v[i] = e.specials[(i / 7) % e.specials.size()];
     return v;
   };
   const int64_t n = numel(s.shape);

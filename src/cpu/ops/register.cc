@@ -4,6 +4,10 @@ namespace kiln::cpu {
 
 void register_kernels() {
   register_unary_math_kernels();
+  register_unary_sign_kernels();
+  register_unary_rounding_kernels();
+  register_unary_predicates_kernels();
+  register_unary_special_kernels();
   register_softmax_kernels();
 }
 

@@ -8,6 +8,10 @@ namespace kiln::cpu {
 void register_kernels();
 
 void register_unary_math_kernels();
+void register_unary_sign_kernels();
+void register_unary_rounding_kernels();
+void register_unary_predicates_kernels();
+void register_unary_special_kernels();
 void register_softmax_kernels();
 
 }  // namespace kiln::cpu

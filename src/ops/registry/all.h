@@ -16,6 +16,10 @@
 // its entries in tests/cpp/op_table, as docs/ops.md describes.
 #define KILN_OPS(X)      \
   KILN_OPS_UNARY_MATH(X) \
+  KILN_OPS_UNARY_SIGN(X) \
+  KILN_OPS_UNARY_ROUNDING(X) \
+  KILN_OPS_UNARY_PREDICATES(X) \
+  KILN_OPS_UNARY_SPECIAL(X) \
   KILN_OPS_SOFTMAX(X)
 
 namespace kiln::ops {

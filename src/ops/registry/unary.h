@@ -30,4 +30,40 @@ using Gelu = void(const Tensor& x, const Tensor& out, bool tanh_approx);
   X(silu, Unary)               \
   X(gelu, Gelu)
 
+// round: decimals != 0 scales by 10^|decimals| around the rounding (x floating).
+using Round = void(const Tensor& x, const Tensor& out, int decimals);
+// x: [*], mantissa: [*] (x's floating dtype), exponent: [*] (int32).
+using Frexp = void(const Tensor& x, const Tensor& mantissa, const Tensor& exponent);
+// x, n, out: [*] (x and n already cast to out's floating dtype and expanded to
+// out's shape).
+using Laguerre = void(const Tensor& x, const Tensor& n, const Tensor& out);
+
+// Sign and magnitude, integer dtypes kept (src/ops/unary_sign.cc).
+#define KILN_OPS_UNARY_SIGN(X) \
+  X(neg, Unary)                \
+  X(abs, Unary)                \
+  X(sign, Unary)               \
+  X(relu, Unary)
+
+// Rounding of floating inputs (src/ops/unary_rounding.cc; integer inputs never
+// reach the kernels).
+#define KILN_OPS_UNARY_ROUNDING(X) \
+  X(floor, Unary)                  \
+  X(ceil, Unary)                   \
+  X(round, Round)                  \
+  X(trunc, Unary)
+
+// Predicates (bool out) and logical/bitwise not (src/ops/unary_predicates.cc).
+#define KILN_OPS_UNARY_PREDICATES(X) \
+  X(isnan, Unary)                    \
+  X(isinf, Unary)                    \
+  X(isfinite, Unary)                 \
+  X(logical_not, Unary)              \
+  X(bitwise_not, Unary)
+
+// frexp (src/ops/frexp.cc) and the Laguerre polynomial (src/ops/laguerre.cc).
+#define KILN_OPS_UNARY_SPECIAL(X) \
+  X(frexp, Frexp)                 \
+  X(special_laguerre_polynomial_l, Laguerre)
+
 }  // namespace kiln::ops

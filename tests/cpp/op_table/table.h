@@ -56,6 +56,9 @@ struct Entry {
   // Tolerance: |got - want| <= ulps * eps(out dtype) * max(|want|, floor).
   double ulps = 4.0;
   double floor = 1.0;
+  // Values (NaN, +-inf, +-0, ...) put at every 7th element of each float
+  // input, from index 3, so non-finite and edge inputs are walked too.
+  std::vector<double> specials;
   // A larger case for --perf (KILN_OP_TABLE_PERF=1), as for shapes().
   std::vector<InputSpec> perf_shapes;
 };
