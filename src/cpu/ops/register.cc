@@ -5,6 +5,8 @@ namespace kiln::cpu {
 void register_kernels() {
   register_unary_math_kernels();
   register_softmax_kernels();
+  register_reduce_kernels();
+  register_sort_kernels();
 }
 
 }  // namespace kiln::cpu

@@ -9,5 +9,7 @@ void register_kernels();
 
 void register_unary_math_kernels();
 void register_softmax_kernels();
+void register_reduce_kernels();
+void register_sort_kernels();
 
 }  // namespace kiln::cpu

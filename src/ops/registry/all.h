@@ -8,7 +8,9 @@
 #include <span>
 
 #include "ops/registry/op.h"
+#include "ops/registry/reduce.h"
 #include "ops/registry/softmax.h"
+#include "ops/registry/sort.h"
 #include "ops/registry/unary.h"
 
 // Families registered so far. Front-ends not yet listed here still call their
@@ -16,7 +18,9 @@
 // its entries in tests/cpp/op_table, as docs/ops.md describes.
 #define KILN_OPS(X)      \
   KILN_OPS_UNARY_MATH(X) \
-  KILN_OPS_SOFTMAX(X)
+  KILN_OPS_SOFTMAX(X)    \
+  KILN_OPS_REDUCE(X)     \
+  KILN_OPS_SORT(X)
 
 namespace kiln::ops {
 
