@@ -1,111 +1,17 @@
-// max, min, amax, amin, argmax, argmin. NaN wins (and its first index is
-// returned); among equal values the first occurrence wins.
-#include <cmath>
-#include <limits>
+// max, min, amax, amin, argmax, argmin front-ends: dtype and empty-dim
+// checks, dims -> mask, output allocation, then the op (ops/registry/reduce.h).
 #include <string>
 
-#include "core/cast.h"
-#include "ops/reduce_engine.h"
+#include "ops/reduce_dims.h"
+#include "ops/registry/all.h"
 
 namespace kiln {
 namespace {
-
-constexpr DTypeSet kOrdered = kBoolSet | kIntSet | kFloatSet;
-
-template <typename C>
-inline bool is_nan(C v) {
-  if constexpr (std::is_floating_point_v<C>) return std::isnan(v);
-  else return false;
-}
-
-// Tracks the best value and the linear reduced index it was seen at.
-template <typename T, bool kMax>
-struct ExtremumReducer {
-  using C = compute_t<T>;
-  struct State {
-    C v;
-    int64_t i;
-  };
-  T* values;         // may be null
-  int64_t* indices;  // may be null
-
-  // True when v replaces the current best b (b not NaN; v NaN or strictly better).
-  static bool better(C v, C b) {
-    if (is_nan(b)) return false;
-    if (is_nan(v)) return true;
-    return kMax ? v > b : v < b;
-  }
-  State init() const { return {C(0), -1}; }
-  void step(State& s, T x, int64_t idx) const {
-    const C v = C(x);
-    if (s.i < 0 || better(v, s.v)) s = {v, idx};
-  }
-  void run(State& s, const T* x, int64_t stride, int64_t n, int64_t i0) const {
-    if (n == 0) return;
-    if (s.i < 0) s = {C(x[0]), i0};
-    // Fast scan on the value; NaN (v != v) always takes over and then sticks.
-    C best = s.v;
-    int64_t bi = s.i;
-    if (is_nan(best)) return;
-    if (indices == nullptr && stride == 1) {
-      // Values only: eight independent lanes (branch-free selects the compiler
-      // can keep in registers); a NaN anywhere is the answer.
-      C lane[8];
-      bool nan = false;
-      for (C& l : lane) l = best;
-      int64_t k = 0;
-      for (; k + 8 <= n; k += 8) {
-        for (int j = 0; j < 8; ++j) {
-          const C v = C(x[k + j]);
-          lane[j] = (kMax ? v > lane[j] : v < lane[j]) ? v : lane[j];
-          nan |= is_nan(v);
-        }
-      }
-      for (; k < n; ++k) {
-        const C v = C(x[k]);
-        lane[0] = (kMax ? v > lane[0] : v < lane[0]) ? v : lane[0];
-        nan |= is_nan(v);
-      }
-      if (nan) return void(s.v = C(NAN));
-      for (const C l : lane) best = (kMax ? l > best : l < best) ? l : best;
-      return void(s.v = best);
-    }
-    for (int64_t k = 0; k < n; ++k) {
-      const C v = C(x[k * stride]);
-      if (kMax ? v > best : v < best) {
-        best = v;
-        bi = i0 + k;
-      } else if (is_nan(v)) {
-        best = v;
-        bi = i0 + k;
-        break;
-      }
-    }
-    s = {best, bi};
-  }
-  void combine(State& a, const State& b) const {
-    if (b.i >= 0 && (a.i < 0 || better(b.v, a.v))) a = b;
-  }
-  void write(const State& s, int64_t o) const {
-    if (values) values[o] = cast<T>(s.v);
-    if (indices) indices[o] = s.i;
-  }
-};
 
 void check_ordered(const Tensor& x, const char* op) {
   reject_fp8(x, op);
   if (is_complex(x.dtype()))
     throw TypeError(std::string("[") + op + "] does not support complex input (dtype " + name(x.dtype()) + ")");
-}
-
-// Runs the extremum reduction; values/indices are written when the tensors are defined.
-template <bool kMax>
-void extremum(const char* op, const Tensor& x, const std::vector<bool>& mask, Tensor* values, Tensor* indices) {
-  const ReducePlan p = make_reduce_plan(x, mask, indices != nullptr);
-  dispatch<kOrdered>(x.dtype(), op, [&]<typename T>() {
-    run_reduce<T>(p, ExtremumReducer<T, kMax>{values ? values->data<T>() : nullptr,
-                                              indices ? indices->data<int64_t>() : nullptr});
-  });
 }
 
 template <bool kMax>
@@ -114,7 +20,7 @@ Tensor whole(const char* op, const Tensor& x) {
   const std::vector<bool> mask(size_t(x.dim()), true);
   require_nonempty(x, mask, true, op);
   Tensor out = empty({}, x.dtype());
-  extremum<kMax>(op, x, mask, &out, nullptr);
+  (kMax ? ops::max : ops::min)(common_device(op, {&x, &out}), x, mask, out, Tensor());
   return out;
 }
 
@@ -125,7 +31,7 @@ ValuesIndices along(const char* op, const Tensor& x, int dim, bool keepdim) {
   require_nonempty(x, mask, false, op);
   const Shape shape = reduced_shape(x.shape(), mask, keepdim);
   ValuesIndices r{empty(shape, x.dtype()), empty(shape, DType::Int64)};
-  extremum<kMax>(op, x, mask, &r.values, &r.indices);
+  (kMax ? ops::max : ops::min)(common_device(op, {&x, &r.values, &r.indices}), x, mask, r.values, r.indices);
   return r;
 }
 
@@ -135,7 +41,7 @@ Tensor a_extremum(const char* op, const Tensor& x, const DimList& dim, bool keep
   const std::vector<bool> mask = reduce_mask(dim, x.dim(), op);
   require_nonempty(x, mask, false, op);
   Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), x.dtype());
-  extremum<kMax>(op, x, mask, &out, nullptr);
+  (kMax ? ops::amax : ops::amin)(common_device(op, {&x, &out}), x, mask, out, Tensor());
   return out;
 }
 
@@ -151,7 +57,7 @@ Tensor arg_extremum(const char* op, const Tensor& x, std::optional<int> dim, boo
     require_nonempty(x, mask, true, op);
   }
   Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), DType::Int64);
-  extremum<kMax>(op, x, mask, nullptr, &out);
+  (kMax ? ops::argmax : ops::argmin)(common_device(op, {&x, &out}), x, mask, Tensor(), out);
   return out;
 }
 

@@ -1,26 +1,31 @@
 // Every op kiln registers: the one list (cf. ATen's native_functions.yaml).
 // Each family header defines its kernel signatures and a KILN_OPS_<FAMILY>(X)
 // list of X(name, signature); this file declares one Op object per entry as
-// kiln::op::<name>, and all_ops() enumerates them for the table-driven test.
+// kiln::ops::<name>, and all_ops() enumerates them for the table-driven test.
 // How to add an op, a device kernel or a derivative: docs/ops.md.
 #pragma once
 
 #include <span>
 
 #include "ops/registry/op.h"
+#include "ops/registry/reduce.h"
 #include "ops/registry/softmax.h"
+#include "ops/registry/sort.h"
 #include "ops/registry/unary.h"
 
 // Families registered so far. Front-ends not yet listed here still call their
 // CPU kernels directly; each moves here, with its kernels under src/cpu/ops and
 // its entries in tests/cpp/op_table, as docs/ops.md describes.
-#define KILN_OPS(X)      \
-  KILN_OPS_UNARY_MATH(X) \
-  KILN_OPS_UNARY_SIGN(X) \
-  KILN_OPS_UNARY_ROUNDING(X) \
-  KILN_OPS_UNARY_PREDICATES(X) \
-  KILN_OPS_UNARY_SPECIAL(X) \
-  KILN_OPS_SOFTMAX(X)
+#define KILN_OPS(X)                 \
+  KILN_OPS_UNARY_MATH(X)            \
+  KILN_OPS_UNARY_SIGN(X)            \
+  KILN_OPS_UNARY_ROUNDING(X)        \
+  KILN_OPS_UNARY_PREDICATES(X)      \
+  KILN_OPS_UNARY_SPECIAL(X)         \
+  KILN_OPS_SOFTMAX(X)               \
+  KILN_OPS_REDUCE(X)                \
+  KILN_OPS_SORT(X)                  \
+  /* each new family adds its list above this line */
 
 namespace kiln::ops {
 

@@ -3,6 +3,7 @@
 #include "op_table/table.h"
 
 #include <cmath>
+#include <stdexcept>
 
 namespace op_table {
 
@@ -54,6 +55,90 @@ std::function<std::vector<double>(const Inputs&, const Tensor&)> elementwise(dou
     for (size_t i = 0; i < y.size(); ++i) y[i] = f(in.values[0][i]);
     return y;
   };
+}
+
+std::function<std::vector<InputSpec>(ShapeClass)> reduce_shapes(std::vector<int> dims) {
+  return [dims](ShapeClass c) -> std::vector<InputSpec> {
+    if (c == ShapeClass::Scalar && dims.size() > 1) return {};
+    return unary_shapes(c);
+  };
+}
+
+Reduction reduce_groups(const std::vector<double>& x, const Shape& shape, const std::vector<int>& dims,
+                        bool keepdim) {
+  const int nd = int(shape.size());
+  std::vector<bool> red(shape.size(), dims.empty());
+  for (int d : dims)
+    if (nd > 0) red[size_t(d < 0 ? d + nd : d)] = true;
+  Reduction r;
+  int64_t n_out = 1;
+  for (int d = 0; d < nd; ++d) {
+    if (red[d]) {
+      r.zero_size_dim |= shape[d] == 0;
+      if (keepdim) r.out_shape.push_back(1);
+    } else {
+      n_out *= shape[d];
+      r.out_shape.push_back(shape[d]);
+    }
+  }
+  r.groups.assign(size_t(n_out), {});
+  // Element i of x: its kept coordinates give the output, its reduced ones
+  // the place in the group; both row-major, so groups fill in order.
+  for (size_t i = 0; i < x.size(); ++i) {
+    int64_t rem = int64_t(i), o = 0, o_scale = 1;
+    for (int d = nd - 1; d >= 0; --d) {
+      const int64_t c = rem % shape[d];
+      rem /= shape[d];
+      if (!red[d]) {
+        o += c * o_scale;
+        o_scale *= shape[d];
+      }
+    }
+    r.groups[size_t(o)].push_back(x[i]);
+  }
+  return r;
+}
+
+void expect_shape(const Tensor& out, const Shape& want) {
+  if (out.sizes() == want) return;
+  std::string w = "[";
+  for (size_t i = 0; i < want.size(); ++i) w += (i ? ", " : "") + std::to_string(want[i]);
+  throw std::runtime_error("output shape " + out.shape_str() + ", want " + w + "]");
+}
+
+std::function<std::vector<double>(const Inputs&, const Tensor&)> reduction(std::vector<int> dims,
+                                                                           bool keepdim, GroupFn f,
+                                                                           std::optional<Raises> on_empty) {
+  return [=](const Inputs& in, const Tensor& out) {
+    const Reduction r = reduce_groups(in.values[0], in.shapes[0], dims, keepdim);
+    if (on_empty && r.zero_size_dim) throw *on_empty;
+    if (out.defined()) expect_shape(out, r.out_shape);
+    std::vector<double> y;
+    for (const std::vector<double>& g : r.groups) y.push_back(f(g));
+    return y;
+  };
+}
+
+std::vector<double> map_lines(const std::vector<double>& x, const Shape& shape, int dim, const LineFn& f) {
+  const int nd = int(shape.size());
+  const int d = nd == 0 ? 0 : (dim < 0 ? dim + nd : dim);
+  int64_t n = nd ? shape[d] : 1, inner = 1;
+  for (int k = d + 1; k < nd; ++k) inner *= shape[k];
+  const int64_t outer = n * inner == 0 ? 0 : int64_t(x.size()) / (n * inner);
+  std::vector<double> y;
+  std::vector<std::vector<double>> lines;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      std::vector<double> line(static_cast<size_t>(n));
+      for (int64_t j = 0; j < n; ++j) line[j] = x[(o * n + j) * inner + i];
+      lines.push_back(f(line));
+    }
+  const int64_t m = lines.empty() ? 0 : int64_t(lines[0].size());
+  y.resize(size_t(outer * m * inner));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i)
+      for (int64_t j = 0; j < m; ++j) y[(o * m + j) * inner + i] = lines[o * inner + i][j];
+  return y;
 }
 
 }  // namespace op_table

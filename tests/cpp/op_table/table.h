@@ -7,7 +7,9 @@
 // Entries live in op_table/<family>.cc, registered with KILN_OP_TABLE.
 #pragma once
 
+#include <exception>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -83,5 +85,52 @@ inline const std::vector<DType> kFloats = {DType::Float32, DType::Float64, DType
 inline const std::vector<DType> kFloatsAndInts = {DType::Float32, DType::Float64, DType::BFloat16,
                                                   DType::Float16, DType::Int32,   DType::Int64,
                                                   DType::UInt8,   DType::Bool};
+
+// ---- cases that raise, reductions and lines along a dim ----------------------
+
+// An oracle throws Raises when the case must fail as torch's does (max over a
+// zero-size dim, ...); the walker then expects the call to throw that kind.
+// When the call threw, the walker asks the oracle with an undefined `out`, so
+// an oracle decides whether it raises before it looks at `out`.
+struct Raises {
+  const char* kind;                          // "IndexError", ...
+  bool (*matches)(const std::exception& e);  // e is of that kind
+};
+template <typename E>
+Raises raises(const char* kind) {
+  return {kind, [](const std::exception& e) { return dynamic_cast<const E*>(&e) != nullptr; }};
+}
+
+// Reduction shapes over `dims` (torch's dim list, {} = all): the unary shapes,
+// so [0, 5] reduces a zero-size dim (dim 0, all) or none (dim 1); the 0-d
+// class only where dims has at most one entry (0 or -1).
+std::function<std::vector<InputSpec>(ShapeClass)> reduce_shapes(std::vector<int> dims);
+
+// A reduction of `shape` over `dims` ({} = all; negative dims wrap; a 0-d
+// shape reduces its one element): the output shape (keepdim as given), the
+// reduced inputs of each output in row-major order (each group row-major),
+// and whether a reduced dim has size zero.
+struct Reduction {
+  Shape out_shape;
+  std::vector<std::vector<double>> groups;
+  bool zero_size_dim = false;
+};
+Reduction reduce_groups(const std::vector<double>& x, const Shape& shape, const std::vector<int>& dims,
+                        bool keepdim);
+// The oracle of a reduction: f(group) for each output, after checking out's
+// shape. Ops without an identity pass on_empty: a reduction over a zero-size
+// dim must raise it.
+using GroupFn = std::function<double(const std::vector<double>&)>;
+std::function<std::vector<double>(const Inputs&, const Tensor&)> reduction(
+    std::vector<int> dims, bool keepdim, GroupFn f, std::optional<Raises> on_empty = std::nullopt);
+
+// Lines along `dim` (wrapped; a 0-d shape is one line of one): f maps each
+// line to its output line (every output line as long); the result is
+// row-major in the output shape, `shape` with the dim resized to that length.
+using LineFn = std::function<std::vector<double>(const std::vector<double>&)>;
+std::vector<double> map_lines(const std::vector<double>& x, const Shape& shape, int dim, const LineFn& f);
+
+// Throws (failing the case) when out's shape is not `want`.
+void expect_shape(const Tensor& out, const Shape& want);
 
 }  // namespace op_table

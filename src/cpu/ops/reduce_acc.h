@@ -7,7 +7,7 @@
 #include "core/cast.h"
 #include "kiln/dtype.h"
 
-namespace kiln {
+namespace kiln::cpu {
 
 inline constexpr DTypeSet kNoFp8 = kBoolSet | kIntSet | kFloatSet | kComplexSet;
 
@@ -34,4 +34,4 @@ inline Out from_acc(A a) {
   else return cast<Out>(a);
 }
 
-}  // namespace kiln
+}  // namespace kiln::cpu

@@ -1,6 +1,7 @@
-// Reduction plans: dim lists -> masks -> coalesced kept/reduced geometry.
-#include "ops/reduce_engine.h"
+// Dim lists -> reduced-dim masks and output shapes; the shared checks.
+#include "ops/reduce_dims.h"
 
+#include <algorithm>
 #include <string>
 
 namespace kiln {
@@ -30,53 +31,6 @@ Shape reduced_shape(std::span<const int64_t> shape, const std::vector<bool>& mas
     else if (keepdim) out.push_back(1);
   }
   return out;
-}
-
-namespace {
-
-struct DimStride {
-  int64_t size, stride;
-};
-
-// Merges neighbours (outer a, inner b) that walk memory as one dim, which keeps
-// the row-major linear index unchanged; empty -> one dim of size 1.
-int coalesce(std::vector<DimStride>& v, int64_t* shape, int64_t* stride) {
-  std::vector<DimStride> out;
-  for (const DimStride& ds : v) {
-    if (!out.empty() && out.back().stride == ds.stride * ds.size) {
-      out.back().size *= ds.size;
-      out.back().stride = ds.stride;
-    } else {
-      out.push_back(ds);
-    }
-  }
-  if (out.empty()) out.push_back({1, 0});
-  for (size_t i = 0; i < out.size(); ++i) {
-    shape[i] = out[i].size;
-    stride[i] = out[i].stride;
-  }
-  return int(out.size());
-}
-
-}  // namespace
-
-ReducePlan make_reduce_plan(const Tensor& x, const std::vector<bool>& mask, bool keep_order) {
-  ReducePlan p;
-  std::vector<DimStride> kept, red;
-  p.n_out = 1;
-  p.n_red = 1;
-  for (int d = 0; d < x.dim(); ++d) {
-    const int64_t n = x.shape()[d];
-    (mask[size_t(d)] ? p.n_red : p.n_out) *= n;
-    if (n == 1) continue;
-    (mask[size_t(d)] ? red : kept).push_back({n, x.strides()[d]});
-  }
-  if (!keep_order)
-    std::stable_sort(red.begin(), red.end(), [](const DimStride& a, const DimStride& b) { return a.stride > b.stride; });
-  p.ondim = coalesce(kept, p.oshape, p.ostride);
-  p.rndim = coalesce(red, p.rshape, p.rstride);
-  p.base = static_cast<const char*>(x.data_ptr());
-  return p;
 }
 
 void reject_fp8(const Tensor& x, const char* op) {

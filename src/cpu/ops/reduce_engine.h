@@ -1,4 +1,4 @@
-// The one reduction engine behind every kiln reduction.
+// The one reduction engine behind every CPU reduction kernel.
 //
 // A ReducePlan splits the input's dims into kept dims (the output, in order) and
 // reduced dims, each group coalesced; the engine then computes, for each output
@@ -28,18 +28,10 @@
 #include <memory>
 #include <vector>
 
-#include "kiln/reduce.h"
 #include "kiln/tensor.h"
 #include "kiln/thread_pool.h"
 
-namespace kiln {
-
-// Reduced-dim mask from a DimList: nullopt or {} = all; wraps negatives; throws
-// IndexError (out of range) or ValueError (repeated dim). A 0-dim tensor
-// accepts dims 0 and -1.
-std::vector<bool> reduce_mask(const DimList& dim, int ndim, const char* op);
-// The output shape for a mask.
-Shape reduced_shape(std::span<const int64_t> shape, const std::vector<bool>& mask, bool keepdim);
+namespace kiln::cpu {
 
 struct ReducePlan {
   int64_t n_out = 1;  // number of output elements
@@ -55,6 +47,7 @@ struct ReducePlan {
   const char* base = nullptr;  // element [0, ...] of the input
 };
 
+// mask[d]: dim d of x is reduced (x.dim() entries; see ops/reduce_dims.h).
 // keep_order: reduced dims stay in row-major order so the linear reduced index
 // is the index into x's flattened reduced dims (argmax/argmin, first
 // occurrence); otherwise they are sorted by stride for locality.
@@ -192,11 +185,4 @@ inline void step_run(const R& r, S& s, const T* x, int64_t stride, int64_t n, in
   }
 }
 
-// Common front-end checks.
-// FP8 inputs: TypeError naming op.
-void reject_fp8(const Tensor& x, const char* op);
-// For ops without an identity (max, argmax, ...): throws when a reduced dim has
-// size zero (IndexError) or a whole-tensor reduction sees no elements (ValueError).
-void require_nonempty(const Tensor& x, const std::vector<bool>& mask, bool whole, const char* op);
-
-}  // namespace kiln
+}  // namespace kiln::cpu

@@ -1,0 +1,137 @@
+// CPU kernels of sort, argsort and topk (ops/registry/sort.h): one row (a line
+// along dim) at a time, rows in parallel. Keys are widened to compute_t
+// (narrow floats to float); NaN orders above every number, as in torch; values
+// are copied from x by the sorted indices, so they keep their exact bits.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/cast.h"
+#include "cpu/ops/reduce_register.h"
+#include "cpu/ops/register.h"
+#include "kiln/thread_pool.h"
+#include "ops/registry/all.h"
+
+namespace kiln::cpu {
+namespace {
+
+template <typename K>
+inline bool key_isnan(K v) {
+  if constexpr (std::is_floating_point_v<K>)
+    return std::isnan(v);
+  else
+    return false;
+}
+// Strict "a before b" for ascending (NaN largest) and descending (NaN first).
+template <typename K>
+struct Ascending {
+  bool operator()(K a, K b) const { return a < b || (!key_isnan(a) && key_isnan(b)); }
+};
+template <typename K>
+struct Descending {
+  bool operator()(K a, K b) const { return a > b || (key_isnan(a) && !key_isnan(b)); }
+};
+
+// Element offset of row r, rows enumerating every dim but `dim` in row-major order.
+struct RowOffsets {
+  Shape shape, x_strides, out_strides;
+  void build(const Tensor& x, const Tensor& out, int dim) {
+    for (int d = 0; d < x.dim(); ++d) {
+      if (d == dim) continue;
+      shape.push_back(x.size(d));
+      x_strides.push_back(x.stride(d));
+      out_strides.push_back(out.stride(d));
+    }
+  }
+  void offsets(int64_t r, int64_t* xo, int64_t* oo) const {
+    *xo = 0;
+    *oo = 0;
+    for (size_t d = shape.size(); d-- > 0;) {
+      const int64_t c = r % shape[d];
+      r /= shape[d];
+      *xo += c * x_strides[d];
+      *oo += c * out_strides[d];
+    }
+  }
+};
+
+// Sorts (k < 0) or selects the top k of every row along dim into indices and,
+// when defined, values (both contiguous, x's shape with size(dim) = k or n).
+void sort_rows(const Tensor& x, int dim, bool descending, int64_t k, bool sorted, const Tensor& values,
+               const Tensor& indices) {
+  const int64_t n = x.size(dim);
+  const bool topk = k >= 0;
+  const int64_t m = topk ? k : n;
+  const int64_t rows = n == 0 ? 0 : x.numel() / n;
+  if (m == 0 || rows == 0) return;
+  RowOffsets ro;
+  ro.build(x, indices, dim);
+  const int64_t xs = x.stride(dim), os = indices.stride(dim);
+  dispatch<kBoolSet | kIntSet | kFloatSet | kFp8Set>(x.dtype(), topk ? "topk" : "sort", [&]<typename T>() {
+    using Key = std::conditional_t<std::is_same_v<T, bool>, uint8_t, compute_t<T>>;
+    const T* xp = static_cast<const T*>(x.data_ptr());
+    T* vp = values.defined() ? static_cast<T*>(values.data_ptr()) : nullptr;
+    int64_t* ip = static_cast<int64_t*>(indices.data_ptr());
+    using Item = std::pair<Key, int64_t>;
+    auto run = [&](auto before) {
+      const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1));
+      parallel_for(0, rows, grain, [&](int64_t rb, int64_t re) {
+        std::vector<Item> buf(static_cast<size_t>(n));
+        for (int64_t row = rb; row < re; ++row) {
+          int64_t xo, oo;
+          ro.offsets(row, &xo, &oo);
+          const T* src = xp + xo;
+          for (int64_t i = 0; i < n; ++i) buf[size_t(i)] = {Key(cast<Key>(src[i * xs])), i};
+          if (!topk) {
+            std::stable_sort(buf.begin(), buf.end(),
+                             [&](const Item& a, const Item& b) { return before(a.first, b.first); });
+          } else {
+            // Ties resolved by index: a strict total order, so the selection is deterministic.
+            auto cmp = [&](const Item& a, const Item& b) {
+              return before(a.first, b.first) || (!before(b.first, a.first) && a.second < b.second);
+            };
+            if (sorted) {
+              std::partial_sort(buf.begin(), buf.begin() + k, buf.end(), cmp);
+            } else if (k < n) {
+              std::nth_element(buf.begin(), buf.begin() + k, buf.end(), cmp);
+            }
+          }
+          if (vp) {
+            for (int64_t i = 0; i < m; ++i) {
+              const int64_t j = buf[size_t(i)].second;
+              vp[oo + i * os] = src[j * xs];
+              ip[oo + i * os] = j;
+            }
+          } else {
+            for (int64_t i = 0; i < m; ++i) ip[oo + i * os] = buf[size_t(i)].second;
+          }
+        }
+      });
+    };
+    if (descending)
+      run(Descending<Key>{});
+    else
+      run(Ascending<Key>{});
+  });
+}
+
+void sort(const Tensor& x, int dim, bool descending, const Tensor& values, const Tensor& indices) {
+  sort_rows(x, dim, descending, -1, true, values, indices);
+}
+
+void topk(const Tensor& x, int64_t k, int dim, bool largest, bool sorted, const Tensor& values,
+          const Tensor& indices) {
+  sort_rows(x, dim, largest, k, sorted, values, indices);
+}
+
+}  // namespace
+
+void register_sort_kernels() {
+  constexpr DeviceKind kCpu = DeviceKind::CPU;
+  ops::sort.set_kernel(kCpu, sort);
+  ops::argsort.set_kernel(kCpu, sort);
+  ops::topk.set_kernel(kCpu, topk);
+  register_bincount_kernel();
+}
+
+}  // namespace kiln::cpu

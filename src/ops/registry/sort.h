@@ -1,0 +1,29 @@
+// Sorting and counting (include/kiln/sort.h).
+#pragma once
+
+#include <cstdint>
+
+#include "kiln/tensor.h"
+
+namespace kiln::ops {
+
+// x: [*] real (not complex), x.dim() >= 1, dim wrapped; values (x's dtype,
+// may be undefined for argsort) and indices (int64): contiguous, x's shape.
+// Stable: ties keep their order.
+using Sort = void(const Tensor& x, int dim, bool descending, const Tensor& values, const Tensor& indices);
+// As Sort with size(dim) = k <= x.size(dim) in values and indices: the k
+// largest (or smallest) entries, ties by lower index; in order when sorted.
+using TopK = void(const Tensor& x, int64_t k, int dim, bool largest, bool sorted, const Tensor& values,
+                  const Tensor& indices);
+// x: [n] int64, contiguous, values in [0, out.size(0)); weights: [n] float64
+// contiguous, or undefined; out: [nbins] zeros, int64 without weights, else
+// float32 or float64.
+using Bincount = void(const Tensor& x, const Tensor& weights, const Tensor& out);
+
+#define KILN_OPS_SORT(X) \
+  X(sort, Sort)          \
+  X(argsort, Sort)       \
+  X(topk, TopK)          \
+  X(bincount, Bincount)
+
+}  // namespace kiln::ops
