@@ -79,11 +79,14 @@ Tensor from_values(const std::vector<double>& v, const Shape& shape, DType d) {
 
 // Builds one input: random representable values for the logical shape, laid
 // out as the spec says.
-void make_input(const InputSpec& s, DType d, const Entry& e, std::mt19937_64& rng, Inputs& in) {
+void make_input(const InputSpec& s, DType walk, const Entry& e, std::mt19937_64& rng, Inputs& in) {
+  const DType d = s.ints ? s.ints->dtype : walk;
   std::uniform_real_distribution<double> dist(e.lo, e.hi);
   auto draw = [&](int64_t n) {
     std::vector<double> v(n);
-    for (double& x : v) x = representable(dist(rng), d);
+    for (double& x : v)
+      x = s.ints ? double(std::uniform_int_distribution<int64_t>(s.ints->lo, s.ints->hi - 1)(rng))
+                 : representable(dist(rng), d);
     return v;
   };
   const int64_t n = numel(s.shape);
