@@ -2,28 +2,23 @@
 // Ellipsis, bools and integer/bool tensors (PyTorch's and NumPy's rules).
 //
 // Basic entries (int, slice, None, Ellipsis) become a view; tensor entries are
-// recorded against dims of that view, validated and folded into one int64
-// tensor of element offsets, "off", of the broadcast index shape B. Then
-//   x[idx]          = gather_kernel over the result shape (off adds to a base view)
-//   x[idx] (+)= v   = scatter_columns over the non-indexed dims, k walking B.
+// recorded against dims of that view and expanded to the broadcast index
+// shape B. The kernels (ops::index, ops::index_put of ops/registry/index.h)
+// check and wrap the indices as they fold them into element offsets.
 #include <limits>
 
 #include "kiln/index.h"
 #include "ops/elementwise.h"
 #include "ops/index_common.h"
+#include "ops/registry/all.h"
 
 namespace kiln {
 using namespace index_detail;
 namespace {
 
-struct Advanced {
-  int dim;     // dim of the basic view
-  Tensor idx;  // int64
-};
-
 struct Basic {
-  Tensor view;                // x after ints, slices, None, Ellipsis
-  std::vector<Advanced> adv;  // in increasing dim order
+  Tensor view;                          // x after ints, slices, None, Ellipsis
+  std::vector<ops::AdvancedIndex> adv;  // int64, in increasing dim order
 };
 
 Tensor bool_scalar_index(bool b) {
@@ -122,25 +117,25 @@ Basic apply_basic(const Tensor& x, const std::vector<TensorIndex>& idx, const ch
   return r;
 }
 
-// The advanced part laid out for the kernels.
+// The shape of x[idx] when idx has advanced entries.
 struct Plan {
-  Shape out_shape;                 // result of x[idx]
-  Shape B;                         // broadcast index shape
-  int b_pos = 0;                   // where B's dims start in out_shape
-  Tensor off;                      // int64 [B], contiguous: element offsets into the view
-  Shape rest_shape, rest_strides;  // non-indexed dims of the view, in order
+  Shape out_shape;  // result of x[idx]
+  Shape B;          // broadcast index shape
+  int b_pos = 0;    // where B's dims start in out_shape
 };
 
-Plan make_plan(const Basic& bs, const char* op) {
+// Broadcasts the advanced indices of bs together (expanding them to B) and
+// lays out the result shape.
+Plan make_plan(Basic& bs, const char* op) {
   Plan p;
   const Tensor& v = bs.view;
-  Shape B = bs.adv[0].idx.sizes();
+  Shape B = bs.adv[0].index.sizes();
   for (size_t j = 1; j < bs.adv.size(); ++j) {
     try {
-      B = broadcast_shapes(B, bs.adv[j].idx.shape(), op);
+      B = broadcast_shapes(B, bs.adv[j].index.shape(), op);
     } catch (const ValueError&) {
       std::string shapes;
-      for (size_t i = 0; i < bs.adv.size(); ++i) shapes += (i ? ", " : "") + bs.adv[i].idx.shape_str();
+      for (size_t i = 0; i < bs.adv.size(); ++i) shapes += (i ? ", " : "") + bs.adv[i].index.shape_str();
       throw IndexError(std::string("[") + op +
                        "] shape mismatch: indexing tensors could not be broadcast together "
                        "with shapes " +
@@ -148,9 +143,7 @@ Plan make_plan(const Basic& bs, const char* op) {
     }
   }
   p.B = B;
-  p.off = zeros(B, DType::Int64);
-  for (const auto& a : bs.adv)
-    add_wrapped_offsets(p.off, a.idx.expand(B), v.size(a.dim), v.stride(a.dim), op, a.dim);
+  for (auto& a : bs.adv) a.index = a.index.expand(B);
   bool adjacent = true;
   for (size_t j = 1; j < bs.adv.size(); ++j)
     if (bs.adv[j].dim != bs.adv[j - 1].dim + 1) adjacent = false;
@@ -159,39 +152,14 @@ Plan make_plan(const Basic& bs, const char* op) {
   for (int d = 0; d < v.dim(); ++d) {
     if (indexed[size_t(d)]) continue;
     if (adjacent && d < bs.adv[0].dim) ++p.b_pos;
-    p.rest_shape.push_back(v.size(d));
-    p.rest_strides.push_back(v.stride(d));
+    p.out_shape.push_back(v.size(d));
   }
-  p.out_shape = p.rest_shape;
   p.out_shape.insert(p.out_shape.begin() + p.b_pos, B.begin(), B.end());
   if (p.out_shape.size() > size_t(kMaxDims))
     throw ValueError(std::string("[") + op + "] indexing result would have " +
                      std::to_string(p.out_shape.size()) + " dims; at most " + std::to_string(kMaxDims) +
                      " are supported");
   return p;
-}
-
-// Inserts `ins` at position pos of v.
-Shape insert_at(Shape v, int pos, const Shape& ins) {
-  v.insert(v.begin() + pos, ins.begin(), ins.end());
-  return v;
-}
-
-// The stride that walks B's dims of t (laid out at [pos, pos + nb) of t's
-// shape) as one flat dim, or false when they do not merge.
-bool flat_b_stride(const Tensor& t, int pos, int nb, int64_t* stride) {
-  int64_t expect = -1;
-  *stride = 0;
-  for (int d = pos + nb - 1; d >= pos; --d) {
-    if (t.size(d) == 1) continue;
-    if (expect < 0) {
-      *stride = t.stride(d);
-    } else if (t.stride(d) != expect) {
-      return false;
-    }
-    expect = t.stride(d) * t.size(d);
-  }
-  return true;
 }
 
 }  // namespace
@@ -202,14 +170,9 @@ Tensor index(const Tensor& x, const std::vector<TensorIndex>& idx) {
   if (bs.adv.empty()) return bs.view;
   const Plan p = make_plan(bs, op);
   Tensor out = empty(p.out_shape, x.dtype());
-  if (out.numel() == 0) return out;
-  const int nb = int(p.B.size());
-  // base: the view's non-indexed strides, 0 along B; off: 0 along the rest.
-  const Tensor base =
-      restride(bs.view, p.out_shape, insert_at(p.rest_strides, p.b_pos, Shape(size_t(nb), 0)));
-  const Tensor offv =
-      restride(p.off, p.out_shape, insert_at(Shape(p.rest_shape.size(), 0), p.b_pos, p.off.stride_vec()));
-  gather_kernel(out, base, offv, 1);
+  // With B non-empty the kernel checks the indices even when out is empty.
+  if (shape_numel(p.B, op) == 0) return out;
+  ops::index(common_device(op, {&x, &out}), bs.view, bs.adv, p.b_pos, out);
   return out;
 }
 
@@ -224,12 +187,12 @@ Tensor& index_put_(Tensor& x, const std::vector<TensorIndex>& idx, const Tensor&
   Tensor value = value_in.to(x.dtype());
   if (value.storage() == x.storage()) value = value.clone();
   const Tensor& v = bs.view;
+  const Device device = common_device(op, {&x, &value});
   if (bs.adv.empty()) {
     if (!accumulate) {
       bs.view.copy_(value);
       return x;
     }
-    // view += value as one column per element, k = 0 only.
     Tensor val;
     try {
       val = value.expand(v.sizes());
@@ -237,9 +200,7 @@ Tensor& index_put_(Tensor& x, const std::vector<TensorIndex>& idx, const Tensor&
       throw ValueError("[index_put_] value of shape " + value_in.shape_str() + " cannot be broadcast to " +
                        v.shape_str());
     }
-    const Tensor zero = zeros({}, DType::Int64);
-    scatter_accumulate(v, val, restride(zero, v.sizes(), Shape(size_t(v.dim()), 0)), 1, 0, 0, 0,
-                       Scalar(int64_t(1)), op);
+    ops::index_put(device, v, bs.adv, 0, val, true);
     return x;
   }
   const Plan p = make_plan(bs, op);
@@ -249,26 +210,8 @@ Tensor& index_put_(Tensor& x, const std::vector<TensorIndex>& idx, const Tensor&
     throw ValueError("[index_put_] shape mismatch: value tensor of shape " + value_in.shape_str() +
                      " cannot be broadcast to indexing result of shape " + shape_to_string(p.out_shape));
   }
-  const int64_t K = p.off.numel();
-  const int nb = int(p.B.size());
-  if (K == 0 || shape_numel(p.rest_shape, op) == 0) return x;
-  int64_t val_k_stride = 0;
-  if (!flat_b_stride(value, p.b_pos, nb, &val_k_stride)) {
-    value = value.contiguous();
-    flat_b_stride(value, p.b_pos, nb, &val_k_stride);
-  }
-  Shape val_rest;
-  for (int d = 0; d < value.dim(); ++d)
-    if (d < p.b_pos || d >= p.b_pos + nb) val_rest.push_back(value.stride(d));
-  // Columns: the non-indexed dims; k walks B (flattened) in row-major order.
-  const Tensor dst = restride(v, p.rest_shape, p.rest_strides);
-  const Tensor src = restride(value, p.rest_shape, val_rest);
-  const Tensor offc = restride(p.off, p.rest_shape, Shape(p.rest_shape.size(), 0));
-  const int64_t sz = int64_t(x.itemsize());
-  if (accumulate)
-    scatter_accumulate(dst, src, offc, K, sz, val_k_stride * sz, 8, Scalar(int64_t(1)), op);
-  else
-    scatter_copy(dst, src, offc, K, sz, val_k_stride * sz, 8);
+  if (shape_numel(p.B, op) == 0) return x;
+  ops::index_put(device, v, bs.adv, p.b_pos, value, accumulate);
   return x;
 }
 

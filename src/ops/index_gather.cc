@@ -1,7 +1,9 @@
 // gather, scatter, scatter_add (torch semantics: indices in [0, size), no
-// wrapping; index.size(d) <= x.size(d) for d != dim).
+// wrapping; index.size(d) <= x.size(d) for d != dim). The front-ends validate
+// shapes and indices; the kernels are the ops of ops/registry/index.h.
 #include "kiln/index.h"
 #include "ops/index_common.h"
+#include "ops/registry/all.h"
 
 namespace kiln {
 using namespace index_detail;
@@ -34,11 +36,6 @@ void check_shapes(const Tensor& x, int dim, const Tensor& idx, const Tensor* src
   }
 }
 
-Shape with_zero_at(Shape strides, int dim) {
-  strides[dim] = 0;
-  return strides;
-}
-
 // Shared front-end of scatter_ (src or value) and scatter_add_.
 Tensor& scatter_impl(Tensor& x, int dim, const Tensor& index, const Tensor* src_in, const Scalar* value,
                      bool add, const char* op) {
@@ -62,25 +59,8 @@ Tensor& scatter_impl(Tensor& x, int dim, const Tensor& index, const Tensor* src_
   if (i1.storage() == x1.storage()) i1 = i1.clone();
   if (!src_in) s1 = scalar_tensor(*value, x.dtype()).view({1}).expand(i1.sizes());
 
-  // Columns: index's shape without dim; k walks dim.
-  Shape cols, xs, ss, is;
-  drop_dim(i1, dim, &cols, &is);
-  Shape xs_full = x1.stride_vec();
-  for (int d = 0; d < x1.dim(); ++d)
-    if (d != dim) xs.push_back(xs_full[d]);
-  for (int d = 0; d < s1.dim(); ++d)
-    if (d != dim) ss.push_back(s1.stride(d));
-  const Tensor dst_base = restride(x1, cols, xs);
-  const Tensor src_cols = restride(s1, cols, ss);
-  const Tensor idx_cols = restride(i1, cols, is);
-  const int64_t K = i1.size(dim);
-  const int64_t sz = int64_t(x.itemsize());
-  if (add)
-    scatter_accumulate(dst_base, src_cols, idx_cols, K, x1.stride(dim) * sz, s1.stride(dim) * sz,
-                       i1.stride(dim) * 8, Scalar(int64_t(1)), op);
-  else
-    scatter_copy(dst_base, src_cols, idx_cols, K, x1.stride(dim) * sz, s1.stride(dim) * sz,
-                 i1.stride(dim) * 8);
+  const Op<ops::Scatter>& kernel = add ? ops::scatter_add : ops::scatter;
+  kernel(common_device(op, {&x, &i1, &s1}), x1, dim, i1, s1);
   return x;
 }
 
@@ -95,9 +75,7 @@ Tensor gather(const Tensor& x, int dim, const Tensor& index) {
   check_indices(i1, x1.size(dim), false, "gather", dim);
   Tensor out = empty(idx.sizes(), x.dtype());
   if (out.numel() == 0) return out;
-  // out, base, index: [index.shape]; base steps like x except along dim.
-  const Tensor base = restride(x1, i1.sizes(), with_zero_at(x1.stride_vec(), dim));
-  gather_kernel(as_1d_if_scalar(out), base, i1, x1.stride(dim));
+  ops::gather(common_device("gather", {&x, &idx, &out}), x1, dim, i1, as_1d_if_scalar(out));
   return out;
 }
 

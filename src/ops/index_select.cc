@@ -1,7 +1,9 @@
 // index_select and index_add (torch semantics: a 1-D (or 0-D) index of values
-// in [0, size), no wrapping).
+// in [0, size), no wrapping). The front-ends validate shapes and indices; the
+// kernels are the ops of ops/registry/index.h.
 #include "kiln/index.h"
 #include "ops/index_common.h"
+#include "ops/registry/all.h"
 
 namespace kiln {
 using namespace index_detail;
@@ -30,13 +32,7 @@ Tensor index_select(const Tensor& x, int dim, const Tensor& index) {
   Shape out_shape = x1.sizes();
   out_shape[dim] = idx.numel();
   Tensor out = empty(out_shape, x.dtype());
-  if (out.numel() > 0) {
-    Shape base_strides = x1.stride_vec(), idx_strides(out_shape.size(), 0);
-    base_strides[dim] = 0;
-    idx_strides[dim] = idx.stride(0);
-    gather_kernel(out, restride(x1, out_shape, base_strides), restride(idx, out_shape, idx_strides),
-                  x1.stride(dim));
-  }
+  if (out.numel() > 0) ops::index_select(common_device("index_select", {&x, &idx, &out}), x1, dim, idx, out);
   return x.dim() == 0 ? out.view({}) : out;
 }
 
@@ -66,15 +62,7 @@ Tensor& index_add_(Tensor& x, int dim, const Tensor& index, const Tensor& source
   if (idx.numel() == 0 || x.numel() == 0) return x;
   if (s1.storage() == x1.storage()) s1 = s1.clone();
   if (idx.storage() == x1.storage()) idx = idx.clone();
-  // Columns: source's shape without dim; k walks index.
-  Shape cols, xs, ss;
-  drop_dim(x1, dim, &cols, &xs);
-  cols.clear();
-  drop_dim(s1, dim, &cols, &ss);
-  const int64_t sz = int64_t(x.itemsize());
-  scatter_accumulate(restride(x1, cols, xs), restride(s1, cols, ss),
-                     restride(idx, cols, Shape(cols.size(), 0)), idx.numel(), x1.stride(dim) * sz,
-                     s1.stride(dim) * sz, idx.stride(0) * 8, alpha, op);
+  ops::index_add(common_device(op, {&x, &idx, &s1}), x1, dim, idx, s1, alpha);
   return x;
 }
 

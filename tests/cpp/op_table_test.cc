@@ -80,12 +80,15 @@ Tensor from_values(const std::vector<double>& v, const Shape& shape, DType d) {
 
 // Builds one input: random representable values for the logical shape, laid
 // out as the spec says.
-void make_input(const InputSpec& s, DType d, const Entry& e, std::mt19937_64& rng, Inputs& in) {
+void make_input(const InputSpec& s, DType walk, const Entry& e, std::mt19937_64& rng, Inputs& in) {
+  const DType d = s.ints ? s.ints->dtype : walk;
   std::uniform_real_distribution<double> dist(e.lo, e.hi);
   auto draw = [&](int64_t n) {
     std::vector<double> v(n);
-    for (double& x : v) x = representable(dist(rng), d);
-    for (size_t i = 3; mantissa_bits(d) && !e.specials.empty() && i < v.size(); i += 7)
+    for (double& x : v)
+      x = s.ints ? double(std::uniform_int_distribution<int64_t>(s.ints->lo, s.ints->hi - 1)(rng))
+                 : representable(dist(rng), d);
+    for (size_t i = 3; !s.ints && mantissa_bits(d) && !e.specials.empty() && i < v.size(); i += 7)
       v[i] = e.specials[(i / 7) % e.specials.size()];
     return v;
   };

@@ -11,6 +11,7 @@ void register_kernels() {
   register_softmax_kernels();
   register_reduce_kernels();
   register_sort_kernels();
+  register_index_kernels();
 }
 
 }  // namespace kiln::cpu

@@ -15,5 +15,6 @@ void register_unary_special_kernels();
 void register_softmax_kernels();
 void register_reduce_kernels();
 void register_sort_kernels();
+void register_index_kernels();
 
 }  // namespace kiln::cpu

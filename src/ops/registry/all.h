@@ -7,6 +7,7 @@
 
 #include <span>
 
+#include "ops/registry/index.h"
 #include "ops/registry/op.h"
 #include "ops/registry/reduce.h"
 #include "ops/registry/softmax.h"
@@ -25,6 +26,7 @@
   KILN_OPS_SOFTMAX(X)               \
   KILN_OPS_REDUCE(X)                \
   KILN_OPS_SORT(X)                  \
+  KILN_OPS_INDEX(X)                 \
   /* each new family adds its list above this line */
 
 namespace kiln::ops {

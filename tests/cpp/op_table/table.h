@@ -34,6 +34,13 @@ struct InputSpec {
   Shape shape;
   enum Layout { Contiguous, Transposed, Strided, Expanded } layout = Contiguous;
   Shape base = {};  // Expanded: the shape that is expanded (size-1 dims broadcast)
+  // An integer input (an index tensor, a bool mask): values drawn uniformly
+  // from [lo, hi) and held in `dtype`, whatever the walk's dtype.
+  struct Ints {
+    DType dtype;
+    int64_t lo, hi;
+  };
+  std::optional<Ints> ints = std::nullopt;
 };
 
 // The inputs of one case, as float64 values (what the input dtype holds, in

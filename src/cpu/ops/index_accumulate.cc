@@ -1,7 +1,7 @@
 // The typed half of the scatter kernels: dst += alpha * src, for scatter_add,
 // index_add, put_ and index_put_ with accumulate.
 #include "core/cast.h"
-#include "ops/index_common.h"
+#include "cpu/ops/index_common.h"
 
 namespace kiln::index_detail {
 
