@@ -1,10 +1,15 @@
-// The caching host allocator: 64-byte aligned blocks; freed blocks are kept and
-// reused for later requests of a similar size, so a token loop that allocates
-// the same shapes every step touches the system allocator only once.
+// Memory per device. Each device has one caching allocator behind the
+// Allocator interface; allocator_for(device) finds it. The host's: 64-byte
+// aligned blocks; freed blocks are kept and reused for later requests of a
+// similar size, so a token loop that allocates the same shapes every step
+// touches the system allocator only once. The free functions below are the
+// host allocator's shortcuts.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+
+#include "kiln/device.h"
 
 namespace kiln {
 
@@ -16,6 +21,33 @@ struct MemoryStats {
   uint64_t cache_hits = 0;    // of which served from the cache
 };
 
+// One device's caching allocator. Storage calls allocate/deallocate once per
+// tensor; the rest is for memory reports and tuning.
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual Device device() const = 0;
+  // Throws OutOfMemoryError (carrying nbytes) when the device refuses.
+  virtual void* allocate(size_t nbytes) = 0;
+  // nbytes: what allocate() was asked for.
+  virtual void deallocate(void* ptr, size_t nbytes) = 0;
+  virtual MemoryStats stats() = 0;
+  virtual void reset_peak_stats() = 0;
+  // Returns every cached (unused) block to the device.
+  virtual void empty_cache() = 0;
+  virtual size_t cache_limit() = 0;
+  virtual void set_cache_limit(size_t bytes) = 0;
+};
+
+// The host (CPU) caching allocator.
+Allocator& cpu_allocator();
+// Whether this build has memory for `device` (only the CPU today).
+bool device_available(Device device);
+// The allocator of `device`; NotImplementedError "[op] device cuda:0 is not
+// available in this build" for a device this build lacks.
+Allocator& allocator_for(Device device, const char* op = "allocator_for");
+
+// ---- the host allocator's shortcuts ----
 // Throws OutOfMemoryError (carrying nbytes) when the system refuses.
 void* allocate(size_t nbytes);
 void deallocate(void* ptr, size_t nbytes);

@@ -19,25 +19,37 @@ namespace kiln {
 inline constexpr int kMaxDims = 8;
 using Shape = std::vector<int64_t>;
 
-// A block of memory that views point into. Owns it through the caching
-// allocator, or borrows it from the outside with a deleter (host buffer import).
+class Allocator;
+
+// A block of memory that views point into, on one device. Owns it through that
+// device's caching allocator, or borrows it from the outside with a deleter
+// (host buffer import).
 class Storage {
  public:
-  // Allocates nbytes (64-byte aligned) from the caching allocator.
+  // Allocates nbytes (64-byte aligned) from the host caching allocator.
   explicit Storage(size_t nbytes);
-  // Wraps external memory; `release` runs when the last view goes away.
-  Storage(void* data, size_t nbytes, std::function<void()> release);
+  // Allocates nbytes from allocator_for(device); NotImplementedError naming
+  // `op` for a device this build lacks.
+  Storage(size_t nbytes, Device device, const char* op = "empty");
+  // Wraps external memory that lives on `device`; `release` runs when the last
+  // view goes away. A device other than the CPU is taken on trust (kiln only
+  // reads such memory through that device's kernels).
+  Storage(void* data, size_t nbytes, std::function<void()> release, Device device = Device{});
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
   void* data() const { return data_; }
   size_t nbytes() const { return nbytes_; }
+  // CPU storage reports "cpu" (no index, as torch); CUDA storage its index.
+  Device device() const { return device_; }
 
  private:
   void* data_ = nullptr;
   size_t nbytes_ = 0;
-  std::function<void()> release_;  // empty: memory belongs to the allocator
+  Allocator* allocator_ = nullptr;  // null: memory is borrowed, release_ frees it
+  std::function<void()> release_;
+  Device device_;
 };
 
 class Tensor {
@@ -55,7 +67,8 @@ class Tensor {
 
   bool defined() const { return storage_ != nullptr; }
   DType dtype() const { return dtype_; }
-  Device device() const { return Device{}; }
+  // The storage's device; an undefined tensor answers cpu.
+  Device device() const { return storage_ ? storage_->device() : Device{}; }
   int dim() const { return ndim_; }
   std::span<const int64_t> shape() const { return {shape_.data(), size_t(ndim_)}; }
   std::span<const int64_t> strides() const { return {strides_.data(), size_t(ndim_)}; }
@@ -103,6 +116,10 @@ class Tensor {
   Tensor contiguous() const;  // *this when already contiguous
   Tensor clone() const;
   Tensor to(DType dtype) const;  // *this when dtype matches
+  // *this when already on `device` (same_device: "cpu:0" is "cpu"), as torch;
+  // NotImplementedError when this build lacks either device.
+  Tensor to(Device device) const;
+  Tensor cpu() const { return to(Device{}); }
   // Copies src into this tensor (broadcasting src, converting dtype).
   Tensor& copy_(const Tensor& src);
   Tensor& fill_(const Scalar& value);

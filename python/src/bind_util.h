@@ -110,8 +110,14 @@ Shape shape_from_args(const nb::args& args, const char* op = "size");
 // element count past int64, MemoryError "[op] cannot allocate N bytes (shape [..], dtype
 // ..): out of memory" when the system refuses (factories.cc).
 Tensor empty_checked(const char* op, const Shape& shape, DType d);
-// Validates a device argument (None, "cpu", or an object whose str() is "cpu").
-void check_device(nb::handle device, const char* op);
+// ---- devices (device.cc) ----
+// A device argument: None -> nullopt; a kiln.device, a string ("cpu", "cuda:1"), an
+// int ordinal (a CUDA index, as torch) or another library's device (torch.device);
+// ValueError for a malformed string, TypeError for anything else.
+std::optional<Device> to_optional_device(nb::handle h, const char* op);
+// The device a factory's device= names (None -> cpu); NotImplementedError
+// "[op] device cuda is not available in this build; only cpu is" for one this build lacks.
+Device check_device(nb::handle device, const char* op);
 
 // ---- text (text.cc) ----
 // str(h) as UTF-8 (escaped when it holds lone surrogates), repr as ascii() writes it,

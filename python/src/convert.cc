@@ -339,14 +339,6 @@ Shape shape_from_args(const nb::args& args, const char* op) {
   return shape;
 }
 
-void check_device(nb::handle device, const char* op) {
-  if (device.is_none()) return;
-  const std::string s = py_str(device);
-  if (s != "cpu" && s != "cpu:0")
-    throw NotImplementedError(std::string("[") + op + "] device '" + s +
-                              "' is not available in this build; only 'cpu' is");
-}
-
 void def_tensor_method(nb::module_& m, const char* method, const char* function) {
   nb::object fn = m.attr(function ? function : method);
   nb::handle cls = nb::type<Tensor>();

@@ -147,18 +147,20 @@ void init_factories(nb::module_& m) {
       "input"_a, "fill_value"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
   m.def(
       "rand_like",
-      [](const Tensor& t, std::optional<DType> dtype, std::optional<Generator*> g) {
+      [](const Tensor& t, std::optional<DType> dtype, std::optional<Generator*> g, nb::handle device) {
+        check_device(device, "rand_like");
         const DType d = dtype.value_or(t.dtype());
         return allocating("rand_like", t.sizes(), d, [&] { return rand(t.sizes(), d, gen_ptr(g)); });
       },
-      "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "generator"_a = nb::none());
+      "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "generator"_a = nb::none(), "device"_a = nb::none());
   m.def(
       "randn_like",
-      [](const Tensor& t, std::optional<DType> dtype, std::optional<Generator*> g) {
+      [](const Tensor& t, std::optional<DType> dtype, std::optional<Generator*> g, nb::handle device) {
+        check_device(device, "randn_like");
         const DType d = dtype.value_or(t.dtype());
         return allocating("randn_like", t.sizes(), d, [&] { return randn(t.sizes(), d, gen_ptr(g)); });
       },
-      "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "generator"_a = nb::none());
+      "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "generator"_a = nb::none(), "device"_a = nb::none());
 
   // ---- ranges ----
   m.def(

@@ -86,6 +86,17 @@ Shape element_strides(const Shape& byte_strides, size_t isz, const char* op) {
   return out;
 }
 
+// DLPack's (device_type, device_id) for a kiln device: kDLCPU (1) with id 0,
+// kDLCUDA (2) with the CUDA index.
+struct DLDeviceRef {
+  int type;
+  int id;
+};
+DLDeviceRef dl_device(Device d) {
+  if (d.is_cuda()) return {nb::device::cuda::value, d.has_index() ? d.index : 0};
+  return {nb::device::cpu::value, 0};
+}
+
 // A nanobind ndarray describing t, owned by a capsule holding a copy of t (so the
 // storage lives as long as any consumer holds the export).
 template <typename Framework>
@@ -98,13 +109,16 @@ nb::ndarray<Framework> export_ndarray(const Tensor& t, dl::dtype dt) {
     shape[i] = size_t(t.shape()[size_t(i)]);
     strides[i] = t.strides()[size_t(i)];
   }
-  return nb::ndarray<Framework>(t.data_ptr(), size_t(t.dim()), shape, owner, strides, dt,
-                                nb::device::cpu::value);
+  const DLDeviceRef dev = dl_device(t.device());
+  return nb::ndarray<Framework>(t.data_ptr(), size_t(t.dim()), shape, owner, strides, dt, dev.type, dev.id);
 }
 
 // t as a NumPy array sharing memory; bfloat16/FP8 go out as raw bits and are
 // reinterpreted as the ml_dtypes dtype (NumPy's buffer protocol has no code for them).
 nb::object to_numpy(const Tensor& t) {
+  if (!t.device().is_cpu())
+    throw TypeError("[numpy] cannot convert a tensor on " + t.device().str() +
+                    " to NumPy; use Tensor.cpu() to copy it to host memory first");
   const DType d = t.dtype();
   const bool ml = d == DType::BFloat16 || is_fp8(d);
   const dl::dtype carrier = ml ? dl::dtype{uint8_t(dl::dtype_code::UInt), uint8_t(itemsize(d) * 8), 1}
@@ -128,6 +142,8 @@ Tensor from_dlpack_impl(nb::handle x) {
     throw TypeError("[from_dlpack] expected an object with __dlpack__ (or a DLPack capsule), got " +
                     nb::cast<std::string>(nb::str(x.type().attr("__name__"))));
   }
+  if (arr.device_type() == nb::device::cuda::value)  // raises: no CUDA in this build
+    allocator_for(Device{DeviceKind::CUDA, int(arr.device_id())}, "from_dlpack");
   if (arr.device_type() != nb::device::cpu::value)
     throw NotImplementedError("[from_dlpack] only CPU tensors can be imported (DLPack device type " +
                               std::to_string(arr.device_type()) + ")");
@@ -207,7 +223,10 @@ void init_interop(nb::module_& m, nb::class_<Tensor>& tcls) {
         return exporter.attr("__dlpack__")(**kw);
       }, nb::kw_only(), "stream"_a = nb::none(), "max_version"_a = nb::none(), "dl_device"_a = nb::none(),
          "copy"_a = nb::none())
-      .def("__dlpack_device__", [](const Tensor&) { return nb::make_tuple(1, 0); });
+      .def("__dlpack_device__", [](const Tensor& t) {
+        const DLDeviceRef d = dl_device(t.device());
+        return nb::make_tuple(d.type, d.id);
+      });
 }
 
 }  // namespace kiln::py

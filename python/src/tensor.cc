@@ -2,6 +2,7 @@
 // factories.cc, NumPy/DLPack interop in interop.cc, ops in the other binding files.
 #include <nanobind/stl/tuple.h>
 
+#include <algorithm>
 #include <string>
 
 #include "bind_util.h"
@@ -12,6 +13,7 @@ using namespace nb::literals;
 namespace kiln::py {
 
 void init_dtype(nb::module_& m);
+void init_device(nb::module_& m);  // device.cc
 void init_factories(nb::module_& m);
 void init_interop(nb::module_& m, nb::class_<Tensor>& cls);
 void init_runtime(nb::module_& m);
@@ -56,44 +58,61 @@ nb::object item(const Tensor& t) {
 }
 
 // t.to(...) as torch: to(dtype), to(device), to(device, dtype), to(other), with
-// dtype=/device=/copy= keywords. The CPU is the only device.
+// dtype=/device=/copy= keywords. To the tensor's own device (and dtype) it is the
+// tensor itself; to a device this build lacks it raises NotImplementedError.
 Tensor to_impl(const Tensor& t, nb::args args, nb::kwargs kwargs) {
   std::optional<DType> dtype;
+  std::optional<Device> device;
   bool copy = false;
   for (nb::handle a : args) {
     if (is_tensor(a)) {
-      dtype = nb::cast<const Tensor&>(a).dtype();
+      const Tensor& other = nb::cast<const Tensor&>(a);
+      dtype = other.dtype();
+      device = other.device();
     } else if (nb::isinstance<PyDType>(a)) {
       dtype = to_dtype(a);
-    } else if (nb::isinstance<nb::str>(a)) {
-      const std::string_view s = utf8(a, "to", "argument");
-      if (s == "cpu" || s == "cpu:0") continue;
-      try {
-        dtype = to_dtype(a);
-      } catch (const TypeError&) {
-        check_device(a, "to");
-      }
+    } else if (nb::isinstance<Device>(a)) {
+      device = nb::cast<Device>(a);
     } else if (a.is_none()) {
       continue;
     } else {
+      if (nb::isinstance<nb::str>(a)) {
+        // "cpu", "cuda:1": a device, whatever the dtype names are.
+        const std::string_view s = utf8(a, "to", "argument");
+        const std::string_view kind = s.substr(0, s.find(':'));
+        if (kind == "cpu" || kind == "cuda") {
+          device = to_optional_device(a, "to");
+          continue;
+        }
+      }
       try {
         dtype = to_dtype(a);
       } catch (const TypeError&) {
-        check_device(a, "to");
+        device = to_optional_device(a, "to");
       }
     }
   }
   for (auto [k, v] : kwargs) {
     const std::string key(utf8(k, "to", "keyword"));
     if (key == "dtype") dtype = to_optional_dtype(v);
-    else if (key == "device") check_device(v, "to");
+    else if (key == "device") device = to_optional_device(v, "to");
     else if (key == "copy") copy = nb::cast<bool>(v);
     else if (key == "non_blocking") continue;
     else throw TypeError("[to] unexpected keyword argument '" + key + "'");
   }
+  const Tensor on = device ? t.to(*device) : t;  // t itself on its own device
   const DType d = dtype.value_or(t.dtype());
-  if (d == t.dtype()) return copy ? t.clone() : t;
-  return t.to(d);
+  if (d == t.dtype()) return copy && on.storage() == t.storage() ? t.clone() : on;
+  return on.to(d);
+}
+
+// `self` when r is the very view self wraps (t.to("cpu") is t, as torch), else r.
+nb::object self_when_same(nb::handle self, Tensor r) {
+  const Tensor& t = nb::cast<const Tensor&>(self);
+  if (r.storage() == t.storage() && r.dtype() == t.dtype() && r.offset() == t.offset() &&
+      std::ranges::equal(r.shape(), t.shape()) && std::ranges::equal(r.strides(), t.strides()))
+    return nb::borrow(self);
+  return nb::cast(std::move(r));
 }
 
 Tensor& fill_impl(Tensor& t, nb::handle value) {
@@ -142,6 +161,7 @@ Tensor construct(const nb::args& args, const nb::kwargs& kwargs) {
 
 void init_tensor(nb::module_& m) {
   init_dtype(m);
+  init_device(m);
   nb::class_<Tensor> cls(m, "Tensor", "A strided view of typed CPU memory (PyTorch's torch.Tensor).");
   cls.def("__init__",
           [](Tensor* self, nb::args args, nb::kwargs kwargs) { new (self) Tensor(construct(args, kwargs)); },
@@ -153,11 +173,12 @@ void init_tensor(nb::module_& m) {
       .def_prop_ro("shape", [](const Tensor& t) { return to_tuple(t.shape()); })
       .def_prop_ro("strides", [](const Tensor& t) { return to_tuple(t.strides()); },
                    "Strides in elements (as torch's stride()), not bytes.")
-      .def_prop_ro("device", [](const Tensor& t) { return t.device().str(); })
+      .def_prop_ro("device", &Tensor::device)
       .def_prop_ro("ndim", &Tensor::dim)
       .def_prop_ro("nbytes", [](const Tensor& t) { return t.nbytes(); })
       .def_prop_ro("itemsize", [](const Tensor& t) { return t.itemsize(); })
-      .def_prop_ro("is_cpu", [](const Tensor&) { return true; })
+      .def_prop_ro("is_cpu", [](const Tensor& t) { return t.device().is_cpu(); })
+      .def_prop_ro("is_cuda", [](const Tensor& t) { return t.device().is_cuda(); })
       .def_prop_ro("T", [](const Tensor& t) {
         std::vector<int> dims(size_t(t.dim()));
         for (int i = 0; i < t.dim(); ++i) dims[size_t(i)] = t.dim() - 1 - i;
@@ -258,13 +279,16 @@ void init_tensor(nb::module_& m) {
       .def("contiguous", &Tensor::contiguous)
       .def("clone", &Tensor::clone)
       .def("detach", [](const Tensor& t) { return t; })
-      .def("to", &to_impl, "args"_a, "kwargs"_a)
+      .def("to", [](nb::handle self, nb::args args, nb::kwargs kwargs) {
+        return self_when_same(self, to_impl(nb::cast<const Tensor&>(self), args, kwargs));
+      }, "args"_a, "kwargs"_a, "A copy on another device or dtype; the tensor itself when it is already there.")
       .def("type", [](const Tensor& t, nb::handle dtype) -> nb::object {
         if (dtype.is_none()) return nb::str(("kiln." + std::string(name(t.dtype()))).c_str());
         return nb::cast(t.to(to_dtype(dtype)));
       }, "dtype"_a = nb::none())
       .def("type_as", [](const Tensor& t, const Tensor& o) { return t.to(o.dtype()); }, "other"_a)
-      .def("cpu", [](const Tensor& t) { return t; })
+      .def("cpu", [](nb::handle self) { return self_when_same(self, nb::cast<const Tensor&>(self).cpu()); },
+           "The tensor on the CPU (itself when it is there).")
       .def("copy_", [](Tensor& t, nb::handle src) -> Tensor& { return t.copy_(to_tensor(src)); },
            "src"_a, nb::rv_policy::reference)
       .def("fill_", &fill_impl, "value"_a, nb::rv_policy::reference)

@@ -73,9 +73,20 @@ void trim_locked(Cache& c, size_t keep) {
   }
 }
 
-}  // namespace
+// The host's caching allocator. final: the shortcuts below call it directly.
+class HostAllocator final : public Allocator {
+ public:
+  Device device() const override { return Device{}; }
+  void* allocate(size_t nbytes) override;
+  void deallocate(void* ptr, size_t nbytes) override;
+  MemoryStats stats() override;
+  void reset_peak_stats() override;
+  void empty_cache() override;
+  size_t cache_limit() override;
+  void set_cache_limit(size_t bytes) override;
+};
 
-void* allocate(size_t nbytes) {
+void* HostAllocator::allocate(size_t nbytes) {
   const size_t size = round_size(nbytes);
   Cache& c = cache();
   {
@@ -106,7 +117,7 @@ void* allocate(size_t nbytes) {
   return p;
 }
 
-void deallocate(void* ptr, size_t nbytes) {
+void HostAllocator::deallocate(void* ptr, size_t nbytes) {
   if (ptr == nullptr) return;
   const size_t size = round_size(nbytes);
   Cache& c = cache();
@@ -124,32 +135,32 @@ void deallocate(void* ptr, size_t nbytes) {
   c.cached_bytes += size;
 }
 
-size_t cache_limit() {
+size_t HostAllocator::cache_limit() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   return c.limit;
 }
 
-void set_cache_limit(size_t bytes) {
+void HostAllocator::set_cache_limit(size_t bytes) {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   c.limit = bytes;
   trim_locked(c, bytes);
 }
 
-MemoryStats memory_stats() {
+MemoryStats HostAllocator::stats() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   return c.stats;
 }
 
-void reset_peak_memory_stats() {
+void HostAllocator::reset_peak_stats() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   c.stats.peak_bytes = c.stats.current_bytes;
 }
 
-void empty_cache() {
+void HostAllocator::empty_cache() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   for (auto& [size, p] : c.free_blocks) {
@@ -159,5 +170,30 @@ void empty_cache() {
   c.free_blocks.clear();
   c.cached_bytes = 0;
 }
+
+HostAllocator& host() {
+  static HostAllocator* a = new HostAllocator();  // never destroyed, as the cache
+  return *a;
+}
+
+}  // namespace
+
+Allocator& cpu_allocator() { return host(); }
+
+bool device_available(Device device) { return device.kind == DeviceKind::CPU; }
+
+Allocator& allocator_for(Device device, const char* op) {
+  if (device.kind == DeviceKind::CPU) return host();
+  throw NotImplementedError(std::string("[") + op + "] device " + device.str() +
+                            " is not available in this build; only cpu is");
+}
+
+void* allocate(size_t nbytes) { return host().allocate(nbytes); }
+void deallocate(void* ptr, size_t nbytes) { host().deallocate(ptr, nbytes); }
+MemoryStats memory_stats() { return host().stats(); }
+void reset_peak_memory_stats() { host().reset_peak_stats(); }
+void empty_cache() { host().empty_cache(); }
+size_t cache_limit() { return host().cache_limit(); }
+void set_cache_limit(size_t bytes) { host().set_cache_limit(bytes); }
 
 }  // namespace kiln

@@ -11,18 +11,31 @@ namespace kiln {
 
 // ---- Storage ----------------------------------------------------------------
 
-Storage::Storage(size_t nbytes) : data_(allocate(nbytes)), nbytes_(nbytes) {}
+namespace {
+// The device a storage reports: the host has no index (torch's device(type='cpu')),
+// an accelerator always has one ("cuda" means the current device, cuda:0).
+Device storage_device(Device d) {
+  if (d.kind == DeviceKind::CPU) return Device{};
+  return Device{d.kind, d.has_index() ? d.index : 0};
+}
+}  // namespace
 
-Storage::Storage(void* data, size_t nbytes, std::function<void()> release)
-    : data_(data), nbytes_(nbytes), release_(std::move(release)) {
-  if (!release_) release_ = [] {};
+Storage::Storage(size_t nbytes) : Storage(nbytes, Device{}) {}
+
+Storage::Storage(size_t nbytes, Device device, const char* op)
+    : allocator_(&allocator_for(device, op)), device_(storage_device(device)) {
+  data_ = allocator_->allocate(nbytes);
+  nbytes_ = nbytes;
 }
 
+Storage::Storage(void* data, size_t nbytes, std::function<void()> release, Device device)
+    : data_(data), nbytes_(nbytes), release_(std::move(release)), device_(storage_device(device)) {}
+
 Storage::~Storage() {
-  if (release_) {
+  if (allocator_) {
+    allocator_->deallocate(data_, nbytes_);
+  } else if (release_) {
     release_();
-  } else {
-    deallocate(data_, nbytes_);
   }
 }
 
@@ -512,6 +525,17 @@ Tensor Tensor::to(DType dtype) const {
   Tensor out = empty(sizes(), dtype);
   out.copy_(*this);
   return out;
+}
+
+Tensor Tensor::to(Device device) const {
+  const Device here = this->device();
+  if (same_device(here, device)) return *this;
+  // Both ends must be compiled in; this names the one that is not.
+  allocator_for(device, "to");
+  allocator_for(here, "to");
+  // No build has two devices yet: the first backend that adds one brings the copy.
+  throw NotImplementedError("[to] copying from " + here.str() + " to " + device.str() +
+                            " is not implemented");
 }
 
 std::string Tensor::shape_str() const { return shape_to_string(shape()); }

@@ -45,7 +45,7 @@ def test_attributes():
     assert t.stride() == (12, 4, 1) and t.stride(0) == 12 and t.stride(-1) == 1
     assert t.size() == (2, 3, 4) and t.size(1) == 3 and t.size(-1) == 4
     assert t.dtype == kiln.float32
-    assert t.device == "cpu"
+    assert t.device == kiln.device("cpu") and str(t.device) == "cpu"
     assert t.ndim == 3 and t.dim() == 3
     assert t.numel() == 24 and len(t) == 2
     assert t.element_size() == 4 and t.itemsize == 4 and t.nbytes == 96
