@@ -186,3 +186,23 @@ TEST(Device, CheckSameDeviceNamesBothDevices) {
   EXPECT_NO_THROW(check_same_device_list("cat", std::vector<Tensor>{cpu, Tensor(), cpu}));
   EXPECT_NO_THROW(check_same_device_list("cat", std::vector<Tensor>{}));
 }
+
+// Ops dispatch through the registry by their tensors' device: two devices in
+// one call name both; a device whose kernel this build lacks says so.
+TEST(Device, OpsDispatchByTheTensorsDevice) {
+  std::vector<float> host(6, 0.5f);
+  const Tensor on_cuda = claimed_on(Device::parse("cuda:0"), host);
+  const Tensor x = ones({6});
+  try {
+    softmax_out(x, 0, on_cuda);
+    FAIL() << "softmax_out across devices did not raise";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "[softmax] expected all tensors on the same device, got cpu and cuda:0");
+  }
+  try {
+    (void)kiln::exp(on_cuda);
+    FAIL() << "exp on a device without a kernel did not raise";
+  } catch (const NotImplementedError& e) {
+    EXPECT_STREQ(e.what(), "[exp] has no kernel for device cuda:0 in this build");
+  }
+}

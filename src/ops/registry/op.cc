@@ -8,9 +8,4 @@ void throw_no_kernel(const char* op, Device d) {
                             " in this build");
 }
 
-void throw_device_mismatch(const char* op, Device a, Device b) {
-  throw Error(std::string("[") + op + "] expected all tensors on the same device, got " + a.str() + " and " +
-              b.str());
-}
-
 }  // namespace kiln::detail

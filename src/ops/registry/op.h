@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "core/device_check.h"
 #include "kiln/device.h"
 #include "kiln/error.h"
 #include "kiln/tensor.h"
@@ -28,7 +29,6 @@ namespace detail {
 // The first op call pays for it; later calls see an initialised static.
 void ensure_backends_registered();
 [[noreturn]] void throw_no_kernel(const char* op, Device d);
-[[noreturn]] void throw_device_mismatch(const char* op, Device a, Device b);
 }  // namespace detail
 
 template <typename Sig>
@@ -72,17 +72,17 @@ class Op<R(A...)> {
   std::array<Kernel, kDeviceKinds> kernels_{};
 };
 
-// The device all defined tensors share; an Error (RuntimeError, as torch's
-// "Expected all tensors to be on the same device") naming `op` when two differ.
-// Undefined tensors (an absent bias) are skipped; with none defined, the CPU.
+// The device all defined tensors share (check_same_device's rule, which it
+// applies: an Error naming `op` when two differ; undefined tensors skipped);
+// with none defined, the CPU.
 inline Device common_device(const char* op, std::initializer_list<const Tensor*> ts) {
   const Tensor* first = nullptr;
   for (const Tensor* t : ts) {
     if (!t->defined()) continue;
     if (!first) {
       first = t;
-    } else if (t->device() != first->device()) {
-      detail::throw_device_mismatch(op, first->device(), t->device());
+    } else if (!same_device(t->device(), first->device())) {
+      throw_device_mismatch(op, first->device(), t->device());
     }
   }
   return first ? first->device() : Device{};
