@@ -14,11 +14,11 @@ using kiln::py::Operand;
 
 namespace {
 
-const Tensor* out_ptr(nb::handle out, Tensor* storage) {
-  if (out.is_none()) return nullptr;
+// out= as the C++ ops take it: an undefined Tensor for None.
+Tensor out_tensor(nb::handle out) {
+  if (out.is_none()) return Tensor();
   if (!py::is_tensor(out)) throw TypeError("[out] expected a kiln.Tensor for out=");
-  *storage = nb::cast<const Tensor&>(out);
-  return storage;
+  return nb::cast<const Tensor&>(out);
 }
 
 // Calls f(x, y) with the operands as Tensor or Scalar (at least one tensor).
@@ -95,19 +95,19 @@ void def_ioperator(const char* name, F f) {
 
 // A plain binary op: kiln.<name>(input, other, *, out=None), Tensor.<name>(other),
 // Tensor.<name>_(other).
-#define KILN_BIND_BINARY(fname)                                                                  \
-  do {                                                                                           \
-    m.def(                                                                                       \
-        #fname,                                                                                  \
-        [](nb::handle a, nb::handle b, nb::handle out) {                                         \
-          Tensor o;                                                                              \
-          const Tensor* op = out_ptr(out, &o);                                                   \
-          const Tensor r = visit2(#fname, a, b, [&](const auto& x, const auto& y) { return kiln::fname(x, y, op); }); \
-          return result(r, out);                                                                 \
-        },                                                                                       \
-        "input"_a, "other"_a, nb::kw_only(), "out"_a = nb::none());                             \
-    py::def_tensor_method(m, #fname);                                                            \
-    def_inplace(#fname "_", [](const Tensor& s, const auto& v) { kiln::fname##_(s, v); });     \
+#define KILN_BIND_BINARY(fname)                                                                          \
+  do {                                                                                                   \
+    m.def(                                                                                               \
+        #fname,                                                                                          \
+        [](nb::handle a, nb::handle b, nb::handle out) {                                                 \
+          const Tensor op = out_tensor(out);                                                             \
+          const Tensor r =                                                                               \
+              visit2(#fname, a, b, [&](const auto& x, const auto& y) { return kiln::fname(x, y, op); }); \
+          return result(r, out);                                                                         \
+        },                                                                                               \
+        "input"_a, "other"_a, nb::kw_only(), "out"_a = nb::none());                                      \
+    py::def_tensor_method(m, #fname);                                                                    \
+    def_inplace(#fname "_", [](const Tensor& s, const auto& v) { kiln::fname##_(s, v); });               \
   } while (0)
 
 // Binary functors for the operators.
@@ -120,16 +120,14 @@ void init_binary(nb::module_& m) {
   m.def(
       "add",
       [](nb::handle a, nb::handle b, Scalar alpha, nb::handle out) {
-        Tensor o;
-        const Tensor* op = out_ptr(out, &o);
+        const Tensor op = out_tensor(out);
         return result(visit2("add", a, b, [&](const auto& x, const auto& y) { return kiln::add(x, y, alpha, op); }), out);
       },
       "input"_a, "other"_a, nb::kw_only(), "alpha"_a = 1, "out"_a = nb::none());
   m.def(
       "sub",
       [](nb::handle a, nb::handle b, Scalar alpha, nb::handle out) {
-        Tensor o;
-        const Tensor* op = out_ptr(out, &o);
+        const Tensor op = out_tensor(out);
         return result(visit2("sub", a, b, [&](const auto& x, const auto& y) { return kiln::sub(x, y, alpha, op); }), out);
       },
       "input"_a, "other"_a, nb::kw_only(), "alpha"_a = 1, "out"_a = nb::none());
@@ -155,8 +153,7 @@ void init_binary(nb::module_& m) {
   m.def(
       "div",
       [](nb::handle a, nb::handle b, nb::handle rounding_mode, nb::handle out) {
-        Tensor o;
-        const Tensor* op = out_ptr(out, &o);
+        const Tensor op = out_tensor(out);
         const std::string rm(py::optional_utf8(rounding_mode, "div", "rounding_mode").value_or(""));
         return result(visit2("div", a, b, [&](const auto& x, const auto& y) { return kiln::div(x, y, rm, op); }), out);
       },
@@ -266,8 +263,7 @@ void init_binary(nb::module_& m) {
       "where",
       [](nb::handle cond, nb::handle a, nb::handle b, nb::handle out) {
         const Tensor c = py::to_tensor(cond);
-        Tensor o;
-        const Tensor* op = out_ptr(out, &o);
+        const Tensor op = out_tensor(out);
         const Operand x = py::to_operand(a, "where"), y = py::to_operand(b, "where");
         const Tensor r = std::visit([&](const auto& p, const auto& q) { return kiln::where(c, p, q, op); }, x, y);
         return result(r, out);
@@ -285,7 +281,7 @@ void init_binary(nb::module_& m) {
   // ---- clamp ----
   // min/max: None, a number or a tensor; with any tensor bound, a number bound
   // becomes a 0-dim tensor of its promotion dtype.
-  auto clamp_call = [](const Tensor& x, nb::handle lo, nb::handle hi, const Tensor* out, const Tensor* self) {
+  auto clamp_call = [](const Tensor& x, nb::handle lo, nb::handle hi, const Tensor& out, const Tensor* self) {
     const bool tensor_bounds = (!lo.is_none() && !py::is_number(lo)) || (!hi.is_none() && !py::is_number(hi));
     const char* op = self ? "clamp_" : "clamp";
     if (!tensor_bounds) {
@@ -295,34 +291,39 @@ void init_binary(nb::module_& m) {
       if (!lo.is_none()) rt.add((l = py::to_scalar(lo, op))->promotion_dtype(), Priority::Scalar);
       if (!hi.is_none()) rt.add((h = py::to_scalar(hi, op))->promotion_dtype(), Priority::Scalar);
       // As torch: the bounds are converted (checked) to the dtype the clamp runs in.
-      const DType d = self ? self->dtype() : (out ? out->dtype() : rt.get());
+      const DType d = self ? self->dtype() : (out.defined() ? out.dtype() : rt.get());
       if (l) py::check_fits(*l, d, op, "min");
       if (h) py::check_fits(*h, d, op, "max");
       return self ? kiln::clamp_(*self, l, h) : kiln::clamp(x, l, h, out);
     }
-    auto bound = [op](nb::handle b) -> std::optional<Tensor> {
-      if (b.is_none()) return std::nullopt;
+    auto bound = [op](nb::handle b) -> Tensor {
+      if (b.is_none()) return Tensor();
       const Operand o = py::to_operand(b, op);
       if (const Scalar* s = std::get_if<Scalar>(&o)) return scalar_tensor(*s, s->promotion_dtype());
       return std::get<Tensor>(o);
     };
-    const std::optional<Tensor> l = bound(lo), h = bound(hi);
+    const Tensor l = bound(lo), h = bound(hi);
     return self ? kiln::clamp_(*self, l, h) : kiln::clamp(x, l, h, out);
   };
   m.def(
       "clamp",
       [clamp_call](const Tensor& x, nb::handle min, nb::handle max, nb::handle out) {
-        Tensor o;
-        const Tensor* op = out_ptr(out, &o);
+        const Tensor op = out_tensor(out);
         return result(clamp_call(x, min, max, op, nullptr), out);
       },
       "input"_a, "min"_a = nb::none(), "max"_a = nb::none(), nb::kw_only(), "out"_a = nb::none());
   m.attr("clip") = m.attr("clamp");
   m.def(
-      "clamp_min", [clamp_call](const Tensor& x, nb::handle min) { return clamp_call(x, min, nb::none(), nullptr, nullptr); },
+      "clamp_min",
+      [clamp_call](const Tensor& x, nb::handle min) {
+        return clamp_call(x, min, nb::none(), Tensor(), nullptr);
+      },
       "input"_a, "min"_a);
   m.def(
-      "clamp_max", [clamp_call](const Tensor& x, nb::handle max) { return clamp_call(x, nb::none(), max, nullptr, nullptr); },
+      "clamp_max",
+      [clamp_call](const Tensor& x, nb::handle max) {
+        return clamp_call(x, nb::none(), max, Tensor(), nullptr);
+      },
       "input"_a, "max"_a);
   py::def_tensor_method(m, "clamp");
   py::def_tensor_method(m, "clip", "clamp");
@@ -331,7 +332,7 @@ void init_binary(nb::module_& m) {
   set_method("clamp_", nb::cpp_function(
                            [clamp_call](nb::handle self, nb::handle min, nb::handle max) -> nb::object {
                              const Tensor& s = nb::cast<const Tensor&>(self);
-                             clamp_call(s, min, max, nullptr, &s);
+                             clamp_call(s, min, max, Tensor(), &s);
                              return nb::borrow(self);
                            },
                            nb::scope(nb::type<Tensor>()), nb::name("clamp_"), nb::is_method(),
@@ -341,8 +342,7 @@ void init_binary(nb::module_& m) {
   m.def(
       "lerp",
       [](const Tensor& start, nb::handle end, nb::handle weight, nb::handle out) {
-        Tensor o;
-        const Tensor* op = out_ptr(out, &o);
+        const Tensor op = out_tensor(out);
         const Tensor e = py::to_tensor(end);
         const Operand w = py::to_operand(weight, "lerp");
         const Tensor r = std::visit([&](const auto& v) { return kiln::lerp(start, e, v, op); }, w);
@@ -364,8 +364,7 @@ void init_binary(nb::module_& m) {
   m.def(
       "addcmul",
       [](nb::handle input, nb::handle t1, nb::handle t2, Scalar value, nb::handle out) {
-        Tensor o;
-        const Tensor* op = out_ptr(out, &o);
+        const Tensor op = out_tensor(out);
         const Tensor r = kiln::addcmul(py::to_tensor(input), py::to_tensor(t1), py::to_tensor(t2), value, op);
         return result(r, out);
       },

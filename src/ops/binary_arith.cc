@@ -1,12 +1,11 @@
 // add, sub, mul: a + alpha * b, a - alpha * b, a * b with torch's promotion and
-// alpha checks. Contiguous float32 / bfloat16 take the Highway kernels.
+// alpha checks; the kernels are the ops of ops/registry/binary.h.
 #include "ops/binary_common.h"
 
 namespace kiln {
 namespace {
 
 using bin::In;
-constexpr DTypeSet kArith = kBoolSet | kIntSet | kFloatSet | kComplexSet;
 
 // torch's alpha_check.
 void check_alpha(const char* op, DType r, const Scalar& alpha) {
@@ -20,11 +19,9 @@ void check_alpha(const char* op, DType r, const Scalar& alpha) {
                     "), argument alpha must not be a complex number");
 }
 
-bool is_one(const Scalar& s) { return s.to_complex() == complex128(1.0, 0.0); }
-
 enum class Kind { Add, Sub, Mul };
 
-Tensor arith(Kind kind, In a, In b, const Scalar& alpha, const Tensor* out, const Tensor* self) {
+Tensor arith(Kind kind, In a, In b, const Scalar& alpha, const Tensor& out, const Tensor* self) {
   const char* op = kind == Kind::Add ? "add" : kind == Kind::Sub ? "sub" : "mul";
   bin::check_no_fp8(op, a, b);
   const DType r = bin::result_type(a, b);
@@ -33,69 +30,55 @@ Tensor arith(Kind kind, In a, In b, const Scalar& alpha, const Tensor* out, cons
                     ", " + b.desc() + "); use logical_xor or ~ instead");
   if (kind != Kind::Mul) check_alpha(op, r, alpha);
   bin::Plan p = bin::make_plan(op, a, b, r, r, out, self);
-  const bool plain = kind == Kind::Mul || is_one(alpha);
-  dispatch<kArith>(r, op, [&]<typename T>() {
-    using C = compute_t<T>;
-    if constexpr (std::is_same_v<T, bool>) {
-      const bool al = alpha.to<bool>();
-      if (kind == Kind::Mul) bin::run<T, T, T>(p, [](bool x, bool y) { return x && y; });
-      else bin::run<T, T, T>(p, [al](bool x, bool y) { return x || (al && y); });
-    } else if (kind == Kind::Mul) {
-      bin::run<T, T, T>(p, [](C x, C y) { return bin::wmul(x, y); }, bin::simd_arith<T>(cpu::ArithOp::Mul));
-    } else if (plain && kind == Kind::Add) {
-      bin::run<T, T, T>(p, [](C x, C y) { return bin::wadd(x, y); }, bin::simd_arith<T>(cpu::ArithOp::Add));
-    } else if (plain) {
-      bin::run<T, T, T>(p, [](C x, C y) { return bin::wsub(x, y); }, bin::simd_arith<T>(cpu::ArithOp::Sub));
-    } else {
-      // a + alpha * b in compute precision (sub negates alpha; exact for floats,
-      // modular for integers).
-      C al = alpha.to<C>();
-      if (kind == Kind::Sub) al = bin::wsub(C{}, al);
-      bin::run<T, T, T>(p, [al](C x, C y) { return bin::wadd(x, bin::wmul(al, y)); });
-    }
-  });
+  const Device d = bin::device(op, p);
+  if (kind == Kind::Add)
+    ops::add(d, p.a, p.b, alpha, p.dest);
+  else if (kind == Kind::Sub)
+    ops::sub(d, p.a, p.b, alpha, p.dest);
+  else
+    ops::mul(d, p.a, p.b, p.dest);
   return bin::finish(p);
 }
 
-Tensor mul_impl(In a, In b, const Tensor* out, const Tensor* self) {
+Tensor mul_impl(In a, In b, const Tensor& out, const Tensor* self) {
   return arith(Kind::Mul, a, b, Scalar(int64_t(1)), out, self);
 }
 
 }  // namespace
 
-Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha, const Tensor* out) {
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha, const Tensor& out) {
   return arith(Kind::Add, a, b, alpha, out, nullptr);
 }
-Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha, const Tensor* out) {
+Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha, const Tensor& out) {
   return arith(Kind::Add, a, b, alpha, out, nullptr);
 }
-Tensor add(const Scalar& a, const Tensor& b, const Scalar& alpha, const Tensor* out) {
+Tensor add(const Scalar& a, const Tensor& b, const Scalar& alpha, const Tensor& out) {
   return arith(Kind::Add, a, b, alpha, out, nullptr);
 }
 const Tensor& add_(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  arith(Kind::Add, self, other, alpha, nullptr, &self);
+  arith(Kind::Add, self, other, alpha, Tensor(), &self);
   return self;
 }
 const Tensor& add_(const Tensor& self, const Scalar& other, const Scalar& alpha) {
-  arith(Kind::Add, self, other, alpha, nullptr, &self);
+  arith(Kind::Add, self, other, alpha, Tensor(), &self);
   return self;
 }
 
-Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha, const Tensor* out) {
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha, const Tensor& out) {
   return arith(Kind::Sub, a, b, alpha, out, nullptr);
 }
-Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha, const Tensor* out) {
+Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha, const Tensor& out) {
   return arith(Kind::Sub, a, b, alpha, out, nullptr);
 }
-Tensor sub(const Scalar& a, const Tensor& b, const Scalar& alpha, const Tensor* out) {
+Tensor sub(const Scalar& a, const Tensor& b, const Scalar& alpha, const Tensor& out) {
   return arith(Kind::Sub, a, b, alpha, out, nullptr);
 }
 const Tensor& sub_(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  arith(Kind::Sub, self, other, alpha, nullptr, &self);
+  arith(Kind::Sub, self, other, alpha, Tensor(), &self);
   return self;
 }
 const Tensor& sub_(const Tensor& self, const Scalar& other, const Scalar& alpha) {
-  arith(Kind::Sub, self, other, alpha, nullptr, &self);
+  arith(Kind::Sub, self, other, alpha, Tensor(), &self);
   return self;
 }
 

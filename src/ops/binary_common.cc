@@ -72,8 +72,9 @@ Shape broadcast_all(std::initializer_list<const Tensor*> ts, const char* op) {
   return shape;
 }
 
-Arg make_arg(In x, const Shape& shape, DType compute) {
-  Arg r;
+ops::Operand make_arg(In x, const Shape& shape, DType compute) {
+  ops::Operand r;
+  r.dtype = compute;
   if (x.s) {
     r.v = *x.s;
     r.is_value = true;
@@ -103,15 +104,15 @@ bool partial_overlap(const Tensor& dest, const Tensor& in) {
 }
 }  // namespace
 
-Tensor make_dest(const char* op, const Shape& shape, DType result, const Tensor* out,
-                 const Tensor* self, std::initializer_list<const Tensor*> inputs, Tensor* final_out) {
-  const Tensor* target = self ? self : (out && out->defined() ? out : nullptr);
+Tensor make_dest(const char* op, const Shape& shape, DType result, const Tensor& out, const Tensor* self,
+                 std::initializer_list<const Tensor*> inputs, Tensor* final_out) {
+  const Tensor* target = self ? self : (out.defined() ? &out : nullptr);
   if (!target) return empty(shape, result);
   if (!same(shape, target->shape())) {
     if (self)
       throw ValueError(std::string("[") + op + "] output with shape " + self->shape_str() +
                        " doesn't match the broadcast shape " + shape_to_string(shape));
-    throw ValueError(std::string("[") + op + "] out has shape " + out->shape_str() + ", expected " +
+    throw ValueError(std::string("[") + op + "] out has shape " + out.shape_str() + ", expected " +
                      shape_to_string(shape));
   }
   assert_no_internal_overlap(*target, op);
@@ -126,7 +127,7 @@ Tensor make_dest(const char* op, const Shape& shape, DType result, const Tensor*
   return empty(shape, result);
 }
 
-Plan make_plan(const char* op, In a, In b, DType compute, DType result, const Tensor* out,
+Plan make_plan(const char* op, In a, In b, DType compute, DType result, const Tensor& out,
                const Tensor* self) {
   Plan p;
   const Tensor* ta = a.is_value() ? nullptr : a.t;

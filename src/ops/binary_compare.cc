@@ -27,40 +27,42 @@ Cmp flip(Cmp k) {
   }
 }
 
-template <typename X, typename Y>
-inline constexpr bool kMixedInt = std::is_integral_v<X> && std::is_integral_v<Y> &&
-                                  !std::is_same_v<X, bool> && !std::is_same_v<Y, bool> &&
-                                  !std::is_same_v<X, Y>;
-
-template <Cmp K, typename X, typename Y>
-inline bool compare(X x, Y y) {
-  if constexpr (kMixedInt<X, Y>) {
-    if constexpr (K == Cmp::Eq) return std::cmp_equal(x, y);
-    else if constexpr (K == Cmp::Ne) return std::cmp_not_equal(x, y);
-    else if constexpr (K == Cmp::Lt) return std::cmp_less(x, y);
-    else if constexpr (K == Cmp::Le) return std::cmp_less_equal(x, y);
-    else if constexpr (K == Cmp::Gt) return std::cmp_greater(x, y);
-    else return std::cmp_greater_equal(x, y);
-  } else {
-    if constexpr (K == Cmp::Eq) return x == y;
-    else if constexpr (K == Cmp::Ne) return x != y;
-    else if constexpr (is_complex_v<X> || is_complex_v<Y>) return false;  // rejected earlier
-    else if constexpr (K == Cmp::Lt) return x < y;
-    else if constexpr (K == Cmp::Le) return x <= y;
-    else if constexpr (K == Cmp::Gt) return x > y;
-    else return x >= y;
+// Runs comparison k's op on the prepared operands (the kernel compares exactly
+// across integer dtypes).
+void run_cmp(Cmp k, const char* op, const bin::Plan& p) {
+  const Device d = bin::device(op, p);
+  switch (k) {
+    case Cmp::Eq:
+      return ops::eq(d, p.a, p.b, p.dest);
+    case Cmp::Ne:
+      return ops::ne(d, p.a, p.b, p.dest);
+    case Cmp::Lt:
+      return ops::lt(d, p.a, p.b, p.dest);
+    case Cmp::Le:
+      return ops::le(d, p.a, p.b, p.dest);
+    case Cmp::Gt:
+      return ops::gt(d, p.a, p.b, p.dest);
+    default:
+      return ops::ge(d, p.a, p.b, p.dest);
   }
 }
 
-template <typename F>
-void with_cmp(Cmp k, F&& f) {
+// a OP b for exact integer values a, b.
+template <typename X, typename Y>
+bool compare_ints(Cmp k, X x, Y y) {
   switch (k) {
-    case Cmp::Eq: return f.template operator()<Cmp::Eq>();
-    case Cmp::Ne: return f.template operator()<Cmp::Ne>();
-    case Cmp::Lt: return f.template operator()<Cmp::Lt>();
-    case Cmp::Le: return f.template operator()<Cmp::Le>();
-    case Cmp::Gt: return f.template operator()<Cmp::Gt>();
-    default: return f.template operator()<Cmp::Ge>();
+    case Cmp::Eq:
+      return std::cmp_equal(x, y);
+    case Cmp::Ne:
+      return std::cmp_not_equal(x, y);
+    case Cmp::Lt:
+      return std::cmp_less(x, y);
+    case Cmp::Le:
+      return std::cmp_less_equal(x, y);
+    case Cmp::Gt:
+      return std::cmp_greater(x, y);
+    default:
+      return std::cmp_greater_equal(x, y);
   }
 }
 
@@ -71,28 +73,23 @@ struct IntValue {
   uint64_t u;
 };
 IntValue int_value(In x) {
-  if (x.t && x.t->dtype() == DType::UInt64) {
-    const uint64_t u = *static_cast<const uint64_t*>(x.t->data_ptr());
-    return {true, 0, u};
-  }
   const Scalar s = x.s ? *x.s : x.t->item();
+  if (x.t && x.t->dtype() == DType::UInt64) return {true, 0, s.to<uint64_t>()};
   return {false, s.to<int64_t>(), 0};
 }
 
-template <Cmp K>
-bool compare_values(const IntValue& a, const IntValue& b) {
-  if (a.is_unsigned) return b.is_unsigned ? compare<K>(a.u, b.u) : compare<K>(a.u, b.i);
-  return b.is_unsigned ? compare<K>(a.i, b.u) : compare<K>(a.i, b.i);
+bool compare_values(Cmp k, const IntValue& a, const IntValue& b) {
+  if (a.is_unsigned) return b.is_unsigned ? compare_ints(k, a.u, b.u) : compare_ints(k, a.u, b.i);
+  return b.is_unsigned ? compare_ints(k, a.i, b.u) : compare_ints(k, a.i, b.i);
 }
 
 // Exact comparison of integers (bool counts as 0/1) of any two dtypes.
-Tensor compare_ints(Cmp k, In a, In b, const Tensor* out, const Tensor* self) {
+Tensor compare_ints(Cmp k, In a, In b, const Tensor& out, const Tensor* self) {
   const char* op = cmp_name(k);
   const bool av = a.is_value(), bv = b.is_value();
   if (av && bv) {  // both values: one exact comparison
     const IntValue x = int_value(a), y = int_value(b);
-    bool r = false;
-    with_cmp(k, [&]<Cmp K>() { r = compare_values<K>(x, y); });
+    const bool r = compare_values(k, x, y);
     const Shape shape;
     Tensor final_out;
     Tensor dest = bin::make_dest(op, shape, DType::Bool, out, self, {a.t, b.t}, &final_out);
@@ -129,10 +126,9 @@ Tensor compare_ints(Cmp k, In a, In b, const Tensor* out, const Tensor* self) {
     p.final_out = final_out;
     p.a = bin::make_arg(t, p.shape, d);
     p.b.is_value = true;
+    p.b.dtype = d;
     p.b.v = val.is_unsigned ? Scalar(val.u) : Scalar(val.i);
-    dispatch<kBoolSet | kIntSet>(d, op, [&]<typename T>() {
-      with_cmp(kk, [&]<Cmp K>() { bin::run<bool, T, T>(p, [](T x, T y) { return compare<K>(x, y); }); });
-    });
+    run_cmp(kk, op, p);
     return bin::finish(p);
   }
   // Two dimensioned tensors.
@@ -151,19 +147,11 @@ Tensor compare_ints(Cmp k, In a, In b, const Tensor* out, const Tensor* self) {
   p.dest = bin::make_dest(op, p.shape, DType::Bool, out, self, {a.t, b.t}, &p.final_out);
   p.a = bin::make_arg(a, p.shape, da);
   p.b = bin::make_arg(b, p.shape, db);
-  constexpr DTypeSet kInts = kBoolSet | kIntSet;
-  dispatch<kInts>(da, op, [&]<typename A>() {
-    if (da == db) {
-      with_cmp(k, [&]<Cmp K>() { bin::run<bool, A, A>(p, [](A x, A y) { return compare<K>(x, y); }); });
-    } else if constexpr (std::is_same_v<A, uint64_t> || std::is_same_v<A, int64_t>) {
-      using B = std::conditional_t<std::is_same_v<A, uint64_t>, int64_t, uint64_t>;
-      with_cmp(k, [&]<Cmp K>() { bin::run<bool, A, B>(p, [](A x, B y) { return compare<K>(x, y); }); });
-    }
-  });
+  run_cmp(k, op, p);
   return bin::finish(p);
 }
 
-Tensor compare_op(Cmp k, In a, In b, const Tensor* out, const Tensor* self) {
+Tensor compare_op(Cmp k, In a, In b, const Tensor& out, const Tensor* self) {
   const char* op = cmp_name(k);
   bin::check_no_fp8(op, a, b);
   if (is_integral(a.dtype(), true) && is_integral(b.dtype(), true) &&
@@ -172,19 +160,16 @@ Tensor compare_op(Cmp k, In a, In b, const Tensor* out, const Tensor* self) {
   const DType r = bin::result_type(a, b);
   if (is_complex(r) && k != Cmp::Eq && k != Cmp::Ne) bin::throw_unsupported(op, r, a, b);
   bin::Plan p = bin::make_plan(op, a, b, r, DType::Bool, out, self);
-  dispatch<kBoolSet | kFloatSet | kComplexSet>(r, op, [&]<typename T>() {
-    using C = compute_t<T>;
-    with_cmp(k, [&]<Cmp K>() { bin::run<bool, T, T>(p, [](C x, C y) { return compare<K>(x, y); }); });
-  });
+  run_cmp(k, op, p);
   return bin::finish(p);
 }
 
-Tensor eq_impl(In a, In b, const Tensor* o, const Tensor* s) { return compare_op(Cmp::Eq, a, b, o, s); }
-Tensor ne_impl(In a, In b, const Tensor* o, const Tensor* s) { return compare_op(Cmp::Ne, a, b, o, s); }
-Tensor lt_impl(In a, In b, const Tensor* o, const Tensor* s) { return compare_op(Cmp::Lt, a, b, o, s); }
-Tensor le_impl(In a, In b, const Tensor* o, const Tensor* s) { return compare_op(Cmp::Le, a, b, o, s); }
-Tensor gt_impl(In a, In b, const Tensor* o, const Tensor* s) { return compare_op(Cmp::Gt, a, b, o, s); }
-Tensor ge_impl(In a, In b, const Tensor* o, const Tensor* s) { return compare_op(Cmp::Ge, a, b, o, s); }
+Tensor eq_impl(In a, In b, const Tensor& o, const Tensor* s) { return compare_op(Cmp::Eq, a, b, o, s); }
+Tensor ne_impl(In a, In b, const Tensor& o, const Tensor* s) { return compare_op(Cmp::Ne, a, b, o, s); }
+Tensor lt_impl(In a, In b, const Tensor& o, const Tensor* s) { return compare_op(Cmp::Lt, a, b, o, s); }
+Tensor le_impl(In a, In b, const Tensor& o, const Tensor* s) { return compare_op(Cmp::Le, a, b, o, s); }
+Tensor gt_impl(In a, In b, const Tensor& o, const Tensor* s) { return compare_op(Cmp::Gt, a, b, o, s); }
+Tensor ge_impl(In a, In b, const Tensor& o, const Tensor* s) { return compare_op(Cmp::Ge, a, b, o, s); }
 
 }  // namespace
 

@@ -1,6 +1,5 @@
 // Ternary elementwise ops: where, clamp (and clamp_min/clamp_max), lerp, addcmul.
-#include <cmath>
-
+// The kernels are the ops of ops/registry/binary.h.
 #include "ops/binary_common.h"
 
 namespace kiln {
@@ -24,7 +23,7 @@ const Tensor* shape_of(In x) { return x.t; }
 
 // ---- where ------------------------------------------------------------------------
 
-Tensor where_impl(const Tensor& cond, In a, In b, const Tensor* out) {
+Tensor where_impl(const Tensor& cond, In a, In b, const Tensor& out) {
   if (cond.dtype() != DType::Bool && cond.dtype() != DType::UInt8)
     throw TypeError(std::string("[where] condition must be a bool (or uint8) tensor, got ") + name(cond.dtype()));
   const DType r = bin::result_type(a, b);
@@ -33,30 +32,11 @@ Tensor where_impl(const Tensor& cond, In a, In b, const Tensor* out) {
   const Tensor dest = bin::make_dest("where", shape, r, out, nullptr, {&cond, a.t, b.t}, &final_out);
   const Tensor c = cond.expand(shape);
   const Tensor x = as_operand(a, shape, r), y = as_operand(b, shape, r);
-  dispatch<kAllSet>(r, "where", [&]<typename T>() {
-    // bool storage is 0/1, so both condition dtypes load as a byte.
-    ternary_loop<T, uint8_t, T, T>(dest, c, x, y, [](uint8_t k, T u, T v) { return k ? u : v; });
-  });
+  ops::where(common_device("where", {&dest, &c, &x, &y}), c, x, y, dest);
   return bin::finish(dest, final_out);
 }
 
 // ---- clamp ---------------------------------------------------------------------------
-
-// Lower then upper bound; NaN in x or in a bound propagates; min > max gives max.
-template <typename C> inline C clamp_lo(C x, C lo) {
-  if constexpr (std::is_floating_point_v<C>) {
-    if (std::isnan(x)) return x;
-    if (std::isnan(lo)) return lo;
-  }
-  return x < lo ? lo : x;
-}
-template <typename C> inline C clamp_hi(C x, C hi) {
-  if constexpr (std::is_floating_point_v<C>) {
-    if (std::isnan(x)) return x;
-    if (std::isnan(hi)) return hi;
-  }
-  return x > hi ? hi : x;
-}
 
 void check_clamp_dtype(DType r, DType x) {
   if (is_fp8(x)) throw_fp8("clamp", x);
@@ -64,8 +44,27 @@ void check_clamp_dtype(DType r, DType x) {
     throw TypeError(std::string("[clamp] not supported for dtype ") + name(r));
 }
 
-Tensor clamp_scalar(const Tensor& x, const std::optional<Scalar>& lo, const std::optional<Scalar>& hi,
-                    const Tensor* out, const Tensor* self) {
+// A clamp bound the kernel reads as one value in the compute dtype r (absent: none).
+ops::Operand bound(const std::optional<Scalar>& b, DType r) {
+  ops::Operand o;
+  o.dtype = r;
+  if (b) {
+    o.v = *b;
+    o.is_value = true;
+  }
+  return o;
+}
+// A tensor clamp bound converted to r and expanded to shape (absent: none).
+ops::Operand bound(const Tensor* b, const Shape& shape, DType r) {
+  ops::Operand o;
+  o.dtype = r;
+  if (b) o.t = as_operand(*b, shape, r);
+  return o;
+}
+
+// `kernel`: the op of the public function (clamp, clamp_min or clamp_max).
+Tensor clamp_scalar(const Op<ops::Clamp>& kernel, const Tensor& x, const std::optional<Scalar>& lo,
+                    const std::optional<Scalar>& hi, const Tensor& out, const Tensor* self) {
   if (!lo && !hi) throw ValueError("[clamp] at least one of 'min' or 'max' must not be None");
   ResultType rt;
   rt.add(x.dtype(), x.dim() > 0 ? Priority::Dimensioned : Priority::ZeroDim);
@@ -77,24 +76,14 @@ Tensor clamp_scalar(const Tensor& x, const std::optional<Scalar>& lo, const std:
   p.shape = x.sizes();
   p.dest = bin::make_dest("clamp", p.shape, r, out, self, {&x}, &p.final_out);
   p.a = bin::make_arg(x, p.shape, r);
-  p.b.is_value = true;
-  dispatch<kIntSet | kFloatSet>(r, "clamp", [&]<typename T>() {
-    using C = compute_t<T>;
-    const bool has_lo = bool(lo), has_hi = bool(hi);
-    const C l = lo ? lo->to<C>() : C{}, h = hi ? hi->to<C>() : C{};
-    bin::run<T, T, T>(p, [=](C v, C) {
-      if (has_lo) v = clamp_lo(v, l);
-      if (has_hi) v = clamp_hi(v, h);
-      return v;
-    });
-  });
+  kernel(bin::device("clamp", p), p.a, bound(lo, r), bound(hi, r), p.dest);
   return bin::finish(p);
 }
 
-Tensor clamp_tensor(const Tensor& x, const std::optional<Tensor>& lo, const std::optional<Tensor>& hi,
-                    const Tensor* out, const Tensor* self) {
-  const Tensor* tl = lo && lo->defined() ? &*lo : nullptr;
-  const Tensor* th = hi && hi->defined() ? &*hi : nullptr;
+Tensor clamp_tensor(const Op<ops::Clamp>& kernel, const Tensor& x, const Tensor& lo, const Tensor& hi,
+                    const Tensor& out, const Tensor* self) {
+  const Tensor* tl = lo.defined() ? &lo : nullptr;
+  const Tensor* th = hi.defined() ? &hi : nullptr;
   if (!tl && !th) throw ValueError("[clamp] at least one of 'min' or 'max' must not be None");
   ResultType rt;
   for (const Tensor* t : {&x, tl, th})
@@ -104,30 +93,15 @@ Tensor clamp_tensor(const Tensor& x, const std::optional<Tensor>& lo, const std:
   const Shape shape = bin::broadcast_all({&x, tl, th}, "clamp");
   Tensor final_out;
   const Tensor dest = bin::make_dest("clamp", shape, r, out, self, {&x, tl, th}, &final_out);
-  const Tensor xe = as_operand(x, shape, r);
-  dispatch<kIntSet | kFloatSet>(r, "clamp", [&]<typename T>() {
-    using C = compute_t<T>;
-    auto load = [](T v) { return C(v); };
-    if (tl && th) {
-      ternary_loop<T, T, T, T>(dest, xe, as_operand(*tl, shape, r), as_operand(*th, shape, r),
-                               [&](T v, T l, T h) { return T(clamp_hi(clamp_lo(load(v), load(l)), load(h))); });
-    } else if (tl) {
-      binary_loop<T, T, T>(dest, xe, as_operand(*tl, shape, r), [&](T v, T l) { return T(clamp_lo(load(v), load(l))); });
-    } else {
-      binary_loop<T, T, T>(dest, xe, as_operand(*th, shape, r), [&](T v, T h) { return T(clamp_hi(load(v), load(h))); });
-    }
-  });
+  ops::Operand xe;
+  xe.t = as_operand(x, shape, r);
+  xe.dtype = r;
+  const ops::Operand l = bound(tl, shape, r), h = bound(th, shape, r);
+  kernel(common_device("clamp", {&dest, &xe.t, &l.t, &h.t}), xe, l, h, dest);
   return bin::finish(dest, final_out);
 }
 
 // ---- lerp ------------------------------------------------------------------------------
-
-template <typename C, typename W> inline C lerp_value(C s, C e, W w) {
-  using std::abs;
-  // torch's formula: exact at both ends, symmetric in rounding.
-  if (abs(w) < 0.5) return s + w * (e - s);
-  return e - (e - s) * (W(1) - w);
-}
 
 void check_lerp(const Tensor& start, const Tensor& end, const Tensor* weight) {
   if (end.dtype() != start.dtype() || (weight && weight->dtype() != start.dtype()))
@@ -140,30 +114,29 @@ void check_lerp(const Tensor& start, const Tensor& end, const Tensor* weight) {
 }
 
 Tensor lerp_impl(const Tensor& start, const Tensor& end, const Scalar* ws, const Tensor* wt,
-                 const Tensor* out, const Tensor* self) {
+                 const Tensor& out, const Tensor* self) {
   check_lerp(start, end, wt);
   const DType r = start.dtype();
   const Shape shape = bin::broadcast_all({&start, &end, wt}, "lerp");
   Tensor final_out;
   const Tensor dest = bin::make_dest("lerp", shape, r, out, self, {&start, &end, wt}, &final_out);
   const Tensor s = start.expand(shape), e = end.expand(shape);
-  dispatch<kFloatSet | kComplexSet>(r, "lerp", [&]<typename T>() {
-    using C = compute_t<T>;
-    if (ws) {
-      const C w = ws->to<C>();
-      binary_loop<T, T, T>(dest, s, e, [w](T a, T b) { return T(lerp_value(C(a), C(b), w)); });
-    } else {
-      ternary_loop<T, T, T, T>(dest, s, e, wt->expand(shape),
-                               [](T a, T b, T w) { return T(lerp_value(C(a), C(b), C(w))); });
-    }
-  });
+  ops::Operand w;
+  w.dtype = r;
+  if (ws) {
+    w.v = *ws;
+    w.is_value = true;
+  } else {
+    w.t = wt->expand(shape);
+  }
+  ops::lerp(common_device("lerp", {&dest, &s, &e, &w.t}), s, e, w, dest);
   return bin::finish(dest, final_out);
 }
 
 // ---- addcmul --------------------------------------------------------------------------
 
 Tensor addcmul_impl(const Tensor& input, const Tensor& t1, const Tensor& t2, const Scalar& value,
-                    const Tensor* out, const Tensor* self) {
+                    const Tensor& out, const Tensor* self) {
   ResultType rt;
   for (const Tensor* t : {&input, &t1, &t2}) {
     if (is_fp8(t->dtype())) throw_fp8("addcmul", t->dtype());
@@ -180,81 +153,74 @@ Tensor addcmul_impl(const Tensor& input, const Tensor& t1, const Tensor& t2, con
   Tensor final_out;
   const Tensor dest = bin::make_dest("addcmul", shape, r, out, self, {&input, &t1, &t2}, &final_out);
   const Tensor a = as_operand(input, shape, r), b = as_operand(t1, shape, r), c = as_operand(t2, shape, r);
-  dispatch<kIntSet | kFloatSet | kComplexSet>(r, "addcmul", [&]<typename T>() {
-    using C = compute_t<T>;
-    const C v = value.to<C>();
-    ternary_loop<T, T, T, T>(dest, a, b, c, [v](T x, T y, T z) {
-      return T(bin::wadd(C(x), bin::wmul(bin::wmul(v, C(y)), C(z))));
-    });
-  });
+  ops::addcmul(common_device("addcmul", {&dest, &a, &b, &c}), a, b, c, value, dest);
   return bin::finish(dest, final_out);
 }
 
 }  // namespace
 
-Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor* out) {
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
   return where_impl(cond, a, b, out);
 }
-Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b, const Tensor* out) {
+Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b, const Tensor& out) {
   return where_impl(cond, a, b, out);
 }
-Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b, const Tensor* out) {
+Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b, const Tensor& out) {
   return where_impl(cond, a, b, out);
 }
-Tensor where(const Tensor& cond, const Scalar& a, const Scalar& b, const Tensor* out) {
+Tensor where(const Tensor& cond, const Scalar& a, const Scalar& b, const Tensor& out) {
   return where_impl(cond, a, b, out);
 }
 
 Tensor clamp(const Tensor& x, const std::optional<Scalar>& min, const std::optional<Scalar>& max,
-             const Tensor* out) {
-  return clamp_scalar(x, min, max, out, nullptr);
+             const Tensor& out) {
+  return clamp_scalar(ops::clamp, x, min, max, out, nullptr);
 }
-Tensor clamp(const Tensor& x, const std::optional<Tensor>& min, const std::optional<Tensor>& max,
-             const Tensor* out) {
-  return clamp_tensor(x, min, max, out, nullptr);
+Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max, const Tensor& out) {
+  return clamp_tensor(ops::clamp, x, min, max, out, nullptr);
 }
 const Tensor& clamp_(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
-  clamp_scalar(self, min, max, nullptr, &self);
+  clamp_scalar(ops::clamp, self, min, max, Tensor(), &self);
   return self;
 }
-const Tensor& clamp_(const Tensor& self, const std::optional<Tensor>& min, const std::optional<Tensor>& max) {
-  clamp_tensor(self, min, max, nullptr, &self);
+const Tensor& clamp_(const Tensor& self, const Tensor& min, const Tensor& max) {
+  clamp_tensor(ops::clamp, self, min, max, Tensor(), &self);
   return self;
 }
-Tensor clamp_min(const Tensor& x, const Scalar& min, const Tensor* out) {
-  return clamp_scalar(x, min, std::nullopt, out, nullptr);
+Tensor clamp_min(const Tensor& x, const Scalar& min, const Tensor& out) {
+  return clamp_scalar(ops::clamp_min, x, min, std::nullopt, out, nullptr);
 }
-Tensor clamp_min(const Tensor& x, const Tensor& min, const Tensor* out) {
-  return clamp_tensor(x, min, std::nullopt, out, nullptr);
+Tensor clamp_min(const Tensor& x, const Tensor& min, const Tensor& out) {
+  return clamp_tensor(ops::clamp_min, x, min, Tensor(), out, nullptr);
 }
-Tensor clamp_max(const Tensor& x, const Scalar& max, const Tensor* out) {
-  return clamp_scalar(x, std::nullopt, max, out, nullptr);
+Tensor clamp_max(const Tensor& x, const Scalar& max, const Tensor& out) {
+  return clamp_scalar(ops::clamp_max, x, std::nullopt, max, out, nullptr);
 }
-Tensor clamp_max(const Tensor& x, const Tensor& max, const Tensor* out) {
-  return clamp_tensor(x, std::nullopt, max, out, nullptr);
+Tensor clamp_max(const Tensor& x, const Tensor& max, const Tensor& out) {
+  return clamp_tensor(ops::clamp_max, x, Tensor(), max, out, nullptr);
 }
 
-Tensor lerp(const Tensor& start, const Tensor& end, const Scalar& weight, const Tensor* out) {
+Tensor lerp(const Tensor& start, const Tensor& end, const Scalar& weight, const Tensor& out) {
   return lerp_impl(start, end, &weight, nullptr, out, nullptr);
 }
-Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight, const Tensor* out) {
+Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight, const Tensor& out) {
   return lerp_impl(start, end, nullptr, &weight, out, nullptr);
 }
 const Tensor& lerp_(const Tensor& self, const Tensor& end, const Scalar& weight) {
-  lerp_impl(self, end, &weight, nullptr, nullptr, &self);
+  lerp_impl(self, end, &weight, nullptr, Tensor(), &self);
   return self;
 }
 const Tensor& lerp_(const Tensor& self, const Tensor& end, const Tensor& weight) {
-  lerp_impl(self, end, nullptr, &weight, nullptr, &self);
+  lerp_impl(self, end, nullptr, &weight, Tensor(), &self);
   return self;
 }
 
 Tensor addcmul(const Tensor& input, const Tensor& t1, const Tensor& t2, const Scalar& value,
-               const Tensor* out) {
+               const Tensor& out) {
   return addcmul_impl(input, t1, t2, value, out, nullptr);
 }
 const Tensor& addcmul_(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value) {
-  addcmul_impl(self, t1, t2, value, nullptr, &self);
+  addcmul_impl(self, t1, t2, value, Tensor(), &self);
   return self;
 }
 

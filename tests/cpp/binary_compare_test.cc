@@ -133,15 +133,15 @@ TEST(BinaryLogical, LogicalAnyDTypeBitwiseIntegers) {
 TEST(BinaryOut, OutAndInPlace) {
   const Tensor a = make({1, 2, 3}, DType::Float32), b = make({4, 5, 6}, DType::Float32);
   Tensor o = empty({3}, DType::Float64);  // result cast into a wider out
-  Tensor r = add(a, b, 1, &o);
+  Tensor r = add(a, b, 1, o);
   EXPECT_EQ(r.data_ptr(), o.data_ptr());
   expect_same(values(o), {5, 7, 9}, 0, "out f64");
   Tensor oi = empty({3}, DType::Int32);
-  EXPECT_THROW(add(a, b, 1, &oi), TypeError);  // float can't be cast to int
+  EXPECT_THROW(add(a, b, 1, oi), TypeError);  // float can't be cast to int
   Tensor bad = empty({2}, DType::Float32);
-  EXPECT_THROW(mul(a, b, &bad), ValueError);
+  EXPECT_THROW(mul(a, b, bad), ValueError);
   Tensor ob = empty({3}, DType::Bool);
-  lt(a, Scalar(2), &ob);
+  lt(a, Scalar(2), ob);
   expect_same(values(ob), {1, 0, 0}, 0, "lt out");
 
   Tensor x = make({1, 2, 3}, DType::Int32);

@@ -42,7 +42,7 @@ int mantissa_bits(DType d) {
 double representable(double v, DType d) {
   if (d == DType::Bool) return v > 0 ? 1.0 : 0.0;
   if (is_integral(d, false)) {
-    double r = std::nearbyint(v);
+    double r = std::nearbyint(v) + 0.0;  // an integer holds 0, never -0
     return is_signed(d) ? r : std::fabs(r);
   }
   const int p = mantissa_bits(d);

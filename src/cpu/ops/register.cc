@@ -12,6 +12,7 @@ void register_kernels() {
   register_reduce_kernels();
   register_sort_kernels();
   register_index_kernels();
+  register_binary_kernels();
 }
 
 }  // namespace kiln::cpu

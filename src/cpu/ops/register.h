@@ -16,5 +16,6 @@ void register_softmax_kernels();
 void register_reduce_kernels();
 void register_sort_kernels();
 void register_index_kernels();
+void register_binary_kernels();
 
 }  // namespace kiln::cpu

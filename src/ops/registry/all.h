@@ -7,6 +7,7 @@
 
 #include <span>
 
+#include "ops/registry/binary.h"
 #include "ops/registry/index.h"
 #include "ops/registry/op.h"
 #include "ops/registry/reduce.h"
@@ -23,6 +24,7 @@
   KILN_OPS_UNARY_ROUNDING(X)        \
   KILN_OPS_UNARY_PREDICATES(X)      \
   KILN_OPS_UNARY_SPECIAL(X)         \
+  KILN_OPS_BINARY(X)                \
   KILN_OPS_SOFTMAX(X)               \
   KILN_OPS_REDUCE(X)                \
   KILN_OPS_SORT(X)                  \

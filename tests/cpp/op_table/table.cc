@@ -2,6 +2,7 @@
 // entries are written with.
 #include "op_table/table.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -115,6 +116,75 @@ std::function<std::vector<double>(const Inputs&, const Tensor&)> reduction(std::
     if (out.defined()) expect_shape(out, r.out_shape);
     std::vector<double> y;
     for (const std::vector<double>& g : r.groups) y.push_back(f(g));
+    return y;
+  };
+}
+
+std::vector<InputSpec> binary_shapes(ShapeClass c) {
+  switch (c) {
+    case ShapeClass::Empty:
+      return {{{0, 5}}, {{5}}};
+    case ShapeClass::Scalar:
+      return {{{}}, {{}}};
+    case ShapeClass::Odd:
+      return {{{5, 37}}, {{5, 37}}};
+    case ShapeClass::NonContiguous:
+      return {{{5, 37}, InputSpec::Transposed}, {{5, 37}, InputSpec::Strided}};
+    case ShapeClass::Broadcast:
+      return {{{5, 1}}, {{1, 37}}};
+  }
+  return {};
+}
+
+std::vector<InputSpec> ternary_shapes(ShapeClass c) {
+  std::vector<InputSpec> s = binary_shapes(c);
+  switch (c) {
+    case ShapeClass::Empty:
+      s.push_back({{0, 5}});
+      break;
+    case ShapeClass::Scalar:
+      s.push_back({{}});
+      break;
+    case ShapeClass::Odd:
+    case ShapeClass::NonContiguous:
+      s.push_back({{5, 37}});
+      break;
+    case ShapeClass::Broadcast:
+      s.push_back({{37}});
+      break;
+  }
+  return s;
+}
+
+std::function<std::vector<double>(const Inputs&, const Tensor&)> broadcast_elementwise(ElementFn f) {
+  return [f](const Inputs& in, const Tensor& out) {
+    // The broadcast shape: inputs aligned at their last dim, size 1 stretches.
+    size_t nd = 0;
+    for (const Shape& s : in.shapes) nd = std::max(nd, s.size());
+    Shape shape(nd, 1);
+    for (const Shape& s : in.shapes)
+      for (size_t k = 0; k < s.size(); ++k) {
+        int64_t& d = shape[nd - s.size() + k];
+        if (s[k] != 1) d = s[k];
+      }
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<double> y(n), args(in.shapes.size());
+    Shape idx(nd);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t r = i;
+      for (size_t k = nd; k-- > 0;) {
+        idx[k] = r % shape[k];
+        r /= shape[k];
+      }
+      for (size_t j = 0; j < in.shapes.size(); ++j) {
+        const Shape& s = in.shapes[j];
+        int64_t off = 0;
+        for (size_t k = 0; k < s.size(); ++k) off = off * s[k] + (s[k] == 1 ? 0 : idx[nd - s.size() + k]);
+        args[j] = in.values[j][off];
+      }
+      y[i] = f(args, out);
+    }
     return y;
   };
 }

@@ -87,6 +87,17 @@ std::vector<InputSpec> unary_shapes(ShapeClass c);
 // The oracle of an elementwise op: f on each element, in float64.
 std::function<std::vector<double>(const Inputs&, const Tensor&)> elementwise(double (*f)(double));
 
+// Binary elementwise shapes: [0, 5] with [5], [] with [], [5, 37] twice, a
+// transposed with a strided [5, 37], and [5, 1] with [1, 37] (broadcast to
+// [5, 37]); ternary: the same with a third input ([5, 37] or [37]).
+std::vector<InputSpec> binary_shapes(ShapeClass c);
+std::vector<InputSpec> ternary_shapes(ShapeClass c);
+// The oracle of an elementwise op over broadcast inputs: f on the elements the
+// output index selects (torch's broadcasting, in float64), row-major over the
+// broadcast shape. f also gets the output tensor (for its dtype).
+using ElementFn = std::function<double(const std::vector<double>& args, const Tensor& out)>;
+std::function<std::vector<double>(const Inputs&, const Tensor&)> broadcast_elementwise(ElementFn f);
+
 // The float dtypes most ops take, and the same with integers and bool.
 inline const std::vector<DType> kFloats = {DType::Float32, DType::Float64, DType::BFloat16, DType::Float16};
 inline const std::vector<DType> kFloatsAndInts = {DType::Float32, DType::Float64, DType::BFloat16,
