@@ -6,9 +6,9 @@
 //   Hq and Hk broadcast too; with enable_gqa Hq must be a multiple of Hk and
 //   query head h uses KV head h / (Hq / Hk).
 //   attn_mask: bool (true = may attend) or floating (added to the scores),
-//   broadcastable to [..., H, L, S]. is_causal: query i sees keys j <= i (the
-//   top-left aligned lower triangle, as torch, also when L != S); it cannot be
-//   combined with attn_mask. scale: default 1 / sqrt(E). dropout_p: drops
+//   broadcastable to [..., H, L, S]; undefined (Tensor()): none. is_causal:
+//   query i sees keys j <= i (the top-left aligned lower triangle, as torch,
+//   also when L != S); it cannot be combined with attn_mask. scale: default 1 / sqrt(E). dropout_p: drops
 //   attention weights with a seeded Philox draw (gen or the default generator)
 //   and scales the kept ones by 1 / (1 - p).
 //   A query row whose keys are all masked gives zeros (torch >= 2.5's safe
@@ -29,7 +29,7 @@
 namespace kiln {
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                    const Tensor* attn_mask = nullptr, double dropout_p = 0.0,
+                                    const Tensor& attn_mask = Tensor(), double dropout_p = 0.0,
                                     bool is_causal = false, std::optional<double> scale = std::nullopt,
                                     bool enable_gqa = false, Generator* gen = nullptr);
 
@@ -40,7 +40,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 // of new tokens appended to a KV cache needs). No dropout. Allocates only
 // per-thread scratch that is reused across calls.
 struct AttentionOptions {
-  const Tensor* attn_mask = nullptr;
+  Tensor attn_mask;  // undefined: none
   bool is_causal = false;
   int64_t causal_offset = 0;
   std::optional<double> scale;

@@ -20,21 +20,21 @@ namespace kiln {
 // F.rms_norm: x / sqrt(mean(x^2 over the trailing normalized_shape dims) + eps)
 // * weight. eps = nullopt uses torch's default: finfo(x.dtype).eps, float32's
 // for bf16/f16 inputs (torch computes those in float32).
-Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor* weight = nullptr,
+Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                 std::optional<double> eps = std::nullopt);
 // F.layer_norm: (x - mean) / sqrt(var_biased + eps) * weight + bias.
-Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor* weight = nullptr,
-                  const Tensor* bias = nullptr, double eps = 1e-5);
-// Over the last dim into out (x's shape; any floating dtype); weight/bias may be null.
-void rms_norm_out(const Tensor& x, const Tensor* weight, double eps, const Tensor& out);
-void layer_norm_out(const Tensor& x, const Tensor* weight, const Tensor* bias, double eps, const Tensor& out);
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
+// Over the last dim into out (x's shape; any floating dtype); weight/bias may be undefined.
+void rms_norm_out(const Tensor& x, const Tensor& weight, double eps, const Tensor& out);
+void layer_norm_out(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& out);
 
 // F.batch_norm on x [N, C, *]. training: normalize with the batch statistics
 // (biased variance) and, when given, update running_mean/var in place with
 // momentum (running_var gets the unbiased variance, as torch). Eval: use the
-// running statistics, which are then required.
-Tensor batch_norm(const Tensor& x, const Tensor* running_mean, const Tensor* running_var,
-                  const Tensor* weight = nullptr, const Tensor* bias = nullptr, bool training = false,
+// running statistics, which are then required. Absent tensors are undefined.
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), bool training = false,
                   double momentum = 0.1, double eps = 1e-5);
 
 // ---- losses ----
@@ -52,15 +52,15 @@ void swiglu_out(const Tensor& gate, const Tensor& up, const Tensor& out);
 
 // F.embedding(indices, weight): rows of weight [V, H] gathered at integer
 // indices [...] -> [..., H]. FP8 tables (float8_e4m3fn / float8_e5m2) are
-// widened, multiplied by row_scale[v] (a [V] or [V, 1] float tensor; optional),
+// widened, multiplied by row_scale[v] (a [V] or [V, 1] float tensor, or undefined),
 // and returned as out_dtype (default float32; bfloat16/float16 allowed). Other
 // tables return their own dtype unless out_dtype says otherwise.
 // padding_idx only matters for gradients, so it is not taken. Out-of-range
 // indices throw IndexError.
-Tensor embedding(const Tensor& indices, const Tensor& weight, const Tensor* row_scale = nullptr,
+Tensor embedding(const Tensor& indices, const Tensor& weight, const Tensor& row_scale = Tensor(),
                  std::optional<DType> out_dtype = std::nullopt);
 // out: [indices.numel(), H] or [..., H], contiguous.
-void embedding_out(const Tensor& indices, const Tensor& weight, const Tensor* row_scale, const Tensor& out);
+void embedding_out(const Tensor& indices, const Tensor& weight, const Tensor& row_scale, const Tensor& out);
 
 // ---- rotary position embeddings ----
 

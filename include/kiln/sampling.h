@@ -37,8 +37,9 @@ int64_t sample_row_(float* logits, int64_t V, const SamplingParams& params, cons
                     int64_t nprev, Generator& gen);
 
 // logits [V] or [B, V] (float32, bfloat16, float16; not modified) -> int64 [] or
-// [B]. prev_tokens: [n] (shared by every row) or [B, n] integer tensor, optional.
-Tensor sample(const Tensor& logits, const SamplingParams& params = {}, const Tensor* prev_tokens = nullptr,
+// [B]. prev_tokens: [n] (shared by every row) or [B, n] integer tensor, or
+// undefined (none).
+Tensor sample(const Tensor& logits, const SamplingParams& params = {}, const Tensor& prev_tokens = Tensor(),
               Generator* gen = nullptr);
 
 }  // namespace kiln

@@ -39,10 +39,8 @@ int implicit_dim(const Tensor& x, nb::handle dim) {
   return (nd == 0 || nd == 1 || nd == 3) ? 0 : 1;
 }
 
-std::optional<Tensor> opt_tensor(nb::handle h) {
-  if (h.is_none()) return std::nullopt;
-  return to_tensor(h);
-}
+// None -> an undefined Tensor (an absent optional argument).
+Tensor opt_tensor(nb::handle h) { return h.is_none() ? Tensor() : to_tensor(h); }
 
 Shape norm_shape(nb::handle h) { return to_shape(h, "normalized_shape"); }
 
@@ -92,9 +90,8 @@ void init_nn(nb::module_& m) {
       "nn_functional_scaled_dot_product_attention",
       [](nb::handle q, nb::handle k, nb::handle v, nb::handle attn_mask, double dropout_p, bool is_causal,
          std::optional<double> scale, bool enable_gqa, std::optional<Generator*> generator) {
-        const std::optional<Tensor> mask = opt_tensor(attn_mask);
         return kiln::scaled_dot_product_attention(to_tensor(q), to_tensor(k), to_tensor(v),
-                                                  mask ? &*mask : nullptr, dropout_p, is_causal, scale,
+                                                  opt_tensor(attn_mask), dropout_p, is_causal, scale,
                                                   enable_gqa, gen_ptr(generator));
       },
       "query"_a, "key"_a, "value"_a, "attn_mask"_a = nb::none(), "dropout_p"_a = 0.0, "is_causal"_a = false,
@@ -105,25 +102,21 @@ void init_nn(nb::module_& m) {
   m.def(
       "nn_functional_rms_norm",
       [](nb::handle x, nb::handle shape, nb::handle weight, std::optional<double> eps) {
-        const std::optional<Tensor> w = opt_tensor(weight);
-        return kiln::rms_norm(to_tensor(x), norm_shape(shape), w ? &*w : nullptr, eps);
+        return kiln::rms_norm(to_tensor(x), norm_shape(shape), opt_tensor(weight), eps);
       },
       "input"_a, "normalized_shape"_a, "weight"_a = nb::none(), "eps"_a = nb::none());
   m.def(
       "nn_functional_layer_norm",
       [](nb::handle x, nb::handle shape, nb::handle weight, nb::handle bias, double eps) {
-        const std::optional<Tensor> w = opt_tensor(weight), b = opt_tensor(bias);
-        return kiln::layer_norm(to_tensor(x), norm_shape(shape), w ? &*w : nullptr, b ? &*b : nullptr, eps);
+        return kiln::layer_norm(to_tensor(x), norm_shape(shape), opt_tensor(weight), opt_tensor(bias), eps);
       },
       "input"_a, "normalized_shape"_a, "weight"_a = nb::none(), "bias"_a = nb::none(), "eps"_a = 1e-5);
   m.def(
       "nn_functional_batch_norm",
       [](nb::handle x, nb::handle rm, nb::handle rv, nb::handle weight, nb::handle bias, bool training,
          double momentum, double eps) {
-        const std::optional<Tensor> m_ = opt_tensor(rm), v_ = opt_tensor(rv), w = opt_tensor(weight),
-                                    b = opt_tensor(bias);
-        return kiln::batch_norm(to_tensor(x), m_ ? &*m_ : nullptr, v_ ? &*v_ : nullptr, w ? &*w : nullptr,
-                                b ? &*b : nullptr, training, momentum, eps);
+        return kiln::batch_norm(to_tensor(x), opt_tensor(rm), opt_tensor(rv), opt_tensor(weight),
+                                opt_tensor(bias), training, momentum, eps);
       },
       "input"_a, "running_mean"_a.none(), "running_var"_a.none(), "weight"_a = nb::none(),
       "bias"_a = nb::none(), "training"_a = false, "momentum"_a = 0.1, "eps"_a = 1e-5);
@@ -145,8 +138,7 @@ void init_nn(nb::module_& m) {
   m.def(
       "nn_functional_embedding",
       [](nb::handle input, nb::handle weight, nb::handle row_scale, nb::handle dtype) {
-        const std::optional<Tensor> s = opt_tensor(row_scale);
-        return kiln::embedding(to_tensor(input), to_tensor(weight), s ? &*s : nullptr,
+        return kiln::embedding(to_tensor(input), to_tensor(weight), opt_tensor(row_scale),
                                to_optional_dtype(dtype));
       },
       "input"_a, "weight"_a, nb::kw_only(), "row_scale"_a = nb::none(), "dtype"_a = nb::none(),
@@ -222,8 +214,7 @@ void init_nn(nb::module_& m) {
         p.repetition_penalty = repetition_penalty;
         p.presence_penalty = presence_penalty;
         p.frequency_penalty = frequency_penalty;
-        const std::optional<Tensor> prev = opt_tensor(prev_tokens);
-        return kiln::sample(to_tensor(logits), p, prev ? &*prev : nullptr, gen_ptr(generator));
+        return kiln::sample(to_tensor(logits), p, opt_tensor(prev_tokens), gen_ptr(generator));
       },
       "logits"_a, nb::kw_only(), "temperature"_a = 1.0, "top_k"_a = 0, "top_p"_a = 1.0, "min_p"_a = 0.0,
       "repetition_penalty"_a = 1.0, "presence_penalty"_a = 0.0, "frequency_penalty"_a = 0.0,

@@ -22,7 +22,7 @@ void Transformer::moe(int64_t l, int64_t T) {
   const MoEWeights& m = *L.moe;
   const int64_t E = m.E;
   Tensor x = s_.x.narrow(0, 0, T), xn = s_.xn.narrow(0, 0, T);
-  rms_norm_out(x, &L.mlp_norm, cfg_.rms_norm_eps, xn);
+  rms_norm_out(x, L.mlp_norm, cfg_.rms_norm_eps, xn);
   // Router: xn [T, H] @ router^T -> logits [T, E].
   Tensor logits = head(s_.router_logits, T, E);
   linear_out(xn, m.router, Tensor(), Tensor(), logits);

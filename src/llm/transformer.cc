@@ -324,10 +324,10 @@ void Transformer::forward_chunk(const int32_t* ids, int64_t T, Tensor* logits_ou
   bytes_read_ += head.bytes() + int64_t(final_norm_.nbytes());
   if (logits_out->size(0) == T) {
     Tensor xn = s_.xn.narrow(0, 0, T);
-    rms_norm_out(x, &final_norm_, cfg_.rms_norm_eps, xn);
+    rms_norm_out(x, final_norm_, cfg_.rms_norm_eps, xn);
     linear_out(xn, head.w, head.scale, head.bias, *logits_out, head.codes, head.subnormals.get());
   } else {  // the last token only: [1, V]
-    rms_norm_out(x.narrow(0, T - 1, 1), &final_norm_, cfg_.rms_norm_eps, s_.last);
+    rms_norm_out(x.narrow(0, T - 1, 1), final_norm_, cfg_.rms_norm_eps, s_.last);
     linear_out(s_.last, head.w, head.scale, head.bias, *logits_out, head.codes, head.subnormals.get());
   }
 }
@@ -338,7 +338,7 @@ void Transformer::attention(int64_t l, int64_t T) {
   Tensor x = s_.x.narrow(0, 0, T), xn = s_.xn.narrow(0, 0, T);
   Tensor q = s_.q.narrow(0, 0, T), k = s_.k.narrow(0, 0, T), v = s_.v.narrow(0, 0, T);
   Tensor attn = s_.attn.narrow(0, 0, T), tmp = s_.tmp.narrow(0, 0, T);
-  rms_norm_out(x, &L.attn_norm, eps, xn);
+  rms_norm_out(x, L.attn_norm, eps, xn);
   // xn [T, H] -> q [T, Hq*D], k/v [T, Hk*D]
   if (T == 1 && L.qkv.defined()) {
     // Decode: one matrix-vector call; q/k/v are column ranges of its [1, N] output.
@@ -358,14 +358,14 @@ void Transformer::attention(int64_t l, int64_t T) {
     // Contiguous [T, Hk*D] scratch for k's norm output (the first T*Hk*D floats of attn).
     Tensor ak = s_.attn.view({-1}).narrow(0, 0, T * Hk_ * D_).view({T, Hk_ * D_});
     if (olmoe_qk_norm_) {
-      rms_norm_out(q, &L.q_norm, eps, attn);
+      rms_norm_out(q, L.q_norm, eps, attn);
       q.copy_(attn);
-      rms_norm_out(k, &L.k_norm, eps, ak);
+      rms_norm_out(k, L.k_norm, eps, ak);
       k.copy_(ak);
     } else {
-      rms_norm_out(q3, &L.q_norm, eps, attn.view({T, Hq_, D_}));
+      rms_norm_out(q3, L.q_norm, eps, attn.view({T, Hq_, D_}));
       q.copy_(attn);
-      rms_norm_out(k3, &L.k_norm, eps, ak.view({T, Hk_, D_}));
+      rms_norm_out(k3, L.k_norm, eps, ak.view({T, Hk_, D_}));
       k.copy_(ak);
     }
     bytes_read_ += int64_t(L.q_norm.nbytes() + L.k_norm.nbytes());
@@ -394,7 +394,7 @@ void Transformer::mlp(int64_t l, int64_t T) {
   // Contiguous [T, I] views of the [rows, max I] buffers.
   auto rows = [&](const Tensor& b) { return b.view({-1}).narrow(0, 0, T * I).view({T, I}); };
   Tensor g = rows(s_.gate), u = rows(s_.up), a = rows(s_.act);
-  rms_norm_out(x, &L.mlp_norm, cfg_.rms_norm_eps, xn);
+  rms_norm_out(x, L.mlp_norm, cfg_.rms_norm_eps, xn);
   if (T == 1 && L.gate_up.defined()) {
     Tensor gu = s_.gate_up1.narrow(1, 0, 2 * I);
     linear_out(xn, L.gate_up.w, L.gate_up.scale, L.gate_up.bias, gu, L.gate_up.codes,

@@ -1,36 +1,25 @@
-// scaled_dot_product_attention front-end: broadcasting and GQA head mapping,
-// mask conversion, the split of the work into (batch, KV head, query block,
-// KV range) items for cpu::attend_block, and the combination of the partial
-// (max, sum, acc) states of a row split over KV ranges.
+// scaled_dot_product_attention front-end: checks dtypes and flags, broadcasts
+// the batch dims and maps query heads to KV heads (GQA), binds or allocates
+// the output, checks the mask and draws the dropout stream, then calls the op
+// (ops/registry/nn.h), whose kernel splits the work and attends.
 #include "kiln/attention.h"
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <string>
-#include <vector>
 
-#include "cpu/attention.h"
 #include "kiln/error.h"
-#include "kiln/thread_pool.h"
+#include "ops/registry/all.h"
 
 namespace kiln {
 namespace {
 
 constexpr const char* kOp = "scaled_dot_product_attention";
 
-cpu::KVType kv_type(DType d) {
-  switch (d) {
-    case DType::Float32:
-      return cpu::KVType::F32;
-    case DType::BFloat16:
-      return cpu::KVType::BF16;
-    case DType::Float16:
-      return cpu::KVType::F16;
-    default:
-      throw TypeError(std::string("[") + kOp + "] unsupported dtype " + name(d) +
-                      " (float16, bfloat16, float32)");
-  }
+void check_dtype(DType d) {
+  if (d == DType::Float32 || d == DType::BFloat16 || d == DType::Float16) return;
+  throw TypeError(std::string("[") + kOp + "] unsupported dtype " + name(d) +
+                  " (float16, bfloat16, float32)");
 }
 
 Tensor pad_dims(Tensor t, int nd) {
@@ -45,35 +34,12 @@ int64_t bcast(int64_t a, int64_t b, const char* what, const Tensor& q, const Ten
                    ", key " + k.shape_str() + ", value " + v.shape_str());
 }
 
-// Element offsets of each flat batch index into t (its first nb dims, which
-// may have stride 0).
-std::vector<int64_t> batch_offsets(const Tensor& t, const Shape& batch) {
-  int64_t B = 1;
-  for (int64_t s : batch) B *= s;
-  std::vector<int64_t> off(static_cast<size_t>(B));
-  for (int64_t f = 0; f < B; ++f) {
-    int64_t rem = f, o = 0;
-    for (int d = int(batch.size()) - 1; d >= 0; --d) {
-      const int64_t i = rem % batch[size_t(d)];
-      rem /= batch[size_t(d)];
-      o += i * t.stride(d);
-    }
-    off[size_t(f)] = o;
-  }
-  return off;
-}
-
-// Partial (max, sum, acc) states of every work item, reused across calls.
-struct Scratch {
-  std::vector<float> m, l, acc;
-};
-
 // One call as the public entry points give it.
 struct Request {
   const Tensor& q;
   const Tensor& k;
   const Tensor& v;
-  const Tensor* attn_mask = nullptr;
+  const Tensor& attn_mask;
   bool is_causal = false;
   int64_t causal_offset = 0;  // row i sees keys j <= i + causal_offset
   std::optional<double> scale;
@@ -91,12 +57,9 @@ struct Problem {
   int64_t B = 1;                        // batch elements (product of batch)
   int64_t L = 0, S = 0, E = 0, Ev = 0;  // query rows, key rows, q/k width, v width
   int64_t Hq = 0, Hkv = 0, Hout = 0;
-  int64_t ngroups = 0, gsize = 0;  // KV head groups; output heads per group
-  cpu::KVType kvt = cpu::KVType::F32;
   Tensor q, k, v;  // [*batch, Hq, L, E], [*batch, Hkv, S, E], [*batch, Hkv, S, Ev]
   Tensor out;      // as returned: the rank of the highest-rank input
   Tensor o;        // out as [*batch, Hout, L, Ev]
-  Tensor mask;     // float32 additive [*batch, Hout, L, S] with unit-stride last dim, or undefined
   double scale = 1.0;
   bool causal = false;
   int64_t causal_offset = 0;
@@ -111,25 +74,24 @@ struct Problem {
   }
 };
 
-// Dtypes and flags; returns the KV type of key and value.
-cpu::KVType check_request(const Request& r) {
+// Dtypes and flags.
+void check_request(const Request& r) {
   KILN_CHECK(r.q.dim() >= 2 && r.k.dim() >= 2 && r.v.dim() >= 2, ValueError,
              "[" << kOp << "] query, key and value need at least 2 dims, got " << r.q.shape_str() << ", "
                  << r.k.shape_str() << ", " << r.v.shape_str());
   KILN_CHECK(r.k.dtype() == r.v.dtype(), TypeError,
              "[" << kOp << "] key and value must have one dtype, got " << name(r.k.dtype()) << " and "
                  << name(r.v.dtype()));
-  kv_type(r.q.dtype());
-  const cpu::KVType kvt = kv_type(r.k.dtype());
-  KILN_CHECK(!(r.is_causal && r.attn_mask != nullptr), ValueError,
+  check_dtype(r.q.dtype());
+  check_dtype(r.k.dtype());
+  KILN_CHECK(!(r.is_causal && r.attn_mask.defined()), ValueError,
              "[" << kOp << "] attn_mask and is_causal cannot both be set");
   KILN_CHECK(r.dropout_p >= 0.0f && r.dropout_p <= 1.0f, ValueError,
              "[" << kOp << "] dropout_p must be in [0, 1], got " << r.dropout_p);
-  return kvt;
 }
 
-// Head counts and the GQA mapping: output head h reads KV head h / gsize
-// (of ngroups groups), or KV head 0 when key/value have one head.
+// Head counts: Hout output heads; with enable_gqa, output head h reads KV head
+// h / (Hout / Hkv) (the kernel derives that mapping from the head counts).
 void map_heads(const Request& r, Problem& p) {
   p.Hq = p.q.size(-3);
   p.Hkv = bcast(p.k.size(-3), p.v.size(-3), "key/value heads", r.q, r.k, r.v);
@@ -138,18 +100,15 @@ void map_heads(const Request& r, Problem& p) {
                "[" << kOp << "] enable_gqa needs query heads (" << p.Hq
                    << ") to be a multiple of key/value heads (" << p.Hkv << ")");
     p.Hout = p.Hq;
-    p.ngroups = p.Hkv;
   } else {
     p.Hout = bcast(p.Hq, p.Hkv, "heads", r.q, r.k, r.v);
-    p.ngroups = p.Hkv == 1 ? 1 : p.Hout;
   }
-  p.gsize = p.ngroups == 0 ? 0 : p.Hout / p.ngroups;
 }
 
 // Shapes, broadcasting and heads; q, k, v expanded to their full views.
 Problem plan_problem(const Request& r) {
   Problem p;
-  p.kvt = check_request(r);
+  check_request(r);
   p.nd = std::max({r.q.dim(), r.k.dim(), r.v.dim(), 3});
   const int nd = p.nd;
   p.q = pad_dims(r.q, nd);
@@ -194,7 +153,7 @@ void bind_output(const Request& r, Problem& p) {
                    << shape_to_string(out_shape));
     KILN_CHECK(r.out->stride(-1) == 1 || p.Ev <= 1, ValueError,
                "[" << kOp << "] out needs a unit-stride last dim");
-    kv_type(r.out->dtype());
+    check_dtype(r.out->dtype());
     p.out = *r.out;
   } else {
     p.out = empty(out_shape, r.out_dtype);
@@ -202,252 +161,54 @@ void bind_output(const Request& r, Problem& p) {
   p.o = pad_dims(p.out, p.nd);  // [*batch, Hout, L, Ev]
 }
 
-// attn_mask as float32 additive (bool: 0 / -inf), expanded to
-// [*batch, Hout, L, S] with a unit-stride last dim.
-Tensor additive_mask(const Tensor& attn_mask, const Problem& p) {
-  Tensor mk = attn_mask;
+// Checks that attn_mask is bool or floating and broadcasts to
+// [*batch, Hout, L, S].
+void check_mask(const Tensor& attn_mask, const Problem& p) {
+  const Tensor& mk = attn_mask;
   KILN_CHECK(mk.dtype() == DType::Bool || (is_floating(mk.dtype()) && !is_fp8(mk.dtype())), TypeError,
              "[" << kOp << "] attn_mask must be bool or floating, got " << name(mk.dtype()));
   KILN_CHECK(mk.dim() <= p.nd, ValueError,
              "[" << kOp << "] attn_mask " << mk.shape_str() << " does not broadcast to "
                  << shape_to_string(p.full(p.Hout, p.L, p.S)));
-  if (mk.dtype() == DType::Bool) {
-    const Tensor b = mk.contiguous();
-    Tensor f = empty(b.sizes(), DType::Float32);
-    const bool* bp = b.data<bool>();
-    float* fp = f.data<float>();
-    for (int64_t i = 0; i < b.numel(); ++i) fp[i] = bp[i] ? 0.0f : -std::numeric_limits<float>::infinity();
-    mk = f;
-  } else {
-    mk = mk.to(DType::Float32).contiguous();
-  }
-  mk = pad_dims(mk, p.nd);
-  if (mk.size(-1) == 1 && p.S > 1) {
-    Shape s = mk.sizes();
-    s.back() = p.S;
-    mk = mk.expand(s).contiguous();
-  }
+  const int off = p.nd - mk.dim();
   const Shape want = p.full(p.Hout, p.L, p.S);
-  for (int d = 0; d < p.nd; ++d)
-    KILN_CHECK(mk.size(d) == want[size_t(d)] || mk.size(d) == 1, ValueError,
+  for (int d = 0; d < p.nd; ++d) {
+    const int64_t s = d < off ? 1 : mk.size(d - off);
+    // A size-1 last dim is expanded to S.
+    KILN_CHECK(s == want[size_t(d)] || s == 1, ValueError,
                "[" << kOp << "] attn_mask " << attn_mask.shape_str() << " does not broadcast to "
                    << shape_to_string(want));
-  return mk.expand(want);
+  }
 }
 
-// The work split: items of (batch, KV head group, block of R query rows, KV
-// range); a row's KV range is split in nsplit parts only when there are too
-// few blocks to keep every thread busy on a long sequence.
-struct Split {
-  static constexpr int64_t R = cpu::kAttnMaxRows;
-  int64_t ldq = 0, lda = 0;    // padded q / acc row lengths
-  int64_t rows_per_group = 0;  // gsize * L query rows share one KV head
-  int64_t nqb = 0;             // blocks of R rows per group
-  int64_t base_items = 0, nsplit = 1, items = 0;
-
-  explicit Split(const Problem& p) {
-    ldq = cpu::attn_padded(p.E);
-    lda = cpu::attn_padded(p.Ev);
-    rows_per_group = p.gsize * p.L;
-    nqb = (rows_per_group + R - 1) / R;
-    base_items = p.B * p.ngroups * nqb;
-    const int nt = num_threads();
-    if (base_items < 2 * nt && p.S >= 1024)
-      nsplit = std::min<int64_t>((2 * nt + base_items - 1) / base_items, p.S / 512);
-    items = base_items * nsplit;
-  }
-};
-
-// Where each batch element, head and row lives. Strides are read once:
-// Tensor::stride wraps its dim on every call, and the per-element loops
-// called it ~2 * Hout * E times per decode step (~25 us of a 32-head call).
-struct Layout {
-  std::vector<int64_t> qoff, koff, voff, ooff, moff;  // [B] element offsets of each batch element
-  int64_t qs_h, qs_i, qs_e;                           // q: head, row, column
-  int64_t os_h, os_i, os_c;                           // o: head, row, column
-  int64_t ks_h, vs_h, ks_j, vs_j;                     // k/v: head, key position
-  int64_t ms_h, ms_i;                                 // mask: head, row (0 without a mask)
-
-  explicit Layout(const Problem& p)
-      : qoff(batch_offsets(p.q, p.batch)),
-        koff(batch_offsets(p.k, p.batch)),
-        voff(batch_offsets(p.v, p.batch)),
-        ooff(batch_offsets(p.o, p.batch)),
-        moff(p.mask.defined() ? batch_offsets(p.mask, p.batch) : std::vector<int64_t>()),
-        qs_h(p.q.stride(-3)),
-        qs_i(p.q.stride(-2)),
-        qs_e(p.q.stride(-1)),
-        os_h(p.o.stride(-3)),
-        os_i(p.o.stride(-2)),
-        os_c(p.o.stride(-1)),
-        ks_h(p.k.stride(-3)),
-        vs_h(p.v.stride(-3)),
-        ks_j(p.k.stride(-2)),
-        vs_j(p.v.stride(-2)),
-        ms_h(p.mask.defined() ? p.mask.stride(-3) : 0),
-        ms_i(p.mask.defined() ? p.mask.stride(-2) : 0) {}
-};
-
 // Dropout's Philox stream: one counter per (row, key) of the whole call.
-cpu::AttnDropout dropout_state(const Request& r, const Problem& p) {
-  cpu::AttnDropout drop;
+ops::AttentionDropout dropout_state(const Request& r, const Problem& p) {
+  ops::AttentionDropout drop;
   if (r.dropout_p > 0.0f) {
     Generator& g = r.gen ? *r.gen : default_generator();
     drop.p = r.dropout_p;
     drop.seed = g.initial_seed();
-    drop.S = p.S;
     drop.offset = g.advance((uint64_t(p.B * p.Hout * p.L) * uint64_t(p.S) + 3) / 4);
   }
   return drop;
 }
 
-// Every item: its query rows scaled into float32, then cpu::attend_block over
-// its KV range into the item's (m, l, acc) state in scr.
-void attend_items(const Problem& p, const Split& split, const Layout& lay, const cpu::AttnDropout& drop,
-                  Scratch& scr) {
-  constexpr int64_t R = Split::R;
-  const int64_t L = p.L, S = p.S, E = p.E, Ev = p.Ev, gsize = p.gsize, Hout = p.Hout;
-  const int64_t nsplit = split.nsplit, nqb = split.nqb, ngroups = p.ngroups;
-  const int64_t ldq = split.ldq, lda = split.lda, rows_per_group = split.rows_per_group;
-  const double sc = p.scale;
-  const size_t qsz = itemsize(p.q.dtype()), kvsz = itemsize(p.k.dtype());
-  const char* qbase = static_cast<const char*>(p.q.data_ptr());
-  const char* kbase = static_cast<const char*>(p.k.data_ptr());
-  const char* vbase = static_cast<const char*>(p.v.data_ptr());
-  const DType qdt = p.q.dtype();
-  const int64_t qs_e = lay.qs_e;
-  const Tensor& mask = p.mask;
-  auto kv_head_of = [&](int64_t g) { return p.Hkv == 1 ? int64_t(0) : g; };
-  auto q_head_of = [&](int64_t h) { return p.Hq == 1 ? int64_t(0) : h; };
-  parallel_for(0, split.items, 1, [&](int64_t i0, int64_t i1) {
-    thread_local std::vector<float> qb;
-    qb.resize(size_t(R * ldq));
-    int64_t limit[R], row_id[R];
-    const float* mrows[R];
-    for (int64_t it = i0; it < i1; ++it) {
-      const int64_t sp = it % nsplit, qbk = (it / nsplit) % nqb, g = (it / nsplit / nqb) % ngroups;
-      const int64_t b = it / nsplit / nqb / ngroups;
-      const int64_t r0 = qbk * R, rows = std::min(R, rows_per_group - r0);
-      for (int64_t r = 0; r < rows; ++r) {
-        const int64_t t = (r0 + r) / L, i = (r0 + r) % L, h = g * gsize + t;
-        // q row, scaled, in float32, zero-padded.
-        const char* qp = qbase + size_t(lay.qoff[size_t(b)] + q_head_of(h) * lay.qs_h + i * lay.qs_i) * qsz;
-        float* dst = qb.data() + r * ldq;
-        dispatch<bit(DType::Float32) | bit(DType::BFloat16) | bit(DType::Float16)>(
-            qdt, kOp, [&]<typename T>() {
-              const T* src = reinterpret_cast<const T*>(qp);
-              for (int64_t e = 0; e < E; ++e) dst[e] = float(double(float(src[e * qs_e])) * sc);
-            });
-        for (int64_t e = E; e < ldq; ++e) dst[e] = 0.0f;
-        limit[r] = i + p.causal_offset;
-        row_id[r] = (b * Hout + h) * L + i;
-        if (mask.defined()) mrows[r] = mask.data<float>() + lay.moff[size_t(b)] + h * lay.ms_h + i * lay.ms_i;
-      }
-      cpu::AttnBlock blk;
-      blk.q = qb.data();
-      blk.rows = rows;
-      blk.ldq = ldq;
-      blk.E = E;
-      blk.Ev = Ev;
-      blk.limit = p.causal ? limit : nullptr;
-      blk.mask = mask.defined() ? mrows : nullptr;
-      const int64_t kvh = kv_head_of(g);
-      blk.k = kbase + size_t(lay.koff[size_t(b)] + kvh * lay.ks_h) * kvsz;
-      blk.v = vbase + size_t(lay.voff[size_t(b)] + kvh * lay.vs_h) * kvsz;
-      blk.ks = lay.ks_j;
-      blk.vs = lay.vs_j;
-      blk.kv = p.kvt;
-      blk.dropout = drop;
-      blk.dropout.row_id = row_id;
-      float* m = scr.m.data() + it * R;
-      float* l = scr.l.data() + it * R;
-      float* acc = scr.acc.data() + it * R * lda;
-      std::fill(m, m + R, -std::numeric_limits<float>::infinity());
-      std::fill(l, l + R, 0.0f);
-      std::fill(acc, acc + R * lda, 0.0f);
-      const int64_t s0 = S * sp / nsplit, s1 = S * (sp + 1) / nsplit;
-      cpu::attend_block(blk, s0, s1, m, l, acc, lda);
-    }
-  });
-}
-
-// Combines the nsplit partial states of every row (rescaled to their common
-// max) and writes the normalized row to the output in its dtype.
-void combine_splits(const Problem& p, const Split& split, const Layout& lay, const Scratch& scr) {
-  constexpr int64_t R = Split::R;
-  const int64_t L = p.L, Ev = p.Ev, gsize = p.gsize;
-  const int64_t nsplit = split.nsplit, nqb = split.nqb, ngroups = p.ngroups;
-  const int64_t lda = split.lda, rows_per_group = split.rows_per_group;
-  const size_t osz = itemsize(p.o.dtype());
-  char* obase = static_cast<char*>(p.o.data_ptr());
-  const DType odt = p.o.dtype();
-  const int64_t os_c = lay.os_c;
-  parallel_for(0, split.base_items, 1, [&](int64_t i0, int64_t i1) {
-    thread_local std::vector<float> row;
-    row.resize(size_t(Ev));
-    for (int64_t bi = i0; bi < i1; ++bi) {
-      const int64_t qbk = bi % nqb, g = (bi / nqb) % ngroups, b = bi / nqb / ngroups;
-      const int64_t r0 = qbk * R, rows = std::min(R, rows_per_group - r0);
-      for (int64_t r = 0; r < rows; ++r) {
-        float M = -std::numeric_limits<float>::infinity();
-        bool nan = false;
-        for (int64_t sp = 0; sp < nsplit; ++sp) {
-          const float mm = scr.m[size_t((bi * nsplit + sp) * R + r)];
-          nan |= std::isnan(mm);
-          M = std::max(M, mm);
-        }
-        std::fill(row.begin(), row.end(), 0.0f);
-        if (nan) {
-          std::fill(row.begin(), row.end(), std::numeric_limits<float>::quiet_NaN());
-        } else if (M != -std::numeric_limits<float>::infinity()) {
-          double Lsum = 0;
-          for (int64_t sp = 0; sp < nsplit; ++sp) {
-            const int64_t it = bi * nsplit + sp;
-            const float mm = scr.m[size_t(it * R + r)];
-            if (mm == -std::numeric_limits<float>::infinity()) continue;
-            const float f = std::exp(mm - M);
-            Lsum += double(scr.l[size_t(it * R + r)]) * f;
-            const float* a = scr.acc.data() + (it * R + r) * lda;
-            for (int64_t c = 0; c < Ev; ++c) row[size_t(c)] += a[c] * f;
-          }
-          const float inv = float(1.0 / Lsum);
-          for (auto& x : row) x *= inv;
-        }
-        const int64_t t = (r0 + r) / L, i = (r0 + r) % L, h = g * gsize + t;
-        char* op = obase + size_t(lay.ooff[size_t(b)] + h * lay.os_h + i * lay.os_i) * osz;
-        dispatch<bit(DType::Float32) | bit(DType::BFloat16) | bit(DType::Float16)>(
-            odt, kOp, [&]<typename T>() {
-              T* dst = reinterpret_cast<T*>(op);
-              for (int64_t c = 0; c < Ev; ++c) dst[c * os_c] = T(row[size_t(c)]);
-            });
-      }
-    }
-  });
-}
-
-// Validate and plan, bind the output and mask, split the work, attend, combine.
+// Validate and plan, bind the output, check the mask, draw dropout, attend.
 Tensor run(const Request& r) {
   Problem p = plan_problem(r);
   bind_output(r, p);
+  const Device device = common_device(kOp, {&r.q, &r.k, &r.v, &r.attn_mask, &p.out});
   if (p.out.numel() == 0) return p.out;
-  if (r.attn_mask != nullptr) p.mask = additive_mask(*r.attn_mask, p);
-  const Layout lay(p);
-  const Split split(p);
-  thread_local Scratch tl_scratch;
-  Scratch& scr = tl_scratch;  // the caller's; workers reach it through this reference
-  scr.m.resize(size_t(split.items * Split::R));
-  scr.l.resize(size_t(split.items * Split::R));
-  scr.acc.resize(size_t(split.items * Split::R * split.lda));
-  const cpu::AttnDropout drop = dropout_state(r, p);
-  attend_items(p, split, lay, drop, scr);
-  combine_splits(p, split, lay, scr);
+  if (r.attn_mask.defined()) check_mask(r.attn_mask, p);
+  const ops::AttentionDropout drop = dropout_state(r, p);
+  ops::scaled_dot_product_attention(device, p.q, p.k, p.v, r.attn_mask, p.scale, p.causal, p.causal_offset,
+                                    drop, p.o);
   return p.out;
 }
 
 }  // namespace
-
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                    const Tensor* attn_mask, double dropout_p, bool is_causal,
+                                    const Tensor& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale, bool enable_gqa, Generator* gen) {
   KILN_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(), TypeError,
              "[" << kOp << "] query, key and value must have one dtype, got " << name(q.dtype()) << ", "

@@ -1,48 +1,21 @@
-// Embedding lookup: rows of a [V, H] table gathered at integer indices. FP8
-// tables are widened with the vectorized converter and scaled once per row.
-#include <algorithm>
-#include <cstring>
-#include <vector>
-
-#include "cpu/convert.h"
+// embedding front-end: checks the table, indices, row scales and out, then
+// calls the op (ops/registry/nn.h), whose kernel gathers the rows (and checks
+// each index against the table: IndexError).
 #include "kiln/nn.h"
-#include "kiln/thread_pool.h"
 #include "nn/nn_util.h"
+#include "ops/registry/all.h"
 
 namespace kiln {
 namespace {
 
-// Indices as int64 values (any integer dtype), checked against V.
-std::vector<int64_t> read_indices(const Tensor& idx, int64_t V) {
+void check_indices(const Tensor& idx) {
   KILN_CHECK(is_integral(idx.dtype(), false), TypeError,
              "[embedding] indices must be an integer tensor, got " << name(idx.dtype()));
-  std::vector<int64_t> v(static_cast<size_t>(idx.numel()));
-  const Tensor c = idx.contiguous();
-  dispatch<kIntSet>(c.dtype(), "embedding", [&]<typename I>() {
-    const I* p = c.data<I>();
-    for (size_t i = 0; i < v.size(); ++i) v[i] = int64_t(p[i]);
-  });
-  for (int64_t i : v)
-    KILN_CHECK(i >= 0 && i < V, IndexError,
-               "[embedding] index " << i << " is out of range for a table of " << V << " rows");
-  return v;
-}
-
-float scale_at(const Tensor* s, const float* sp, int64_t v) { return s ? sp[v] : 1.0f; }
-
-void convert_row(const void* src, DType from, void* dst, DType to, int64_t n) {
-  if (from == to) {
-    std::memcpy(dst, src, size_t(n) * itemsize(from));
-  } else if (!cpu::convert_contiguous(src, from, dst, to, n)) {
-    // Pairs without a vector kernel (none among the float dtypes used here).
-    Tensor d = from_blob(dst, {n}, {1}, to);
-    d.copy_(from_blob(const_cast<void*>(src), {n}, {1}, from));
-  }
 }
 
 }  // namespace
 
-void embedding_out(const Tensor& indices, const Tensor& weight, const Tensor* row_scale, const Tensor& out) {
+void embedding_out(const Tensor& indices, const Tensor& weight, const Tensor& row_scale, const Tensor& out) {
   KILN_CHECK(weight.dim() == 2, ValueError, "[embedding] weight must be [V, H], got " << weight.shape_str());
   const DType wt = weight.dtype();
   KILN_CHECK(nn_detail::is_compute_float(wt) || is_fp8(wt), TypeError,
@@ -55,44 +28,18 @@ void embedding_out(const Tensor& indices, const Tensor& weight, const Tensor* ro
   KILN_CHECK(nn_detail::is_compute_float(out.dtype()), TypeError,
              "[embedding] unsupported out dtype " << name(out.dtype()));
   Tensor scale;
-  if (row_scale) {
+  if (row_scale.defined()) {
     KILN_CHECK(
-        row_scale->numel() == V, ValueError,
-        "[embedding] row_scale has shape " << row_scale->shape_str() << ", expected " << V << " elements");
-    scale = row_scale->to(DType::Float32).contiguous();
+        row_scale.numel() == V, ValueError,
+        "[embedding] row_scale has shape " << row_scale.shape_str() << ", expected " << V << " elements");
+    scale = row_scale.to(DType::Float32).contiguous();
   }
-  const std::vector<int64_t> idx = read_indices(indices, V);
-  const Tensor w = weight.stride(1) == 1 ? weight : weight.contiguous();
-  const char* base = static_cast<const char*>(w.data_ptr());
-  const size_t wrow = size_t(w.stride(0)) * itemsize(wt);
-  char* o = static_cast<char*>(out.data_ptr());
-  const size_t orow = size_t(H) * itemsize(out.dtype());
-  const float* sp = row_scale ? scale.data<float>() : nullptr;
-  const DType od = out.dtype();
-  parallel_for(0, int64_t(idx.size()), std::max<int64_t>(1, 8192 / std::max<int64_t>(H, 1)),
-               [&](int64_t b, int64_t e) {
-                 std::vector<float> buf;
-                 for (int64_t r = b; r < e; ++r) {
-                   const int64_t v = idx[size_t(r)];
-                   const char* src = base + size_t(v) * wrow;
-                   const float s = scale_at(row_scale, sp, v);
-                   if (s == 1.0f) {
-                     convert_row(src, wt, o + size_t(r) * orow, od, H);
-                   } else if (od == DType::Float32) {
-                     float* dst = reinterpret_cast<float*>(o + size_t(r) * orow);
-                     convert_row(src, wt, dst, DType::Float32, H);
-                     for (int64_t j = 0; j < H; ++j) dst[j] *= s;
-                   } else {
-                     buf.resize(size_t(H));
-                     convert_row(src, wt, buf.data(), DType::Float32, H);
-                     for (int64_t j = 0; j < H; ++j) buf[size_t(j)] *= s;
-                     convert_row(buf.data(), DType::Float32, o + size_t(r) * orow, od, H);
-                   }
-                 }
-               });
+  check_indices(indices);
+  ops::embedding(common_device("embedding", {&indices, &weight, &row_scale, &out}), indices, weight, scale,
+                 out);
 }
 
-Tensor embedding(const Tensor& indices, const Tensor& weight, const Tensor* row_scale,
+Tensor embedding(const Tensor& indices, const Tensor& weight, const Tensor& row_scale,
                  std::optional<DType> out_dtype) {
   KILN_CHECK(weight.dim() == 2, ValueError, "[embedding] weight must be [V, H], got " << weight.shape_str());
   const DType od = out_dtype.value_or(is_fp8(weight.dtype()) ? DType::Float32 : weight.dtype());
@@ -100,7 +47,9 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, const Tensor* row_
   shape.push_back(weight.size(1));
   Tensor out = empty(shape, od);
   if (out.numel() == 0) {
-    read_indices(indices, weight.size(0));
+    // Nothing to gather: the kernel only checks the indices against the table.
+    check_indices(indices);
+    ops::embedding(common_device("embedding", {&indices, &weight, &out}), indices, weight, Tensor(), out);
     return out;
   }
   embedding_out(indices, weight, row_scale, out);

@@ -1,143 +1,40 @@
-// rms_norm and layer_norm over trailing dims: rows of n contiguous elements,
-// statistics in float32 lanes (float64 for float64), one rounding on store.
-// Per-row work is O(n); rows split across threads.
-#include <algorithm>
-#include <cmath>
+// rms_norm and layer_norm front-ends over trailing dims: validate the input,
+// weight, bias and out, then call the op (ops/registry/nn.h), whose kernel
+// normalizes rows of the n trailing elements.
 #include <limits>
 
-#include "kiln/dtype.h"
 #include "kiln/nn.h"
-#include "kiln/thread_pool.h"
 #include "nn/nn_util.h"
+#include "ops/registry/all.h"
 
 namespace kiln {
 namespace {
 using namespace nn_detail;
 
-constexpr int kLanes = 16;  // independent partial sums: lets the compiler vectorize
-
-template <typename C, typename T>
-C sum_sq(const T* x, int64_t n) {
-  C acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) {
-      const C v = C(x[i + j]);
-      acc[j] += v * v;
-    }
-  for (; i < n; ++i) acc[0] += C(x[i]) * C(x[i]);
-  C s = 0;
-  for (int j = 0; j < kLanes; ++j) s += acc[j];
-  return s;
-}
-
-template <typename C, typename T>
-C sum_of(const T* x, int64_t n, C shift) {
-  C acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) acc[j] += C(x[i + j]) - shift;
-  for (; i < n; ++i) acc[0] += C(x[i]) - shift;
-  C s = 0;
-  for (int j = 0; j < kLanes; ++j) s += acc[j];
-  return s;
-}
-
-template <typename C, typename T>
-C sum_sq_dev(const T* x, int64_t n, C mean) {
-  C acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) {
-      const C v = C(x[i + j]) - mean;
-      acc[j] += v * v;
-    }
-  for (; i < n; ++i) acc[0] += (C(x[i]) - mean) * (C(x[i]) - mean);
-  C s = 0;
-  for (int j = 0; j < kLanes; ++j) s += acc[j];
-  return s;
-}
-
-// y = ((x - mean) * inv) * w + b; W, B = void means absent.
-template <typename C, typename T, typename W, typename B>
-void normalize(const T* x, T* y, int64_t n, C mean, C inv, const W* w, const B* b) {
-  for (int64_t i = 0; i < n; ++i) {
-    C v = (C(x[i]) - mean) * inv;
-    if constexpr (!std::is_void_v<W>) v *= C(w[i]);
-    if constexpr (!std::is_void_v<B>) v += C(b[i]);
-    y[i] = T(v);
-  }
-}
-
-// x, y: [rows, n] contiguous.
-template <typename T, typename W, typename B>
-void norm_rows(const T* x, T* y, int64_t rows, int64_t n, const W* w, const B* b, double eps, bool rms) {
-  using C = compute_t<T>;
-  parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const T* xr = x + r * n;
-      T* yr = y + r * n;
-      C mean = 0, var;
-      if (rms) {
-        var = sum_sq<C>(xr, n) / C(n);
-      } else {
-        // Two passes (shifted by the first element for stability in f32).
-        const C shift = C(xr[0]);
-        mean = shift + sum_of<C>(xr, n, shift) / C(n);
-        var = sum_sq_dev<C>(xr, n, mean) / C(n);
-      }
-      const C inv = C(1) / std::sqrt(var + C(eps));
-      normalize<C>(xr, yr, n, mean, inv, w, b);
-    }
-  });
-}
-
-// Dispatches x/y dtype T, weight dtype W, bias dtype B.
-void norm_dispatch(const Tensor& x, const Tensor& y, int64_t rows, int64_t n, const Tensor* w,
-                   const Tensor* b, double eps, bool rms, const char* op) {
-  dispatch<kFloatSet>(x.dtype(), op, [&]<typename T>() {
-    auto with_b = [&]<typename W>(const W* wp) {
-      if (b == nullptr) {
-        norm_rows<T, W, void>(x.data<T>(), y.data<T>(), rows, n, wp, nullptr, eps, rms);
-      } else {
-        dispatch<kFloatSet>(b->dtype(), op, [&]<typename Bt>() {
-          norm_rows<T, W, Bt>(x.data<T>(), y.data<T>(), rows, n, wp, b->data<Bt>(), eps, rms);
-        });
-      }
-    };
-    if (w == nullptr) {
-      with_b(static_cast<const void*>(nullptr));
-    } else {
-      dispatch<kFloatSet>(w->dtype(), op, [&]<typename W>() { with_b(w->data<W>()); });
-    }
-  });
-}
-
-void check_param(const Tensor* p, int64_t n, const char* op, const char* what) {
-  if (p == nullptr) return;
-  check_float(*p, op, what);
+void check_param(const Tensor& p, int64_t n, const char* op, const char* what) {
+  if (!p.defined()) return;
+  check_float(p, op, what);
   KILN_CHECK(
-      p->numel() == n, ValueError,
-      "[" << op << "] " << what << " has shape " << p->shape_str() << ", expected " << n << " elements");
+      p.numel() == n, ValueError,
+      "[" << op << "] " << what << " has shape " << p.shape_str() << ", expected " << n << " elements");
 }
 
-// Writes the normalization of x (rows of n) into out; out has x's shape and
-// may have another float dtype (converted on the way).
-void norm_into(const Tensor& x, const Tensor* w, const Tensor* b, double eps, const Tensor& out, int64_t n,
+// Checks x, w, b and out, then writes the normalization of x (rows of n) into
+// out; out has x's shape and may have another float dtype.
+void norm_into(const Tensor& x, const Tensor& w, const Tensor& b, double eps, const Tensor& out, int64_t n,
                bool rms, const char* op) {
   check_float(x, op, "input");
   check_param(w, n, op, "weight");
   check_param(b, n, op, "bias");
   KILN_CHECK(out.sizes() == x.sizes(), ValueError,
              "[" << op << "] out has shape " << out.shape_str() << ", expected " << x.shape_str());
+  const Device device = common_device(op, {&x, &w, &b, &out});
   if (x.numel() == 0) return;
-  const int64_t rows = x.numel() / n;
-  const Tensor xc = x.contiguous();
-  const Tensor wc = w ? w->contiguous() : Tensor(), bc = b ? b->contiguous() : Tensor();
-  const bool direct = out.is_contiguous() && out.dtype() == x.dtype();
-  const Tensor y = direct ? out : empty(x.sizes(), x.dtype());
-  norm_dispatch(xc, y, rows, n, w ? &wc : nullptr, b ? &bc : nullptr, eps, rms, op);
-  if (!direct) Tensor(out).copy_(y);
+  if (rms) {
+    ops::rms_norm(device, x, w, n, eps, out);
+  } else {
+    ops::layer_norm(device, x, w, b, n, eps, out);
+  }
 }
 
 // torch documents finfo(x.dtype).eps, but computes bf16/f16 inputs in float32
@@ -154,25 +51,25 @@ double default_rms_eps(DType d) {
 
 }  // namespace
 
-Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor* weight,
+Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                 std::optional<double> eps) {
   const int64_t n = trailing_numel(x, normalized_shape, "rms_norm");
-  if (weight) {
-    KILN_CHECK(weight->sizes() == normalized_shape, ValueError,
-               "[rms_norm] weight has shape " << weight->shape_str() << ", expected "
+  if (weight.defined()) {
+    KILN_CHECK(weight.sizes() == normalized_shape, ValueError,
+               "[rms_norm] weight has shape " << weight.shape_str() << ", expected "
                                               << shape_to_string(normalized_shape));
   }
   check_float(x, "rms_norm", "input");
   Tensor out = empty(x.sizes(), x.dtype());
-  norm_into(x, weight, nullptr, eps.value_or(default_rms_eps(x.dtype())), out, n, true, "rms_norm");
+  norm_into(x, weight, Tensor(), eps.value_or(default_rms_eps(x.dtype())), out, n, true, "rms_norm");
   return out;
 }
 
-Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor* weight, const Tensor* bias,
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
   const int64_t n = trailing_numel(x, normalized_shape, "layer_norm");
-  for (const Tensor* p : {weight, bias}) {
-    if (p) {
+  for (const Tensor* p : {&weight, &bias}) {
+    if (p->defined()) {
       KILN_CHECK(p->sizes() == normalized_shape, ValueError,
                  "[layer_norm] weight/bias has shape " << p->shape_str() << ", expected "
                                                        << shape_to_string(normalized_shape));
@@ -184,12 +81,12 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor* 
   return out;
 }
 
-void rms_norm_out(const Tensor& x, const Tensor* weight, double eps, const Tensor& out) {
+void rms_norm_out(const Tensor& x, const Tensor& weight, double eps, const Tensor& out) {
   KILN_CHECK(x.dim() >= 1, ValueError, "[rms_norm] input must have at least one dim");
-  norm_into(x, weight, nullptr, eps, out, x.size(-1), true, "rms_norm");
+  norm_into(x, weight, Tensor(), eps, out, x.size(-1), true, "rms_norm");
 }
 
-void layer_norm_out(const Tensor& x, const Tensor* weight, const Tensor* bias, double eps,
+void layer_norm_out(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                     const Tensor& out) {
   KILN_CHECK(x.dim() >= 1, ValueError, "[layer_norm] input must have at least one dim");
   norm_into(x, weight, bias, eps, out, x.size(-1), false, "layer_norm");

@@ -1,13 +1,9 @@
-// Rotary position embeddings: inv_freq with Hugging Face's scaling rules, the
-// cos/sin tables, and the rotation itself (half-split or interleaved pairs,
-// partial rotary dims) on [..., T, H, D] activations of any float dtype.
-#include <algorithm>
-#include <cmath>
-#include <numbers>
-
+// Rotary position embedding front-ends: inv_freq, the cos/sin tables and the
+// rotation of [..., T, H, D] activations. They check arguments, prepare the
+// float32 tables and call the ops (ops/registry/nn.h).
 #include "kiln/nn.h"
-#include "kiln/thread_pool.h"
 #include "nn/nn_util.h"
+#include "ops/registry/all.h"
 
 namespace kiln {
 
@@ -15,57 +11,20 @@ Tensor rope_inv_freq(int64_t rotary_dim, double theta, const RopeScaling& sc) {
   KILN_CHECK(rotary_dim > 0 && rotary_dim % 2 == 0, ValueError,
              "[rope_inv_freq] rotary_dim must be even and positive, got " << rotary_dim);
   KILN_CHECK(theta > 0, ValueError, "[rope_inv_freq] theta must be positive, got " << theta);
-  const int64_t half = rotary_dim / 2;
-  Tensor out = empty({half}, DType::Float32);
-  float* p = out.data<float>();
-  for (int64_t i = 0; i < half; ++i) {
-    // As HF, in float32: 1 / theta^(arange(0, dim, 2) / dim), so tables match
-    // the checkpoints' reference implementation bit for bit.
-    const float e = float(2 * i) / float(rotary_dim);
-    const float f = 1.0f / std::pow(float(theta), e);
-    double v = f;
-    if (sc.kind == RopeScaling::Kind::Linear) {
-      v = f / sc.factor;
-    } else if (sc.kind == RopeScaling::Kind::Llama3) {
-      const double old_len = double(sc.original_max_position_embeddings);
-      const double low_wl = old_len / sc.low_freq_factor, high_wl = old_len / sc.high_freq_factor;
-      const double wl = 2 * std::numbers::pi / f;
-      if (wl > low_wl) {
-        v = f / sc.factor;         // low frequency: scaled
-      } else if (wl >= high_wl) {  // medium: blend
-        const double smooth =
-            (old_len / wl - sc.low_freq_factor) / (sc.high_freq_factor - sc.low_freq_factor);
-        v = (1 - smooth) * f / sc.factor + smooth * f;
-      }
-    }
-    p[i] = float(v);
-  }
+  Tensor out = empty({rotary_dim / 2}, DType::Float32);
+  ops::rope_inv_freq(out.device(), rotary_dim, theta, sc, out);
   return out;
 }
 
 namespace {
-// cos/sin [T, h] of pos(t) * inv_freq[i], in float64 stored as float32: one
-// body for the tables and the runtime's per-chunk rows, so they agree bit for bit.
-template <typename Pos>
-void fill_cos_sin(Pos pos, int64_t T, const float* fp, int64_t h, float* c, float* s) {
-  parallel_for(0, T, std::max<int64_t>(1, 4096 / std::max<int64_t>(h, 1)), [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t)
-      for (int64_t i = 0; i < h; ++i) {
-        const double a = double(pos(t)) * double(fp[i]);
-        c[t * h + i] = float(std::cos(a));
-        s[t * h + i] = float(std::sin(a));
-      }
-  });
-}
-
-template <typename Pos>
-RopeTables tables(Pos pos, int64_t T, const Tensor& inv_freq) {
+// positions: int64 [T] contiguous, or undefined for start, start + 1, ...
+RopeTables tables(const Tensor& positions, int64_t start, int64_t T, const Tensor& inv_freq) {
   KILN_CHECK(inv_freq.dim() == 1, ValueError,
              "[rope_cos_sin] inv_freq must be 1-D, got " << inv_freq.shape_str());
   const Tensor f = inv_freq.to(DType::Float32).contiguous();
   const int64_t h = f.numel();
   RopeTables r{empty({T, h}), empty({T, h})};
-  fill_cos_sin(pos, T, f.data<float>(), h, r.cos.data<float>(), r.sin.data<float>());
+  ops::rope_cos_sin(common_device("rope_cos_sin", {&positions, &f}), positions, start, f, r.cos, r.sin);
   return r;
 }
 }  // namespace
@@ -75,13 +34,12 @@ RopeTables rope_cos_sin(const Tensor& positions, const Tensor& inv_freq) {
              "[rope_cos_sin] positions must be a 1-D integer tensor, got " << positions.shape_str() << " "
                                                                            << name(positions.dtype()));
   const Tensor p = positions.to(DType::Int64).contiguous();
-  const int64_t* pp = p.data<int64_t>();
-  return tables([pp](int64_t t) { return pp[t]; }, p.numel(), inv_freq);
+  return tables(p, 0, p.numel(), inv_freq);
 }
 
 RopeTables rope_cos_sin(int64_t start, int64_t count, const Tensor& inv_freq) {
   KILN_CHECK(count >= 0, ValueError, "[rope_cos_sin] count must be >= 0, got " << count);
-  return tables([start](int64_t t) { return start + t; }, count, inv_freq);
+  return tables(Tensor(), start, count, inv_freq);
 }
 
 void rope_cos_sin_out(int64_t start, const Tensor& inv_freq, const Tensor& cos, const Tensor& sin) {
@@ -98,32 +56,9 @@ void rope_cos_sin_out(int64_t start, const Tensor& inv_freq, const Tensor& cos, 
                    << t->shape_str() << " " << name(t->dtype()));
   KILN_CHECK(sin.size(0) == cos.size(0), ValueError,
              "[" << op << "] cos " << cos.shape_str() << " and sin " << sin.shape_str() << " differ");
-  fill_cos_sin([start](int64_t t) { return start + t; }, cos.size(0), inv_freq.data<float>(), h,
-               cos.data<float>(), sin.data<float>());
+  ops::rope_cos_sin(common_device("rope_cos_sin", {&inv_freq, &cos, &sin}), Tensor(), start, inv_freq, cos,
+                    sin);
 }
-
-namespace {
-
-// Rotates one head vector x[0..D) (unit stride) with c/s [half].
-template <typename T>
-void rotate(T* x, const float* c, const float* s, int64_t half, bool interleaved) {
-  using C = compute_t<T>;
-  if (interleaved) {
-    for (int64_t i = 0; i < half; ++i) {
-      const C a = C(x[2 * i]), b = C(x[2 * i + 1]);
-      x[2 * i] = T(a * C(c[i]) - b * C(s[i]));
-      x[2 * i + 1] = T(b * C(c[i]) + a * C(s[i]));
-    }
-  } else {
-    for (int64_t i = 0; i < half; ++i) {
-      const C a = C(x[i]), b = C(x[i + half]);
-      x[i] = T(a * C(c[i]) - b * C(s[i]));
-      x[i + half] = T(b * C(c[i]) + a * C(s[i]));
-    }
-  }
-}
-
-}  // namespace
 
 void apply_rotary_emb_(const Tensor& x, const Tensor& cos, const Tensor& sin, bool interleaved) {
   const char* op = "apply_rotary_emb";
@@ -141,27 +76,10 @@ void apply_rotary_emb_(const Tensor& x, const Tensor& cos, const Tensor& sin, bo
                  << " (need [T=" << T << ", <= D/2=" << D / 2 << "])");
   KILN_CHECK(x.stride(-1) == 1 || D == 1, ValueError, "[" << op << "] x needs a unit-stride last dim");
   assert_no_internal_overlap(x, op);
+  const Device device = common_device(op, {&x, &cos, &sin});
   if (x.numel() == 0 || half == 0) return;
   const Tensor c = cos.to(DType::Float32).contiguous(), s = sin.to(DType::Float32).contiguous();
-  const float* cp = c.data<float>();
-  const float* sp = s.data<float>();
-  // Every head vector: the multi-index over dims [0, nd - 1), its t at tdim.
-  const int64_t nvec = x.numel() / D;
-  dispatch<kFloatSet>(x.dtype(), op, [&]<typename T_>() {
-    T_* base = static_cast<T_*>(x.data_ptr());
-    parallel_for(0, nvec, std::max<int64_t>(1, 2048 / D), [&](int64_t b, int64_t e) {
-      for (int64_t v = b; v < e; ++v) {
-        int64_t rem = v, off = 0, t = 0;
-        for (int k = nd - 2; k >= 0; --k) {
-          const int64_t i = rem % x.size(k);
-          rem /= x.size(k);
-          off += i * x.stride(k);
-          if (k == tdim) t = i;
-        }
-        rotate(base + off, cp + t * half, sp + t * half, half, interleaved);
-      }
-    });
-  });
+  ops::apply_rotary_emb(device, x, c, s, interleaved);
 }
 
 Tensor apply_rotary_emb(const Tensor& x, const Tensor& cos, const Tensor& sin, bool interleaved) {

@@ -1,12 +1,11 @@
-// The float32 SwiGLU kernel behind nn::swiglu, for callers inside nn that hold
-// raw rows (moe_ffn's gate and up halves of one buffer).
+// The float32 SwiGLU kernel under its former name, for the MoE FFN, which
+// calls it on raw rows: it lives in cpu/swiglu.h.
 #pragma once
 
-#include <cstdint>
+#include "cpu/swiglu.h"
 
 namespace kiln::nn_detail {
 
-// y[i] = g[i] / (1 + exp(-g[i])) * u[i] for i < n, in SIMD lanes; y may be g or u.
-void swiglu_f32(const float* g, const float* u, float* y, int64_t n);
+using cpu::swiglu_f32;
 
 }  // namespace kiln::nn_detail

@@ -76,7 +76,7 @@ TEST(Attention, DecodeGqaLengths) {
         SCOPED_TRACE(testing::Message() << "group=" << group << " S=" << S << " " << name(dt));
         const Tensor q = rnd({1, 2 * group, 1, 128}, 1, dt), k = rnd({1, 2, S, 128}, 2, dt),
                      v = rnd({1, 2, S, 128}, 3, dt);
-        const Tensor o = scaled_dot_product_attention(q, k, v, nullptr, 0.0, false, std::nullopt, true);
+        const Tensor o = scaled_dot_product_attention(q, k, v, Tensor(), 0.0, false, std::nullopt, true);
         EXPECT_EQ(o.sizes(), (Shape{1, 2 * group, 1, 128}));
         EXPECT_EQ(o.dtype(), dt);
         expect_near_all(o, reference(q, k, v, {}, false, 1.0 / std::sqrt(128.0)),
@@ -97,7 +97,7 @@ TEST(Attention, DecodeTwoRunsHeadDimsAndLengths) {
         for (DType dt : {DType::Float32, DType::BFloat16, DType::Float16}) {
           SCOPED_TRACE(testing::Message() << "E=" << E << " S=" << S << " group=" << group << " " << name(dt));
           const Tensor q = rnd({1, group, 1, E}, 31, dt), k = rnd({1, 1, S, E}, 32, dt), v = rnd({1, 1, S, E}, 33, dt);
-          const Tensor o = scaled_dot_product_attention(q, k, v, nullptr, 0.0, false, std::nullopt, true);
+          const Tensor o = scaled_dot_product_attention(q, k, v, Tensor(), 0.0, false, std::nullopt, true);
           expect_near_all(o, reference(q, k, v, {}, false, 1.0 / std::sqrt(double(E))),
                           dt == DType::Float32 ? 2e-5 : 1e-2);
         }
@@ -111,14 +111,14 @@ TEST(Attention, PrefillCausalAndUneven) {
   for (auto [L, S] : {std::pair<int64_t, int64_t>{37, 37}, {5, 9}, {9, 5}, {70, 70}}) {
     SCOPED_TRACE(testing::Message() << "L=" << L << " S=" << S);
     const Tensor q = rnd({2, 4, L, 64}, 4), k = rnd({2, 2, S, 64}, 5), v = rnd({2, 2, S, 64}, 6);
-    const Tensor o = scaled_dot_product_attention(q, k, v, nullptr, 0.0, true, std::nullopt, true);
+    const Tensor o = scaled_dot_product_attention(q, k, v, Tensor(), 0.0, true, std::nullopt, true);
     expect_near_all(o, reference(q, k, v, {}, true, 0.125), 2e-5);
   }
 }
 
 TEST(Attention, OddHeadDimsAndScale) {
   const Tensor q = rnd({1, 3, 6, 33}, 7), k = rnd({1, 3, 50, 33}, 8), v = rnd({1, 3, 50, 20}, 9);
-  const Tensor o = scaled_dot_product_attention(q, k, v, nullptr, 0.0, false, 0.3);
+  const Tensor o = scaled_dot_product_attention(q, k, v, Tensor(), 0.0, false, 0.3);
   EXPECT_EQ(o.sizes(), (Shape{1, 3, 6, 20}));
   expect_near_all(o, reference(q, k, v, {}, false, 0.3), 2e-5);
 }
@@ -135,7 +135,7 @@ TEST(Attention, BoolAndAdditiveMasks) {
   std::vector<double> full;
   for (int64_t bh = 0; bh < 8; ++bh)
     for (size_t i = 0; i < mb.size(); ++i) full.push_back(mb[i] ? 0.0 : -INFINITY);
-  const Tensor o = scaled_dot_product_attention(q, k, v, &bm);
+  const Tensor o = scaled_dot_product_attention(q, k, v, bm);
   expect_near_all(o, reference(q, k, v, full, false, 0.25), 2e-5);
   for (double x : std::vector<double>(vals(o.select(0, 0).select(0, 0).select(0, 3)))) EXPECT_EQ(x, 0.0);
   // Additive [1, 4, 1, S] broadcast over batch and queries.
@@ -146,7 +146,7 @@ TEST(Attention, BoolAndAdditiveMasks) {
     for (int64_t h = 0; h < 4; ++h)
       for (int64_t i = 0; i < L; ++i)
         for (int64_t j = 0; j < S; ++j) fa.push_back(av[size_t(h * S + j)]);
-  expect_near_all(scaled_dot_product_attention(q, k, v, &am), reference(q, k, v, fa, false, 0.25), 2e-5);
+  expect_near_all(scaled_dot_product_attention(q, k, v, am), reference(q, k, v, fa, false, 0.25), 2e-5);
 }
 
 TEST(Attention, Broadcasting) {
@@ -172,7 +172,7 @@ TEST(Attention, NonContiguousAndSplitAcrossKv) {
   const Tensor kc = rnd({1, 2, 4096, 64}, 20), vc = rnd({1, 2, 4096, 64}, 21);
   const Tensor k = kc.narrow(2, 0, 2500), v = vc.narrow(2, 0, 2500);
   const Tensor q = rnd({1, 1, 8, 64}, 22).transpose(1, 2);  // [1, 8, 1, 64], strided
-  const Tensor o = scaled_dot_product_attention(q, k, v, nullptr, 0.0, false, std::nullopt, true);
+  const Tensor o = scaled_dot_product_attention(q, k, v, Tensor(), 0.0, false, std::nullopt, true);
   expect_near_all(o, reference(q.contiguous(), k.contiguous(), v.contiguous(), {}, false, 0.125), 2e-5);
 }
 
@@ -209,13 +209,13 @@ TEST(Attention, DropoutSeeded) {
   const Tensor q = rnd({1, 2, 4, 16}, 27), k = rnd({1, 2, 30, 16}, 28), v = rnd({1, 2, 30, 16}, 29);
   Generator g1(7), g2(7);
   const std::vector<double> a =
-      vals(scaled_dot_product_attention(q, k, v, nullptr, 0.5, false, std::nullopt, false, &g1));
+      vals(scaled_dot_product_attention(q, k, v, Tensor(), 0.5, false, std::nullopt, false, &g1));
   const std::vector<double> b =
-      vals(scaled_dot_product_attention(q, k, v, nullptr, 0.5, false, std::nullopt, false, &g2));
+      vals(scaled_dot_product_attention(q, k, v, Tensor(), 0.5, false, std::nullopt, false, &g2));
   const std::vector<double> c = vals(scaled_dot_product_attention(q, k, v));
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
-  for (double x : vals(scaled_dot_product_attention(q, k, v, nullptr, 1.0))) EXPECT_EQ(x, 0.0);
+  for (double x : vals(scaled_dot_product_attention(q, k, v, Tensor(), 1.0))) EXPECT_EQ(x, 0.0);
 }
 
 TEST(Attention, EmptyAndBad) {
@@ -226,12 +226,12 @@ TEST(Attention, EmptyAndBad) {
        vals(scaled_dot_product_attention(rnd({1, 2, 3, 8}, 1), rnd({1, 2, 0, 8}, 2), rnd({1, 2, 0, 8}, 3))))
     EXPECT_EQ(x, 0.0);
   const Tensor q = rnd({1, 6, 2, 8}, 1), k = rnd({1, 4, 5, 8}, 2), v = rnd({1, 4, 5, 8}, 3);
-  EXPECT_THROW(scaled_dot_product_attention(q, k, v, nullptr, 0.0, false, std::nullopt, true), ValueError);
+  EXPECT_THROW(scaled_dot_product_attention(q, k, v, Tensor(), 0.0, false, std::nullopt, true), ValueError);
   EXPECT_THROW(scaled_dot_product_attention(q, k, v), ValueError);
   EXPECT_THROW(scaled_dot_product_attention(rnd({1, 4, 2, 7}, 1), k, v), ValueError);
   EXPECT_THROW(scaled_dot_product_attention(rnd({1, 4, 2, 8}, 1), k.to(DType::BFloat16), v), TypeError);
   const Tensor m = ones({2, 5}, DType::Bool);
-  EXPECT_THROW(scaled_dot_product_attention(rnd({1, 4, 2, 8}, 1), k, v, &m, 0.0, true), ValueError);
+  EXPECT_THROW(scaled_dot_product_attention(rnd({1, 4, 2, 8}, 1), k, v, m, 0.0, true), ValueError);
   EXPECT_THROW(scaled_dot_product_attention(rnd({1, 4, 2, 8}, 1, DType::Float64), k.to(DType::Float64),
                                             v.to(DType::Float64)),
                TypeError);

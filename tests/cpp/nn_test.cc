@@ -55,12 +55,12 @@ TEST(Nn, RmsNormAndLayerNorm) {
                          : dt == DType::Float16 ? 2e-3
                          : dt == DType::Float32 ? 2e-6
                                                 : 1e-12;
-      const Tensor y1 = rms_norm(x, {n}, &w, 1e-6), y2 = layer_norm(x, {n}, &w, &b, 1e-5);
+      const Tensor y1 = rms_norm(x, {n}, w, 1e-6), y2 = layer_norm(x, {n}, w, b, 1e-5);
       EXPECT_EQ(y1.dtype(), dt);
       expect_close(vals(y1), r1, tol, tol);
       expect_close(vals(y2), r2, tol, tol);
       Tensor o = empty({3, 2, n}, dt);
-      rms_norm_out(x, &w, 1e-6, o);
+      rms_norm_out(x, w, 1e-6, o);
       expect_close(vals(o), r1, tol, tol);
     }
   }
@@ -76,7 +76,7 @@ TEST(Nn, RmsNormAndLayerNorm) {
   }
   EXPECT_THROW(rms_norm(x, {5}), ValueError);
   const Tensor w3 = ones({3});
-  EXPECT_THROW(layer_norm(x, {4}, &w3), ValueError);
+  EXPECT_THROW(layer_norm(x, {4}, w3), ValueError);
   EXPECT_THROW(rms_norm(arange(Scalar(int64_t(0)), Scalar(int64_t(4))), {4}), TypeError);
 }
 
@@ -112,7 +112,7 @@ TEST(Nn, Embedding) {
     const std::vector<double> wq = vals(wt);
     const Tensor scale = kiln::abs(rnd({50}, 8));
     const std::vector<double> sv = vals(scale);
-    const Tensor y = embedding(idx, wt, is_fp8(dt) ? &scale : nullptr);
+    const Tensor y = embedding(idx, wt, is_fp8(dt) ? scale : Tensor());
     EXPECT_EQ(y.sizes(), (Shape{5, 1, 24}));
     EXPECT_EQ(y.dtype(), is_fp8(dt) ? DType::Float32 : dt);
     const std::vector<double> yv = vals(y);
@@ -123,7 +123,7 @@ TEST(Nn, Embedding) {
       }
   }
   // FP8 into a bf16 output.
-  const Tensor y = embedding(idx, w.to(DType::Float8_e4m3fn), nullptr, DType::BFloat16);
+  const Tensor y = embedding(idx, w.to(DType::Float8_e4m3fn), Tensor(), DType::BFloat16);
   EXPECT_EQ(y.dtype(), DType::BFloat16);
   const int64_t bad[1] = {50};
   EXPECT_THROW(embedding(from_buffer_copy(bad, {1}, DType::Int64), w), IndexError);
@@ -206,7 +206,7 @@ TEST(Nn, BatchNorm) {
   const Tensor x = rnd({4, 3, 5}, 11);
   Tensor rm = zeros({3}), rv = ones({3});
   const Tensor w = rnd({3}, 12), b = rnd({3}, 13);
-  const Tensor y = batch_norm(x, &rm, &rv, &w, &b, true, 0.1, 1e-5);
+  const Tensor y = batch_norm(x, rm, rv, w, b, true, 0.1, 1e-5);
   const std::vector<double> xv = vals(x), yv = vals(y), wv = vals(w), bv = vals(b), rmv = vals(rm),
                             rvv = vals(rv);
   for (int64_t c = 0; c < 3; ++c) {
@@ -226,10 +226,10 @@ TEST(Nn, BatchNorm) {
     EXPECT_NEAR(rvv[size_t(c)], 0.9 + 0.1 * q / 19, 1e-6);
   }
   // Eval uses the running stats.
-  const std::vector<double> ye = vals(batch_norm(x, &rm, &rv, nullptr, nullptr, false));
+  const std::vector<double> ye = vals(batch_norm(x, rm, rv, Tensor(), Tensor(), false));
   EXPECT_NEAR(ye[0], (xv[0] - rmv[0]) / std::sqrt(rvv[0] + 1e-5), 1e-5);
-  EXPECT_THROW(batch_norm(x, nullptr, nullptr), ValueError);
-  EXPECT_THROW(batch_norm(rnd({1, 3}, 1), nullptr, nullptr, nullptr, nullptr, true), ValueError);
+  EXPECT_THROW(batch_norm(x, Tensor(), Tensor()), ValueError);
+  EXPECT_THROW(batch_norm(rnd({1, 3}, 1), Tensor(), Tensor(), Tensor(), Tensor(), true), ValueError);
 }
 
 TEST(Nn, MseLoss) {

@@ -52,7 +52,7 @@ void expect_frequencies(const std::vector<float>& logits, const SamplingParams& 
   const int n = 20000;
   std::vector<double> f(logits.size(), 0.0);
   const Tensor x = row(logits);
-  for (int i = 0; i < n; ++i) f[size_t(sample(x, p, nullptr, &g).item<int64_t>())] += 1.0 / n;
+  for (int i = 0; i < n; ++i) f[size_t(sample(x, p, Tensor(), &g).item<int64_t>())] += 1.0 / n;
   const std::vector<double> ref = reference(logits, p);
   for (size_t i = 0; i < f.size(); ++i) {
     if (ref[i] == 0)
@@ -101,8 +101,8 @@ TEST(Sampling, Reproducible) {
   p.top_p = 0.95;
   Tensor x = mul(randn({3, 1000}, DType::Float32, &c), Scalar(3.0));
   for (int i = 0; i < 20; ++i) {
-    const Tensor ra = sample(x, p, nullptr, &a), rb = sample(x, p, nullptr, &b),
-                 rc = sample(x, p, nullptr, &c);
+    const Tensor ra = sample(x, p, Tensor(), &a), rb = sample(x, p, Tensor(), &b),
+                 rc = sample(x, p, Tensor(), &c);
     EXPECT_EQ(ra.sizes(), (Shape{3}));
     for (int r = 0; r < 3; ++r) {
       ta.push_back(ra.data<int64_t>()[r]);
@@ -121,19 +121,19 @@ TEST(Sampling, Penalties) {
   const int64_t prev[2] = {1, 1};
   const Tensor pt = from_buffer_copy(prev, {2}, DType::Int64);
   // 2.5 / 1.3 = 1.92 < 2.4: token 6 wins.
-  EXPECT_EQ(sample(row(kLogits), p, &pt).item<int64_t>(), 6);
+  EXPECT_EQ(sample(row(kLogits), p, pt).item<int64_t>(), 6);
   // Negative logits are multiplied: -1 * 1.3 keeps token 0 (logit 0.5 vs -1.3).
   const int64_t prev0[1] = {1};
   const Tensor p0 = from_buffer_copy(prev0, {1}, DType::Int64);
-  EXPECT_EQ(sample(row({0.5f, -1.0f}), p, &p0).item<int64_t>(), 0);
+  EXPECT_EQ(sample(row({0.5f, -1.0f}), p, p0).item<int64_t>(), 0);
   p.repetition_penalty = 1;
   p.presence_penalty = 0.05;  // 2.45 > 2.4: token 1 stays
-  EXPECT_EQ(sample(row(kLogits), p, &pt).item<int64_t>(), 1);
+  EXPECT_EQ(sample(row(kLogits), p, pt).item<int64_t>(), 1);
   p.frequency_penalty = 0.05;  // 2.5 - 0.05 - 0.1 < 2.4
-  EXPECT_EQ(sample(row(kLogits), p, &pt).item<int64_t>(), 6);
+  EXPECT_EQ(sample(row(kLogits), p, pt).item<int64_t>(), 6);
   const int64_t bad[1] = {7};
   const Tensor pb = from_buffer_copy(bad, {1}, DType::Int64);
-  EXPECT_THROW(sample(row(kLogits), p, &pb), IndexError);
+  EXPECT_THROW(sample(row(kLogits), p, pb), IndexError);
 }
 
 TEST(Sampling, BigVocabNucleus) {
@@ -155,10 +155,10 @@ TEST(Sampling, BigVocabNucleus) {
   }
   SamplingParams p;
   p.top_p = 0.9;
-  for (int i = 0; i < 50; ++i) EXPECT_TRUE(in[size_t(sample(x, p, nullptr, &g).item<int64_t>())]);
+  for (int i = 0; i < 50; ++i) EXPECT_TRUE(in[size_t(sample(x, p, Tensor(), &g).item<int64_t>())]);
   // Unfiltered sampling stays within range and bf16 logits work.
   for (int i = 0; i < 5; ++i) {
-    const int64_t t = sample(x.to(DType::BFloat16), SamplingParams{}, nullptr, &g).item<int64_t>();
+    const int64_t t = sample(x.to(DType::BFloat16), SamplingParams{}, Tensor(), &g).item<int64_t>();
     EXPECT_TRUE(t >= 0 && t < V);
   }
 }

@@ -13,6 +13,7 @@ void register_kernels() {
   register_sort_kernels();
   register_index_kernels();
   register_binary_kernels();
+  register_nn_kernels();
 }
 
 }  // namespace kiln::cpu

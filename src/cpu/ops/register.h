@@ -17,5 +17,6 @@ void register_reduce_kernels();
 void register_sort_kernels();
 void register_index_kernels();
 void register_binary_kernels();
+void register_nn_kernels();
 
 }  // namespace kiln::cpu

@@ -9,6 +9,7 @@
 
 #include "ops/registry/binary.h"
 #include "ops/registry/index.h"
+#include "ops/registry/nn.h"
 #include "ops/registry/op.h"
 #include "ops/registry/reduce.h"
 #include "ops/registry/softmax.h"
@@ -29,6 +30,7 @@
   KILN_OPS_REDUCE(X)                \
   KILN_OPS_SORT(X)                  \
   KILN_OPS_INDEX(X)                 \
+  KILN_OPS_NN(X)                \
   /* each new family adds its list above this line */
 
 namespace kiln::ops {
