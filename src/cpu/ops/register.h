@@ -9,5 +9,6 @@ void register_kernels();
 
 void register_unary_math_kernels();
 void register_softmax_kernels();
+void register_matmul_kernels();
 
 }  // namespace kiln::cpu

@@ -7,6 +7,7 @@
 
 #include <span>
 
+#include "ops/registry/matmul.h"
 #include "ops/registry/op.h"
 #include "ops/registry/softmax.h"
 #include "ops/registry/unary.h"
@@ -16,7 +17,8 @@
 // its entries in tests/cpp/op_table, as docs/ops.md describes.
 #define KILN_OPS(X)      \
   KILN_OPS_UNARY_MATH(X) \
-  KILN_OPS_SOFTMAX(X)
+  KILN_OPS_SOFTMAX(X)    \
+  KILN_OPS_MATMUL(X)
 
 namespace kiln::ops {
 
