@@ -28,8 +28,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 // per token. codes and subnormals: what the caller knows of an FP8 weight
 // (kiln/quantize.h); subnormals, when given, must list this weight's
 // (ValueError if its shape differs).
-void linear_out(const Tensor& x, const Tensor& weight, const Tensor& weight_scale, const Tensor& bias,
-                Tensor& out, Fp8Codes codes = Fp8Codes::Unchecked, const Fp8Subnormals* subnormals = nullptr);
+void linear_out(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& weight_scale,
+                const Tensor& out, Fp8Codes codes = Fp8Codes::Unchecked,
+                const Fp8Subnormals* subnormals = nullptr);
 
 // The number of activation rows up to which linear takes the matrix-vector
 // path: its cost grows with every row, while the packed GEMM's micro-tile

@@ -1,10 +1,11 @@
 // The Mixture-of-Experts block (qwen3_moe, mixtral, olmoe): the router
-// projection here, then the one MoE layer of nn/moe_core.h (routing, experts,
-// weighted sum) added into the residual, all in scratch allocated at load.
+// projection here, then the moe_ffn op (routing, experts, weighted sum; the
+// kernel behind kiln::moe_ffn) added into the residual, all in scratch
+// allocated at load.
 #include "kiln/linear.h"
 #include "kiln/nn.h"
 #include "llm/transformer.h"
-#include "nn/moe_core.h"
+#include "ops/registry/all.h"
 
 namespace kiln::llm::detail {
 
@@ -29,22 +30,13 @@ void Transformer::moe(int64_t l, int64_t T) {
   bytes_read_ += int64_t(m.router.nbytes() + L.mlp_norm.nbytes());
 
   // x [T, H] += the experts' weighted outputs.
-  nn_detail::MoELayer a;
-  a.T = T;
-  a.H = H_;
-  a.E = E;
-  a.I = m.I;
-  a.top_k = m.top_k;
-  a.norm_topk_prob = m.norm_topk_prob;
-  a.x = xn.data<float>();
-  a.logits = logits.data<float>();
-  a.gate_up = &m.gate_up;
-  a.gate_up_scale = &m.gate_up_scale;
-  a.down = &m.down;
-  a.down_scale = &m.down_scale;
-  a.codes = m.codes;
-  a.gate_up_subnormals = m.gate_up_subnormals.get();
-  a.down_subnormals = m.down_subnormals.get();
+  ops::MoEOptions o;
+  o.top_k = m.top_k;
+  o.norm_topk_prob = m.norm_topk_prob;
+  o.codes = m.codes;
+  o.gate_up_subnormals = m.gate_up_subnormals.get();
+  o.down_subnormals = m.down_subnormals.get();
+  ops::MoEScratch a;
   a.p = s_.probs.data();
   a.order = s_.order.data();
   a.route_w = s_.route_w.data<float>();
@@ -57,8 +49,9 @@ void Transformer::moe(int64_t l, int64_t T) {
   a.h = s_.h.data<float>();
   a.act = s_.mact.data<float>();
   a.yp = s_.yp.data<float>();
-  a.out = x.data<float>();
-  nn_detail::moe_layer(a);
+  ops::moe_ffn(
+      common_device("moe_ffn", {&xn, &logits, &m.gate_up, &m.gate_up_scale, &m.down, &m.down_scale, &x}), xn,
+      logits, m.gate_up, m.gate_up_scale, m.down, m.down_scale, o, a, x);
   // Each layer's experts are distinct weights: count every expert this call read.
   for (int64_t e = 0; e < E; ++e)
     if (a.offs[e] > (e == 0 ? 0 : a.offs[e - 1])) bytes_read_ += m.expert_bytes();

@@ -1,14 +1,15 @@
 // MoE front-ends: routing, permutation, weighted un-permute and the fused
-// SwiGLU expert FFN check and allocate here; the arithmetic is nn/moe_core.h's,
-// shared with the runtime's MoE block.
+// SwiGLU expert FFN check and allocate here, then call their ops
+// (ops/registry/matmul.h); moe_ffn's kernel is the one the runtime's MoE block
+// runs too.
 #include "kiln/moe.h"
 
 #include <vector>
 
 #include "kiln/error.h"
 #include "kiln/linear.h"
-#include "nn/moe_core.h"
 #include "ops/linear_common.h"
+#include "ops/registry/all.h"
 
 namespace kiln {
 
@@ -24,10 +25,7 @@ std::tuple<Tensor, Tensor> moe_route(const Tensor& logits, int64_t top_k, bool n
   const Tensor lf = detail::f32_contiguous(logits);
   Tensor weights = empty({T, top_k}, DType::Float32);
   Tensor ids = empty({T, top_k}, DType::Int32);
-  Tensor p = empty({T, E}, DType::Float32);
-  Tensor order = empty({T, E}, DType::Int32);
-  nn_detail::moe_route_tokens(lf.data<float>(), T, E, top_k, norm_topk_prob, p.data<float>(),
-                              order.data<int32_t>(), weights.data<float>(), ids.data<int32_t>());
+  ops::moe_route(common_device("moe_route", {&lf, &weights, &ids}), lf, top_k, norm_topk_prob, weights, ids);
   return {weights, ids};
 }
 
@@ -46,9 +44,7 @@ std::tuple<Tensor, Tensor> moe_permute(const Tensor& ids, int64_t num_experts) {
                                           << num_experts << " experts");
   Tensor offs = empty({num_experts}, DType::Int32);
   Tensor perm = empty({R}, DType::Int32);
-  std::vector<int64_t> counts(size_t(num_experts) + 1);
-  nn_detail::moe_group(id, R, num_experts, counts.data(), perm.data<int32_t>(), nullptr,
-                       offs.data<int32_t>());
+  ops::moe_permute(common_device("moe_permute", {&ic, &perm, &offs}), ic, perm, offs);
   return {perm, offs};
 }
 
@@ -65,16 +61,16 @@ Tensor moe_unpermute(const Tensor& y_perm, const Tensor& perm, const Tensor& wei
                                        << " and weights " << weights.shape_str() << " disagree on T*k");
   const Tensor pc = perm.contiguous();
   const int32_t* pp = pc.data<int32_t>();
-  std::vector<int32_t> pos(size_t(R), -1);  // slot -> its row of y_perm
+  std::vector<bool> seen(static_cast<size_t>(R));
   for (int64_t r = 0; r < R; ++r) {
-    KILN_CHECK(pp[r] >= 0 && pp[r] < R && pos[size_t(pp[r])] < 0, ValueError,
+    KILN_CHECK(pp[r] >= 0 && pp[r] < R && !seen[size_t(pp[r])], ValueError,
                "[moe_unpermute] perm is not a permutation of [0, " << R << ") (entry " << r << " = " << pp[r]
                                                                    << ")");
-    pos[size_t(pp[r])] = int32_t(r);
+    seen[size_t(pp[r])] = true;
   }
   const Tensor yf = detail::f32_contiguous(y_perm), wf = detail::f32_contiguous(weights);
   Tensor out = zeros({T, H}, DType::Float32);
-  nn_detail::moe_combine(yf.data<float>(), pos.data(), wf.data<float>(), T, k, H, out.data<float>());
+  ops::moe_unpermute(common_device("moe_unpermute", {&yf, &pc, &wf, &out}), yf, pc, wf, out);
   return out.to(y_perm.dtype() == DType::Float64 || detail::is_activation_dtype(y_perm.dtype())
                     ? y_perm.dtype()
                     : DType::Float32);
@@ -142,22 +138,13 @@ Tensor moe_ffn(const Tensor& x, const Tensor& router_w, const Tensor& gate_up_w,
          perm = empty({R}, DType::Int32), inv = empty({R}, DType::Int32), offs = empty({E}, DType::Int32);
   std::vector<int64_t> counts(size_t(E) + 1);
   Tensor out = zeros({T, H}, DType::Float32);
-  nn_detail::MoELayer m;
-  m.T = T;
-  m.H = H;
-  m.E = E;
-  m.I = I;
-  m.top_k = top_k;
-  m.norm_topk_prob = norm_topk_prob;
-  m.x = xf.data<float>();
-  m.logits = logits.data<float>();
-  m.gate_up = &w1;
-  m.gate_up_scale = &s1;
-  m.down = &w2;
-  m.down_scale = &s2;
-  m.codes = expert_codes;
-  m.gate_up_subnormals = gate_up_subnormals;
-  m.down_subnormals = down_subnormals;
+  ops::MoEOptions o;
+  o.top_k = top_k;
+  o.norm_topk_prob = norm_topk_prob;
+  o.codes = expert_codes;
+  o.gate_up_subnormals = gate_up_subnormals;
+  o.down_subnormals = down_subnormals;
+  ops::MoEScratch m;
   m.p = p.data<float>();
   m.order = order.data<int32_t>();
   m.route_w = route_w.data<float>();
@@ -170,8 +157,8 @@ Tensor moe_ffn(const Tensor& x, const Tensor& router_w, const Tensor& gate_up_w,
   m.h = h.data<float>();
   m.act = act.data<float>();
   m.yp = yp.data<float>();
-  m.out = out.data<float>();
-  nn_detail::moe_layer(m);
+  ops::moe_ffn(common_device("moe_ffn", {&xf, &logits, &w1, &s1, &w2, &s2, &out}), xf, logits, w1, s1, w2, s2,
+               o, m, out);
   return out.to(x.dtype());
 }
 

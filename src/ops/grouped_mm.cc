@@ -1,12 +1,12 @@
-// grouped_mm front-end (PyTorch's four rank combinations); the 2-D x 3-D form
-// runs the grouped linear work loop (ops/grouped_linear.h).
+// grouped_mm front-end (PyTorch's four rank combinations): checks, offs
+// validated, operands in float32 (FP8 weights as they are), then the op
+// (ops/registry/matmul.h); 3-D x 3-D is a batched matmul.
 #include "kiln/grouped_mm.h"
 
-#include "cpu/gemm.h"
 #include "kiln/error.h"
 #include "kiln/matmul.h"
-#include "ops/grouped_linear.h"
 #include "ops/linear_common.h"
+#include "ops/registry/all.h"
 
 namespace kiln {
 namespace {
@@ -103,9 +103,8 @@ Tensor grouped_mm(const Tensor& a, const Tensor& b, const Tensor& offs, const Te
       bi = detail::f32_contiguous(bias);
     }
     const Tensor xf = detail::f32_contiguous(a);
-    Tensor y = zeros({T, N}, DType::Float32);
-    detail::grouped_linear(
-        detail::grouped_linear_args(xf.data<float>(), bw, sc, bi, o.data<int32_t>(), y.data<float>()));
+    const Tensor y = zeros({T, N}, DType::Float32);
+    ops::grouped_mm(common_device("grouped_mm", {&xf, &bw, &o, &bi, &sc, &y}), xf, bw, o, bi, sc, y);
     return y.to(od);
   }
 
@@ -114,28 +113,16 @@ Tensor grouped_mm(const Tensor& a, const Tensor& b, const Tensor& offs, const Te
     // 3-D x 2-D: out[:, s:e] = a[g] @ b[:, s:e]; a [G, M, K], b [K, T].
     const int64_t G = a.size(0), M = a.size(1), K = a.size(2), T = b.size(1);
     const Tensor o = check_offs(offs, G, T, "columns of mat_b");
-    const int32_t* ends = o.data<int32_t>();
-    Tensor y = zeros({M, T}, DType::Float32);
-    for (int64_t g = 0; g < G; ++g) {
-      const int64_t s = g == 0 ? 0 : ends[g - 1], e = ends[g];
-      if (e > s && K > 0)
-        cpu::sgemm(false, M, e - s, K, 1.0f, af.data<float>() + g * M * K, K, bf.data<float>() + s, T, 0.0f,
-                   y.data<float>() + s, T);
-    }
+    const Tensor y = zeros({M, T}, DType::Float32);
+    ops::grouped_mm(common_device("grouped_mm", {&af, &bf, &o, &y}), af, bf, o, Tensor(), Tensor(), y);
     return y.to(od);
   }
   // 2-D x 2-D: out[g] = a[:, s:e] @ b[s:e]; a [M, T], b [T, N], groups along T.
   const int64_t M = a.size(0), T = a.size(1), N = b.size(1);
   const int64_t G = offs.defined() && offs.dim() == 1 ? offs.size(0) : -1;
   const Tensor o = check_offs(offs, G, T, "contraction dim");
-  const int32_t* ends = o.data<int32_t>();
-  Tensor y = zeros({G, M, N}, DType::Float32);
-  for (int64_t g = 0; g < G; ++g) {
-    const int64_t s = g == 0 ? 0 : ends[g - 1], e = ends[g];
-    if (e > s)
-      cpu::sgemm(false, M, N, e - s, 1.0f, af.data<float>() + s, T, bf.data<float>() + s * N, N, 0.0f,
-                 y.data<float>() + g * M * N, N);
-  }
+  const Tensor y = zeros({G, M, N}, DType::Float32);
+  ops::grouped_mm(common_device("grouped_mm", {&af, &bf, &o, &y}), af, bf, o, Tensor(), Tensor(), y);
   return y.to(od);
 }
 

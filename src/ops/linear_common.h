@@ -5,19 +5,17 @@
 
 #include <string>
 
-#include "cpu/gemv.h"
 #include "kiln/quantize.h"
 #include "kiln/tensor.h"
+#include "ops/registry/matmul.h"
 
 namespace kiln::detail {
 
-// A weight scale for W [N, K] as the kernels take it. `holder` keeps a float32
-// contiguous copy alive when the given scale was not one already.
+// A weight scale for W [N, K] as the kernels take it: its layout, and the
+// scale as float32 contiguous (the given tensor when it already is one).
 struct WeightScale {
-  cpu::ScaleKind kind = cpu::ScaleKind::None;
-  const float* data = nullptr;
-  int64_t ld = 0;  // Block: blocks per scale row
-  Tensor holder;
+  ops::ScaleLayout layout = ops::ScaleLayout::None;
+  Tensor scale;
 };
 
 // undefined -> None; one element -> Tensor; [N] or [N, 1] -> Row;

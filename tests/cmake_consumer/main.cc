@@ -12,7 +12,7 @@ int main() {
   auto codes = kiln::fp8_has_nan_code(w) ? kiln::Fp8Codes::Unchecked : kiln::Fp8Codes::NoNan;
   kiln::Tensor y = kiln::empty({1, 4096});
   kiln::Tensor in = kiln::randn({1, 4096});
-  kiln::linear_out(in, w, s, kiln::Tensor(), y, codes);
+  kiln::linear_out(in, w, kiln::Tensor(), s, y, codes);
 
   std::printf("kiln %s\n", kiln::kVersion);
   std::printf("x %s %s sum %g\n", x.shape_str().c_str(), kiln::name(x.dtype()),

@@ -227,12 +227,12 @@ TEST(Linear, OutVariantWritesInPlace) {
   const Tensor w = randn_as({50, 70}, DType::Float8_e4m3fn, 15);
   const Tensor sc = make_scale(2, 50, 70), b = randn_as({50}, DType::Float32, 16);
   Tensor out = empty({1, 50});
-  linear_out(x, w, sc, b, out);
+  linear_out(x, w, b, sc, out);
   std::vector<double> want, mag;
   reference(x, w, b, sc, want, mag);
   test::expect_close(out, want, 0, 1e-30, &mag, 1e-5);
   Tensor bad = empty({1, 49});
-  EXPECT_THROW(linear_out(x, w, sc, b, bad), ValueError);
+  EXPECT_THROW(linear_out(x, w, b, sc, bad), ValueError);
 }
 
 TEST(Linear, FP8ExtremesAreExact) {
@@ -405,8 +405,8 @@ TEST(Linear, FP8CheckedCodesGiveTheSameResults) {
             for (int64_t k = 0; k < K; ++k) x.data<float>()[2 * K + k] *= 1e-25f;
           const Tensor scale = make_scale(sk, N, K), bias = randn_as({N}, DType::Float32, 32);
           Tensor a = empty({M, N}), b = empty({M, N});
-          linear_out(x, w, scale, bias, a);
-          linear_out(x, w, scale, bias, b, Fp8Codes::NoNan);
+          linear_out(x, w, bias, scale, a);
+          linear_out(x, w, bias, scale, b, Fp8Codes::NoNan);
           EXPECT_EQ(dvals(a), dvals(b));
           std::vector<double> want, mag;
           reference(x, w, bias, scale, want, mag);
@@ -451,7 +451,7 @@ TEST(Linear, FP8ListedSubnormalsAreExact) {
           const Tensor scale = make_scale(sk, N, K), bias = randn_as({N}, DType::Float32, 42);
           for (Fp8Codes fc : {Fp8Codes::Unchecked, Fp8Codes::NoNan}) {
             Tensor y = empty({M, N});
-            linear_out(x, w, scale, bias, y, fc, &subs);
+            linear_out(x, w, bias, scale, y, fc, &subs);
             std::vector<double> want, mag;
             reference(x, w, bias, scale, want, mag);
             test::expect_close(y, want, 0, 0, &mag, 1e-5);
@@ -471,7 +471,7 @@ TEST(Linear, FP8ListedSubnormalsAreExact) {
         SCOPED_TRACE("denormal x, " + trace(w.dtype(), sk, 1, N, K));
         const Tensor scale = make_scale(sk, N, K);
         Tensor y = empty({1, N});
-        linear_out(x_den, w, scale, Tensor(), y, Fp8Codes::NoNan, &subs);
+        linear_out(x_den, w, Tensor(), scale, y, Fp8Codes::NoNan, &subs);
         std::vector<double> want, mag;
         reference(x_den, w, Tensor(), scale, want, mag);
         test::expect_close(y, want, 0, 0, &mag, 1e-5);

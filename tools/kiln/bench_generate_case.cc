@@ -167,7 +167,7 @@ json decode_split(const llm::Model& m, double per_token_s) {
     std::map<std::string, double> t;
     for (size_t i = 0; i < calls.size(); ++i) {
       const double a = bench::now_s();
-      linear_out(xs[i], calls[i].w, calls[i].scale, Tensor(), ys[i], codes[i], subnormals[i].get());
+      linear_out(xs[i], calls[i].w, Tensor(), calls[i].scale, ys[i], codes[i], subnormals[i].get());
       t[calls[i].group] += bench::now_s() - a;
     }
     if (pass < 2) continue;  // the last pass is the one reported

@@ -209,7 +209,7 @@ void decode_cases(Ctx& c, bool scaled) {
           r = c.runner.memory_case(
               case_name, per_copy + act_bytes, rot,
               [&](int i) {
-                linear_out(x, ws[size_t(i % rot.copies)], ss[size_t(i % rot.copies)], Tensor(), out, codes,
+                linear_out(x, ws[size_t(i % rot.copies)], Tensor(), ss[size_t(i % rot.copies)], out, codes,
                            e4m3 ? &subs : nullptr);
               },
               calls);
@@ -313,8 +313,8 @@ void prefill_cases(Ctx& c, bool scaled) {
           },
           0.25},
          {"linear f32", [&] { linear_out(x, w32, Tensor(), Tensor(), y); }},
-         {"linear bf16", [&] { linear_out(x, wb.first, wb.second, Tensor(), y); }},
-         {"linear fp8", [&] { linear_out(x, w8.first, w8.second, Tensor(), y); }}});
+         {"linear bf16", [&] { linear_out(x, wb.first, Tensor(), wb.second, y); }},
+         {"linear fp8", [&] { linear_out(x, w8.first, Tensor(), w8.second, y); }}});
     c.summary["prefill_ratio_f32_over_openblas"] = t["linear f32"] / t["openblas sgemm f32"];
     c.summary["prefill_ratio_bf16_over_f32"] = t["linear bf16"] / t["linear f32"];
     c.summary["prefill_ratio_fp8_over_f32"] = t["linear fp8"] / t["linear f32"];

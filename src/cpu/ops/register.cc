@@ -14,6 +14,7 @@ void register_kernels() {
   register_index_kernels();
   register_binary_kernels();
   register_nn_kernels();
+  register_matmul_kernels();
 }
 
 }  // namespace kiln::cpu

@@ -18,5 +18,6 @@ void register_sort_kernels();
 void register_index_kernels();
 void register_binary_kernels();
 void register_nn_kernels();
+void register_matmul_kernels();
 
 }  // namespace kiln::cpu

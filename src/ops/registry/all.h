@@ -9,6 +9,7 @@
 
 #include "ops/registry/binary.h"
 #include "ops/registry/index.h"
+#include "ops/registry/matmul.h"
 #include "ops/registry/nn.h"
 #include "ops/registry/op.h"
 #include "ops/registry/reduce.h"
@@ -19,18 +20,19 @@
 // Families registered so far. Front-ends not yet listed here still call their
 // CPU kernels directly; each moves here, with its kernels under src/cpu/ops and
 // its entries in tests/cpp/op_table, as docs/ops.md describes.
-#define KILN_OPS(X)                 \
-  KILN_OPS_UNARY_MATH(X)            \
-  KILN_OPS_UNARY_SIGN(X)            \
-  KILN_OPS_UNARY_ROUNDING(X)        \
-  KILN_OPS_UNARY_PREDICATES(X)      \
-  KILN_OPS_UNARY_SPECIAL(X)         \
-  KILN_OPS_BINARY(X)                \
-  KILN_OPS_SOFTMAX(X)               \
-  KILN_OPS_REDUCE(X)                \
-  KILN_OPS_SORT(X)                  \
-  KILN_OPS_INDEX(X)                 \
-  KILN_OPS_NN(X)                \
+#define KILN_OPS(X)            \
+  KILN_OPS_UNARY_MATH(X)       \
+  KILN_OPS_UNARY_SIGN(X)       \
+  KILN_OPS_UNARY_ROUNDING(X)   \
+  KILN_OPS_UNARY_PREDICATES(X) \
+  KILN_OPS_UNARY_SPECIAL(X)    \
+  KILN_OPS_BINARY(X)           \
+  KILN_OPS_SOFTMAX(X)          \
+  KILN_OPS_REDUCE(X)           \
+  KILN_OPS_SORT(X)             \
+  KILN_OPS_INDEX(X)            \
+  KILN_OPS_NN(X)               \
+  KILN_OPS_MATMUL(X)           \
   /* each new family adds its list above this line */
 
 namespace kiln::ops {

@@ -1,5 +1,5 @@
 // The grouped linear work loop behind grouped_mm's 2-D x 3-D form and the MoE
-// FFN, in the linear layout: y[s:e, :] (+)= x[s:e, :] @ (W[g] * scale[g])^T
+// FFN (CPU kernels), in the linear layout: y[s:e, :] (+)= x[s:e, :] @ (W[g] * scale[g])^T
 // (+ bias[g]) for each group g of rows [s, e). Private to the library.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include "kiln/quantize.h"
 #include "kiln/tensor.h"
 
-namespace kiln::detail {
+namespace kiln::cpu {
 
 // x [T, K] float32 (row stride ldx), W [G, N, K] of w_dtype (rows ldw apart,
 // experts w_stride apart), scale: null or [G, N] per-row float32,
@@ -40,4 +40,4 @@ GroupedLinear grouped_linear_args(const float* x, const Tensor& w, const Tensor&
 
 void grouped_linear(const GroupedLinear& p);
 
-}  // namespace kiln::detail
+}  // namespace kiln::cpu

@@ -1,7 +1,7 @@
 // The grouped linear work loop shared by grouped_mm and the MoE FFN (see
 // grouped_linear.h): work items of (group, N-chunk), each a matrix-vector
 // product for small groups or the packed GEMM for large ones.
-#include "ops/grouped_linear.h"
+#include "cpu/ops/grouped_linear.h"
 
 #include <algorithm>
 #include <vector>
@@ -11,8 +11,7 @@
 #include "kiln/allocator.h"
 #include "kiln/thread_pool.h"
 
-namespace kiln {
-namespace detail {
+namespace kiln::cpu {
 
 GroupedLinear grouped_linear_args(const float* x, const Tensor& w, const Tensor& scale, const Tensor& bias,
                                   const int32_t* ends, float* y, Fp8Codes codes,
@@ -51,7 +50,7 @@ void grouped_linear(const GroupedLinear& p) {
   const int64_t isz = int64_t(itemsize(p.w_dtype));
   auto args_for = [&](int64_t g) {
     const int64_t s = g == 0 ? 0 : p.ends[g - 1], e = p.ends[g];
-    cpu::GemvArgs a;
+    GemvArgs a;
     a.w = static_cast<const char*>(p.w) + g * p.w_stride * isz;
     a.ldw = p.ldw;
     a.N = p.N;
@@ -70,7 +69,7 @@ void grouped_linear(const GroupedLinear& p) {
       a.sub_code = p.subnormals->code.data();
     }
     if (p.scale) {
-      a.scale_kind = cpu::ScaleKind::Row;
+      a.scale_kind = ScaleKind::Row;
       a.scale = p.scale + g * p.N;
     }
     if (p.bias) a.bias = p.bias + g * p.N;
@@ -106,7 +105,7 @@ void grouped_linear(const GroupedLinear& p) {
     if (pack) {
       xoff[size_t(g)] = xfloats;
       // Whole 64-byte lines per group, so every group's packed x stays aligned.
-      xfloats += (cpu::gemm_packed_x_floats(p.w_dtype, rows, p.K) + 15) / 16 * 16;
+      xfloats += (gemm_packed_x_floats(p.w_dtype, rows, p.K) + 15) / 16 * 16;
       packed.push_back(int32_t(g));
     }
   }
@@ -120,7 +119,7 @@ void grouped_linear(const GroupedLinear& p) {
   parallel_for(0, int64_t(packed.size()), 1, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const int64_t g = pk[i];
-      cpu::gemm_pack_x(p.w_dtype, args_for(g), xp + xo[g]);
+      gemm_pack_x(p.w_dtype, args_for(g), xp + xo[g]);
     }
   });
   // One contiguous run of items per thread, of equal estimated cost (weight
@@ -149,15 +148,13 @@ void grouped_linear(const GroupedLinear& p) {
   parallel_for(0, nt, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t i = sp[t0]; i < sp[t1]; ++i) {
       const Item& item = it[i];
-      const cpu::GemvArgs a = args_for(item.g);
+      const GemvArgs a = args_for(item.g);
       if (xo[item.g] >= 0 || p.K == 0)  // K = 0: the bias, or zeros
-        cpu::gemm_packed_rows(p.w_dtype, a, xo[item.g] >= 0 ? xp + xo[item.g] : nullptr, item.n0, item.n1);
+        gemm_packed_rows(p.w_dtype, a, xo[item.g] >= 0 ? xp + xo[item.g] : nullptr, item.n0, item.n1);
       else
-        cpu::gemv_rows(p.w_dtype, a, item.n0, item.n1);
+        gemv_rows(p.w_dtype, a, item.n0, item.n1);
     }
   });
 }
 
-}  // namespace detail
-
-}  // namespace kiln
+}  // namespace kiln::cpu
