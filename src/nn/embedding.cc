@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "cpu/convert.h"
+#include "core/convert.h"
 #include "kiln/nn.h"
 #include "kiln/thread_pool.h"
 #include "nn/nn_util.h"
@@ -33,7 +33,7 @@ float scale_at(const Tensor* s, const float* sp, int64_t v) { return s ? sp[v] :
 void convert_row(const void* src, DType from, void* dst, DType to, int64_t n) {
   if (from == to) {
     std::memcpy(dst, src, size_t(n) * itemsize(from));
-  } else if (!cpu::convert_contiguous(src, from, dst, to, n)) {
+  } else if (!convert_contiguous(src, from, dst, to, n)) {
     // Pairs without a vector kernel (none among the float dtypes used here).
     Tensor d = from_blob(dst, {n}, {1}, to);
     d.copy_(from_blob(const_cast<void*>(src), {n}, {1}, from));

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "cpu/convert.h"
+#include "core/convert.h"
 #include "cpu/gemm.h"
 #include "cpu/gemv.h"
 #include "kiln/binary.h"
@@ -128,7 +128,7 @@ void run(const Tensor& x, const Tensor& w, const detail::WeightScale& ws, const 
     a.x = x.data<float>();
   } else if (x.is_contiguous() && d.M <= kLinearGemvMaxRows) {
     float* buf = scratch(xbuf, size_t(d.M * d.K));
-    cpu::convert_contiguous(x.data_ptr(), x.dtype(), buf, DType::Float32, d.M * d.K);
+    convert_contiguous(x.data_ptr(), x.dtype(), buf, DType::Float32, d.M * d.K);
     a.x = buf;
   } else {
     xf = detail::f32_contiguous(x);
@@ -142,7 +142,7 @@ void run(const Tensor& x, const Tensor& w, const detail::WeightScale& ws, const 
       a.bias = bias.data<float>();
     } else if (bias.is_contiguous()) {
       float* buf = scratch(bbuf, size_t(d.N));
-      cpu::convert_contiguous(bias.data_ptr(), bias.dtype(), buf, DType::Float32, d.N);
+      convert_contiguous(bias.data_ptr(), bias.dtype(), buf, DType::Float32, d.N);
       a.bias = buf;
     } else {
       bf = detail::f32_contiguous(bias);
@@ -163,7 +163,7 @@ void run(const Tensor& x, const Tensor& w, const detail::WeightScale& ws, const 
   a.y_dtype = DType::Float32;
   cpu::gemm(w2.dtype(), a);
   if (out.dtype() != DType::Float32)
-    cpu::convert_contiguous(yf.data_ptr(), DType::Float32, out.data_ptr(), out.dtype(), d.M * d.N);
+    convert_contiguous(yf.data_ptr(), DType::Float32, out.data_ptr(), out.dtype(), d.M * d.N);
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "cpu/convert.h"
+#include "core/convert.h"
 #include "cpu/gemm.h"
 #include "cpu/gemv.h"
 #include "kiln/error.h"

@@ -9,15 +9,15 @@
 #include <string>
 #include <vector>
 
-#include "core/bandwidth.h"
-#include "core/sysinfo.h"
 #include "kiln/allocator.h"
 #include "kiln/attention.h"
+#include "kiln/bench/bandwidth.h"
 #include "kiln/bench/harness.h"
 #include "kiln/bench/report.h"
 #include "kiln/commands.h"
 #include "kiln/llm_common.h"
 #include "kiln/random.h"
+#include "kiln/sysinfo.h"
 #include "kiln/thread_pool.h"
 #include "kiln/version.h"
 

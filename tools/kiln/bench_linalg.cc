@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "core/sysinfo.h"
 #include "kiln/allocator.h"
 #include "kiln/bench/harness.h"
 #include "kiln/bench/python_side.h"
@@ -24,6 +23,7 @@
 #include "kiln/linalg.h"
 #include "kiln/llm_common.h"
 #include "kiln/random.h"
+#include "kiln/sysinfo.h"
 #include "kiln/tensor.h"
 #include "kiln/thread_pool.h"
 #include "kiln/version.h"

@@ -19,16 +19,16 @@
 #include <tuple>
 #include <vector>
 
-#include "core/bandwidth.h"
-#include "core/sysinfo.h"
 #include "cpu/gemm.h"
 #include "kiln/allocator.h"
+#include "kiln/bench/bandwidth.h"
 #include "kiln/bench/harness.h"
 #include "kiln/bench/python_side.h"
 #include "kiln/cli_io.h"
 #include "kiln/commands.h"
 #include "kiln/kiln.h"
 #include "kiln/llm_common.h"
+#include "kiln/sysinfo.h"
 #include "kiln/version.h"
 
 namespace kiln::cli::matbench {

@@ -4,22 +4,22 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
-#include <utility>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "core/bandwidth.h"
-#include "core/sysinfo.h"
 #include "kiln/allocator.h"
-#include "kiln/binary.h"
-#include "kiln/reduce.h"
+#include "kiln/bench/bandwidth.h"
 #include "kiln/bench/harness.h"
 #include "kiln/bench/python_side.h"
+#include "kiln/binary.h"
 #include "kiln/cli_io.h"
 #include "kiln/commands.h"
 #include "kiln/llm_common.h"
 #include "kiln/random.h"
+#include "kiln/reduce.h"
+#include "kiln/sysinfo.h"
 #include "kiln/tensor.h"
 #include "kiln/thread_pool.h"
 #include "kiln/version.h"

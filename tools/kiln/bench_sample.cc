@@ -9,8 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/bandwidth.h"
-#include "core/sysinfo.h"
+#include "kiln/bench/bandwidth.h"
 #include "kiln/bench/harness.h"
 #include "kiln/bench/report.h"
 #include "kiln/binary.h"
@@ -18,6 +17,7 @@
 #include "kiln/llm_common.h"
 #include "kiln/random.h"
 #include "kiln/sampling.h"
+#include "kiln/sysinfo.h"
 #include "kiln/thread_pool.h"
 #include "kiln/version.h"
 

@@ -10,9 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "core/bandwidth.h"
-#include "core/sysinfo.h"
 #include "kiln/allocator.h"
+#include "kiln/bench/bandwidth.h"
 #include "kiln/bench/harness.h"
 #include "kiln/bench/report.h"
 #include "kiln/binary.h"
@@ -20,6 +19,7 @@
 #include "kiln/llm_common.h"
 #include "kiln/random.h"
 #include "kiln/softmax.h"
+#include "kiln/sysinfo.h"
 #include "kiln/thread_pool.h"
 #include "kiln/version.h"
 

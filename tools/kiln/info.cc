@@ -4,11 +4,11 @@
 #include <memory>
 #include <string>
 
-#include "core/bandwidth.h"
-#include "core/sysinfo.h"
+#include "kiln/bench/bandwidth.h"
 #include "kiln/bench/harness.h"
 #include "kiln/commands.h"
 #include "kiln/llm_common.h"
+#include "kiln/sysinfo.h"
 #include "kiln/thread_pool.h"
 #include "kiln/version.h"
 
