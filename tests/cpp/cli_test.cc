@@ -11,10 +11,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/bandwidth.h"
+#include "bench/stream_read.h"
 #include "core/sysinfo.h"
 #include "cpu/gemv.h"
-#include "kiln/bench/bandwidth.h"
-#include "kiln/bench/stream_read.h"
 
 using nlohmann::json;
 

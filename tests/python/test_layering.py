@@ -30,3 +30,25 @@ def test_core_includes_no_layer_above_it():
     bad = [(rel(p), inc) for p in sources("src/core") for inc in includes(p)
            if inc.split("/")[0] in PRIVATE_DIRS and not inc.startswith("core/")]
     assert not bad, bad
+
+
+def test_frontends_use_public_headers():
+    # tools/kiln and python/src: public kiln/ headers, their own headers, and
+    # src/internal/ (hooks for kiln's own benchmarks, never installed).
+    bad = [(rel(p), inc) for p in sources("tools", "python/src") for inc in includes(p)
+           if inc.split("/")[0] in PRIVATE_DIRS]
+    assert not bad, bad
+
+
+def test_kiln_prefix_means_public_headers():
+    public = {rel(p)[len("include/"):] for p in sources("include")}
+    bad = [(rel(p), inc) for p in sources("src", "tools", "python/src", "tests/cpp", "include")
+           for inc in includes(p) if inc.startswith("kiln/") and inc not in public]
+    assert not bad, bad
+
+
+def test_installed_headers_include_only_installed_headers():
+    public = {rel(p)[len("include/"):] for p in sources("include")}
+    bad = [(rel(p), inc) for p in sources("include") for inc in includes(p) if inc not in public]
+    assert not bad, bad
+

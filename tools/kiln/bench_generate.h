@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/bench/harness.h"
+#include "bench/harness.h"
 
 namespace kiln::cli::genbench {
 

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "kiln/bench/harness.h"
+#include "bench/harness.h"
 #include "kiln/dtype.h"
 #include "kiln/tensor.h"
 

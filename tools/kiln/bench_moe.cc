@@ -10,9 +10,9 @@
 #include <tuple>
 #include <vector>
 
+#include "bench/python_side.h"
+#include "bench_matmul.h"
 #include "kiln/allocator.h"
-#include "kiln/bench/python_side.h"
-#include "kiln/bench_matmul.h"
 #include "kiln/kiln.h"
 #include "kiln/sysinfo.h"
 

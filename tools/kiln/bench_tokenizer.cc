@@ -1,6 +1,8 @@
 // `kiln bench tokenizer --tokenizer PATH [--json] [--quick]`: tokenizer.json load
 // time, encode and decode throughput (MB of UTF-8 text per second, one thread)
 // on a generated multilingual corpus. Not memory-bound, so no roof fraction.
+#include "bench_tokenizer.h"
+
 #include <time.h>
 
 #include <algorithm>
@@ -9,12 +11,11 @@
 #include <random>
 #include <string>
 
-#include "kiln/bench/harness.h"
-#include "kiln/bench_tokenizer.h"
-#include "kiln/commands.h"
+#include "bench/harness.h"
+#include "commands.h"
 #include "kiln/io/gguf_tokenizer.h"
-#include "kiln/llm_common.h"
 #include "kiln/tokenizer.h"
+#include "llm_common.h"
 
 namespace kiln::cli {
 

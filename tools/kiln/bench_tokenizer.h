@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "kiln/bench/harness.h"
+#include "bench/harness.h"
 
 namespace kiln::cli {
 

@@ -1,4 +1,4 @@
-#include "kiln/bench/bandwidth.h"
+#include "bench/bandwidth.h"
 
 #include <algorithm>
 #include <atomic>
@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <new>
 
-#include "kiln/bench/stream_read.h"
+#include "bench/stream_read.h"
 #include "kiln/sysinfo.h"
 #include "kiln/thread_pool.h"
 

@@ -1,4 +1,4 @@
-#include "kiln/bench/harness.h"
+#include "bench/harness.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "cpu/gemv.h"
+#include "internal/bench_hooks.h"
 #include "kiln/sysinfo.h"
 #include "kiln/thread_pool.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/bench/bandwidth.h"
+#include "bench/bandwidth.h"
 #include "kiln/sysinfo.h"
 
 namespace kiln::cli::bench {

@@ -1,8 +1,8 @@
 // See stream_read.h. Dispatched to the widest SIMD target at run time.
-#include "kiln/bench/stream_read.h"
+#include "bench/stream_read.h"
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "kiln/bench/stream_read.cc"
+#define HWY_TARGET_INCLUDE "bench/stream_read.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
