@@ -6,7 +6,7 @@
 //   top-p:          sum of exp, then the candidates with p >= (1 - top_p) / V
 //                   (they contain the nucleus: the rest weighs < 1 - top_p),
 //                   sorted and cut at top_p.
-#include "kiln/sampling.h"
+#include "nn/sampling.h"
 
 #include <algorithm>
 #include <cmath>

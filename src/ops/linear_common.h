@@ -9,6 +9,16 @@
 #include "kiln/quantize.h"
 #include "kiln/tensor.h"
 
+namespace kiln {
+
+// The number of activation rows up to which linear takes the matrix-vector
+// path: its cost grows with every row, while the packed GEMM's micro-tile
+// computes a whole vector of rows at once; on 4096x4096 they cross near 6-8
+// rows (bf16, FP8, float32 alike).
+inline constexpr int64_t kLinearGemvMaxRows = 6;
+
+}  // namespace kiln
+
 namespace kiln::detail {
 
 // A weight scale for W [N, K] as the kernels take it. `holder` keeps a float32

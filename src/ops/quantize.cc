@@ -11,6 +11,7 @@
 #include "kiln/error.h"
 #include "kiln/thread_pool.h"
 #include "ops/linear_common.h"
+#include "ops/quantize.h"
 
 namespace kiln {
 

@@ -52,3 +52,13 @@ def test_installed_headers_include_only_installed_headers():
     bad = [(rel(p), inc) for p in sources("include") for inc in includes(p) if inc not in public]
     assert not bad, bad
 
+
+
+def test_public_headers_hold_no_kernel_internals():
+    # Kernel-selection constants, raw-pointer runtime entries and scratch
+    # helpers live in private headers under src/.
+    text = {rel(p): p.read_text(encoding="utf-8") for p in sources("include")}
+    internals = ["sample_row_(", "quantize_chunk_rows(", "kLinearGemvMaxRows =", "class ScratchBlock"]
+    bad = [(f, name) for f, t in text.items() for name in internals if name in t]
+    assert not bad, bad
+    assert "include/kiln/float_to_int.h" not in text

@@ -13,6 +13,7 @@
 #include "bench/harness.h"
 #include "bench/report.h"
 #include "commands.h"
+#include "internal/bench_hooks.h"
 #include "kiln/binary.h"
 #include "kiln/random.h"
 #include "kiln/sampling.h"
