@@ -2,7 +2,7 @@
 // bfloat16, float16 or FP8 (float8_e4m3fn / float8_e5m2) and a weight scale per
 // tensor, per output row or per 128x128 block (Hugging Face FP8 checkpoints).
 //
-// One-token inputs (up to kLinearGemvMaxRows rows in all) run a
+// One-token inputs (a few rows in all) run a
 // matrix-vector kernel that reads each weight once with the bias fused; more
 // rows run a packed GEMM with a SIMD micro-kernel that widens the weights into
 // cache-sized float32 panels as it goes (OpenBLAS sgemm for plain float32
@@ -24,18 +24,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 
 // The same into `out` ([..., N], x's dtype or float32, contiguous). With
 // float32 x, contiguous inputs and a float32 bias it allocates nothing for
-// up to kLinearGemvMaxRows rows: the call a decode loop makes once per layer
+// the few rows of a decode step: the call a decode loop makes once per layer
 // per token. codes and subnormals: what the caller knows of an FP8 weight
 // (kiln/quantize.h); subnormals, when given, must list this weight's
 // (ValueError if its shape differs).
 void linear_out(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& weight_scale,
                 const Tensor& out, Fp8Codes codes = Fp8Codes::Unchecked,
                 const Fp8Subnormals* subnormals = nullptr);
-
-// The number of activation rows up to which linear takes the matrix-vector
-// path: its cost grows with every row, while the packed GEMM's micro-tile
-// computes a whole vector of rows at once; on 4096x4096 they cross near 6-8
-// rows (bf16, FP8, float32 alike).
-inline constexpr int64_t kLinearGemvMaxRows = 6;
 
 }  // namespace kiln

@@ -30,11 +30,6 @@ std::pair<Tensor, Tensor> quantize_fp8(const Tensor& w, QuantGranularity granula
 // to quantize a checkpoint tensor chunk by chunk straight into its place.
 void quantize_fp8_into(const Tensor& w, QuantGranularity granularity, const Tensor& q, const Tensor& scale);
 
-// Rows of length K that make about 8 MiB of float32: the unit quantize_fp8
-// (and the loaders feeding it) widen at a time, so no full float32 copy of a
-// weight is ever held.
-int64_t quantize_chunk_rows(int64_t K);
-
 // q * scale as `out_dtype`, the scale's layout read from its shape as above
 // (a row scale may also be [..., N]).
 Tensor dequantize(const Tensor& q, const Tensor& scale, DType out_dtype = DType::Float32);

@@ -31,11 +31,6 @@ struct SamplingParams {
   double frequency_penalty = 0.0;
 };
 
-// The runtime entry: one float32 row of V logits, which the penalties modify
-// in place (pass a scratch row); prev: the nprev tokens generated so far.
-int64_t sample_row_(float* logits, int64_t V, const SamplingParams& params, const int64_t* prev,
-                    int64_t nprev, Generator& gen);
-
 // logits [V] or [B, V] (float32, bfloat16, float16; not modified) -> int64 [] or
 // [B]. prev_tokens: [n] (shared by every row) or [B, n] integer tensor, or
 // undefined (none).

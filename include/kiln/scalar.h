@@ -7,8 +7,8 @@
 #include <string>
 #include <type_traits>
 
+#include "kiln/detail/float_to_int.h"
 #include "kiln/dtype.h"
-#include "kiln/float_to_int.h"
 
 namespace kiln {
 
@@ -50,7 +50,7 @@ class Scalar {
       return T(real_as<R>(), R(imag_));
     } else if constexpr (std::is_integral_v<T>) {
       if (kind_ == Kind::Int || kind_ == Kind::Bool) return std::is_unsigned_v<T> ? T(u_ ? u_ : uint64_t(i_)) : T(i_);
-      return float_to_int<T>(d_);
+      return detail::float_to_int<T>(d_);
     } else {
       return real_as<T>();
     }

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "bind_util.h"
-#include "linalg/blas_env.h"
+#include "kiln/blas_env.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;

@@ -3,7 +3,7 @@
 #include <nanobind/stl/string.h>
 
 #include "bind_util.h"
-#include "cpu/convert.h"
+#include "kiln/sysinfo.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -30,7 +30,7 @@ void init_runtime(nb::module_& m) {
     if (n < 1) throw ValueError("[set_num_threads] expected a positive number of threads, got " + std::to_string(n));
     set_num_threads(n);
   }, "n"_a, "Resizes the thread pool (KILN_NUM_THREADS sets the initial size).");
-  m.def("simd_target", [] { return std::string(cpu::simd_target_name()); },
+  m.def("simd_target", [] { return std::string(sys::simd_target_name()); },
         "The SIMD target the kernels dispatch to on this CPU (e.g. 'AVX2').");
 }
 

@@ -1,6 +1,6 @@
 // cast<To>(From): the element conversion behind to(dtype) and copy_, with
 // PyTorch's semantics: bool is "!= 0", complex -> real keeps the real part,
-// float -> integer as kiln/float_to_int.h (x86 NumPy/torch results, NaN and
+// float -> integer as kiln/detail/float_to_int.h (x86 NumPy/torch results, NaN and
 // out-of-range included), narrow floats round once to nearest even from the
 // exact source value.
 #pragma once
@@ -8,8 +8,8 @@
 #include <cmath>
 #include <type_traits>
 
+#include "kiln/detail/float_to_int.h"
 #include "kiln/dtype.h"
-#include "kiln/float_to_int.h"
 
 namespace kiln {
 
@@ -40,7 +40,7 @@ inline To cast(From v) {
       return To(v);
     }
   } else if constexpr (std::is_integral_v<To> && is_float_v<From>) {
-    return float_to_int<To>(double(compute_t<From>(v)));
+    return detail::float_to_int<To>(double(compute_t<From>(v)));
   } else if constexpr (is_narrow_float_v<From>) {
     return static_cast<To>(float(v));
   } else {

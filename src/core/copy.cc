@@ -2,8 +2,8 @@
 #include <cstring>
 
 #include "core/cast.h"
+#include "core/convert.h"
 #include "core/strided_loop.h"
-#include "cpu/convert.h"
 #include "kiln/tensor.h"
 
 namespace kiln {
@@ -73,7 +73,7 @@ Tensor& Tensor::copy_(const Tensor& src_in) {
       parallel_for(0, bytes, int64_t(1) << 20, [&](int64_t b, int64_t e) { std::memcpy(d + b, s + b, size_t(e - b)); });
       return *this;
     }
-    if (cpu::convert_contiguous(src.data_ptr(), src.dtype(), data_ptr(), dtype_, n)) return *this;
+    if (convert_contiguous(src.data_ptr(), src.dtype(), data_ptr(), dtype_, n)) return *this;
   }
   const Tensor* ops[2] = {this, &src};
   const StridedLoop loop = StridedLoop::make(shape(), ops);

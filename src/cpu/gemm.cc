@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <string_view>
 
-#include "cpu/convert.h"
+#include "kiln/sysinfo.h"
 #include "kiln/thread_pool.h"
 
 namespace kiln::cpu {
@@ -81,7 +81,7 @@ namespace {
 // a Zen 5: 51-55 against 84-90 ms; OpenBLAS's SkylakeX kernels: 48 ms).
 bool openblas_narrower() {
   static const bool narrower = [] {
-    const std::string_view target = simd_target_name();
+    const std::string_view target = sys::simd_target_name();
     return target.substr(0, 4) == "AVX3" && !openblas_runs_avx512();
   }();
   return narrower;

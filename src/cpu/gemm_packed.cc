@@ -357,7 +357,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include <string>
 
-#include "kiln/allocator.h"
+#include "core/scratch.h"
 #include "kiln/error.h"
 #include "kiln/thread_pool.h"
 

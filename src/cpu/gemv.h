@@ -12,6 +12,16 @@
 
 #include "kiln/dtype.h"
 
+namespace kiln {
+
+// The number of activation rows up to which linear takes the matrix-vector
+// path: its cost grows with every row, while the packed GEMM's micro-tile
+// computes a whole vector of rows at once; on 4096x4096 they cross near 6-8
+// rows (bf16, FP8, float32 alike).
+inline constexpr int64_t kLinearGemvMaxRows = 6;
+
+}  // namespace kiln
+
 namespace kiln::cpu {
 
 // How W's scale is laid out.

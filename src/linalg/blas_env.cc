@@ -1,4 +1,4 @@
-#include "linalg/blas_env.h"
+#include "kiln/blas_env.h"
 
 #include <cstdlib>
 #include <cstring>

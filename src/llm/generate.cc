@@ -11,6 +11,7 @@
 #include "kiln/error.h"
 #include "llm/stop_strings.h"
 #include "llm/transformer.h"
+#include "nn/sampling.h"
 
 namespace kiln::llm {
 

@@ -6,12 +6,12 @@
 #include <cmath>
 #include <cstdio>
 
-#include "core/sysinfo.h"
 #include "kiln/allocator.h"
 #include "kiln/attention.h"
 #include "kiln/error.h"
 #include "kiln/linear.h"
 #include "kiln/nn.h"
+#include "kiln/sysinfo.h"
 
 namespace kiln::llm::detail {
 

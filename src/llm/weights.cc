@@ -10,6 +10,7 @@
 #include "kiln/io/gguf_names.h"
 #include "kiln/io/safetensors.h"
 #include "kiln/quantize.h"
+#include "ops/quantize.h"
 
 namespace kiln::llm::detail {
 

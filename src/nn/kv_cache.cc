@@ -19,8 +19,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/sysinfo.h"
 #include "kiln/error.h"
+#include "kiln/sysinfo.h"
 
 namespace kiln {
 

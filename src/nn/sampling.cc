@@ -2,6 +2,7 @@
 // copy of the logits the penalties write into, then the ops (ops/registry/nn.h)
 // whose kernels run the fused sampler row by row.
 #include "kiln/sampling.h"
+#include "nn/sampling.h"
 
 #include <cmath>
 

@@ -11,10 +11,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "core/bandwidth.h"
+#include "bench/bandwidth.h"
+#include "bench/stream_read.h"
 #include "core/sysinfo.h"
 #include "cpu/gemv.h"
-#include "cpu/stream_read.h"
 
 using nlohmann::json;
 
@@ -212,7 +212,7 @@ TEST(Bandwidth, StreamReadXorsEveryWord) {
       for (int streams : {8, 12}) {
         uint64_t want = 0;
         for (size_t i = 0; i < n; ++i) want ^= v[i];
-        EXPECT_EQ(kiln::cpu::stream_read_xor(v.data(), n * 8, pf, streams), want)
+        EXPECT_EQ(kiln::sys::stream_read_xor(v.data(), n * 8, pf, streams), want)
             << n << " words, prefetch " << pf << ", " << streams << " streams";
       }
 }

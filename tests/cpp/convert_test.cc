@@ -5,8 +5,9 @@
 // integer sources rounding once, through every path that narrows them.
 // (tests/cpp/exhaustive/ covers all 2^32 float32 patterns and a float64 /
 // integer sweep around every midpoint.)
-#include <gtest/gtest.h>
+#include "core/convert.h"
 
+#include <gtest/gtest.h>
 #include <hwy/targets.h>
 
 #include <cmath>
@@ -18,8 +19,8 @@
 #include <vector>
 
 #include "core/cast.h"
-#include "cpu/convert.h"
 #include "kiln/kiln.h"
+#include "kiln/sysinfo.h"
 
 using namespace kiln;
 
@@ -100,7 +101,7 @@ std::vector<uint32_t> simd_encode(const Format& f, const std::vector<float>& xs)
   std::vector<float> src = xs;
   while (src.size() < 200) src.insert(src.end(), xs.begin(), xs.end());
   std::vector<char> out(src.size() * itemsize(f.dtype));
-  EXPECT_TRUE(cpu::convert_contiguous(src.data(), DType::Float32, out.data(), f.dtype, int64_t(src.size())));
+  EXPECT_TRUE(convert_contiguous(src.data(), DType::Float32, out.data(), f.dtype, int64_t(src.size())));
   std::vector<uint32_t> codes(xs.size());
   for (size_t i = 0; i < src.size(); ++i) {
     const uint32_t c = unpack(f, out, i);
@@ -116,7 +117,7 @@ std::vector<uint32_t> simd_encode(const Format& f, const std::vector<float>& xs)
 std::vector<float> simd_decode(const Format& f, const std::vector<uint32_t>& codes) {
   const std::vector<char> in = pack(f, codes);
   std::vector<float> out(codes.size());
-  EXPECT_TRUE(cpu::convert_contiguous(in.data(), f.dtype, out.data(), DType::Float32, int64_t(codes.size())));
+  EXPECT_TRUE(convert_contiguous(in.data(), f.dtype, out.data(), DType::Float32, int64_t(codes.size())));
   return out;
 }
 
@@ -141,8 +142,8 @@ void check_all_codes_decode(const Format& f) {
     const bool ok = (std::isnan(want) ? std::isnan(ref) : double(ref) == want) && std::signbit(ref) == neg &&
                     f32_to_bits(got) == f32_to_bits(ref);
     if (!ok && ++bad < 4)
-      ADD_FAILURE() << f.name << " code " << c << ": want " << want << ", reference " << ref << ", SIMD " << got
-                    << " (target " << cpu::simd_target_name() << ")";
+      ADD_FAILURE() << f.name << " code " << c << ": want " << want << ", reference " << ref << ", SIMD "
+                    << got << " (target " << sys::simd_target_name() << ")";
   }
   EXPECT_EQ(bad, 0) << f.name;
 }
@@ -192,7 +193,7 @@ void check_encode_sample(const Format& f) {
     const uint32_t want = f.encode(xs[i]);
     if (got[i] != want && ++bad < 4)
       ADD_FAILURE() << f.name << " float bits " << std::hex << f32_to_bits(xs[i]) << ": SIMD " << got[i]
-                    << ", reference " << want << std::dec << " (target " << cpu::simd_target_name() << ")";
+                    << ", reference " << want << std::dec << " (target " << sys::simd_target_name() << ")";
   }
   EXPECT_EQ(bad, 0) << f.name;
 }
@@ -287,10 +288,10 @@ TEST(Convert, Float64AndNarrowToNarrowPairs) {
   d[3] = 1e-300;
   d[4] = -0.0;
   std::vector<float> f(d.size());
-  ASSERT_TRUE(cpu::convert_contiguous(d.data(), DType::Float64, f.data(), DType::Float32, int64_t(d.size())));
+  ASSERT_TRUE(convert_contiguous(d.data(), DType::Float64, f.data(), DType::Float32, int64_t(d.size())));
   for (size_t i = 0; i < d.size(); ++i) EXPECT_EQ(f32_to_bits(f[i]), f32_to_bits(static_cast<float>(d[i]))) << i;
   std::vector<double> back(d.size());
-  ASSERT_TRUE(cpu::convert_contiguous(f.data(), DType::Float32, back.data(), DType::Float64, int64_t(d.size())));
+  ASSERT_TRUE(convert_contiguous(f.data(), DType::Float32, back.data(), DType::Float64, int64_t(d.size())));
   for (size_t i = 0; i < d.size(); ++i) {
     const double want = f[i];
     EXPECT_EQ(std::memcmp(&back[i], &want, 8), 0) << i;
@@ -299,7 +300,7 @@ TEST(Convert, Float64AndNarrowToNarrowPairs) {
   // narrow -> narrow goes through float32, which is exact.
   for (const Format& to : kFormats) {
     std::vector<char> out(d.size() * itemsize(to.dtype));
-    ASSERT_TRUE(cpu::convert_contiguous(d.data(), DType::Float64, out.data(), to.dtype, int64_t(d.size())));
+    ASSERT_TRUE(convert_contiguous(d.data(), DType::Float64, out.data(), to.dtype, int64_t(d.size())));
     for (size_t i = 0; i < d.size(); ++i)
       EXPECT_EQ(unpack(to, out, i), to.encode64(d[i])) << to.name << " " << i;
     for (const Format& from : kFormats) {
@@ -307,7 +308,7 @@ TEST(Convert, Float64AndNarrowToNarrowPairs) {
       const std::vector<uint32_t> codes = all_codes(from);
       const std::vector<char> in = pack(from, codes);
       std::vector<char> res(codes.size() * itemsize(to.dtype));
-      ASSERT_TRUE(cpu::convert_contiguous(in.data(), from.dtype, res.data(), to.dtype, int64_t(codes.size())));
+      ASSERT_TRUE(convert_contiguous(in.data(), from.dtype, res.data(), to.dtype, int64_t(codes.size())));
       int bad = 0;
       for (uint32_t c : codes) bad += unpack(to, res, c) != to.encode(from.decode(c));
       EXPECT_EQ(bad, 0) << from.name << " -> " << to.name;
@@ -316,9 +317,9 @@ TEST(Convert, Float64AndNarrowToNarrowPairs) {
   // Pairs without a kernel are left to the generic loop.
   int32_t i32[4] = {};
   float f32[4] = {};
-  EXPECT_FALSE(cpu::convert_contiguous(i32, DType::Int32, f32, DType::Float32, 4));
-  EXPECT_FALSE(cpu::convert_contiguous(f32, DType::Float32, f32, DType::Float32, 4));
-  EXPECT_NE(std::string(cpu::simd_target_name()), "");
+  EXPECT_FALSE(convert_contiguous(i32, DType::Int32, f32, DType::Float32, 4));
+  EXPECT_FALSE(convert_contiguous(f32, DType::Float32, f32, DType::Float32, 4));
+  EXPECT_NE(std::string(sys::simd_target_name()), "");
 }
 
 // Bits of a (contiguous) tensor's element i.

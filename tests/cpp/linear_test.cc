@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "cpu/convert.h"
 #include "cpu/gemm.h"
 #include "cpu/gemv.h"
 #include "kiln/kiln.h"
+#include "kiln/sysinfo.h"
 #include "kiln/thread_pool.h"
 #include "matmul_test_util.h"
 
@@ -463,7 +463,7 @@ TEST(Linear, FP8ListedSubnormalsAreExact) {
       // the vector part, the K tail and the listed codes alike.
       // Only the x86 tiny loader scales x so: the f16 route (SSE4 and other
       // targets) sums those products as float32 denormals, as before.
-      const std::string target = cpu::simd_target_name();
+      const std::string target = sys::simd_target_name();
       if (target.rfind("AVX", 0) != 0) continue;
       Tensor x_den = empty({1, K});
       for (int64_t k = 0; k < K; ++k) x_den.data<float>()[k] = k == 5 ? 1e-18f : (k % 3 ? 3e-39f : -7e-39f);

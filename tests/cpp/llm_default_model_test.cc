@@ -23,6 +23,7 @@
 #include "kiln/llm/default_model.h"
 #include "kiln/llm/generate.h"
 #include "kiln/llm/model.h"
+#include "cpu/gemv.h"  // kLinearGemvMaxRows
 
 namespace fs = std::filesystem;
 using kiln::Tensor;

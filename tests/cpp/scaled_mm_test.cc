@@ -6,6 +6,7 @@
 
 #include "kiln/kiln.h"
 #include "matmul_test_util.h"
+#include "ops/quantize.h"
 
 namespace kiln {
 namespace {

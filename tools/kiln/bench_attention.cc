@@ -9,18 +9,18 @@
 #include <string>
 #include <vector>
 
-#include "core/bandwidth.h"
-#include "core/sysinfo.h"
+#include "bench/bandwidth.h"
+#include "bench/harness.h"
+#include "bench/report.h"
+#include "commands.h"
 #include "kiln/allocator.h"
 #include "kiln/attention.h"
-#include "kiln/bench/harness.h"
-#include "kiln/bench/options.h"
-#include "kiln/bench/report.h"
-#include "kiln/commands.h"
-#include "kiln/llm_common.h"
+#include "bench/options.h"
 #include "kiln/random.h"
+#include "kiln/sysinfo.h"
 #include "kiln/thread_pool.h"
 #include "kiln/version.h"
+#include "llm_common.h"
 
 namespace kiln::cli {
 namespace {

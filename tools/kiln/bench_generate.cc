@@ -9,7 +9,7 @@
 // Decode bandwidth bound: bytes one token must read (the weights the forward
 // read, Model::bytes_read_last_forward(), MoE: only the selected experts; plus
 // the K/V cache read at that position) / the roof measured next to it.
-#include "kiln/bench_generate.h"
+#include "bench_generate.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "kiln/bench/harness.h"
-#include "kiln/bench/options.h"
-#include "kiln/bench/python_side.h"
-#include "kiln/bench_generate_peers.h"
-#include "kiln/cli_io.h"
-#include "kiln/commands.h"
+#include "bench/harness.h"
+#include "bench/options.h"
+#include "bench/python_side.h"
+#include "bench_generate_peers.h"
+#include "cli_io.h"
+#include "commands.h"
 #include "kiln/llm/default_model.h"
 #include "kiln/llm/model.h"
 #include "kiln/thread_pool.h"

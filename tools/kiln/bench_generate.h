@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "kiln/bench/harness.h"
-#include "kiln/bench/options.h"
+#include "bench/harness.h"
+#include "bench/options.h"
 
 namespace kiln::cli::genbench {
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "bench/harness.h"
+#include "bench_generate.h"
 #include "kiln/allocator.h"
-#include "kiln/bench/harness.h"
-#include "kiln/bench_generate.h"
 #include "kiln/dtype.h"
 #include "kiln/linear.h"
 #include "kiln/llm/model.h"

@@ -1,5 +1,5 @@
 // The generate peers' script and its runner (see bench_generate_peers.h).
-#include "kiln/bench_generate_peers.h"
+#include "bench_generate_peers.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "kiln/bench/python_side.h"
+#include "bench/python_side.h"
 
 namespace kiln::cli {
 namespace {

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "kiln/bench/python_side.h"
+#include "bench/python_side.h"
 
 namespace kiln::cli {
 

@@ -14,23 +14,22 @@
 #include <string>
 #include <vector>
 
-#include "core/sysinfo.h"
+#include "bench/harness.h"
+#include "bench/python_side.h"
+#include "cli_io.h"
+#include "commands.h"
+#include "internal/bench_hooks.h"
 #include "kiln/allocator.h"
-#include "kiln/bench/harness.h"
-#include "kiln/bench/options.h"
-#include "kiln/bench/python_side.h"
+#include "bench/options.h"
 #include "kiln/binary.h"
-#include "kiln/cli_io.h"
-#include "kiln/commands.h"
+#include "kiln/blas_env.h"
 #include "kiln/linalg.h"
-#include "kiln/llm_common.h"
 #include "kiln/random.h"
+#include "kiln/sysinfo.h"
 #include "kiln/tensor.h"
 #include "kiln/thread_pool.h"
 #include "kiln/version.h"
-#include "linalg/blas_env.h"
-#include "linalg/common.h"
-#include "linalg/lapack.h"
+#include "llm_common.h"
 
 namespace kiln::cli {
 namespace {

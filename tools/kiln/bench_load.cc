@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "kiln/bench/harness.h"
-#include "kiln/bench/options.h"
-#include "kiln/bench_tokenizer.h"
-#include "kiln/commands.h"
+#include "bench/harness.h"
+#include "bench/options.h"
+#include "bench_tokenizer.h"
+#include "commands.h"
 #include "kiln/float_types.h"
 #include "kiln/io/gguf.h"
 #include "kiln/io/safetensors.h"

@@ -3,7 +3,7 @@
 // roof measured beside them, prefill (M = 512) against OpenBLAS sgemm, FP8
 // scaled_mm, and one MoE layer per config (bench_moe.cc). An optional PyTorch
 // peer runs the same cases through a Python interpreter given with --peer-python.
-#include "kiln/bench_matmul.h"
+#include "bench_matmul.h"
 
 #include <cblas.h>
 
@@ -19,18 +19,18 @@
 #include <tuple>
 #include <vector>
 
-#include "core/bandwidth.h"
-#include "core/sysinfo.h"
-#include "cpu/gemm.h"
+#include "bench/bandwidth.h"
+#include "bench/harness.h"
+#include "bench/python_side.h"
+#include "cli_io.h"
+#include "commands.h"
+#include "internal/bench_hooks.h"
 #include "kiln/allocator.h"
-#include "kiln/bench/harness.h"
-#include "kiln/bench/options.h"
-#include "kiln/bench/python_side.h"
-#include "kiln/cli_io.h"
-#include "kiln/commands.h"
+#include "bench/options.h"
 #include "kiln/kiln.h"
-#include "kiln/llm_common.h"
+#include "kiln/sysinfo.h"
 #include "kiln/version.h"
+#include "llm_common.h"
 
 namespace kiln::cli::matbench {
 

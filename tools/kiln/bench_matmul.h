@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "kiln/bench/harness.h"
-#include "kiln/bench/options.h"
+#include "bench/harness.h"
+#include "bench/options.h"
 #include "kiln/dtype.h"
 #include "kiln/tensor.h"
 

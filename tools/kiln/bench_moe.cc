@@ -10,11 +10,11 @@
 #include <tuple>
 #include <vector>
 
-#include "core/sysinfo.h"
+#include "bench/python_side.h"
+#include "bench_matmul.h"
 #include "kiln/allocator.h"
-#include "kiln/bench/python_side.h"
-#include "kiln/bench_matmul.h"
 #include "kiln/kiln.h"
+#include "kiln/sysinfo.h"
 
 namespace kiln::cli::matbench {
 namespace {

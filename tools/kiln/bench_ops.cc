@@ -9,21 +9,21 @@
 #include <utility>
 #include <vector>
 
-#include "core/bandwidth.h"
-#include "core/sysinfo.h"
+#include "bench/bandwidth.h"
+#include "bench/harness.h"
+#include "bench/python_side.h"
+#include "cli_io.h"
+#include "commands.h"
 #include "kiln/allocator.h"
-#include "kiln/bench/harness.h"
-#include "kiln/bench/options.h"
-#include "kiln/bench/python_side.h"
 #include "kiln/binary.h"
-#include "kiln/cli_io.h"
-#include "kiln/commands.h"
-#include "kiln/llm_common.h"
 #include "kiln/random.h"
 #include "kiln/reduce.h"
+#include "kiln/sysinfo.h"
+#include "bench/options.h"
 #include "kiln/tensor.h"
 #include "kiln/thread_pool.h"
 #include "kiln/version.h"
+#include "llm_common.h"
 
 namespace kiln::cli {
 namespace {

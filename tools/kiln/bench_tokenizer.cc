@@ -1,7 +1,7 @@
 // `kiln bench tokenizer --tokenizer PATH [--json] [--quick]`: tokenizer.json load
 // time, encode and decode throughput (MB of UTF-8 text per second, one thread)
 // on a generated multilingual corpus. Not memory-bound, so no roof fraction.
-#include "kiln/bench_tokenizer.h"
+#include "bench_tokenizer.h"
 
 #include <time.h>
 
@@ -11,12 +11,12 @@
 #include <random>
 #include <string>
 
-#include "kiln/bench/harness.h"
-#include "kiln/bench/options.h"
-#include "kiln/commands.h"
+#include "bench/harness.h"
+#include "bench/options.h"
+#include "commands.h"
 #include "kiln/io/gguf_tokenizer.h"
-#include "kiln/llm_common.h"
 #include "kiln/tokenizer.h"
+#include "llm_common.h"
 
 namespace kiln::cli {
 

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "kiln/bench/harness.h"
-#include "kiln/bench/options.h"
+#include "bench/harness.h"
+#include "bench/options.h"
 
 namespace kiln::cli {
 

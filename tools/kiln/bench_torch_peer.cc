@@ -1,5 +1,5 @@
 // The PyTorch peer script and its runner (see bench_torch_peer.h).
-#include "kiln/bench_torch_peer.h"
+#include "bench_torch_peer.h"
 
 #include <sys/wait.h>
 #include <unistd.h>

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "kiln/bench/python_side.h"
+#include "bench/python_side.h"
 
 namespace kiln::cli {
 

@@ -1,5 +1,5 @@
 // The CLI's edges; see cli_io.h.
-#include "kiln/cli_io.h"
+#include "cli_io.h"
 
 #include <cerrno>
 #include <cstdio>

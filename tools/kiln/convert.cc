@@ -13,13 +13,13 @@
 #include <string_view>
 #include <vector>
 
-#include "kiln/cli_io.h"
-#include "kiln/commands.h"
-#include "kiln/convert_files.h"
+#include "cli_io.h"
+#include "commands.h"
+#include "convert_files.h"
 #include "kiln/error.h"
 #include "kiln/io/gguf.h"
 #include "kiln/io/safetensors.h"
-#include "kiln/llm_common.h"
+#include "llm_common.h"
 
 namespace kiln::cli {
 namespace {

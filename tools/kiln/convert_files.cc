@@ -1,5 +1,5 @@
 // config.json and tokenizer.json writers for `kiln convert`; see convert_files.h.
-#include "kiln/convert_files.h"
+#include "convert_files.h"
 
 #include <unordered_set>
 

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "cli_io.h"
+#include "commands.h"
 #include "kiln/chat_template.h"
-#include "kiln/cli_io.h"
-#include "kiln/commands.h"
 #include "kiln/error.h"
-#include "kiln/llm_common.h"
+#include "llm_common.h"
 
 namespace kiln::cli {
 namespace {

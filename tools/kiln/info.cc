@@ -4,13 +4,13 @@
 #include <memory>
 #include <string>
 
-#include "core/bandwidth.h"
-#include "core/sysinfo.h"
-#include "kiln/bench/harness.h"
-#include "kiln/commands.h"
-#include "kiln/llm_common.h"
+#include "bench/bandwidth.h"
+#include "bench/harness.h"
+#include "commands.h"
+#include "kiln/sysinfo.h"
 #include "kiln/thread_pool.h"
 #include "kiln/version.h"
+#include "llm_common.h"
 
 namespace kiln::cli {
 

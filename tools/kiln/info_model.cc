@@ -9,11 +9,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "core/sysinfo.h"
 #include "kiln/error.h"
 #include "kiln/io/gguf.h"
 #include "kiln/io/model_config.h"
 #include "kiln/io/safetensors.h"
+#include "kiln/sysinfo.h"
 
 namespace kiln::cli {
 namespace {

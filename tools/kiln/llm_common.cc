@@ -1,5 +1,5 @@
 // Shared pieces of the LLM commands; see llm_common.h.
-#include "kiln/llm_common.h"
+#include "llm_common.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -15,7 +15,7 @@
 #include <fstream>
 #include <string>
 
-#include "kiln/cli_io.h"
+#include "cli_io.h"
 #include "kiln/error.h"
 #include "kiln/llm/default_model.h"
 #include "kiln/thread_pool.h"

@@ -9,10 +9,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "kiln/cli_io.h"
-#include "kiln/commands.h"
-#include "kiln/openblas_restart.h"
+#include "cli_io.h"
+#include "commands.h"
 #include "kiln/version.h"
+#include "openblas_restart.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "kiln/openblas_restart.h"
+#include "openblas_restart.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "linalg/blas_env.h"
+#include "kiln/blas_env.h"
 
 namespace kiln::cli {
 

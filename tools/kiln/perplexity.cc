@@ -12,11 +12,11 @@
 #include <string_view>
 #include <vector>
 
-#include "kiln/cli_io.h"
-#include "kiln/commands.h"
+#include "cli_io.h"
+#include "commands.h"
 #include "kiln/error.h"
 #include "kiln/llm/generate.h"
-#include "kiln/llm_common.h"
+#include "llm_common.h"
 
 namespace kiln::cli {
 namespace {

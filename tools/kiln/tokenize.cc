@@ -6,11 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kiln/cli_io.h"
-#include "kiln/commands.h"
+#include "cli_io.h"
+#include "commands.h"
 #include "kiln/io/gguf_tokenizer.h"
-#include "kiln/llm_common.h"
 #include "kiln/tokenizer.h"
+#include "llm_common.h"
 
 namespace kiln::cli {
 namespace {

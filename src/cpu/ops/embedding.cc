@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "cpu/convert.h"
+#include "core/convert.h"
 #include "cpu/ops/nn.h"
 #include "kiln/error.h"
 #include "kiln/thread_pool.h"

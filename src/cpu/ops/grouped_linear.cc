@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/scratch.h"
 #include "cpu/gemm.h"
 #include "cpu/gemv.h"
 #include "kiln/allocator.h"

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "cpu/convert.h"
+#include "core/convert.h"
 #include "cpu/gemm.h"
 #include "cpu/gemv.h"
 #include "cpu/ops/matmul_family.h"

@@ -9,6 +9,7 @@
 #include "cpu/ops/matmul_family.h"
 #include "kiln/error.h"
 #include "kiln/thread_pool.h"
+#include "ops/quantize.h"  // quantize_chunk_rows: the chunking both sides share
 #include "ops/registry/all.h"
 
 namespace kiln::cpu {

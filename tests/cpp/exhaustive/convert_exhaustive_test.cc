@@ -1,6 +1,6 @@
 // The proof for float32 -> {bfloat16, float16, float8_e4m3fn, float8_e5m2}:
 // every one of the 2^32 float32 bit patterns is encoded by the SIMD kernels
-// (kiln::cpu::convert_contiguous) and by the scalar reference
+// (kiln::convert_contiguous) and by the scalar reference
 // (kiln/float_types.h), and the two must agree bit for bit. In the same pass the
 // scalar reference itself is checked against an independent oracle built from
 // the formats' definitions: a sorted table of the representable magnitudes and
@@ -18,13 +18,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <stdexcept>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "cpu/convert.h"
+#include "core/convert.h"
 #include "kiln/float_types.h"
+#include "kiln/sysinfo.h"
 #include "kiln/thread_pool.h"
 
 using namespace kiln;
@@ -120,7 +121,7 @@ void check_chunk(const Oracle& o, const std::vector<float>& src, std::vector<Bit
   Bits* simd = buf[0].data();
   Bits* ref = buf[1].data();
   Bits* want = buf[2].data();
-  if (!cpu::convert_contiguous(src.data(), DType::Float32, simd, o.dtype, n)) {
+  if (!convert_contiguous(src.data(), DType::Float32, simd, o.dtype, n)) {
     simd_vs_ref.add("no SIMD kernel");
     return;
   }
@@ -168,7 +169,7 @@ TEST(ConvertExhaustive, AllFloat32PatternsToNarrowFloats) {
   });
 
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("SIMD target %s, %d threads, %.1f s\n", cpu::simd_target_name(), num_threads(), secs);
+  std::printf("SIMD target %s, %d threads, %.1f s\n", sys::simd_target_name(), num_threads(), secs);
   EXPECT_EQ(checked.load(), uint64_t(1) << 32);
   for (int f = 0; f < 4; ++f) {
     std::printf("%-14s %llu float32 patterns: SIMD vs reference %llu mismatches, reference vs oracle %llu mismatches\n",

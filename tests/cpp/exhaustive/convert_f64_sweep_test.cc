@@ -6,7 +6,7 @@
 // the double either side, +-2^-40 relative, the neighbours themselves and
 // random doubles in between, both signs, plus the far ranges (below the
 // smallest subnormal, past float32's range, inf, NaN) are converted by
-//   - the SIMD kernels (kiln::cpu::convert_contiguous) on every SIMD target,
+//   - the SIMD kernels (kiln::convert_contiguous) on every SIMD target,
 //   - the scalar reference (To(double)) and cast<To>, Scalar::to<To>,
 //   - Tensor::to from a strided float64 view (the generic element loop),
 // and integers at and around every integer midpoint (int64, uint64, int32,
@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "core/cast.h"
-#include "cpu/convert.h"
+#include "core/convert.h"
 #include "kiln/kiln.h"
 
 using namespace kiln;
@@ -198,7 +198,7 @@ void check_doubles(const Fmt& f, const std::vector<double>& xs, Mismatches (&bad
     for (size_t run : {n, size_t(3)}) {
       for (size_t b = 0; b < n; b += run) {
         const size_t len = std::min(run, n - b);
-        if (!cpu::convert_contiguous(xs.data() + b, DType::Float64, out.data() + b, f.dtype, int64_t(len))) {
+        if (!convert_contiguous(xs.data() + b, DType::Float64, out.data() + b, f.dtype, int64_t(len))) {
           bad[0].add("no SIMD kernel");
           return;
         }

@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "kiln/sampling.h"
+#include "nn/sampling.h"
 #include "op_table/table.h"
 
 namespace op_table {

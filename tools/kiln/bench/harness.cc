@@ -1,4 +1,4 @@
-#include "kiln/bench/harness.h"
+#include "bench/harness.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <thread>
 
-#include "cpu/convert.h"
-#include "cpu/gemv.h"
+#include "internal/bench_hooks.h"
+#include "kiln/sysinfo.h"
 #include "kiln/thread_pool.h"
 
 namespace kiln::cli::bench {
@@ -164,7 +164,7 @@ json machine_json(const sys::RoofStats& roof) {
   return {{"cpu_model", info.cpu_model},
           {"logical_cores", info.logical_cores},
           {"threads", kiln::num_threads()},
-          {"simd_target", kiln::cpu::simd_target_name()},
+          {"simd_target", kiln::sys::simd_target_name()},
           // One-token bf16/FP8 linear layers through AVX512-BF16's dot kernel
           // (x in two bf16 parts; KILN_BF16_DOT=off turns it off).
           {"bf16_dot", kiln::cpu::bf16_dot_active()},

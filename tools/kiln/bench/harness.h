@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "core/bandwidth.h"
-#include "core/sysinfo.h"
+#include "bench/bandwidth.h"
+#include "kiln/sysinfo.h"
 
 namespace kiln::cli::bench {
 

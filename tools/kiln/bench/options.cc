@@ -1,4 +1,4 @@
-#include "kiln/bench/options.h"
+#include "bench/options.h"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "kiln/bench/harness.h"
+#include "bench/harness.h"
 
 namespace CLI {
 class App;

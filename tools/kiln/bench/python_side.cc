@@ -1,4 +1,4 @@
-#include "kiln/bench/python_side.h"
+#include "bench/python_side.h"
 
 #include <sys/wait.h>
 #include <unistd.h>

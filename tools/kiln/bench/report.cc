@@ -1,11 +1,11 @@
-#include "kiln/bench/report.h"
+#include "bench/report.h"
 
 #include <cstdio>
 #include <fstream>
 
-#include "kiln/bench/harness.h"
-#include "kiln/bench_torch_peer.h"
-#include "kiln/cli_io.h"
+#include "bench/harness.h"
+#include "bench_torch_peer.h"
+#include "cli_io.h"
 
 namespace kiln::cli::bench {
 

@@ -1,14 +1,14 @@
 // See stream_read.h. Dispatched to the widest SIMD target at run time.
-#include "cpu/stream_read.h"
+#include "bench/stream_read.h"
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "cpu/stream_read.cc"
+#define HWY_TARGET_INCLUDE "bench/stream_read.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 HWY_BEFORE_NAMESPACE();
-namespace kiln::cpu {
+namespace kiln::sys {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
@@ -53,14 +53,14 @@ uint64_t StreamReadXor(const void* p, size_t bytes, size_t prefetch_bytes, int s
 }
 
 }  // namespace HWY_NAMESPACE
-}  // namespace kiln::cpu
+}  // namespace kiln::sys
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-namespace kiln::cpu {
+namespace kiln::sys {
 HWY_EXPORT(StreamReadXor);
 uint64_t stream_read_xor(const void* p, size_t bytes, size_t prefetch_bytes, int streams) {
   return HWY_DYNAMIC_DISPATCH(StreamReadXor)(p, bytes, prefetch_bytes, streams);
 }
-}  // namespace kiln::cpu
+}  // namespace kiln::sys
 #endif

@@ -1,4 +1,4 @@
-#include "core/bandwidth.h"
+#include "bench/bandwidth.h"
 
 #include <algorithm>
 #include <atomic>
@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <new>
 
-#include "core/sysinfo.h"
-#include "cpu/stream_read.h"
+#include "bench/stream_read.h"
+#include "kiln/sysinfo.h"
 #include "kiln/thread_pool.h"
 
 namespace kiln::sys {
@@ -75,7 +75,7 @@ double ReadRoof::pass_gbps() const {
   std::atomic<uint64_t> sink{0};
   const double t0 = now_s();
   kiln::parallel_for(0, lines, kGrainLines, [data, prefetch, streams, &sink](int64_t b, int64_t e) {
-    sink.fetch_xor(cpu::stream_read_xor(data + b * 8, size_t(e - b) * kLine, prefetch, streams),
+    sink.fetch_xor(stream_read_xor(data + b * 8, size_t(e - b) * kLine, prefetch, streams),
                    std::memory_order_relaxed);
   });
   const double dt = now_s() - t0;

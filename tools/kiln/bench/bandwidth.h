@@ -2,7 +2,7 @@
 // larger than the last-level cache, by every thread of kiln's pool, with the
 // loads a good streaming kernel uses (full-width SIMD, one contiguous share of
 // the buffer per thread, read as 8 or 12 far-apart streams with independent
-// accumulators; see cpu/stream_read.h). Benchmarks report memory-bound results as a fraction of
+// accumulators; see bench/stream_read.h). Benchmarks report memory-bound results as a fraction of
 // the best pass measured beside them in the same run (bench/README.md, "How the read roof is measured"),
 // because shared VMs drift by tens of percent and a pass can only be slowed
 // by other work, never sped up.

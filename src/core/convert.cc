@@ -16,17 +16,17 @@
 // (both exact). The decoders rebias the exponent with an integer add and build
 // subnormals as m * 2^k from an exact int -> float conversion, which also
 // avoids float32 denormal operands (slow microcode assists on x86).
-#include "cpu/convert.h"
+#include "core/convert.h"
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "cpu/convert.cc"
+#define HWY_TARGET_INCLUDE "core/convert.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
 #include "kiln/float_types.h"
 
 HWY_BEFORE_NAMESPACE();
-namespace kiln::cpu {
+namespace kiln {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
@@ -318,15 +318,16 @@ void ConvertRange(const void* src, DType from, void* dst, DType to, int64_t n) {
 }
 
 }  // namespace HWY_NAMESPACE
-}  // namespace kiln::cpu
+}  // namespace kiln
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include "kiln/sysinfo.h"
 #include "kiln/thread_pool.h"
-namespace kiln::cpu {
+namespace kiln {
 HWY_EXPORT(ConvertRange);
 
 namespace {
@@ -377,10 +378,12 @@ int64_t restrict_targets_from_env() {
 const int64_t g_env_target = restrict_targets_from_env();
 }  // namespace
 
-const char* simd_target_name() {
+// Here, not in a kernel family of its own: this unit is always linked (copy_
+// uses it), so KILN_SIMD_TARGET above takes effect in every program.
+const char* sys::simd_target_name() {
   // The best target that is both compiled in and supported (and allowed).
   const int64_t targets = hwy::SupportedTargets() & HWY_TARGETS;
   return hwy::TargetName(targets & -targets);
 }
-}  // namespace kiln::cpu
+}  // namespace kiln
 #endif

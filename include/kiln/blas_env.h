@@ -1,4 +1,4 @@
-// OpenBLAS kernel choice for programs (the kiln CLI): OpenBLAS reads
+// OpenBLAS kernel choice for programs that use kiln (the kiln CLI does): OpenBLAS reads
 // OPENBLAS_CORETYPE once, when it loads, and under hypervisors that mask the
 // CPU model Debian's OpenBLAS falls back to SSE3 kernels. See
 // python/kiln/_blas_env.py for the Python side of the same rule.

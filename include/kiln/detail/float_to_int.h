@@ -4,13 +4,15 @@
 // (INT32_MIN for targets of 4 bytes or fewer, INT64_MIN for 8-byte targets),
 // then truncated to the target's width; uint32 and uint64 go through int64
 // (uint64 through uint64 above 2^63), so -1.0 -> uint8 gives 255.
+// Not API: installed because Scalar::to<T> (kiln/scalar.h), an inline
+// template, calls it; kiln's casts (src/core/cast.h) share it.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 
-namespace kiln {
+namespace kiln::detail {
 
 template <typename To>
 inline To float_to_int(double d) {
@@ -27,4 +29,4 @@ inline To float_to_int(double d) {
   }
 }
 
-}  // namespace kiln
+}  // namespace kiln::detail

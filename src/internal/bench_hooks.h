@@ -1,0 +1,11 @@
+// Internal hooks for kiln's own benchmarks (`kiln bench`, tools/kiln): the
+// kernel-selection switches they flip and report, the raw entries they time,
+// and the raw BLAS/LAPACK calls they time as peers. Not API and never installed; a program using
+// kiln reaches the library through include/kiln/ alone.
+#pragma once
+
+#include "cpu/gemm.h"       // cpu::BlasThreads
+#include "cpu/gemv.h"       // cpu::bf16_dot, set_bf16_dot, bf16_dot_active, bf16_dot_covers
+#include "linalg/common.h"  // linalg::detail::BlasThreads, kBlasThreadMinN
+#include "linalg/lapack.h"  // linalg::lapack: getrf, geqrf, orgqr, gesdd
+#include "nn/sampling.h"    // sample_row_
