@@ -1,7 +1,7 @@
 // The one place that names the compiled backends: each fills the kernel slots
 // of the registered ops (ops/registry/all.h) once, before the first op runs.
 #include "cpu/ops/register.h"
-#include "ops/registry/op.h"
+#include "core/op.h"
 
 namespace kiln::detail {
 

@@ -1,9 +1,6 @@
-// copy_ (broadcasting, dtype-converting) and fill_.
-#include <cstring>
-
-#include "core/cast.h"
-#include "core/convert.h"
-#include "core/strided_loop.h"
+// copy_ (broadcasting, dtype-converting) and fill_: the front-ends of the
+// copy and fill ops (core/copy_ops.h), whose kernels are a backend's.
+#include "core/copy_ops.h"
 #include "kiln/tensor.h"
 
 namespace kiln {
@@ -25,26 +22,6 @@ bool may_overlap(const Tensor& a, const Tensor& b) {
   return alo < bhi && blo < ahi;
 }
 
-template <typename To, typename From>
-void cast_loop(const StridedLoop& loop) {
-  for_each(loop, kElementwiseGrain, [](char** p, const int64_t* s, int64_t n) {
-    char* out = p[0];
-    const char* in = p[1];
-    if (s[0] == int64_t(sizeof(To)) && s[1] == int64_t(sizeof(From))) {
-      To* o = reinterpret_cast<To*>(out);
-      const From* x = reinterpret_cast<const From*>(in);
-      for (int64_t i = 0; i < n; ++i) o[i] = cast<To>(x[i]);
-    } else {
-      for (int64_t i = 0; i < n; ++i) {
-        From v;
-        std::memcpy(&v, in + i * s[1], sizeof(From));
-        const To r = cast<To>(v);
-        std::memcpy(out + i * s[0], &r, sizeof(To));
-      }
-    }
-  });
-}
-
 }  // namespace
 
 Tensor& Tensor::copy_(const Tensor& src_in) {
@@ -63,42 +40,15 @@ Tensor& Tensor::copy_(const Tensor& src_in) {
     throw ValueError("[copy_] source of shape " + src_in.shape_str() +
                      " cannot be broadcast to destination shape " + shape_str());
   }
-  const int64_t n = numel();
-  if (n == 0) return *this;
-  if (is_contiguous() && src.is_contiguous()) {
-    if (src.dtype() == dtype_) {
-      char* d = static_cast<char*>(data_ptr());
-      const char* s = static_cast<const char*>(src.data_ptr());
-      const int64_t bytes = n * int64_t(itemsize());
-      parallel_for(0, bytes, int64_t(1) << 20, [&](int64_t b, int64_t e) { std::memcpy(d + b, s + b, size_t(e - b)); });
-      return *this;
-    }
-    if (convert_contiguous(src.data_ptr(), src.dtype(), data_ptr(), dtype_, n)) return *this;
-  }
-  const Tensor* ops[2] = {this, &src};
-  const StridedLoop loop = StridedLoop::make(shape(), ops);
-  dispatch<kAllSet>(dtype_, "copy_", [&]<typename To>() {
-    dispatch<kAllSet>(src.dtype(), "copy_", [&]<typename From>() { cast_loop<To, From>(loop); });
-  });
+  if (numel() == 0) return *this;
+  ops::copy(common_device("copy_", {this, &src}), *this, src);
   return *this;
 }
 
 Tensor& Tensor::fill_(const Scalar& value) {
   if (numel() == 0) return *this;
   assert_no_internal_overlap(*this, "fill_");
-  const Tensor* ops[1] = {this};
-  const StridedLoop loop = StridedLoop::make(shape(), ops);
-  dispatch<kAllSet>(dtype_, "fill_", [&]<typename T>() {
-    const T v = value.to<T>();
-    for_each(loop, kElementwiseGrain, [v](char** p, const int64_t* s, int64_t n) {
-      if (s[0] == int64_t(sizeof(T))) {
-        T* o = reinterpret_cast<T*>(p[0]);
-        for (int64_t i = 0; i < n; ++i) o[i] = v;
-      } else {
-        for (int64_t i = 0; i < n; ++i) std::memcpy(p[0] + i * s[0], &v, sizeof(T));
-      }
-    });
-  });
+  ops::fill(device(), *this, value);
   return *this;
 }
 

@@ -6,7 +6,6 @@
 #include <span>
 #include <string>
 
-#include "cpu/ops/loops.h"  // front-ends not yet moved to cpu/ops still run loops
 #include "kiln/tensor.h"
 
 namespace kiln {

@@ -13,7 +13,7 @@
 #include "cpu/ops/grouped_linear.h"
 #include "cpu/ops/matmul_family.h"
 #include "kiln/thread_pool.h"
-#include "nn/swiglu.h"
+#include "cpu/swiglu.h"
 #include "ops/registry/all.h"
 
 namespace kiln::cpu {
@@ -112,7 +112,7 @@ void moe_ffn_kernel(const Tensor& x, const Tensor& logits, const Tensor& gate_up
   float* h = m.h;
   float* act = m.act;
   parallel_for(0, R, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, I)), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) nn_detail::swiglu_f32(h + r * 2 * I, h + r * 2 * I + I, act + r * I, I);
+    for (int64_t r = r0; r < r1; ++r) swiglu_f32(h + r * 2 * I, h + r * 2 * I + I, act + r * I, I);
   });
   grouped_linear(
       grouped_linear_args(m.act, down, down_scale, Tensor(), m.offs, m.yp, o.codes, o.down_subnormals));

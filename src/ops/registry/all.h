@@ -7,11 +7,12 @@
 
 #include <span>
 
+#include "core/copy_ops.h"
+#include "core/op.h"
 #include "ops/registry/binary.h"
 #include "ops/registry/index.h"
 #include "ops/registry/matmul.h"
 #include "ops/registry/nn.h"
-#include "ops/registry/op.h"
 #include "ops/registry/reduce.h"
 #include "ops/registry/softmax.h"
 #include "ops/registry/sort.h"
@@ -21,6 +22,7 @@
 // CPU kernels directly; each moves here, with its kernels under src/cpu/ops and
 // its entries in tests/cpp/op_table, as docs/ops.md describes.
 #define KILN_OPS(X)            \
+  KILN_OPS_COPY(X)             \
   KILN_OPS_UNARY_MATH(X)       \
   KILN_OPS_UNARY_SIGN(X)       \
   KILN_OPS_UNARY_ROUNDING(X)   \

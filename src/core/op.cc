@@ -1,5 +1,5 @@
 // The registry's error paths (kept out of line so Op::operator() stays small).
-#include "ops/registry/op.h"
+#include "core/op.h"
 
 namespace kiln::detail {
 
