@@ -19,5 +19,6 @@ void register_index_kernels();
 void register_binary_kernels();
 void register_nn_kernels();
 void register_matmul_kernels();
+void register_linalg_kernels();
 
 }  // namespace kiln::cpu
