@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cpu/ops/linalg.h"
+#include "cpu/ops/linalg_batch.h"
 #include "linalg/common.h"
 #include "linalg/lapack.h"
 #include "ops/registry/all.h"

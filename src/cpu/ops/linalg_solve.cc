@@ -13,6 +13,7 @@
 
 #include "cpu/linalg_small.h"
 #include "cpu/ops/linalg.h"
+#include "cpu/ops/linalg_batch.h"
 #include "linalg/common.h"
 #include "linalg/lapack.h"
 #include "ops/registry/all.h"
