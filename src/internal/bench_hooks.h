@@ -6,6 +6,6 @@
 
 #include "cpu/gemm.h"       // cpu::BlasThreads
 #include "cpu/gemv.h"       // cpu::bf16_dot, set_bf16_dot, bf16_dot_active, bf16_dot_covers
-#include "linalg/common.h"  // linalg::detail::BlasThreads, kBlasThreadMinN
+#include "cpu/ops/linalg_batch.h"  // linalg::detail::BlasThreads, kBlasThreadMinN
 #include "linalg/lapack.h"  // linalg::lapack: getrf, geqrf, orgqr, gesdd
 #include "nn/sampling.h"    // sample_row_

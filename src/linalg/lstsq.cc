@@ -1,15 +1,13 @@
-// linalg.lstsq through LAPACK gels (QR; full rank), gelsy (complete
-// orthogonal factorization; the default on the CPU, as torch), gelsd (SVD,
-// divide and conquer) and gelss (SVD).
+// linalg.lstsq front-end: validate, check A and B for non-finite values,
+// allocate, call the op (kernel: cpu/ops/linalg_lstsq.cc) and raise on
+// LAPACK's report.
 //
 // Non-finite A or B raises, whatever the driver: LAPACKE refuses a NaN, and
 // an inf is scaled into zeros and NaNs (gels then reports a rank deficiency
 // that is not there, gelsd/gelss call xerbla or never converge).
-#include <cstring>
-
 #include "kiln/linalg.h"
 #include "linalg/common.h"
-#include "linalg/lapack.h"
+#include "ops/registry/all.h"
 
 namespace kiln::linalg {
 using namespace detail;
@@ -47,60 +45,12 @@ Lstsq lstsq(const Tensor& A, const Tensor& B, std::optional<double> rcond,
   sb.push_back(k);
   Tensor sv = want_s ? zeros(sb, to_real(A.dtype())) : empty({0}, to_real(A.dtype()));
   Tensor info = zeros(batch, DType::Int32);
-  dispatch<kLinalgSet>(A.dtype(), op, [&]<typename T>() {
-    using R = lapack::real_t<T>;
-    const T* ap = a.data<T>();
-    const T* bp = bsrc.data<T>();
-    T* xp = x.data<T>();
-    int64_t* rp = want_rank ? rank.data<int64_t>() : nullptr;
-    R* sp = want_s ? sv.data<R>() : nullptr;
-    int32_t* ip = info.data<int32_t>();
-    for_each_matrix(count, std::max(m, n), [&](int64_t b) {
-      T* xb = xp + b * ldb * nrhs;
-      for (int64_t j = 0; j < nrhs; ++j)
-        if (m > 0) std::memcpy(xb + j * ldb, bp + b * m * nrhs + j * m, sizeof(T) * m);
-      if (m == 0 || n == 0 || nrhs == 0) return;  // solution 0, rank 0
-      std::vector<T> ab(ap + b * m * n, ap + (b + 1) * m * n);
-      lapack::lint rk = 0;
-      int r = 0;
-      if (driver == "gels") {
-        r = lapack::gels<T>('N', m, n, nrhs, ab.data(), m, xb, ldb);
-      } else if (driver == "gelsy") {
-        std::vector<lapack::lint> jpvt(n, 0);
-        r = lapack::gelsy<T>(m, n, nrhs, ab.data(), m, xb, ldb, jpvt.data(), R(rc), &rk);
-      } else {
-        std::vector<R> s(k);
-        r = driver == "gelsd" ? lapack::gelsd<T>(m, n, nrhs, ab.data(), m, xb, ldb, s.data(), R(rc), &rk)
-                              : lapack::gelss<T>(m, n, nrhs, ab.data(), m, xb, ldb, s.data(), R(rc), &rk);
-        std::copy(s.begin(), s.end(), sp + b * k);
-      }
-      ip[b] = r;
-      if (rp) rp[b] = rk;
-    });
-  });
+  const ops::LstsqDriver drv = driver == "gels"    ? ops::LstsqDriver::Gels
+                               : driver == "gelsy" ? ops::LstsqDriver::Gelsy
+                               : driver == "gelsd" ? ops::LstsqDriver::Gelsd
+                                                   : ops::LstsqDriver::Gelss;
+  Tensor residuals = ops::linalg_lstsq(common_device(op, {&A, &B}), a, bsrc, drv, rc, x, rank, sv, info);
   check_infos(info, op, driver == "gels" ? InfoKind::FullRank : InfoKind::Converge, A);
-  // Squared residuals of each column: rows n..m-1 of the QR/SVD-transformed
-  // right-hand side, when m > n and every matrix has full rank (as torch).
-  Tensor residuals = empty({0}, to_real(A.dtype()));
-  bool full_rank = true;
-  if (want_rank)
-    for (int64_t b = 0; b < count; ++b) full_rank = full_rank && rank.data<int64_t>()[b] == n;
-  if (m > n && full_rank && driver != "gelsy" && count > 0) {
-    Shape rs = batch;
-    rs.push_back(nrhs);
-    residuals = empty(rs, to_real(A.dtype()));
-    dispatch<kLinalgSet>(A.dtype(), op, [&]<typename T>() {
-      using R = lapack::real_t<T>;
-      const T* xp = x.data<T>();
-      R* rsp = residuals.data<R>();
-      for (int64_t b = 0; b < count; ++b)
-        for (int64_t j = 0; j < nrhs; ++j) {
-          R acc = 0;
-          for (int64_t i = n; i < m; ++i) acc += std::norm(xp[b * ldb * nrhs + j * ldb + i]);
-          rsp[b * nrhs + j] = acc;
-        }
-    });
-  }
   Tensor solution = colmajor_view(x).narrow(-2, 0, n);
   if (vector_case) {
     solution = solution.squeeze(-1);

@@ -83,13 +83,17 @@ Tensor from_values(const std::vector<double>& v, const Shape& shape, DType d) {
 void make_input(const InputSpec& s, DType walk, const Entry& e, std::mt19937_64& rng, Inputs& in) {
   const DType d = s.ints ? s.ints->dtype : walk;
   std::uniform_real_distribution<double> dist(e.lo, e.hi);
-  auto draw = [&](int64_t n) {
-    std::vector<double> v(n);
+  auto draw = [&](const Shape& shape) {
+    std::vector<double> v(numel(shape));
     for (double& x : v)
       x = s.ints ? double(std::uniform_int_distribution<int64_t>(s.ints->lo, s.ints->hi - 1)(rng))
                  : representable(dist(rng), d);
     for (size_t i = 3; !s.ints && mantissa_bits(d) && !e.specials.empty() && i < v.size(); i += 7)
       v[i] = e.specials[(i / 7) % e.specials.size()];
+    if (e.condition && !s.ints) {
+      e.condition(in.tensors.size(), shape, v);
+      for (double& x : v) x = representable(x, d);
+    }
     return v;
   };
   const int64_t n = numel(s.shape);
@@ -97,11 +101,11 @@ void make_input(const InputSpec& s, DType walk, const Entry& e, std::mt19937_64&
   Tensor t;
   switch (s.layout) {
     case InputSpec::Contiguous:
-      logical = draw(n);
+      logical = draw(s.shape);
       t = from_values(logical, s.shape, d);
       break;
     case InputSpec::Transposed: {  // physical [reversed shape], then all dims reversed
-      logical = draw(n);
+      logical = draw(s.shape);
       Shape rev(s.shape.rbegin(), s.shape.rend());
       std::vector<double> phys(n);
       for (int64_t i = 0; i < n; ++i) {
@@ -115,7 +119,7 @@ void make_input(const InputSpec& s, DType walk, const Entry& e, std::mt19937_64&
       break;
     }
     case InputSpec::Strided: {  // last dim doubled, every second element taken
-      logical = draw(n);
+      logical = draw(s.shape);
       Shape wide = s.shape;
       wide.back() *= 2;
       std::vector<double> phys(numel(wide), 0.0);
@@ -128,7 +132,7 @@ void make_input(const InputSpec& s, DType walk, const Entry& e, std::mt19937_64&
       break;
     }
     case InputSpec::Expanded: {
-      const std::vector<double> base = draw(numel(s.base));
+      const std::vector<double> base = draw(s.base);
       logical.resize(n);
       for (int64_t i = 0; i < n; ++i) {
         Shape idx = unravel(i, s.shape);

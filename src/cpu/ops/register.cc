@@ -16,6 +16,7 @@ void register_kernels() {
   register_nn_kernels();
   register_matmul_kernels();
   register_copy_kernels();
+  register_linalg_kernels();
 }
 
 }  // namespace kiln::cpu

@@ -20,5 +20,6 @@ void register_binary_kernels();
 void register_nn_kernels();
 void register_matmul_kernels();
 void register_copy_kernels();
+void register_linalg_kernels();
 
 }  // namespace kiln::cpu

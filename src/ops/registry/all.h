@@ -11,6 +11,7 @@
 #include "core/op.h"
 #include "ops/registry/binary.h"
 #include "ops/registry/index.h"
+#include "ops/registry/linalg.h"
 #include "ops/registry/matmul.h"
 #include "ops/registry/nn.h"
 #include "ops/registry/reduce.h"
@@ -35,6 +36,7 @@
   KILN_OPS_INDEX(X)            \
   KILN_OPS_NN(X)               \
   KILN_OPS_MATMUL(X)           \
+  KILN_OPS_LINALG(X)           \
   /* each new family adds its list above this line */
 
 namespace kiln::ops {

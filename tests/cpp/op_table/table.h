@@ -68,6 +68,10 @@ struct Entry {
   // Values (NaN, +-inf, +-0, ...) put at every 7th element of each float
   // input, from index 3, so non-finite and edge inputs are walked too.
   std::vector<double> specials;
+  // Optional: adjusts the drawn values of float input `input` (logical shape
+  // `shape`, row-major) before they are laid out, e.g. to make matrices
+  // diagonally dominant.
+  std::function<void(size_t input, const Shape& shape, std::vector<double>& values)> condition;
   // A larger case for --perf (KILN_OP_TABLE_PERF=1), as for shapes().
   std::vector<InputSpec> perf_shapes;
 };

@@ -1,0 +1,178 @@
+// Op table entries of linalg.qr and householder_product (ops/registry/
+// linalg.h). The oracle is Householder QR in float64 with LAPACK's reflector
+// convention (beta = -sign(alpha) ||x||, tau = 0 when the column below the
+// diagonal is zero), so Q and R carry LAPACK's signs.
+#include <algorithm>
+#include <cmath>
+
+#include "kiln/linalg.h"
+#include "op_table/table.h"
+
+namespace op_table {
+namespace {
+
+using namespace kiln;
+
+// Applies H = I - tau v v^T (v: m entries, zero above row j) to the m x c
+// row-major matrix x from the left.
+void reflect(std::vector<double>& x, int64_t m, int64_t c, const std::vector<double>& v, double tau) {
+  for (int64_t col = 0; col < c; ++col) {
+    double dot = 0;
+    for (int64_t i = 0; i < m; ++i) dot += v[i] * x[i * c + col];
+    for (int64_t i = 0; i < m; ++i) x[i * c + col] -= tau * v[i] * dot;
+  }
+}
+
+// Q (m x q) and R (r x n) of the m x n row-major a; q = r = min(m, n), or m
+// for both when `complete`.
+std::pair<std::vector<double>, std::vector<double>> qr_ref(std::vector<double> a, int64_t m, int64_t n,
+                                                           bool complete) {
+  const int64_t k = std::min(m, n), q = complete ? m : k;
+  std::vector<std::vector<double>> vs;
+  std::vector<double> taus;
+  for (int64_t j = 0; j < k; ++j) {
+    const double alpha = a[j * n + j];
+    double xnorm = 0;
+    for (int64_t i = j + 1; i < m; ++i) xnorm += a[i * n + j] * a[i * n + j];
+    std::vector<double> v(m, 0.0);
+    v[j] = 1.0;
+    double tau = 0.0;
+    if (xnorm != 0.0) {
+      const double beta = -std::copysign(std::sqrt(alpha * alpha + xnorm), alpha);
+      tau = (beta - alpha) / beta;
+      for (int64_t i = j + 1; i < m; ++i) v[i] = a[i * n + j] / (alpha - beta);
+      reflect(a, m, n, v, tau);
+    }
+    vs.push_back(v);
+    taus.push_back(tau);
+  }
+  std::vector<double> Q(m * m, 0.0);
+  for (int64_t i = 0; i < m; ++i) Q[i * m + i] = 1.0;
+  for (int64_t j = k; j-- > 0;) reflect(Q, m, m, vs[j], taus[j]);  // H_1 ... H_k I
+  std::vector<double> Qc(m * q), R(q * n, 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < q; ++j) Qc[i * q + j] = Q[i * m + j];
+  for (int64_t i = 0; i < std::min(q, m); ++i)
+    for (int64_t j = i; j < n; ++j) R[i * n + j] = a[i * n + j];
+  return {Qc, R};
+}
+
+std::function<std::vector<InputSpec>(ShapeClass)> matrix_shapes(int64_t m, int64_t n) {
+  return [m, n](ShapeClass c) -> std::vector<InputSpec> {
+    switch (c) {
+      case ShapeClass::Empty:
+        return {{{0, m, n}}};
+      case ShapeClass::Scalar:
+        return {{{1, 1}}};
+      case ShapeClass::Odd:
+        return {{{m, n}}};
+      case ShapeClass::NonContiguous:
+        return {{{3, m, n}, InputSpec::Transposed}};
+      case ShapeClass::Broadcast:
+        return {{{3, m, n}, InputSpec::Expanded, {1, m, n}}};
+    }
+    return {};
+  };
+}
+
+// Q (want_q) or R of qr(A, mode).
+Entry qr_entry(const std::string& mode, bool want_q, int64_t m, int64_t n) {
+  Entry e;
+  e.op = "linalg_qr";
+  e.dtypes = {DType::Float32, DType::Float64};
+  e.shapes = matrix_shapes(m, n);
+  e.call = [mode, want_q](const std::vector<Tensor>& x) {
+    const linalg::QR r = linalg::qr(x[0], mode);
+    return want_q ? r.Q : r.R;
+  };
+  e.oracle = [mode, want_q](const Inputs& in, const Tensor& out) {
+    const Shape& s = in.shapes[0];
+    const int64_t rows = s[s.size() - 2], cols = s.back();
+    const bool complete = mode == "complete";
+    const int64_t q = complete ? rows : std::min(rows, cols);
+    Shape want(s.begin(), s.end() - 2);
+    want.push_back(want_q ? rows : q);
+    want.push_back(want_q ? q : cols);
+    expect_shape(out, want);
+    std::vector<double> y;
+    for (size_t b = 0; b < in.values[0].size() / size_t(rows * cols); ++b) {
+      const std::vector<double> a(in.values[0].begin() + b * rows * cols,
+                                  in.values[0].begin() + (b + 1) * rows * cols);
+      const auto [Q, R] = qr_ref(a, rows, cols, complete);
+      const std::vector<double>& r = want_q ? Q : R;
+      y.insert(y.end(), r.begin(), r.end());
+    }
+    return y;
+  };
+  e.ulps = 64;
+  e.floor = 4.0 * double(std::max(m, n));  // R's scale
+  e.perf_shapes = {{{64, 32, 32}}};
+  return e;
+}
+
+// householder_product(A [.., m, n], tau [.., k]).
+Entry householder_entry(int64_t m, int64_t n, int64_t k) {
+  Entry e;
+  e.op = "linalg_householder_product";
+  e.dtypes = {DType::Float32, DType::Float64};
+  e.lo = -0.5;  // keeps the (not orthogonal) product near 1
+  e.hi = 0.5;
+  e.shapes = [m, n, k](ShapeClass c) -> std::vector<InputSpec> {
+    switch (c) {
+      case ShapeClass::Empty:
+        return {{{0, m, n}}, {{0, k}}};
+      case ShapeClass::Scalar:
+        return {{{1, 1}}, {{1}}};
+      case ShapeClass::Odd:
+        return {{{m, n}}, {{k}}};
+      case ShapeClass::NonContiguous:
+        return {{{2, m, n}, InputSpec::Transposed}, {{2, k}, InputSpec::Strided}};
+      case ShapeClass::Broadcast:
+        return {{{3, m, n}, InputSpec::Expanded, {1, m, n}}, {{k}}};
+    }
+    return {};
+  };
+  e.call = [](const std::vector<Tensor>& x) { return linalg::householder_product(x[0], x[1]); };
+  e.oracle = [](const Inputs& in, const Tensor& out) {
+    const Shape &sa = in.shapes[0], &st = in.shapes[1];
+    const int64_t rows = sa[sa.size() - 2], cols = sa.back(), kk = st.back();
+    Shape want(sa.begin(), sa.end() - 2);
+    want.push_back(rows);
+    want.push_back(cols);
+    expect_shape(out, want);
+    const size_t count = in.values[0].size() / size_t(rows * cols), tcount = in.values[1].size() / size_t(kk);
+    std::vector<double> y;
+    for (size_t b = 0; b < count; ++b) {
+      const double* a = in.values[0].data() + b * rows * cols;
+      const double* tau = in.values[1].data() + (tcount == 1 ? 0 : b) * kk;
+      std::vector<double> Q(rows * rows, 0.0);
+      for (int64_t i = 0; i < rows; ++i) Q[i * rows + i] = 1.0;
+      for (int64_t j = kk; j-- > 0;) {  // H_1 ... H_k I, v_j = e_j + A[j+1:, j]
+        std::vector<double> v(rows, 0.0);
+        v[j] = 1.0;
+        for (int64_t i = j + 1; i < rows; ++i) v[i] = a[i * cols + j];
+        reflect(Q, rows, rows, v, tau[j]);
+      }
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) y.push_back(Q[i * rows + j]);
+    }
+    return y;
+  };
+  e.ulps = 64;
+  e.perf_shapes = {{{64, 32, 32}}, {{64, 32}}};
+  return e;
+}
+
+KILN_OP_TABLE({
+    qr_entry("reduced", true, 7, 5),
+    qr_entry("reduced", false, 7, 5),
+    qr_entry("reduced", true, 5, 7),
+    qr_entry("complete", true, 7, 5),
+    qr_entry("complete", false, 7, 5),
+    qr_entry("r", false, 6, 6),
+    householder_entry(7, 5, 4),
+    householder_entry(6, 6, 6),
+});
+
+}  // namespace
+}  // namespace op_table
