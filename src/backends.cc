@@ -1,17 +1,20 @@
 // The one place that names the compiled backends: each fills the kernel slots
 // of the registered ops (ops/registry/all.h) once, before the first op runs.
-#include "cpu/ops/register.h"
+#include <mutex>
+
 #include "core/op.h"
+#include "cpu/ops/register.h"
 
 namespace kiln::detail {
 
-void ensure_backends_registered() {
-  // A function-local static: thread-safe once, then a plain load per call.
-  static const bool done = [] {
+std::atomic<bool> backends_registered{false};
+
+void register_backends_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
     cpu::register_kernels();
-    return true;
-  }();
-  (void)done;
+    backends_registered.store(true, std::memory_order_release);
+  });
 }
 
 }  // namespace kiln::detail

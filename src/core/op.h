@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <initializer_list>
 #include <string>
 
@@ -25,9 +26,14 @@ inline constexpr int kDeviceKinds = 2;  // DeviceKind::CPU, DeviceKind::CUDA
 struct Derivative;
 
 namespace detail {
-// Runs every compiled backend's register_kernels() once (src/backends.cc).
-// The first op call pays for it; later calls see an initialised static.
-void ensure_backends_registered();
+// Runs every compiled backend's register_kernels() once (src/backends.cc) and
+// then sets backends_registered; the first op call pays for it, later calls
+// one acquire load, inline.
+extern std::atomic<bool> backends_registered;
+void register_backends_once();
+inline void ensure_backends_registered() {
+  if (!backends_registered.load(std::memory_order_acquire)) register_backends_once();
+}
 [[noreturn]] void throw_no_kernel(const char* op, Device d);
 }  // namespace detail
 
