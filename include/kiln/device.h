@@ -38,6 +38,12 @@ struct Device {
 // Whether a and b name the same memory: the kinds match and, where both carry
 // an index, the indices do. "cpu" and "cpu:0" are one device; so are "cuda"
 // (the current device, 0 in kiln) and "cuda:0".
-bool same_device(Device a, Device b);
+// Inline: every op call checks its tensors with it.
+inline bool same_device(Device a, Device b) {
+  if (a.kind != b.kind) return false;
+  if (a.kind == DeviceKind::CPU) return true;  // one host: "cpu" and "cpu:0" alike
+  // "cuda" without an index is the current device, which is cuda:0 in kiln.
+  return (a.has_index() ? a.index : 0) == (b.has_index() ? b.index : 0);
+}
 
 }  // namespace kiln

@@ -56,13 +56,6 @@ Device Device::parse(std::string_view text, const char* op) {
   return make(kind, index, op);
 }
 
-bool same_device(Device a, Device b) {
-  if (a.kind != b.kind) return false;
-  if (a.kind == DeviceKind::CPU) return true;  // one host: "cpu" and "cpu:0" alike
-  // "cuda" without an index is the current device, which is cuda:0 in kiln.
-  return (a.has_index() ? a.index : 0) == (b.has_index() ? b.index : 0);
-}
-
 void throw_device_mismatch(const char* op, Device a, Device b) {
   throw Error(std::string("[") + op + "] expected all tensors on the same device, got " + a.str() + " and " +
               b.str());
