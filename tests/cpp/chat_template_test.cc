@@ -259,6 +259,9 @@ TEST(ChatTemplate, MemoryBudget) {
                  "{% endfor %}{{ ns.s|length }}",
                  "MiB"));
   EXPECT_TRUE(fails_with("{{ [1] * 1000000000000 }}", "MiB"));
+  // A size whose product overflows: the budget saturates instead of wrapping.
+  EXPECT_TRUE(fails_with("{{ [1] * 9223372036854775807 }}", "MiB"));
+  EXPECT_TRUE(fails_with("{{ [1, 2, 3] * 4611686018427387904 }}", "MiB"));
   EXPECT_TRUE(fails_with("{{ range(100000)|join('x' * 10000000) }}", "MiB"));
   EXPECT_TRUE(fails_with("{{ ('a' * 10000)|replace('a', 'b' * 100000) }}", "MiB"));
   EXPECT_TRUE(fails_with("{{ ('a' * 50000000).split('a')|length }}", "MiB"));

@@ -38,11 +38,12 @@ class Budget {
   static Budget* active();
   void at_line(int line) { line_ = line; }
   void step(uint64_t n = 1) {
-    steps_ += n;
+    steps_ = n > UINT64_MAX - steps_ ? UINT64_MAX : steps_ + n;
     if (steps_ > kMaxSteps) over_steps();
   }
   void alloc(uint64_t bytes) {
-    bytes_ += bytes;
+    // Saturating: a request sized UINT64_MAX (an overflowed product) must not wrap.
+    bytes_ = bytes > UINT64_MAX - bytes_ ? UINT64_MAX : bytes_ + bytes;
     if (bytes_ > kMaxBytes) over_bytes();
   }
   uint64_t steps() const { return steps_; }
