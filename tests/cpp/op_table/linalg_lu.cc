@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "kiln/linalg.h"
+#include "op_table/linalg_shapes.h"
 #include "op_table/table.h"
 
 namespace op_table {
@@ -202,28 +203,7 @@ Entry lu_solve_entry(int64_t n, int64_t m, bool left, bool adjoint) {
   Entry e;
   e.op = "linalg_lu_solve";
   e.dtypes = {DType::Float32, DType::Float64};
-  e.shapes = [n, m, left](ShapeClass c) -> std::vector<InputSpec> {
-    std::vector<InputSpec> s;
-    switch (c) {
-      case ShapeClass::Empty:
-        s = {{{0, n, n}}, {{0, n, m}}};
-        break;
-      case ShapeClass::Scalar:
-        s = {{{1, 1}}, {{1, 1}}};
-        break;
-      case ShapeClass::Odd:
-        s = {{{n, n}}, {{n, m}}};
-        break;
-      case ShapeClass::NonContiguous:
-        s = {{{2, n, n}, InputSpec::Transposed}, {{2, n, m}, InputSpec::Strided}};
-        break;
-      case ShapeClass::Broadcast:
-        s = {{{3, n, n}, InputSpec::Expanded, {1, n, n}}, {{n, m}}};
-        break;
-    }
-    if (!left) std::swap(s[1].shape[s[1].shape.size() - 1], s[1].shape[s[1].shape.size() - 2]);
-    return s;
-  };
+  e.shapes = system_shapes(n, m, left);
   e.condition = dominant(true);
   e.call = [left, adjoint](const std::vector<Tensor>& x) {
     const linalg::LUFactor f = linalg::lu_factor(x[0]);

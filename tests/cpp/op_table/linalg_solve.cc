@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "kiln/linalg.h"
+#include "op_table/linalg_shapes.h"
 #include "op_table/table.h"
 
 namespace op_table {
@@ -216,28 +217,7 @@ Entry solve_triangular_entry(int64_t n, int64_t m, bool upper, bool left, bool u
   Entry e;
   e.op = "linalg_solve_triangular";
   e.dtypes = {DType::Float32, DType::Float64};
-  e.shapes = [n, m, left](ShapeClass c) -> std::vector<InputSpec> {
-    std::vector<InputSpec> s;
-    switch (c) {
-      case ShapeClass::Empty:
-        s = {{{0, n, n}}, {{0, n, m}}};
-        break;
-      case ShapeClass::Scalar:
-        s = {{{1, 1}}, {{1, 1}}};
-        break;
-      case ShapeClass::Odd:
-        s = {{{n, n}}, {{n, m}}};
-        break;
-      case ShapeClass::NonContiguous:
-        s = {{{2, n, n}, InputSpec::Transposed}, {{2, n, m}, InputSpec::Strided}};
-        break;
-      case ShapeClass::Broadcast:
-        s = {{{3, n, n}, InputSpec::Expanded, {1, n, n}}, {{n, m}}};
-        break;
-    }
-    if (!left) std::swap(s[1].shape[s[1].shape.size() - 1], s[1].shape[s[1].shape.size() - 2]);
-    return s;
-  };
+  e.shapes = system_shapes(n, m, left);
   e.condition = dominant_diagonal;
   if (unit) {  // the diagonal is not read: keep the substitution's growth small
     e.lo = -0.5;
