@@ -41,11 +41,19 @@ class Allocator {
 
 // The host (CPU) caching allocator.
 Allocator& cpu_allocator();
-// Whether this build has memory for `device` (only the CPU today).
+// Whether this build has memory for `device`: the CPU always, another device
+// when its backend has registered an allocator that serves it.
 bool device_available(Device device);
-// The allocator of `device`; NotImplementedError "[op] device cuda:0 is not
-// available in this build" for a device this build lacks.
+// The allocator of `device` ("cuda" is "cuda:0"); NotImplementedError "[op]
+// device cuda:0 is not available in this build; only cpu is" otherwise.
 Allocator& allocator_for(Device device, const char* op = "allocator_for");
+
+// A backend's allocators for its device kind: the one serving `device` (an
+// indexed device of that kind), or null when that index does not exist.
+using AllocatorLookup = Allocator* (*)(Device device);
+// Called once by a backend's registration (src/backends.cc), before any tensor
+// of that kind exists; null unregisters (tests). The CPU's cannot be replaced.
+void register_device_allocators(DeviceKind kind, AllocatorLookup lookup);
 
 // ---- the host allocator's shortcuts ----
 // Throws OutOfMemoryError (carrying nbytes) when the system refuses.

@@ -10,6 +10,7 @@
 namespace kiln {
 
 enum class DeviceKind : uint8_t { CPU, CUDA };
+inline constexpr int kDeviceKinds = 2;  // the number of DeviceKind values
 
 // "cpu", "cuda"
 const char* device_kind_name(DeviceKind kind);

@@ -117,10 +117,13 @@ class Tensor {
   Tensor clone() const;
   Tensor to(DType dtype) const;  // *this when dtype matches
   // *this when already on `device` (same_device: "cpu:0" is "cpu"), as torch;
-  // NotImplementedError when this build lacks either device.
+  // else a contiguous copy there (the copy op of the non-CPU end moves the
+  // bytes). NotImplementedError when this build lacks either device.
   Tensor to(Device device) const;
   Tensor cpu() const { return to(Device{}); }
-  // Copies src into this tensor (broadcasting src, converting dtype).
+  // Copies src into this tensor (broadcasting src, converting dtype). Across
+  // devices the copy runs on the non-CPU end (torch's rule), so a device
+  // backend's copy kernel moves bytes to and from the host.
   Tensor& copy_(const Tensor& src);
   Tensor& fill_(const Scalar& value);
 
@@ -129,6 +132,12 @@ class Tensor {
 
  private:
   [[noreturn]] void throw_data_dtype(DType asked) const;
+  friend Tensor empty(const Shape&, DType, Device);
+  // A contiguous tensor over all of a fresh storage that holds exactly its
+  // elements: valid by construction, so the view checks are skipped (every op
+  // output is made here).
+  struct Fresh {};
+  Tensor(Fresh, std::shared_ptr<Storage> storage, DType dtype, std::span<const int64_t> shape);
   // The constructor's view checks, for views made by editing a copy in place.
   void check_view(const char* op) const;
 
@@ -155,15 +164,18 @@ int64_t shape_numel(std::span<const int64_t> shape, const char* op);
 std::string shape_to_string(std::span<const int64_t> shape);
 
 // ---- factories ----
-Tensor empty(const Shape& shape, DType dtype = DType::Float32);
-Tensor empty_strided(const Shape& shape, const Shape& strides, DType dtype = DType::Float32);
-Tensor zeros(const Shape& shape, DType dtype = DType::Float32);
-Tensor ones(const Shape& shape, DType dtype = DType::Float32);
-Tensor full(const Shape& shape, const Scalar& value, DType dtype);
+// New tensors on `device` (the CPU unless given); NotImplementedError for a
+// device this build lacks. The *_like forms keep t's device.
+Tensor empty(const Shape& shape, DType dtype = DType::Float32, Device device = Device{});
+Tensor empty_strided(const Shape& shape, const Shape& strides, DType dtype = DType::Float32,
+                     Device device = Device{});
+Tensor zeros(const Shape& shape, DType dtype = DType::Float32, Device device = Device{});
+Tensor ones(const Shape& shape, DType dtype = DType::Float32, Device device = Device{});
+Tensor full(const Shape& shape, const Scalar& value, DType dtype, Device device = Device{});
 Tensor full(const Shape& shape, const Scalar& value);  // dtype from the value, as torch.full
 Tensor empty_like(const Tensor& t);
 Tensor zeros_like(const Tensor& t);
-Tensor scalar_tensor(const Scalar& value, DType dtype);
+Tensor scalar_tensor(const Scalar& value, DType dtype, Device device = Device{});
 // arange(start, end, step): dtype int64 when all three are integers, else float32.
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = Scalar(int64_t(1)));
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, DType dtype);

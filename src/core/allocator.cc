@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -180,10 +181,29 @@ HostAllocator& host() {
 
 Allocator& cpu_allocator() { return host(); }
 
-bool device_available(Device device) { return device.kind == DeviceKind::CPU; }
+namespace {
+// One lookup per device kind; the CPU's slot stays empty (host() serves it).
+std::atomic<AllocatorLookup> device_lookups[kDeviceKinds] = {};
+
+Allocator* find_allocator(Device device) {
+  if (device.kind == DeviceKind::CPU) return &host();
+  const AllocatorLookup lookup = device_lookups[size_t(device.kind)].load(std::memory_order_acquire);
+  if (!lookup) return nullptr;
+  return lookup(Device{device.kind, device.has_index() ? device.index : 0});
+}
+}  // namespace
+
+void register_device_allocators(DeviceKind kind, AllocatorLookup lookup) {
+  if (kind == DeviceKind::CPU)
+    throw ValueError("[register_device_allocators] the CPU's allocator cannot be replaced");
+  device_lookups[size_t(kind)].store(lookup, std::memory_order_release);
+}
+
+bool device_available(Device device) { return find_allocator(device) != nullptr; }
 
 Allocator& allocator_for(Device device, const char* op) {
   if (device.kind == DeviceKind::CPU) return host();
+  if (Allocator* a = find_allocator(device)) return *a;
   throw NotImplementedError(std::string("[") + op + "] device " + device.str() +
                             " is not available in this build; only cpu is");
 }

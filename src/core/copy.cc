@@ -1,6 +1,7 @@
 // copy_ (broadcasting, dtype-converting) and fill_: the front-ends of the
 // copy and fill ops (core/copy_ops.h), whose kernels are a backend's.
 #include "core/copy_ops.h"
+#include "core/device_check.h"
 #include "kiln/tensor.h"
 
 namespace kiln {
@@ -22,6 +23,14 @@ bool may_overlap(const Tensor& a, const Tensor& b) {
   return alo < bhi && blo < ahi;
 }
 
+// The device whose copy kernel moves the bytes: the one both live on, else the
+// non-CPU end (its backend knows how to reach host memory), else dst's.
+Device copy_device(Device dst, Device src) {
+  if (same_device(dst, src) || src.is_cpu()) return dst;
+  if (dst.is_cpu()) return src;
+  return dst;
+}
+
 }  // namespace
 
 Tensor& Tensor::copy_(const Tensor& src_in) {
@@ -41,7 +50,7 @@ Tensor& Tensor::copy_(const Tensor& src_in) {
                      " cannot be broadcast to destination shape " + shape_str());
   }
   if (numel() == 0) return *this;
-  ops::copy(common_device("copy_", {this, &src}), *this, src);
+  ops::copy(copy_device(device(), src.device()), *this, src);
   return *this;
 }
 

@@ -10,7 +10,9 @@
 namespace kiln::ops {
 
 // dst: [*], src: [*] (same shape, src already expanded; any dtypes). The
-// front-end has removed overlap (a source that overlaps dst is a clone).
+// front-end has removed overlap (a source that overlaps dst is a clone). The
+// kernel of a device also serves copies between the host and that device
+// (one end on the CPU): Tensor::copy_ picks the non-CPU end's kernel.
 using Copy = void(const Tensor& dst, const Tensor& src);
 // dst: [*] (non-empty, no internal overlap) = value in dst's dtype.
 using Fill = void(const Tensor& dst, const Scalar& value);

@@ -19,8 +19,6 @@
 
 namespace kiln {
 
-inline constexpr int kDeviceKinds = 2;  // DeviceKind::CPU, DeviceKind::CUDA
-
 // The derivative slot of an op. The autograd layer defines the formula type
 // and fills it; until then every op's slot is empty.
 struct Derivative;
@@ -56,9 +54,10 @@ class Op<R(A...)> {
 
   // A backend's registration: the kernel that runs this op on `kind`.
   void set_kernel(DeviceKind kind, Kernel k) { kernels_[size_t(kind)] = k; }
-  bool has_kernel(DeviceKind kind) const {
+  bool has_kernel(DeviceKind kind) const { return kernel(kind) != nullptr; }
+  Kernel kernel(DeviceKind kind) const {
     detail::ensure_backends_registered();
-    return kernels_[size_t(kind)] != nullptr;
+    return kernels_[size_t(kind)];
   }
 
   // Runs the kernel registered for `device`; NotImplementedError when the op

@@ -128,6 +128,21 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, std::span<const in
   check_view(op);
 }
 
+Tensor::Tensor(Fresh, std::shared_ptr<Storage> storage, DType dtype, std::span<const int64_t> shape)
+    : storage_(std::move(storage)), dtype_(dtype), ndim_(int(shape.size())) {
+  if (shape.size() > size_t(kMaxDims))
+    throw ValueError("[empty] at most " + std::to_string(kMaxDims) + " dims are supported, got " +
+                     std::to_string(shape.size()));
+  // The element count fit int64 and the storage holds it, so no stride (a
+  // partial product of sizes >= 1) can overflow.
+  int64_t acc = 1;
+  for (int i = ndim_; i-- > 0;) {
+    shape_[i] = shape[i];
+    strides_[i] = acc;
+    acc *= std::max<int64_t>(shape[i], 1);
+  }
+}
+
 void Tensor::check_view(const char* op) const {
   const auto sh = shape(), st = strides();
   auto layout = [&] {
@@ -211,6 +226,7 @@ Scalar Tensor::item() const {
   if (numel() != 1)
     throw ValueError("[item] a Tensor with " + std::to_string(numel()) +
                      " elements cannot be converted to a scalar");
+  if (!device().is_cpu()) return cpu().item();  // read on the host
   return dispatch<kAllSet>(dtype_, "item", [&]<typename T>() -> Scalar {
     const T v = *static_cast<const T*>(data_ptr());
     if constexpr (std::is_same_v<T, bool>) return Scalar(v);
@@ -515,14 +531,14 @@ Tensor Tensor::contiguous() const {
 }
 
 Tensor Tensor::clone() const {
-  Tensor out = empty(sizes(), dtype_);
+  Tensor out = empty(sizes(), dtype_, device());
   out.copy_(*this);
   return out;
 }
 
 Tensor Tensor::to(DType dtype) const {
   if (dtype == dtype_) return *this;
-  Tensor out = empty(sizes(), dtype);
+  Tensor out = empty(sizes(), dtype, device());
   out.copy_(*this);
   return out;
 }
@@ -531,11 +547,16 @@ Tensor Tensor::to(Device device) const {
   const Device here = this->device();
   if (same_device(here, device)) return *this;
   // Both ends must be compiled in; this names the one that is not.
-  allocator_for(device, "to");
   allocator_for(here, "to");
-  // No build has two devices yet: the first backend that adds one brings the copy.
-  throw NotImplementedError("[to] copying from " + here.str() + " to " + device.str() +
-                            " is not implemented");
+  Tensor out;
+  try {
+    out = empty(sizes(), dtype_, device);
+  } catch (const NotImplementedError&) {
+    allocator_for(device, "to");  // say "[to] ..." rather than "[empty] ..."
+    throw;
+  }
+  out.copy_(*this);
+  return out;
 }
 
 std::string Tensor::shape_str() const { return shape_to_string(shape()); }
@@ -554,30 +575,36 @@ size_t storage_bytes(int64_t n, DType dtype, const char* op) {
 }
 }  // namespace
 
-Tensor empty(const Shape& shape, DType dtype) {
+Tensor empty(const Shape& shape, DType dtype, Device device) {
   const int64_t n = shape_numel(shape, "empty");
   std::shared_ptr<Storage> storage;
   try {
-    storage = std::make_shared<Storage>(storage_bytes(n, dtype, "empty"));
+    storage = std::make_shared<Storage>(storage_bytes(n, dtype, "empty"), device);
   } catch (const OutOfMemoryError& e) {  // say which tensor: every op's output comes from here
     throw OutOfMemoryError("[allocate] cannot allocate " + std::to_string(e.bytes()) + " bytes for a " +
-                               name(dtype) + " tensor of shape " + shape_to_string(shape) + ": out of memory",
+                               name(dtype) + " tensor of shape " + shape_to_string(shape) +
+                               (device.is_cpu() ? "" : " on " + device.str()) + ": out of memory",
                            e.bytes());
   }
-  return Tensor(std::move(storage), dtype, shape, contiguous_strides(shape), 0, "empty");
+  return Tensor(Tensor::Fresh{}, std::move(storage), dtype, shape);
 }
 
-Tensor empty_strided(const Shape& shape, const Shape& strides, DType dtype) {
+Tensor empty_strided(const Shape& shape, const Shape& strides, DType dtype, Device device) {
   const int64_t extent = strided_extent(shape, strides, "empty_strided");
-  auto storage = std::make_shared<Storage>(storage_bytes(extent, dtype, "empty_strided"));
+  auto storage = std::make_shared<Storage>(storage_bytes(extent, dtype, "empty_strided"), device,
+                                           "empty_strided");
   return Tensor(std::move(storage), dtype, shape, strides, 0, "empty_strided");
 }
 
-Tensor zeros(const Shape& shape, DType dtype) { return full(shape, Scalar(int64_t(0)), dtype); }
-Tensor ones(const Shape& shape, DType dtype) { return full(shape, Scalar(int64_t(1)), dtype); }
+Tensor zeros(const Shape& shape, DType dtype, Device device) {
+  return full(shape, Scalar(int64_t(0)), dtype, device);
+}
+Tensor ones(const Shape& shape, DType dtype, Device device) {
+  return full(shape, Scalar(int64_t(1)), dtype, device);
+}
 
-Tensor full(const Shape& shape, const Scalar& value, DType dtype) {
-  Tensor t = empty(shape, dtype);
+Tensor full(const Shape& shape, const Scalar& value, DType dtype, Device device) {
+  Tensor t = empty(shape, dtype, device);
   t.fill_(value);
   return t;
 }
@@ -586,9 +613,9 @@ Tensor full(const Shape& shape, const Scalar& value) {
   return full(shape, value, value.promotion_dtype());
 }
 
-Tensor empty_like(const Tensor& t) { return empty(t.sizes(), t.dtype()); }
-Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), t.dtype()); }
-Tensor scalar_tensor(const Scalar& value, DType dtype) { return full({}, value, dtype); }
+Tensor empty_like(const Tensor& t) { return empty(t.sizes(), t.dtype(), t.device()); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), t.dtype(), t.device()); }
+Tensor scalar_tensor(const Scalar& value, DType dtype, Device device) { return full({}, value, dtype, device); }
 
 Tensor from_blob(void* data, const Shape& shape, const Shape& strides, DType dtype,
                  std::function<void()> release, const char* op) {

@@ -17,8 +17,8 @@ CholeskyEx cholesky_ex(const Tensor& A, bool upper, bool check_errors) {
   check_dtype(A, op);
   check_matrix(A, op, true);
   const Shape batch = batch_shape(A);
-  Tensor info = zeros(batch, DType::Int32);
-  Tensor nonfinite = zeros(batch, DType::UInt8);
+  Tensor info = zeros(batch, DType::Int32, A.device());
+  Tensor nonfinite = zeros(batch, DType::UInt8, A.device());
   Tensor L = ops::linalg_cholesky(common_device(op, {&A}), A, upper, info, nonfinite);
   if (check_errors) check_infos(info, op, InfoKind::Cholesky, A, nonfinite.data<uint8_t>());
   return {L, info};
@@ -40,8 +40,8 @@ Eigh eigh_for(const Tensor& A, const std::string& UPLO, bool vectors, const char
   check_finite_hermitian(buf, n, uplo, op, A);
   Shape wb = batch;
   wb.push_back(n);
-  Tensor w = empty(wb, to_real(A.dtype()));
-  Tensor info = zeros(batch, DType::Int32);
+  Tensor w = empty(wb, to_real(A.dtype()), A.device());
+  Tensor info = zeros(batch, DType::Int32, A.device());
   (vectors ? ops::linalg_eigh : ops::linalg_eigvalsh)(common_device(op, {&A}), buf, uplo == 'U', w, info);
   check_infos(info, op, InfoKind::Converge, A);
   return {w, vectors ? colmajor_view(buf) : Tensor()};

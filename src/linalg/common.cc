@@ -97,7 +97,7 @@ Tensor colmajor_copy(const Tensor& A, const Shape& batch) {
              "[linalg] matrix dims " << m << " x " << n << " exceed LAPACK's 32-bit integers");
   const Shape b = batch.empty() && A.dim() > 2 ? batch_shape(A) : batch;
   Tensor src = A.expand(with_matrix(b, m, n));
-  Tensor buf = empty(with_matrix(b, n, m), A.dtype());
+  Tensor buf = empty(with_matrix(b, n, m), A.dtype(), A.device());
   if (A.is_contiguous() && src.sizes() == A.sizes()) {
     // The common case (a plain row-major batch): a tiled transpose per matrix,
     // several times faster than the general strided copy on tall matrices.
@@ -116,8 +116,8 @@ Tensor colmajor_copy(const Tensor& A, const Shape& batch) {
   return buf;
 }
 
-Tensor colmajor_empty(const Shape& batch, int64_t m, int64_t n, DType dtype) {
-  return empty(with_matrix(batch, n, m), dtype);
+Tensor colmajor_empty(const Shape& batch, int64_t m, int64_t n, DType dtype, Device device) {
+  return empty(with_matrix(batch, n, m), dtype, device);
 }
 
 namespace {

@@ -44,7 +44,7 @@ Tensor colmajor_copy(const Tensor& A, const Shape& batch = {});
 inline Tensor colmajor_view(const Tensor& buf) { return buf.transpose(-2, -1); }
 // An uninitialized column-major batch of m x n matrices: the returned buffer
 // has shape batch + {n, m}; colmajor_view(buf) is the matrix view.
-Tensor colmajor_empty(const Shape& batch, int64_t m, int64_t n, DType dtype);
+Tensor colmajor_empty(const Shape& batch, int64_t m, int64_t n, DType dtype, Device device);
 
 // What a positive LAPACK info means, by the routine that reported it.
 enum class InfoKind {

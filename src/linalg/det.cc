@@ -11,7 +11,7 @@ Tensor det(const Tensor& A) {
   const char* op = "linalg.det";
   check_dtype(A, op);
   check_matrix(A, op, true);
-  Tensor out = empty(batch_shape(A), A.dtype());
+  Tensor out = empty(batch_shape(A), A.dtype(), A.device());
   ops::linalg_det(common_device(op, {&A}), A, out);
   return out;
 }
@@ -21,8 +21,8 @@ SlogDet slogdet(const Tensor& A) {
   check_dtype(A, op);
   check_matrix(A, op, true);
   const Shape batch = batch_shape(A);
-  Tensor sign = empty(batch, A.dtype());
-  Tensor logabs = empty(batch, to_real(A.dtype()));
+  Tensor sign = empty(batch, A.dtype(), A.device());
+  Tensor logabs = empty(batch, to_real(A.dtype()), A.device());
   ops::linalg_slogdet(common_device(op, {&A}), A, sign, logabs);
   return {sign, logabs};
 }

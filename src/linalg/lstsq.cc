@@ -38,13 +38,13 @@ Lstsq lstsq(const Tensor& A, const Tensor& B, std::optional<double> rcond,
   const bool batched = !batch.empty();
   check_finite(a, count, op, "A", A, batched);
   check_finite(bsrc, count, op, "B", B, batched);
-  Tensor x = zeros(with_matrix(batch, nrhs, ldb), A.dtype());  // ldb x nrhs, column-major
+  Tensor x = zeros(with_matrix(batch, nrhs, ldb), A.dtype(), A.device());  // ldb x nrhs, column-major
   const bool want_rank = driver != "gels", want_s = driver == "gelsd" || driver == "gelss";
-  Tensor rank = want_rank ? zeros(batch, DType::Int64) : empty({0}, DType::Int64);
+  Tensor rank = want_rank ? zeros(batch, DType::Int64, A.device()) : empty({0}, DType::Int64, A.device());
   Shape sb = batch;
   sb.push_back(k);
-  Tensor sv = want_s ? zeros(sb, to_real(A.dtype())) : empty({0}, to_real(A.dtype()));
-  Tensor info = zeros(batch, DType::Int32);
+  Tensor sv = want_s ? zeros(sb, to_real(A.dtype()), A.device()) : empty({0}, to_real(A.dtype()), A.device());
+  Tensor info = zeros(batch, DType::Int32, A.device());
   const ops::LstsqDriver drv = driver == "gels"    ? ops::LstsqDriver::Gels
                                : driver == "gelsy" ? ops::LstsqDriver::Gelsy
                                : driver == "gelsd" ? ops::LstsqDriver::Gelsd

@@ -39,9 +39,9 @@ PLU lu(const Tensor& A, bool pivot) {
   check_pivot_flag(pivot, op);
   const Shape batch = batch_shape(A);
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
-  Tensor P = zeros(with_matrix(batch, m, m), A.dtype());
-  Tensor L = zeros(with_matrix(batch, m, k), A.dtype());
-  Tensor U = zeros(with_matrix(batch, k, n), A.dtype());
+  Tensor P = zeros(with_matrix(batch, m, m), A.dtype(), A.device());
+  Tensor L = zeros(with_matrix(batch, m, k), A.dtype(), A.device());
+  Tensor U = zeros(with_matrix(batch, k, n), A.dtype(), A.device());
   ops::linalg_lu(common_device(op, {&A}), A, P, L, U);
   return {P, L, U};
 }

@@ -82,7 +82,7 @@ Tensor cross(const Tensor& a_in, const Tensor& b_in, int dim) {
   KILN_CHECK(a.size(d) == 3 && b.size(d) == 3, ValueError,
              "[" << op << "] inputs dimension " << dim << " must have length 3, got " << a.shape_str()
                  << " and " << b.shape_str());
-  Tensor out = empty(shape, dt);
+  Tensor out = empty(shape, dt, a.device());
   auto c = [&](const Tensor& t, int i) { return t.narrow(d, i, 1); };
   for (int i = 0; i < 3; ++i) {
     const int j = (i + 1) % 3, k = (i + 2) % 3;

@@ -18,10 +18,10 @@ QR qr(const Tensor& A, const std::string& mode) {
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   const bool complete = mode == "complete";
   const int64_t rrows = complete ? m : k, qcols = complete ? m : k;
-  Tensor R = zeros(with_matrix(batch, rrows, n), A.dtype());
+  Tensor R = zeros(with_matrix(batch, rrows, n), A.dtype(), A.device());
   // Zeroed: orgqr/ungqr must not meet stale NaNs in the columns past k, which
   // OpenBLAS's cungqr was seen to carry into Q (complete mode, m > n).
-  Tensor qbuf = mode == "r" ? empty({0}, A.dtype()) : zeros(with_matrix(batch, qcols, m), A.dtype());
+  Tensor qbuf = mode == "r" ? empty({0}, A.dtype(), A.device()) : zeros(with_matrix(batch, qcols, m), A.dtype(), A.device());
   ops::linalg_qr(common_device(op, {&A}), A, R, mode == "r" ? Tensor() : qbuf);
   if (mode == "r") return {qbuf, R};
   return {colmajor_view(qbuf), R};

@@ -32,10 +32,10 @@ SVD svd_for(const Tensor& A, bool full_matrices, const char* op) {
   check_finite(a, count, op, "the input", A, A.dim() > 2);
   Shape sb = batch;
   sb.push_back(k);
-  Tensor S = empty(sb, to_real(A.dtype()));
-  Tensor ub = colmajor_empty(batch, m, ucols, A.dtype());
-  Tensor vb = colmajor_empty(batch, vrows, n, A.dtype());
-  Tensor info = zeros(batch, DType::Int32);
+  Tensor S = empty(sb, to_real(A.dtype()), A.device());
+  Tensor ub = colmajor_empty(batch, m, ucols, A.dtype(), A.device());
+  Tensor vb = colmajor_empty(batch, vrows, n, A.dtype(), A.device());
+  Tensor info = zeros(batch, DType::Int32, A.device());
   if (k == 0) {
     Tensor U = colmajor_view(ub), Vh = colmajor_view(vb);
     fill_eye(U);
@@ -56,8 +56,8 @@ Tensor svdvals_for(const Tensor& A, const char* op) {
   check_finite(a, count, op, "the input", A, A.dim() > 2);
   Shape sb = batch;
   sb.push_back(k);
-  Tensor S = empty(sb, to_real(A.dtype()));
-  Tensor info = zeros(batch, DType::Int32);
+  Tensor S = empty(sb, to_real(A.dtype()), A.device());
+  Tensor info = zeros(batch, DType::Int32, A.device());
   if (k == 0) return S;
   ops::linalg_svdvals(common_device(op, {&A}), a, S, info);
   check_infos(info, op, InfoKind::Converge, A);
@@ -88,7 +88,7 @@ Tensor pinv(const Tensor& A, std::optional<double> atol, std::optional<double> r
   const Shape batch = batch_shape(A);
   const int64_t m = A.size(-2), n = A.size(-1), count = numel_of(batch);
   const double rt = default_rtol(A.dtype(), m, n, atol, rtol), at = atol.value_or(0.0);
-  Tensor out = colmajor_empty(batch, n, m, A.dtype());  // n x m, column-major
+  Tensor out = colmajor_empty(batch, n, m, A.dtype(), A.device());  // n x m, column-major
   if (count == 0 || m == 0 || n == 0) {
     out.fill_(0);
     return colmajor_view(out);
@@ -119,7 +119,7 @@ Tensor matrix_rank(const Tensor& A, std::optional<double> atol, std::optional<do
   const Tensor S = (hermitian ? eigh_for(A, "L", false, op).eigenvalues : svdvals_for(A, op)).contiguous();
   const double rt = default_rtol(A.dtype(), m, n, atol, rtol), at = atol.value_or(0.0);
   const Shape batch = batch_shape(A);
-  Tensor out = empty(batch, DType::Int64);
+  Tensor out = empty(batch, DType::Int64, A.device());
   ops::linalg_matrix_rank(common_device(op, {&A}), S, at, rt, out);
   return out;
 }

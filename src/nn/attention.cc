@@ -156,7 +156,7 @@ void bind_output(const Request& r, Problem& p) {
     check_dtype(r.out->dtype());
     p.out = *r.out;
   } else {
-    p.out = empty(out_shape, r.out_dtype);
+    p.out = empty(out_shape, r.out_dtype, p.q.device());
   }
   p.o = pad_dims(p.out, p.nd);  // [*batch, Hout, L, Ev]
 }

@@ -35,7 +35,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   check_channel(running_mean, C, "running_mean");
   check_channel(running_var, C, "running_var");
   const Device device = common_device("batch_norm", {&x, &running_mean, &running_var, &weight, &bias});
-  Tensor out = empty(x.sizes(), x.dtype());
+  Tensor out = empty(x.sizes(), x.dtype(), x.device());
   if (x.numel() == 0) return out;
   ops::batch_norm(device, x, running_mean, running_var, weight, bias, training, momentum, eps, out);
   return out;

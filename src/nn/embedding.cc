@@ -45,7 +45,7 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, const Tensor& row_
   const DType od = out_dtype.value_or(is_fp8(weight.dtype()) ? DType::Float32 : weight.dtype());
   Shape shape = indices.sizes();
   shape.push_back(weight.size(1));
-  Tensor out = empty(shape, od);
+  Tensor out = empty(shape, od, weight.device());
   if (out.numel() == 0) {
     // Nothing to gather: the kernel only checks the indices against the table.
     check_indices(indices);

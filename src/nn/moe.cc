@@ -23,8 +23,8 @@ std::tuple<Tensor, Tensor> moe_route(const Tensor& logits, int64_t top_k, bool n
   KILN_CHECK(top_k >= 1 && top_k <= E, ValueError,
              "[moe_route] top_k must be in [1, " << E << "] for " << E << " experts, got " << top_k);
   const Tensor lf = detail::f32_contiguous(logits);
-  Tensor weights = empty({T, top_k}, DType::Float32);
-  Tensor ids = empty({T, top_k}, DType::Int32);
+  Tensor weights = empty({T, top_k}, DType::Float32, lf.device());
+  Tensor ids = empty({T, top_k}, DType::Int32, lf.device());
   ops::moe_route(common_device("moe_route", {&lf, &weights, &ids}), lf, top_k, norm_topk_prob, weights, ids);
   return {weights, ids};
 }
@@ -42,8 +42,8 @@ std::tuple<Tensor, Tensor> moe_permute(const Tensor& ids, int64_t num_experts) {
     KILN_CHECK(id[r] >= 0 && id[r] < num_experts, IndexError,
                "[moe_permute] expert id " << id[r] << " at flat slot " << r << " is out of range for "
                                           << num_experts << " experts");
-  Tensor offs = empty({num_experts}, DType::Int32);
-  Tensor perm = empty({R}, DType::Int32);
+  Tensor offs = empty({num_experts}, DType::Int32, ic.device());
+  Tensor perm = empty({R}, DType::Int32, ic.device());
   ops::moe_permute(common_device("moe_permute", {&ic, &perm, &offs}), ic, perm, offs);
   return {perm, offs};
 }
@@ -69,7 +69,7 @@ Tensor moe_unpermute(const Tensor& y_perm, const Tensor& perm, const Tensor& wei
     seen[size_t(pp[r])] = true;
   }
   const Tensor yf = detail::f32_contiguous(y_perm), wf = detail::f32_contiguous(weights);
-  Tensor out = zeros({T, H}, DType::Float32);
+  Tensor out = zeros({T, H}, DType::Float32, yf.device());
   ops::moe_unpermute(common_device("moe_unpermute", {&yf, &pc, &wf, &out}), yf, pc, wf, out);
   return out.to(y_perm.dtype() == DType::Float64 || detail::is_activation_dtype(y_perm.dtype())
                     ? y_perm.dtype()
@@ -132,12 +132,15 @@ Tensor moe_ffn(const Tensor& x, const Tensor& router_w, const Tensor& gate_up_w,
   const Tensor xf = detail::f32_contiguous(x);
   const Tensor logits = detail::f32_contiguous(linear(xf, router_w));  // [T, E]
   const int64_t R = T * top_k;
-  Tensor p = empty({T, E}), route_w = empty({T, top_k}), xp = empty({R, H}), h = empty({R, I2}),
-         act = empty({R, I}), yp = empty({R, H});
-  Tensor order = empty({T, E}, DType::Int32), route_ids = empty({R}, DType::Int32),
-         perm = empty({R}, DType::Int32), inv = empty({R}, DType::Int32), offs = empty({E}, DType::Int32);
+  Tensor p = empty({T, E}, DType::Float32, xf.device()),
+         route_w = empty({T, top_k}, DType::Float32, xf.device()),
+         xp = empty({R, H}, DType::Float32, xf.device()), h = empty({R, I2}, DType::Float32, xf.device()),
+         act = empty({R, I}, DType::Float32, xf.device()), yp = empty({R, H}, DType::Float32, xf.device());
+  Tensor order = empty({T, E}, DType::Int32, xf.device()), route_ids = empty({R}, DType::Int32, xf.device()),
+         perm = empty({R}, DType::Int32, xf.device()), inv = empty({R}, DType::Int32, xf.device()),
+         offs = empty({E}, DType::Int32, xf.device());
   std::vector<int64_t> counts(size_t(E) + 1);
-  Tensor out = zeros({T, H}, DType::Float32);
+  Tensor out = zeros({T, H}, DType::Float32, xf.device());
   ops::MoEOptions o;
   o.top_k = top_k;
   o.norm_topk_prob = norm_topk_prob;

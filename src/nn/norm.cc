@@ -60,7 +60,7 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
                                               << shape_to_string(normalized_shape));
   }
   check_float(x, "rms_norm", "input");
-  Tensor out = empty(x.sizes(), x.dtype());
+  Tensor out = empty(x.sizes(), x.dtype(), x.device());
   norm_into(x, weight, Tensor(), eps.value_or(default_rms_eps(x.dtype())), out, n, true, "rms_norm");
   return out;
 }
@@ -76,7 +76,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     }
   }
   check_float(x, "layer_norm", "input");
-  Tensor out = empty(x.sizes(), x.dtype());
+  Tensor out = empty(x.sizes(), x.dtype(), x.device());
   norm_into(x, weight, bias, eps, out, n, false, "layer_norm");
   return out;
 }

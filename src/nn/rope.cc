@@ -23,7 +23,7 @@ RopeTables tables(const Tensor& positions, int64_t start, int64_t T, const Tenso
              "[rope_cos_sin] inv_freq must be 1-D, got " << inv_freq.shape_str());
   const Tensor f = inv_freq.to(DType::Float32).contiguous();
   const int64_t h = f.numel();
-  RopeTables r{empty({T, h}), empty({T, h})};
+  RopeTables r{empty({T, h}, DType::Float32, f.device()), empty({T, h}, DType::Float32, f.device())};
   ops::rope_cos_sin(common_device("rope_cos_sin", {&positions, &f}), positions, start, f, r.cos, r.sin);
   return r;
 }

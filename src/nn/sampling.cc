@@ -54,7 +54,7 @@ Tensor sample(const Tensor& logits, const SamplingParams& params, const Tensor& 
     prev = prev_tokens.to(DType::Int64).contiguous();
   }
   Generator& g = gen ? *gen : default_generator();
-  Tensor out = empty(logits.dim() == 2 ? Shape{B} : Shape{}, DType::Int64);
+  Tensor out = empty(logits.dim() == 2 ? Shape{B} : Shape{}, DType::Int64, logits.device());
   ops::sample(common_device("sample", {&logits, &prev_tokens}), x, params, prev, g, out);
   return out;
 }

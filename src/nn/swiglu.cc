@@ -20,7 +20,7 @@ void swiglu_out(const Tensor& gate, const Tensor& up, const Tensor& out) {
 
 Tensor swiglu(const Tensor& gate, const Tensor& up) {
   nn_detail::check_float(gate, "swiglu", "gate");
-  Tensor out = empty(gate.sizes(), gate.dtype());
+  Tensor out = empty(gate.sizes(), gate.dtype(), gate.device());
   swiglu_out(gate, up, out);
   return out;
 }

@@ -104,10 +104,24 @@ bool partial_overlap(const Tensor& dest, const Tensor& in) {
 }
 }  // namespace
 
+Device operands_device(const char* op, std::initializer_list<const Tensor*> inputs, const Tensor* target) {
+  const Tensor* first = target;
+  for (const Tensor* in : inputs) {
+    if (!in || !in->defined()) continue;
+    if (!first)
+      first = in;
+    else if (!same_device(first->device(), in->device()))
+      throw_device_mismatch(op, first->device(), in->device());
+  }
+  return first ? first->device() : Device{};
+}
+
 Tensor make_dest(const char* op, const Shape& shape, DType result, const Tensor& out, const Tensor* self,
-                 std::initializer_list<const Tensor*> inputs, Tensor* final_out) {
+                 std::initializer_list<const Tensor*> inputs, Tensor* final_out, Device* device) {
   const Tensor* target = self ? self : (out.defined() ? &out : nullptr);
-  if (!target) return empty(shape, result);
+  const Device dev = operands_device(op, inputs, target);
+  if (device) *device = dev;
+  if (!target) return empty(shape, result, dev);
   if (!same(shape, target->shape())) {
     if (self)
       throw ValueError(std::string("[") + op + "] output with shape " + self->shape_str() +
@@ -124,7 +138,7 @@ Tensor make_dest(const char* op, const Shape& shape, DType result, const Tensor&
     if (in && partial_overlap(*target, *in)) temp = true;
   if (!temp) return *target;
   *final_out = *target;
-  return empty(shape, result);
+  return empty(shape, result, dev);
 }
 
 Plan make_plan(const char* op, In a, In b, DType compute, DType result, const Tensor& out,
@@ -133,7 +147,7 @@ Plan make_plan(const char* op, In a, In b, DType compute, DType result, const Te
   const Tensor* ta = a.is_value() ? nullptr : a.t;
   const Tensor* tb = b.is_value() ? nullptr : b.t;
   p.shape = broadcast_all({ta, tb}, op);
-  p.dest = make_dest(op, p.shape, result, out, self, {a.t, b.t}, &p.final_out);
+  p.dest = make_dest(op, p.shape, result, out, self, {a.t, b.t}, &p.final_out, &p.device);
   p.a = make_arg(a, p.shape, compute);
   p.b = make_arg(b, p.shape, compute);
   return p;

@@ -35,6 +35,7 @@ void check_no_fp8(const char* op, In a, In b);
 [[noreturn]] void throw_unsupported(const char* op, DType d, In a, In b);
 
 struct Plan {
+  Device device;     // where every operand and dest live (checked)
   Shape shape;       // broadcast shape
   Tensor dest;       // what the kernel writes; dtype = the op's result dtype
   Tensor final_out;  // defined when dest must be copied into out/self afterwards
@@ -48,10 +49,15 @@ Plan make_plan(const char* op, In a, In b, DType compute, DType result, const Te
                const Tensor* self);
 // Prepares one operand for shape/compute dtype (used by the ternary ops too).
 ops::Operand make_arg(In x, const Shape& shape, DType compute);
-// The destination for a result of `result` dtype and `shape`; sets final_out when
-// the kernel must write a temporary (dtype differs or an input partly overlaps).
+// The device of out/self and every defined input (null entries skipped): Error
+// "[op] expected all tensors on the same device" when two differ; the CPU
+// when there is no tensor at all.
+Device operands_device(const char* op, std::initializer_list<const Tensor*> inputs, const Tensor* target);
+// The destination for a result of `result` dtype and `shape`, on the operands'
+// device (stored in *device when given); sets final_out when the kernel must
+// write a temporary (dtype differs or an input partly overlaps).
 Tensor make_dest(const char* op, const Shape& shape, DType result, const Tensor& out, const Tensor* self,
-                 std::initializer_list<const Tensor*> inputs, Tensor* final_out);
+                 std::initializer_list<const Tensor*> inputs, Tensor* final_out, Device* device = nullptr);
 // Copies dest into final_out when needed and returns the op's result.
 Tensor finish(Plan& p);
 Tensor finish(const Tensor& dest, const Tensor& final_out);
@@ -60,7 +66,7 @@ Shape broadcast_all(std::initializer_list<const Tensor*> ts, const char* op);
 
 // The device the op runs on: that of the prepared tensors (value operands, which
 // torch lets live anywhere, are not counted).
-inline Device device(const char* op, const Plan& p) { return common_device(op, {&p.dest, &p.a.t, &p.b.t}); }
+inline Device device(const char*, const Plan& p) { return p.device; }
 
 }  // namespace kiln::bin
 

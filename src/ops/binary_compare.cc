@@ -102,7 +102,8 @@ Tensor compare_ints(Cmp k, In a, In b, const Tensor& out, const Tensor* self) {
     const IntValue val = int_value(v);
     const DType d = t.t->dtype();
     Tensor final_out;
-    Tensor dest = bin::make_dest(op, t.t->sizes(), DType::Bool, out, self, {t.t}, &final_out);
+    Device device;
+    Tensor dest = bin::make_dest(op, t.t->sizes(), DType::Bool, out, self, {t.t}, &final_out, &device);
     int where = 0;  // -1: value below T's range, +1: above, 0: inside
     dispatch<kBoolSet | kIntSet>(d, op, [&]<typename T>() {
       if constexpr (std::is_same_v<T, bool>) {
@@ -121,6 +122,7 @@ Tensor compare_ints(Cmp k, In a, In b, const Tensor& out, const Tensor* self) {
       return bin::finish(dest, final_out);
     }
     bin::Plan p;
+    p.device = device;
     p.shape = t.t->sizes();
     p.dest = dest;
     p.final_out = final_out;
@@ -144,7 +146,7 @@ Tensor compare_ints(Cmp k, In a, In b, const Tensor& out, const Tensor* self) {
   }
   bin::Plan p;
   p.shape = bin::broadcast_all({a.t, b.t}, op);
-  p.dest = bin::make_dest(op, p.shape, DType::Bool, out, self, {a.t, b.t}, &p.final_out);
+  p.dest = bin::make_dest(op, p.shape, DType::Bool, out, self, {a.t, b.t}, &p.final_out, &p.device);
   p.a = bin::make_arg(a, p.shape, da);
   p.b = bin::make_arg(b, p.shape, db);
   run_cmp(k, op, p);

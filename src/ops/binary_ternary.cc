@@ -7,9 +7,10 @@ namespace {
 
 using bin::In;
 
-// x converted to `dtype` and broadcast to `shape` (a value becomes a 0-dim tensor).
-Tensor as_operand(In x, const Shape& shape, DType dtype) {
-  Tensor t = x.t ? (x.t->dtype() == dtype ? *x.t : x.t->to(dtype)) : scalar_tensor(*x.s, dtype);
+// x converted to `dtype` and broadcast to `shape` (a value becomes a 0-dim
+// tensor on `device`).
+Tensor as_operand(In x, const Shape& shape, DType dtype, Device device) {
+  Tensor t = x.t ? (x.t->dtype() == dtype ? *x.t : x.t->to(dtype)) : scalar_tensor(*x.s, dtype, device);
   return t.expand(shape);
 }
 
@@ -31,7 +32,7 @@ Tensor where_impl(const Tensor& cond, In a, In b, const Tensor& out) {
   Tensor final_out;
   const Tensor dest = bin::make_dest("where", shape, r, out, nullptr, {&cond, a.t, b.t}, &final_out);
   const Tensor c = cond.expand(shape);
-  const Tensor x = as_operand(a, shape, r), y = as_operand(b, shape, r);
+  const Tensor x = as_operand(a, shape, r, dest.device()), y = as_operand(b, shape, r, dest.device());
   ops::where(common_device("where", {&dest, &c, &x, &y}), c, x, y, dest);
   return bin::finish(dest, final_out);
 }
@@ -58,7 +59,7 @@ ops::Operand bound(const std::optional<Scalar>& b, DType r) {
 ops::Operand bound(const Tensor* b, const Shape& shape, DType r) {
   ops::Operand o;
   o.dtype = r;
-  if (b) o.t = as_operand(*b, shape, r);
+  if (b) o.t = as_operand(*b, shape, r, b->device());
   return o;
 }
 
@@ -74,7 +75,7 @@ Tensor clamp_scalar(const Op<ops::Clamp>& kernel, const Tensor& x, const std::op
   check_clamp_dtype(r, x.dtype());
   bin::Plan p;
   p.shape = x.sizes();
-  p.dest = bin::make_dest("clamp", p.shape, r, out, self, {&x}, &p.final_out);
+  p.dest = bin::make_dest("clamp", p.shape, r, out, self, {&x}, &p.final_out, &p.device);
   p.a = bin::make_arg(x, p.shape, r);
   kernel(bin::device("clamp", p), p.a, bound(lo, r), bound(hi, r), p.dest);
   return bin::finish(p);
@@ -94,7 +95,7 @@ Tensor clamp_tensor(const Op<ops::Clamp>& kernel, const Tensor& x, const Tensor&
   Tensor final_out;
   const Tensor dest = bin::make_dest("clamp", shape, r, out, self, {&x, tl, th}, &final_out);
   ops::Operand xe;
-  xe.t = as_operand(x, shape, r);
+  xe.t = as_operand(x, shape, r, dest.device());
   xe.dtype = r;
   const ops::Operand l = bound(tl, shape, r), h = bound(th, shape, r);
   kernel(common_device("clamp", {&dest, &xe.t, &l.t, &h.t}), xe, l, h, dest);
@@ -152,7 +153,8 @@ Tensor addcmul_impl(const Tensor& input, const Tensor& t1, const Tensor& t2, con
   const Shape shape = bin::broadcast_all({&input, &t1, &t2}, "addcmul");
   Tensor final_out;
   const Tensor dest = bin::make_dest("addcmul", shape, r, out, self, {&input, &t1, &t2}, &final_out);
-  const Tensor a = as_operand(input, shape, r), b = as_operand(t1, shape, r), c = as_operand(t2, shape, r);
+  const Device d = dest.device();
+  const Tensor a = as_operand(input, shape, r, d), b = as_operand(t1, shape, r, d), c = as_operand(t2, shape, r, d);
   ops::addcmul(common_device("addcmul", {&dest, &a, &b, &c}), a, b, c, value, dest);
   return bin::finish(dest, final_out);
 }

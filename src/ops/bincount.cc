@@ -47,7 +47,7 @@ Tensor bincount(const Tensor& x_in, const Tensor& weights_in, int64_t minlength)
   if (maxv >= (int64_t(1) << 40))
     throw ValueError("[bincount] largest value " + std::to_string(maxv) + " would need too many bins");
   const int64_t nbins = std::max(maxv + 1, minlength);
-  Tensor out = zeros({nbins}, out_dtype);
+  Tensor out = zeros({nbins}, out_dtype, x.device());
   if (n == 0 || nbins == 0) return out;
   const Tensor w = weighted ? weights_in.to(DType::Float64).contiguous() : Tensor();
   ops::bincount(common_device("bincount", {&x, &w, &out}), x, w, out);

@@ -24,15 +24,4 @@ Shape broadcast_shapes(std::span<const int64_t> a, std::span<const int64_t> b, c
   return out;
 }
 
-Tensor prepare_out(const Tensor* out, const Shape& shape, DType dtype, const char* op) {
-  if (out == nullptr || !out->defined()) return empty(shape, dtype);
-  assert_no_internal_overlap(*out, op);
-  if (out->sizes() != shape)
-    throw ValueError(std::string("[") + op + "] out has shape " + out->shape_str() + ", expected " +
-                     shape_to_string(shape));
-  if (out->dtype() != dtype)
-    throw TypeError(std::string("[") + op + "] out has dtype " + name(out->dtype()) + ", expected " + name(dtype));
-  return *out;
-}
-
 }  // namespace kiln

@@ -13,8 +13,4 @@ namespace kiln {
 // torch.broadcast_shapes for two shapes; throws ValueError naming `op`.
 Shape broadcast_shapes(std::span<const int64_t> a, std::span<const int64_t> b, const char* op);
 
-// The shape `out` must have, checked when given (an `out=` tensor), or a new
-// tensor of `shape` and `dtype`.
-Tensor prepare_out(const Tensor* out, const Shape& shape, DType dtype, const char* op);
-
 }  // namespace kiln

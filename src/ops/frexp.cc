@@ -9,8 +9,8 @@ namespace kiln {
 std::pair<Tensor, Tensor> frexp(const Tensor& x) {
   if (!is_floating(x.dtype()) || is_fp8(x.dtype()))
     throw TypeError(std::string("[frexp] only supports floating-point dtypes, got ") + name(x.dtype()));
-  Tensor mantissa = empty(x.sizes(), x.dtype());
-  Tensor exponent = empty(x.sizes(), DType::Int32);
+  Tensor mantissa = empty(x.sizes(), x.dtype(), x.device());
+  Tensor exponent = empty(x.sizes(), DType::Int32, x.device());
   ops::frexp(common_device("frexp", {&x, &mantissa, &exponent}), x, mantissa, exponent);
   return {mantissa, exponent};
 }

@@ -103,7 +103,7 @@ Tensor grouped_mm(const Tensor& a, const Tensor& b, const Tensor& offs, const Te
       bi = detail::f32_contiguous(bias);
     }
     const Tensor xf = detail::f32_contiguous(a);
-    const Tensor y = zeros({T, N}, DType::Float32);
+    const Tensor y = zeros({T, N}, DType::Float32, a.device());
     ops::grouped_mm(common_device("grouped_mm", {&xf, &bw, &o, &bi, &sc, &y}), xf, bw, o, bi, sc, y);
     return y.to(od);
   }
@@ -113,7 +113,7 @@ Tensor grouped_mm(const Tensor& a, const Tensor& b, const Tensor& offs, const Te
     // 3-D x 2-D: out[:, s:e] = a[g] @ b[:, s:e]; a [G, M, K], b [K, T].
     const int64_t G = a.size(0), M = a.size(1), K = a.size(2), T = b.size(1);
     const Tensor o = check_offs(offs, G, T, "columns of mat_b");
-    const Tensor y = zeros({M, T}, DType::Float32);
+    const Tensor y = zeros({M, T}, DType::Float32, a.device());
     ops::grouped_mm(common_device("grouped_mm", {&af, &bf, &o, &y}), af, bf, o, Tensor(), Tensor(), y);
     return y.to(od);
   }
@@ -121,7 +121,7 @@ Tensor grouped_mm(const Tensor& a, const Tensor& b, const Tensor& offs, const Te
   const int64_t M = a.size(0), T = a.size(1), N = b.size(1);
   const int64_t G = offs.defined() && offs.dim() == 1 ? offs.size(0) : -1;
   const Tensor o = check_offs(offs, G, T, "contraction dim");
-  const Tensor y = zeros({G, M, N}, DType::Float32);
+  const Tensor y = zeros({G, M, N}, DType::Float32, a.device());
   ops::grouped_mm(common_device("grouped_mm", {&af, &bf, &o, &y}), af, bf, o, Tensor(), Tensor(), y);
   return y.to(od);
 }

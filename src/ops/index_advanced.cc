@@ -21,10 +21,8 @@ struct Basic {
   std::vector<ops::AdvancedIndex> adv;  // int64, in increasing dim order
 };
 
-Tensor bool_scalar_index(bool b) {
-  Tensor t = zeros({b ? 1 : 0}, DType::Int64);
-  return t;
-}
+// x[True] / x[False]: an index of one zero or none, on x's device.
+Tensor bool_scalar_index(bool b, Device device) { return zeros({b ? 1 : 0}, DType::Int64, device); }
 
 Basic apply_basic(const Tensor& x, const std::vector<TensorIndex>& idx, const char* op) {
   using K = TensorIndex::Kind;
@@ -80,7 +78,7 @@ Basic apply_basic(const Tensor& x, const std::vector<TensorIndex>& idx, const ch
         break;
       case K::Boolean:
         v = v.unsqueeze(d);
-        r.adv.push_back({d, bool_scalar_index(e.boolean)});
+        r.adv.push_back({d, bool_scalar_index(e.boolean, x.device())});
         ++d;
         break;
       case K::Tensor: {
@@ -88,7 +86,7 @@ Basic apply_basic(const Tensor& x, const std::vector<TensorIndex>& idx, const ch
         if (t.dtype() == DType::Bool) {
           if (t.dim() == 0) {
             v = v.unsqueeze(d);
-            r.adv.push_back({d, bool_scalar_index(t.item<bool>())});
+            r.adv.push_back({d, bool_scalar_index(t.item<bool>(), x.device())});
             ++d;
             break;
           }
@@ -169,7 +167,7 @@ Tensor index(const Tensor& x, const std::vector<TensorIndex>& idx) {
   Basic bs = apply_basic(x, idx, op);
   if (bs.adv.empty()) return bs.view;
   const Plan p = make_plan(bs, op);
-  Tensor out = empty(p.out_shape, x.dtype());
+  Tensor out = empty(p.out_shape, x.dtype(), x.device());
   // With B non-empty the kernel checks the indices even when out is empty.
   if (shape_numel(p.B, op) == 0) return out;
   ops::index(common_device(op, {&x, &out}), bs.view, bs.adv, p.b_pos, out);
@@ -219,7 +217,7 @@ Tensor& index_put_(Tensor& x, const std::vector<TensorIndex>& idx, const Scalar&
   if (value.is_complex() && !is_complex(x.dtype()))
     throw TypeError(std::string("[index_put_] cannot assign a complex value to a ") + name(x.dtype()) +
                     " tensor");
-  return index_put_(x, idx, scalar_tensor(value, x.dtype()), accumulate);
+  return index_put_(x, idx, scalar_tensor(value, x.dtype(), x.device()), accumulate);
 }
 
 Tensor index_put(const Tensor& x, const std::vector<TensorIndex>& idx, const Tensor& value, bool accumulate) {

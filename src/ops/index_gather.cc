@@ -57,7 +57,7 @@ Tensor& scatter_impl(Tensor& x, int dim, const Tensor& index, const Tensor* src_
   // Writing x while reading an operand that aliases it would depend on order.
   if (src_in && s1.storage() == x1.storage()) s1 = s1.clone();
   if (i1.storage() == x1.storage()) i1 = i1.clone();
-  if (!src_in) s1 = scalar_tensor(*value, x.dtype()).view({1}).expand(i1.sizes());
+  if (!src_in) s1 = scalar_tensor(*value, x.dtype(), x.device()).view({1}).expand(i1.sizes());
 
   const Op<ops::Scatter>& kernel = add ? ops::scatter_add : ops::scatter;
   kernel(common_device(op, {&x, &i1, &s1}), x1, dim, i1, s1);
@@ -73,7 +73,7 @@ Tensor gather(const Tensor& x, int dim, const Tensor& index) {
   dim = wrap_dim(dim, x1.dim(), "gather");
   check_shapes(x1, dim, i1, nullptr, "gather");
   check_indices(i1, x1.size(dim), false, "gather", dim);
-  Tensor out = empty(idx.sizes(), x.dtype());
+  Tensor out = empty(idx.sizes(), x.dtype(), x.device());
   if (out.numel() == 0) return out;
   ops::gather(common_device("gather", {&x, &idx, &out}), x1, dim, i1, as_1d_if_scalar(out));
   return out;

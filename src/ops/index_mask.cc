@@ -58,14 +58,14 @@ Tensor masked_select(const Tensor& x, const Tensor& mask_in) {
   const Shape shape = broadcast_shapes(x.shape(), mask_in.shape(), "masked_select");
   const Tensor xe = x.expand(shape), mask = mask_in.expand(shape);
   const int64_t n = shape_numel(shape, "masked_select");
-  if (n == 0) return empty({0}, x.dtype());
+  if (n == 0) return empty({0}, x.dtype(), x.device());
   return ops::masked_select(common_device("masked_select", {&xe, &mask}), xe, mask);
 }
 
 Tensor nonzero(const Tensor& x) {
   const int64_t n = x.numel();
   const int nd = x.dim();
-  if (n == 0) return empty({0, nd}, DType::Int64);
+  if (n == 0) return empty({0, nd}, DType::Int64, x.device());
   return ops::nonzero(common_device("nonzero", {&x}), x);
 }
 

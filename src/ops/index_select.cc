@@ -31,7 +31,7 @@ Tensor index_select(const Tensor& x, int dim, const Tensor& index) {
   // out: x's shape with size(dim) = index.numel().
   Shape out_shape = x1.sizes();
   out_shape[dim] = idx.numel();
-  Tensor out = empty(out_shape, x.dtype());
+  Tensor out = empty(out_shape, x.dtype(), x.device());
   if (out.numel() > 0) ops::index_select(common_device("index_select", {&x, &idx, &out}), x1, dim, idx, out);
   return x.dim() == 0 ? out.view({}) : out;
 }

@@ -9,7 +9,7 @@ using namespace index_detail;
 
 Tensor take(const Tensor& x, const Tensor& index) {
   const Tensor idx = index_to_int64(index, "take");
-  Tensor out = empty(idx.sizes(), x.dtype());
+  Tensor out = empty(idx.sizes(), x.dtype(), x.device());
   if (out.numel() == 0) return out;
   ops::take(common_device("take", {&x, &idx, &out}), x, idx, out);
   return out;

@@ -20,7 +20,7 @@ Tensor laguerre_impl(const Tensor& x, const Tensor& n, DType dt) {
   // truncated from that dtype).
   const Tensor xs = x.to(dt).expand(shape);
   const Tensor ns = n.to(dt).expand(shape);
-  Tensor out = empty(shape, dt);
+  Tensor out = empty(shape, dt, x.device());
   ops::special_laguerre_polynomial_l(common_device(kOp, {&xs, &ns, &out}), xs, ns, out);
   return out;
 }
@@ -41,7 +41,7 @@ Tensor special_laguerre_polynomial_l(const Scalar& x, const Tensor& n) {
   rt.add(x.promotion_dtype(), Priority::Scalar);
   rt.add(n.dtype(), priority_of(n));
   const DType dt = rt.get();
-  return laguerre_impl(scalar_tensor(x, is_integral(dt, true) ? kDefaultFloat : dt), n, dt);
+  return laguerre_impl(scalar_tensor(x, is_integral(dt, true) ? kDefaultFloat : dt, n.device()), n, dt);
 }
 
 Tensor special_laguerre_polynomial_l(const Tensor& x, const Scalar& n) {
@@ -49,7 +49,7 @@ Tensor special_laguerre_polynomial_l(const Tensor& x, const Scalar& n) {
   rt.add(x.dtype(), priority_of(x));
   rt.add(n.promotion_dtype(), Priority::Scalar);
   const DType dt = rt.get();
-  return laguerre_impl(x, scalar_tensor(n, is_integral(dt, true) ? kDefaultFloat : dt), dt);
+  return laguerre_impl(x, scalar_tensor(n, is_integral(dt, true) ? kDefaultFloat : dt, x.device()), dt);
 }
 
 }  // namespace kiln

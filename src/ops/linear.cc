@@ -133,7 +133,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const T
   const detail::WeightScale ws = detail::classify_weight_scale(weight_scale, d.N, d.K, "linear");
   Shape shape = x.sizes();
   shape.back() = d.N;
-  Tensor out = empty(shape, x.dtype());
+  Tensor out = empty(shape, x.dtype(), x.device());
   run(x, weight, ws, bias, out);
   return out;
 }

@@ -40,7 +40,7 @@ Tensor matmul_impl(const Tensor& a, const Tensor& b, const char* name) {
   Shape out_shape = batch;
   out_shape.push_back(M);
   out_shape.push_back(N);
-  Tensor out = empty(out_shape, a.dtype());
+  Tensor out = empty(out_shape, a.dtype(), a.device());
   if (out.numel() > 0) {
     if (B.dim() == 2 && nb > 0) {
       // The right operand is shared: fold the batch into the rows, one gemm.
@@ -72,7 +72,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   KILN_CHECK(a.size(1) == b.size(0), ValueError,
              "[mm] shapes " << a.shape_str() << " and " << b.shape_str() << " cannot be multiplied ("
                             << a.size(1) << " vs " << b.size(0) << ")");
-  Tensor out = empty({a.size(0), b.size(1)}, a.dtype());
+  Tensor out = empty({a.size(0), b.size(1)}, a.dtype(), a.device());
   ops::mm(common_device("mm", {&a, &b, &out}), a, b, out);
   return out;
 }

@@ -110,8 +110,8 @@ int64_t quantize_chunk_rows(int64_t K) { return std::max<int64_t>(1, (int64_t(2)
 std::pair<Tensor, Tensor> quantize_fp8(const Tensor& w, QuantGranularity g, DType dtype) {
   KILN_CHECK(w.defined(), ValueError, "[quantize_fp8] input must be defined");
   check_args(w, g, dtype);
-  Tensor q = empty(w.sizes(), dtype);
-  Tensor scale = empty(scale_shape(w, g), DType::Float32);
+  Tensor q = empty(w.sizes(), dtype, w.device());
+  Tensor scale = empty(scale_shape(w, g), DType::Float32, w.device());
   quantize_fp8_into(w, g, q, scale);
   return {q, scale};
 }
@@ -159,7 +159,7 @@ Tensor dequantize(const Tensor& q, const Tensor& scale, DType out_dtype) {
                                               << "128x128 block [..., " << nb << ", " << kb << "])");
     layout = row ? ops::ScaleLayout::Row : ops::ScaleLayout::Block;
   }
-  Tensor out = empty(q.sizes(), DType::Float32);
+  Tensor out = empty(q.sizes(), DType::Float32, q.device());
   ops::dequantize(common_device("dequantize", {&qf, &sf, &out}), qf, sf, layout, out);
   return out.to(out_dtype);
 }

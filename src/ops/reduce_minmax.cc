@@ -19,7 +19,7 @@ Tensor whole(const char* op, const Tensor& x) {
   check_ordered(x, op);
   const std::vector<bool> mask(size_t(x.dim()), true);
   require_nonempty(x, mask, true, op);
-  Tensor out = empty({}, x.dtype());
+  Tensor out = empty({}, x.dtype(), x.device());
   (kMax ? ops::max : ops::min)(common_device(op, {&x, &out}), x, mask, out, Tensor());
   return out;
 }
@@ -30,7 +30,7 @@ ValuesIndices along(const char* op, const Tensor& x, int dim, bool keepdim) {
   const std::vector<bool> mask = reduce_mask(std::vector<int>{dim}, x.dim(), op);
   require_nonempty(x, mask, false, op);
   const Shape shape = reduced_shape(x.shape(), mask, keepdim);
-  ValuesIndices r{empty(shape, x.dtype()), empty(shape, DType::Int64)};
+  ValuesIndices r{empty(shape, x.dtype(), x.device()), empty(shape, DType::Int64, x.device())};
   (kMax ? ops::max : ops::min)(common_device(op, {&x, &r.values, &r.indices}), x, mask, r.values, r.indices);
   return r;
 }
@@ -40,7 +40,7 @@ Tensor a_extremum(const char* op, const Tensor& x, const DimList& dim, bool keep
   check_ordered(x, op);
   const std::vector<bool> mask = reduce_mask(dim, x.dim(), op);
   require_nonempty(x, mask, false, op);
-  Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), x.dtype());
+  Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), x.dtype(), x.device());
   (kMax ? ops::amax : ops::amin)(common_device(op, {&x, &out}), x, mask, out, Tensor());
   return out;
 }
@@ -56,7 +56,7 @@ Tensor arg_extremum(const char* op, const Tensor& x, std::optional<int> dim, boo
     mask.assign(size_t(x.dim()), true);
     require_nonempty(x, mask, true, op);
   }
-  Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), DType::Int64);
+  Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), DType::Int64, x.device());
   (kMax ? ops::argmax : ops::argmin)(common_device(op, {&x, &out}), x, mask, Tensor(), out);
   return out;
 }

@@ -17,8 +17,8 @@ std::pair<Tensor, Tensor> moments(const char* op, const Tensor& x, const DimList
                     name(x.dtype()));
   const std::vector<bool> mask = reduce_mask(dim, x.dim(), op);
   const Shape shape = reduced_shape(x.shape(), mask, keepdim);
-  Tensor v = empty(shape, to_real(x.dtype()));
-  Tensor m = want_mean ? empty(shape, x.dtype()) : Tensor();
+  Tensor v = empty(shape, to_real(x.dtype()), x.device());
+  Tensor m = want_mean ? empty(shape, x.dtype(), x.device()) : Tensor();
   const Op<ops::Moments>& kernel =
       want_mean ? (take_sqrt ? ops::std_mean : ops::var_mean) : (take_sqrt ? ops::std : ops::var);
   kernel(common_device(op, {&x, &v, &m}), x, mask, correction, v, m);

@@ -15,7 +15,7 @@ Tensor logsumexp(const Tensor& x_in, const DimList& dim, bool keepdim) {
     throw TypeError(std::string("[logsumexp] unsupported dtype ") + name(x_in.dtype()));
   const Tensor x = x_in.to(to_float_result(x_in.dtype()));
   const std::vector<bool> mask = reduce_mask(dim, x.dim(), "logsumexp");
-  Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), x.dtype());
+  Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), x.dtype(), x.device());
   ops::logsumexp(common_device("logsumexp", {&x, &out}), x, mask, out);
   return out;
 }
@@ -32,7 +32,7 @@ Tensor norm(const Tensor& x_in, double p, const DimList& dim, bool keepdim, std:
   const Tensor x = dtype ? x_in.to(*dtype) : x_in;
   const std::vector<bool> mask = reduce_mask(dim, x.dim(), "norm");
   if (p == -std::numeric_limits<double>::infinity()) require_nonempty(x, mask, false, "norm");
-  Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), to_real(x.dtype()));
+  Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), to_real(x.dtype()), x.device());
   ops::norm(common_device("norm", {&x, &out}), x, mask, p, out);
   return out;
 }

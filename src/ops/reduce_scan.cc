@@ -16,7 +16,7 @@ Tensor scan(const char* op, const Tensor& x_in, int dim, std::optional<DType> dt
   if (dtype && is_fp8(*dtype)) throw TypeError(std::string("[") + op + "] unsupported dtype " + name(*dtype));
   const Tensor x = dtype ? x_in.to(*dtype) : x_in;
   const int d = wrap_dim(dim, std::max(x.dim(), 1), op);
-  Tensor out = empty(x.sizes(), is_integral(x.dtype(), true) ? DType::Int64 : x.dtype());
+  Tensor out = empty(x.sizes(), is_integral(x.dtype(), true) ? DType::Int64 : x.dtype(), x.device());
   (kProd ? ops::cumprod : ops::cumsum)(common_device(op, {&x, &out}), x, d, out);
   if (dtype && out.dtype() != *dtype) out = out.to(*dtype);
   return out;

@@ -26,7 +26,7 @@ Tensor sum_mean(const char* op, const Tensor& x_in, const DimList& dim, bool kee
   }
   const Tensor x = dtype ? x_in.to(*dtype) : x_in;
   const std::vector<bool> mask = reduce_mask(dim, x.dim(), op);
-  Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), natural_sum_dtype(x.dtype()));
+  Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), natural_sum_dtype(x.dtype()), x.device());
   (mean ? ops::mean : ops::sum)(common_device(op, {&x, &out}), x, mask, out);
   if (dtype && out.dtype() != *dtype) out = out.to(*dtype);
   return out;
@@ -47,7 +47,7 @@ Tensor prod(const Tensor& x_in, const DimList& dim, bool keepdim, std::optional<
   if (dtype && is_fp8(*dtype)) throw TypeError(std::string("[prod] unsupported dtype ") + name(*dtype));
   const Tensor x = dtype ? x_in.to(*dtype) : x_in;
   const std::vector<bool> mask = reduce_mask(dim, x.dim(), "prod");
-  Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), natural_sum_dtype(x.dtype()));
+  Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), natural_sum_dtype(x.dtype()), x.device());
   ops::prod(common_device("prod", {&x, &out}), x, mask, out);
   if (dtype && out.dtype() != *dtype) out = out.to(*dtype);
   return out;
@@ -60,7 +60,7 @@ Tensor logical(const char* op, const Tensor& x, const DimList& dim, bool keepdim
   const std::vector<bool> mask = reduce_mask(dim, x.dim(), op);
   // torch keeps uint8 for uint8 inputs (a legacy of uint8 masks).
   const DType od = x.dtype() == DType::UInt8 ? DType::UInt8 : DType::Bool;
-  Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), od);
+  Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), od, x.device());
   (kAll ? ops::all : ops::any)(common_device(op, {&x, &out}), x, mask, out);
   return out;
 }
@@ -72,7 +72,7 @@ Tensor any(const Tensor& x, const DimList& dim, bool keepdim) { return logical<f
 Tensor count_nonzero(const Tensor& x, const DimList& dim) {
   reject_fp8(x, "count_nonzero");
   const std::vector<bool> mask = reduce_mask(dim, x.dim(), "count_nonzero");
-  Tensor out = empty(reduced_shape(x.shape(), mask, false), DType::Int64);
+  Tensor out = empty(reduced_shape(x.shape(), mask, false), DType::Int64, x.device());
   ops::count_nonzero(common_device("count_nonzero", {&x, &out}), x, mask, out);
   return out;
 }

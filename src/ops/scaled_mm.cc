@@ -75,7 +75,7 @@ Tensor scaled_mm(const Tensor& a, const Tensor& b, const Tensor& scale_a, const 
                                                                             << name(scale_result.dtype()));
   }
 
-  Tensor out = empty({M, N}, od);
+  Tensor out = empty({M, N}, od, a.device());
   if (M == 0 || N == 0) return out;
 
   const Tensor sa = detail::f32_contiguous(scale_a), sb = detail::f32_contiguous(scale_b);

@@ -46,7 +46,7 @@ Tensor softmax_impl(const Tensor& x, int dim, std::optional<DType> dtype, bool l
   const char* op = op_name(log);
   const DType rd = result_dtype(x, dtype, op);
   wrap_dim(dim, x.dim() == 0 ? 1 : x.dim(), op);
-  Tensor out = empty(x.sizes(), rd);
+  Tensor out = empty(x.sizes(), rd, x.device());
   run(x.dtype() == rd ? x : x.to(rd), dim, out, log);
   return out;
 }

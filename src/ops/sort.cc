@@ -27,7 +27,7 @@ SortResult sort_rows(const Tensor& x_in, int dim_in, bool descending, int64_t k,
   const int64_t m = topk ? k : n;
   Shape out_shape = x.sizes();
   out_shape[dim] = m;
-  SortResult r{want_values ? empty(out_shape, x.dtype()) : Tensor(), empty(out_shape, DType::Int64)};
+  SortResult r{want_values ? empty(out_shape, x.dtype(), x.device()) : Tensor(), empty(out_shape, DType::Int64, x.device())};
   const Device device = common_device(op, {&x, &r.values, &r.indices});
   if (topk)
     ops::topk(device, x, k, dim, descending, sorted, r.values, r.indices);

@@ -33,7 +33,7 @@ DType float_result(Accepts a, const char* op, DType d) {
 
 template <typename Sig, typename... P>
 Tensor unary_op(const Op<Sig>& kernel, const Tensor& x, const char* op, Accepts a, P... p) {
-  Tensor out = empty(x.sizes(), float_result(a, op, x.dtype()));
+  Tensor out = empty(x.sizes(), float_result(a, op, x.dtype()), x.device());
   kernel(x.device(), x, out, p...);
   return out;
 }

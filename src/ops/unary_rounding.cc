@@ -20,7 +20,7 @@ void check_dtype(const char* op, DType d) {
 Tensor rounding(const Rounding& kernel, const Tensor& x, const char* op) {
   check_dtype(op, x.dtype());
   if (is_integral(x.dtype(), false)) return x.clone();
-  Tensor out = empty(x.sizes(), x.dtype());
+  Tensor out = empty(x.sizes(), x.dtype(), x.device());
   kernel(common_device(op, {&x, &out}), x, out);
   return out;
 }
@@ -50,7 +50,7 @@ Tensor round(const Tensor& x, int decimals) {
   check_dtype("round", x.dtype());
   if (decimals == 0 && is_integral(x.dtype(), false)) return x.clone();
   if (decimals != 0) check_decimals(x, "round");
-  Tensor out = empty(x.sizes(), x.dtype());
+  Tensor out = empty(x.sizes(), x.dtype(), x.device());
   ops::round(common_device("round", {&x, &out}), x, out, decimals);
   return out;
 }

@@ -32,7 +32,7 @@ void check_relu(const Tensor& x, const char* op) {
 
 Tensor neg(const Tensor& x) {
   check_neg(x, "neg");
-  Tensor out = empty(x.sizes(), x.dtype());
+  Tensor out = empty(x.sizes(), x.dtype(), x.device());
   ops::neg(common_device("neg", {&x, &out}), x, out);
   return out;
 }
@@ -44,7 +44,7 @@ Tensor& neg_(Tensor& x) {
 }
 
 Tensor abs(const Tensor& x) {
-  Tensor out = empty(x.sizes(), to_real(x.dtype()));
+  Tensor out = empty(x.sizes(), to_real(x.dtype()), x.device());
   ops::abs(common_device("abs", {&x, &out}), x, out);
   return out;
 }
@@ -56,7 +56,7 @@ Tensor& abs_(Tensor& x) {
 
 Tensor sign(const Tensor& x) {
   check_sign(x, "sign");
-  Tensor out = empty(x.sizes(), x.dtype());
+  Tensor out = empty(x.sizes(), x.dtype(), x.device());
   ops::sign(common_device("sign", {&x, &out}), x, out);
   return out;
 }
@@ -69,7 +69,7 @@ Tensor& sign_(Tensor& x) {
 
 Tensor relu(const Tensor& x) {
   check_relu(x, "relu");
-  Tensor out = empty(x.sizes(), x.dtype());
+  Tensor out = empty(x.sizes(), x.dtype(), x.device());
   ops::relu(common_device("relu", {&x, &out}), x, out);
   return out;
 }

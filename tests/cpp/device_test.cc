@@ -6,9 +6,11 @@
 #include <vector>
 
 #include "core/device_check.h"
+#include "op_table/second_device.h"
 #include "kiln/kiln.h"
 
 using namespace kiln;
+using op_table::SecondDevice;
 
 namespace {
 
@@ -199,10 +201,62 @@ TEST(Device, OpsDispatchByTheTensorsDevice) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "[softmax] expected all tensors on the same device, got cpu and cuda:0");
   }
-  try {
-    (void)kiln::exp(on_cuda);
-    FAIL() << "exp on a device without a kernel did not raise";
-  } catch (const NotImplementedError& e) {
-    EXPECT_STREQ(e.what(), "[exp] has no kernel for device cuda:0 in this build");
-  }
+  // Without the device's memory the output cannot even be allocated.
+  EXPECT_EQ(message_of<NotImplementedError>([&] { (void)kiln::exp(on_cuda); }),
+            "[empty] device cuda:0 is not available in this build; only cpu is");
+  // With memory but no kernels (a backend that has not registered exp yet).
+  op_table::SecondDevice memory_only(/*with_kernels=*/false);
+  EXPECT_EQ(message_of<NotImplementedError>([&] { (void)kiln::exp(on_cuda); }),
+            "[exp] has no kernel for device cuda:0 in this build");
+}
+
+// A second device (host memory standing in for cuda:0, the CPU kernels
+// registered as its kernels): tensors move there and back, and every op's
+// output lands on its inputs' device.
+TEST(Device, TensorsMoveToASecondDeviceAndOpsRunThere) {
+  const Tensor x = arange(Scalar(int64_t(0)), Scalar(int64_t(6))).to(DType::Float32).view({2, 3});
+  EXPECT_EQ(message_of<NotImplementedError>([&] { x.to(SecondDevice::kDevice); }),
+            "[to] device cuda:0 is not available in this build; only cpu is");
+  op_table::SecondDevice second(/*with_kernels=*/true);
+  const uint64_t before = second.allocations();
+  const Tensor d = x.t().to(Device::parse("cuda"));  // a transposed view: copied contiguous
+  EXPECT_EQ(d.device(), Device::parse("cuda:0"));
+  EXPECT_EQ(second.allocations(), before + 1);
+  EXPECT_EQ(d.sizes(), (Shape{3, 2}));
+  EXPECT_TRUE(d.is_contiguous());
+  EXPECT_EQ(d.to(Device::parse("cuda:0")).storage(), d.storage());
+
+  const Tensor e = kiln::exp(d);
+  EXPECT_EQ(e.device(), SecondDevice::kDevice);
+  const Tensor back = e.cpu();
+  EXPECT_EQ(back.device(), Device{});
+  const Tensor want = kiln::exp(x.t().contiguous());  // the same (contiguous) kernel path
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 2; ++j)
+      EXPECT_EQ(back.select(0, i).select(0, j).item<float>(), want.select(0, i).select(0, j).item<float>());
+
+  // Copies, casts and reductions stay on the device; item() reads through the host.
+  EXPECT_EQ(d.clone().device(), SecondDevice::kDevice);
+  EXPECT_EQ(d.to(DType::Float64).device(), SecondDevice::kDevice);
+  const Tensor s = kiln::sum(d);
+  EXPECT_EQ(s.device(), SecondDevice::kDevice);
+  EXPECT_EQ(s.item<double>(), 15.0);
+  EXPECT_EQ(kiln::add(d, 1.0).device(), SecondDevice::kDevice);
+  EXPECT_EQ(kiln::matmul(d, d.t()).device(), SecondDevice::kDevice);
+  EXPECT_EQ(zeros_like(d).device(), SecondDevice::kDevice);
+  EXPECT_EQ(zeros({2}, DType::Int32, SecondDevice::kDevice).device(), SecondDevice::kDevice);
+
+  // copy_ between the devices, both ways, converting the dtype on the way.
+  Tensor host = zeros({3, 2}, DType::Float64);
+  host.copy_(d);
+  EXPECT_EQ(host.select(0, 2).select(0, 1).item<double>(), 5.0);
+  Tensor dev = zeros({3, 2}, DType::Float32, SecondDevice::kDevice);
+  dev.copy_(host.t().t());
+  EXPECT_EQ(dev.select(0, 1).select(0, 0).item<double>(), 1.0);
+
+  // Mixing devices in one op names both.
+  EXPECT_EQ(message_of<Error>([&] { (void)kiln::add(d, x.t()); }),
+            "[add] expected all tensors on the same device, got cuda:0 and cpu");
+  EXPECT_EQ(message_of<Error>([&] { (void)kiln::matmul(x, d); }),
+            "[matmul] expected all tensors on the same device, got cpu and cuda:0");
 }

@@ -8,7 +8,10 @@ KILN_OPS(KILN_DEFINE_OP)
 #undef KILN_DEFINE_OP
 
 std::span<const OpInfo> all_ops() {
-#define KILN_OP_INFO(name, sig) {#name, [](DeviceKind k) { return name.has_kernel(k); }},
+#define KILN_OP_INFO(name, sig)                                 \
+  {#name, [](DeviceKind k) { return name.has_kernel(k); },      \
+   [](DeviceKind to, DeviceKind from) { name.set_kernel(to, name.kernel(from)); }, \
+   [](DeviceKind k) { name.set_kernel(k, nullptr); }},
   static const OpInfo table[] = {KILN_OPS(KILN_OP_INFO)};
 #undef KILN_OP_INFO
   return table;

@@ -49,6 +49,10 @@ KILN_OPS(KILN_DECLARE_OP)
 struct OpInfo {
   const char* name;
   bool (*has_kernel)(DeviceKind);
+  // Gives device kind `to` the kernel `from` has, and takes it away again: how
+  // a test runs every op on a host-memory stand-in for a second device.
+  void (*share_kernel)(DeviceKind to, DeviceKind from);
+  void (*clear_kernel)(DeviceKind kind);
 };
 std::span<const OpInfo> all_ops();
 
