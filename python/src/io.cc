@@ -281,7 +281,9 @@ void init_io(nb::module_& m) {
           "dequantize",
           [](const GGUFFile& f, nb::handle n, DType d) { return f.dequantize(key_arg(n, "tensor name"), d); },
           "name"_a, "dtype"_a = DType::Float32,
-          "The tensor as floats (block types dequantized as ggml does); rows in file order.")
+          "The tensor as floats, rows in file order. Block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K to "
+          "Q6_K, Q8_K, IQ4_NL, IQ4_XS) are dequantized bit for bit as gguf.quants.dequantize does; NaN/inf "
+          "block scales give NaN/inf values as there. Other types raise NotImplementedError.")
       .def(
           "load_hf",
           [](const GGUFFile& f, nb::handle n, DType d) { return f.load_hf(key_arg(n, "tensor name"), d); },

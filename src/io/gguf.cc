@@ -131,10 +131,9 @@ Tensor GGUFFile::dequantize(std::string_view name, DType dtype) const {
   const GGUFTensorInfo& ti = tensor_info(name);
   if (auto dt = ggml_plain_dtype(ti.type)) return tensor(name).to(dtype).contiguous();
   const GGMLTypeInfo* info = ggml_type_info(uint32_t(ti.type));
-  KILN_CHECK(
-      info->dequantizable, NotImplementedError,
-      "[gguf] tensor '" << name << "' is " << info->name
-                        << ", which kiln cannot dequantize yet (F32, F16, BF16, Q8_0, Q4_0, Q4_1 are read)");
+  KILN_CHECK(info->dequantizable, NotImplementedError,
+             "[gguf] tensor '" << name << "' is " << info->name << ", which kiln cannot dequantize (it reads "
+                               << ggml_dequantizable_type_names() << ")");
   Tensor out = empty(ti.shape, DType::Float32);
   const int64_t row = ti.ne[0];
   const int64_t rows = row ? ti.numel / row : 0;

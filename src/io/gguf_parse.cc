@@ -22,24 +22,24 @@ constexpr GGMLTypeInfo kTypes[] = {
     {"Q4_1", 32, 20, true},
     kUnknown,
     kUnknown,
-    {"Q5_0", 32, 22, false},
-    {"Q5_1", 32, 24, false},
+    {"Q5_0", 32, 22, true},
+    {"Q5_1", 32, 24, true},
     {"Q8_0", 32, 34, true},
     {"Q8_1", 32, 36, false},
-    {"Q2_K", 256, 84, false},
-    {"Q3_K", 256, 110, false},
-    {"Q4_K", 256, 144, false},
-    {"Q5_K", 256, 176, false},
-    {"Q6_K", 256, 210, false},
-    {"Q8_K", 256, 292, false},
+    {"Q2_K", 256, 84, true},
+    {"Q3_K", 256, 110, true},
+    {"Q4_K", 256, 144, true},
+    {"Q5_K", 256, 176, true},
+    {"Q6_K", 256, 210, true},
+    {"Q8_K", 256, 292, true},
     {"IQ2_XXS", 256, 66, false},
     {"IQ2_XS", 256, 74, false},
     {"IQ3_XXS", 256, 98, false},
     {"IQ1_S", 256, 50, false},
-    {"IQ4_NL", 32, 18, false},
+    {"IQ4_NL", 32, 18, true},
     {"IQ3_S", 256, 110, false},
     {"IQ2_S", 256, 82, false},
-    {"IQ4_XS", 256, 136, false},
+    {"IQ4_XS", 256, 136, true},
     {"I8", 1, 1, true},
     {"I16", 1, 2, true},
     {"I32", 1, 4, true},
@@ -304,6 +304,16 @@ std::string GGUFValue::to_string(size_t max_items) const {
 const GGMLTypeInfo* ggml_type_info(uint32_t type) {
   if (type >= std::size(kTypes) || kTypes[type].name == nullptr) return nullptr;
   return &kTypes[type];
+}
+
+const std::string& ggml_dequantizable_type_names() {
+  static const std::string names = [] {
+    std::string out;
+    for (const auto& t : kTypes)
+      if (t.name != nullptr && t.dequantizable) out += (out.empty() ? "" : ", ") + std::string(t.name);
+    return out;
+  }();
+  return names;
 }
 
 std::optional<DType> ggml_plain_dtype(GGMLType t) {

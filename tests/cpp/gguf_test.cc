@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "kiln/float_types.h"
@@ -140,14 +142,66 @@ TEST(Gguf, RefusesMalformedFiles) {
 
 TEST(Gguf, UnsupportedTypesNamed) {
   Builder b;
-  b.add_tensor("k", {256}, 12, std::string(144, '\0'));  // Q4_K
+  b.add_tensor("iq", {256}, 16, std::string(66, '\0'));  // IQ2_XXS: listed, not dequantized
   auto g = GGUFFile::from_file(MappedFile::from_bytes(b.build()));
   try {
-    g.dequantize("k");
+    g.dequantize("iq");
     ADD_FAILURE();
   } catch (const NotImplementedError& e) {
-    EXPECT_NE(std::string(e.what()).find("Q4_K"), std::string::npos);
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("[gguf] tensor 'iq' is IQ2_XXS", 0), 0u) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    for (const char* t : {"Q4_0", "Q5_1", "Q2_K", "Q4_K", "Q6_K", "Q8_K", "IQ4_NL", "IQ4_XS"})
+      EXPECT_NE(m.find(t), std::string::npos) << t << ": " << m;
   }
+  // The row decoder refuses the same way, and refuses a partial block.
+  std::vector<float> out(256);
+  const std::string zeros(292, '\0');
+  const auto* z = reinterpret_cast<const uint8_t*>(zeros.data());
+  EXPECT_THROW(dequantize_row(GGMLType::IQ3_S, z, out.data(), 256), NotImplementedError);
+  EXPECT_THROW(dequantize_row(GGMLType::Q4_K, z, out.data(), 128), ValueError);
+  EXPECT_THROW(dequantize_row(GGMLType(4), z, out.data(), 32), ValueError);  // a retired number
+  EXPECT_NO_THROW(dequantize_row(GGMLType::Q8_K, z, out.data(), 256));
+}
+
+// A K-quant tensor with fewer bytes than its blocks need is refused at open, by name.
+TEST(Gguf, TruncatedBlockTensorRefusedByName) {
+  for (uint32_t type : {10u, 11u, 12u, 13u, 14u, 15u, 23u}) {  // Q2_K .. Q8_K, IQ4_XS
+    const uint32_t ts = ggml_type_info(type)->type_size;
+    Builder b;
+    b.add_tensor("k", {256, 3}, type, std::string(3 * ts, '\x11'));
+    const std::string full = b.build();
+    EXPECT_NO_THROW(parse_gguf(reinterpret_cast<const uint8_t*>(full.data()), full.size()));
+    for (size_t cut : {size_t(1), size_t(ts), size_t(3 * ts - 1)}) {
+      try {
+        parse_gguf(reinterpret_cast<const uint8_t*>(full.data()), full.size() - cut);
+        ADD_FAILURE() << type << " " << cut;
+      } catch (const ValueError& e) {
+        EXPECT_NE(std::string(e.what()).find("tensor 'k'"), std::string::npos) << e.what();
+      }
+    }
+  }
+}
+
+// NaN/inf block scales are not refused: the elements follow IEEE arithmetic, as
+// gguf-py's reference does (x = d * q: NaN * q = NaN, inf * 0 = NaN).
+TEST(Gguf, NonFiniteScalesPropagate) {
+  std::vector<float> out(256);
+  std::string q8k(292, '\0');
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(q8k.data(), &nan, 4);
+  q8k[4 + 7] = 3;
+  dequantize_row(GGMLType::Q8_K, reinterpret_cast<const uint8_t*>(q8k.data()), out.data(), 256);
+  for (float v : out) EXPECT_TRUE(std::isnan(v));
+  // Q6_K with d = +inf: code 32 (q = 0) gives NaN, others +-inf by the sign of q * scale.
+  std::string q6k(210, '\0');
+  for (int g = 0; g < 16; ++g) q6k[192 + g] = 1;  // scales
+  const uint16_t inf = h(std::numeric_limits<float>::infinity());
+  std::memcpy(q6k.data() + 208, &inf, 2);
+  q6k[128] = 0x02;  // element 0: hi bits 2 -> q = 32 - 32 = 0
+  dequantize_row(GGMLType::Q6_K, reinterpret_cast<const uint8_t*>(q6k.data()), out.data(), 256);
+  EXPECT_TRUE(std::isnan(out[0]));
+  EXPECT_EQ(out[1], -std::numeric_limits<float>::infinity());  // q = -32
 }
 
 #include "kiln/io/gguf_names.h"

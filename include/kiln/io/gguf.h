@@ -106,6 +106,8 @@ struct GGMLTypeInfo {
 };
 // nullptr for a type number kiln does not know.
 const GGMLTypeInfo* ggml_type_info(uint32_t type);
+// The names of the types kiln dequantizes, in type-number order ("F32, F16, Q4_0, ...").
+const std::string& ggml_dequantizable_type_names();
 // The kiln dtype a ggml type is stored as element-for-element (F32, F16, BF16,
 // F64, I8..I64), or nullopt for block-quantized types.
 std::optional<DType> ggml_plain_dtype(GGMLType t);
@@ -132,8 +134,12 @@ struct GGUFHeader {
 GGUFHeader parse_gguf(const uint8_t* data, size_t size, const std::string& name = "<memory>");
 
 // Dequantizes `n` elements (a whole number of blocks) of ggml type `t` from
-// `src` into f32, exactly as ggml's reference dequantizers (and gguf-py) do.
-// Throws NotImplementedError for a type kiln cannot dequantize.
+// `src` (n / block_size * type_size bytes, which the caller guarantees) into
+// f32, bit for bit as gguf-py's gguf.quants.dequantize does (ggml's reference
+// layouts; Q8_K, which gguf-py does not read, as ggml's dequantize_row_q8_K).
+// NaN/inf block scales are not refused: they give NaN/inf elements as the
+// reference's float arithmetic does. Throws NotImplementedError naming the
+// type and the supported ones for any other type.
 void dequantize_row(GGMLType t, const uint8_t* src, float* dst, int64_t n);
 
 class GGUFFile {
