@@ -21,7 +21,7 @@ namespace kiln {
 // column; beyond PyTorch). bias (2-D x 3-D only): [G, N]. out_dtype: a's
 // dtype or float32.
 Tensor grouped_mm(const Tensor& a, const Tensor& b, const Tensor& offs = Tensor(),
-                  const Tensor& bias = Tensor(), std::optional<DType> out_dtype = std::nullopt,
-                  const Tensor& b_scale = Tensor());
+                  const Tensor& bias = Tensor(), const Tensor& b_scale = Tensor(),
+                  std::optional<DType> out_dtype = std::nullopt);
 
 }  // namespace kiln

@@ -31,8 +31,8 @@ Tensor scaled_mm_py(nb::handle a, nb::handle b, nb::handle scale_a, nb::handle s
 
 Tensor grouped_mm_py(nb::handle a, nb::handle b, nb::handle offs, nb::handle bias, nb::handle out_dtype,
                      nb::handle b_scale) {
-  return grouped_mm(to_tensor(a), to_tensor(b), opt_tensor(offs), opt_tensor(bias),
-                    to_optional_dtype(out_dtype), opt_tensor(b_scale));
+  return grouped_mm(to_tensor(a), to_tensor(b), opt_tensor(offs), opt_tensor(bias), opt_tensor(b_scale),
+                    to_optional_dtype(out_dtype));
 }
 
 }  // namespace

@@ -4,8 +4,8 @@
 // kiln reaches the library through include/kiln/ alone.
 #pragma once
 
-#include "cpu/gemm.h"       // cpu::BlasThreads
-#include "cpu/gemv.h"       // cpu::bf16_dot, set_bf16_dot, bf16_dot_active, bf16_dot_covers
+#include "cpu/gemm.h"              // cpu::BlasThreads
+#include "cpu/gemv.h"              // cpu::bf16_dot, set_bf16_dot, bf16_dot_active, bf16_dot_covers
+#include "cpu/lapack.h"            // cpu::lapack: getrf, geqrf, orgqr, gesdd
 #include "cpu/ops/linalg_batch.h"  // linalg::detail::BlasThreads, kBlasThreadMinN
-#include "linalg/lapack.h"  // linalg::lapack: getrf, geqrf, orgqr, gesdd
-#include "nn/sampling.h"    // sample_row_
+#include "nn/sampling.h"           // sample_row_

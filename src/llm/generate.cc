@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "cpu/softmax.h"
 #include "kiln/error.h"
 #include "llm/stop_strings.h"
 #include "llm/transformer.h"
@@ -147,7 +146,7 @@ bool Generation::next(std::string& piece) {
   std::memcpy(logits_row_.data(), logits.data<float>(), size_t(V) * sizeof(float));
   // NaN logits (corrupt weights, a broken config) would decode as token 0 or
   // the first NaN forever under greedy decoding: stop with the reason instead.
-  KILN_CHECK(!std::isnan(cpu::row_max_f32(logits_row_.data(), V)), Error,
+  KILN_CHECK(!std::isnan(logits_max_(logits_row_.data(), V)), Error,
              "[generate] the model's logits are NaN at generated token "
                  << generated_.size() << " (corrupt weights or an invalid config?)");
   const int64_t tok =

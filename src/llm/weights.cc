@@ -5,12 +5,12 @@
 #include <cstring>
 #include <map>
 
+#include "core/quant_layout.h"
 #include "kiln/error.h"
 #include "kiln/io/gguf.h"
 #include "kiln/io/gguf_names.h"
 #include "kiln/io/safetensors.h"
 #include "kiln/quantize.h"
-#include "ops/quantize.h"
 
 namespace kiln::llm::detail {
 

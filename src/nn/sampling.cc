@@ -32,6 +32,11 @@ int64_t sample_row_(float* x, int64_t V, const SamplingParams& p, const int64_t*
   return ops::sample_row(Device{}, x, V, p, prev, nprev, gen);
 }
 
+float logits_max_(const float* x, int64_t V) {
+  // Host memory: the row form runs on the CPU.
+  return ops::logits_max(Device{}, x, V);
+}
+
 Tensor sample(const Tensor& logits, const SamplingParams& params, const Tensor& prev_tokens, Generator* gen) {
   check_params(params);
   KILN_CHECK(logits.dim() == 1 || logits.dim() == 2, ValueError,

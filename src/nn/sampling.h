@@ -14,4 +14,8 @@ namespace kiln {
 int64_t sample_row_(float* logits, int64_t V, const SamplingParams& params, const int64_t* prev,
                     int64_t nprev, Generator& gen);
 
+// The max of one float32 row of V logits (NaN if any is NaN): the runtime's
+// check for NaN logits, with no allocation on the decode path.
+float logits_max_(const float* logits, int64_t V);
+
 }  // namespace kiln

@@ -39,7 +39,7 @@ Tensor check_offs(const Tensor& offs, int64_t groups, int64_t total, const char*
 }  // namespace
 
 Tensor grouped_mm(const Tensor& a, const Tensor& b, const Tensor& offs, const Tensor& bias,
-                  std::optional<DType> out_dtype, const Tensor& b_scale) {
+                  const Tensor& b_scale, std::optional<DType> out_dtype) {
   KILN_CHECK(a.defined() && b.defined(), ValueError, "[grouped_mm] mat_a and mat_b must be defined");
   KILN_CHECK(a.dim() == 2 || a.dim() == 3, ValueError,
              "[grouped_mm] mat_a must be 2-D or 3-D, got shape " << a.shape_str());

@@ -105,8 +105,6 @@ Shape scale_shape(const Tensor& w, QuantGranularity g) {
 
 }  // namespace
 
-int64_t quantize_chunk_rows(int64_t K) { return std::max<int64_t>(1, (int64_t(2) << 20) / std::max<int64_t>(K, 1)); }
-
 std::pair<Tensor, Tensor> quantize_fp8(const Tensor& w, QuantGranularity g, DType dtype) {
   KILN_CHECK(w.defined(), ValueError, "[quantize_fp8] input must be defined");
   check_args(w, g, dtype);

@@ -23,7 +23,7 @@ TEST(GroupedMM, TwoDByThreeD) {
                       std::vector<int32_t>{1, 1, 1, 2}}) {
       const int64_t T = ends.back() + 1, K = 33, N = 21, G = 4;  // one row past offs[-1]: zero
       const Tensor a = randn_as({T, K}, d, 70), b = randn_as({G, N, K}, d, 71).transpose(1, 2);
-      const Tensor y = grouped_mm(a, b, offs_of(ends), Tensor(), DType::Float32);
+      const Tensor y = grouped_mm(a, b, offs_of(ends), Tensor(), Tensor(), DType::Float32);
       ASSERT_EQ(y.sizes(), (Shape{T, N}));
       const auto av = dvals(a), bv = dvals(b.contiguous()), yv = dvals(y);
       for (int64_t t = 0; t < T; ++t) {
@@ -45,7 +45,7 @@ TEST(GroupedMM, FP8ExpertsWithRowScales) {
   const Tensor wf = randn_as({G, N, K}, DType::Float32, 73);
   auto [q, s] = quantize_fp8(wf, QuantGranularity::Row);
   const Tensor bias = randn_as({G, N}, DType::Float32, 74);
-  const Tensor y = grouped_mm(a, q.transpose(1, 2), offs_of({1, 1, 6}), bias, std::nullopt, s);
+  const Tensor y = grouped_mm(a, q.transpose(1, 2), offs_of({1, 1, 6}), bias, s);
   const auto av = dvals(a), wv = dvals(dequantize(q, s)), bv = dvals(bias), yv = dvals(y);
   const int32_t ends[] = {1, 1, 6};
   for (int64_t t = 0; t < T; ++t) {
@@ -72,8 +72,8 @@ TEST(GroupedMM, MixedGroupSizesTakeBothKernels) {
     SCOPED_TRACE(fp8 ? "fp8" : "bf16");
     const Tensor w = fp8 ? q : dequantize(q, s).to(DType::BFloat16);
     const Tensor x = fp8 ? a : a.to(DType::BFloat16);
-    const Tensor y = fp8 ? grouped_mm(x, w.transpose(1, 2), offs_of(ends), bias, std::nullopt, s)
-                         : grouped_mm(x, w.transpose(1, 2), offs_of(ends), bias, DType::Float32);
+    const Tensor y = fp8 ? grouped_mm(x, w.transpose(1, 2), offs_of(ends), bias, s)
+                         : grouped_mm(x, w.transpose(1, 2), offs_of(ends), bias, Tensor(), DType::Float32);
     const auto av = dvals(x), wv = dvals(fp8 ? dequantize(q, s) : w), bv = dvals(bias), yv = dvals(y);
     for (int64_t t = 0; t < T; ++t) {
       int64_t g = 0;

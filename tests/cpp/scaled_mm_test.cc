@@ -4,9 +4,9 @@
 
 #include <cmath>
 
+#include "core/quant_layout.h"
 #include "kiln/kiln.h"
 #include "matmul_test_util.h"
-#include "ops/quantize.h"
 
 namespace kiln {
 namespace {

@@ -62,3 +62,35 @@ def test_public_headers_hold_no_kernel_internals():
     bad = [(f, name) for f, t in text.items() for name in internals if name in t]
     assert not bad, bad
     assert "include/kiln/float_to_int.h" not in text
+
+
+def code_only(text):
+    # The text without comments and string literals, so that a comment naming a
+    # kernel file (`cpu/ops/linalg_lu.cc`) is no breach.
+    return re.sub(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', " ", text, flags=re.S)
+
+
+# The places that may name the CPU backend: the backend itself, the one file
+# that registers every backend's kernels, and the hooks of kiln's own benchmarks.
+BACKEND_BRIDGES = ("src/backends.cc", "src/internal/bench_hooks.h")
+FRONTEND_DIRS = ("ops", "nn", "linalg", "llm", "io")
+
+
+def test_only_the_backend_names_the_cpu_backend():
+    bad = []
+    for p in sources("src"):
+        r = rel(p)
+        if r.startswith("src/cpu/") or r in BACKEND_BRIDGES:
+            continue
+        bad += [(r, inc) for inc in includes(p) if inc.startswith("cpu/")]
+        if re.search(r"\bcpu::", code_only(p.read_text(encoding="utf-8"))):
+            bad.append((r, "cpu::"))
+    assert not bad, bad
+
+
+def test_backend_includes_no_frontend_header():
+    # A kernel may include core/, the registry (ops/registry/) and cpu/; the
+    # front-ends' headers (validation, promotion, composition) are above it.
+    bad = [(rel(p), inc) for p in sources("src/cpu") for inc in includes(p)
+           if inc.split("/")[0] in FRONTEND_DIRS and not inc.startswith("ops/registry/")]
+    assert not bad, bad

@@ -172,11 +172,11 @@ std::function<void()> lapack_lu(const Tensor& A) {
   const int64_t n = A.size(-1);
   auto src = std::make_shared<Tensor>(A.transpose(0, 1).contiguous());
   auto work = std::make_shared<std::vector<T>>(size_t(n * n));
-  auto piv = std::make_shared<std::vector<linalg::lapack::lint>>(size_t(n));
+  auto piv = std::make_shared<std::vector<cpu::lapack::lint>>(size_t(n));
   return [=] {
     linalg::detail::BlasThreads bt(blas_threads_for(n));
     std::memcpy(work->data(), src->data_ptr(), sizeof(T) * n * n);
-    linalg::lapack::getrf<T>(n, n, work->data(), n, piv->data());
+    cpu::lapack::getrf<T>(n, n, work->data(), n, piv->data());
   };
 }
 
@@ -189,8 +189,8 @@ std::function<void()> lapack_qr(const Tensor& A) {
   return [=] {
     linalg::detail::BlasThreads bt(blas_threads_for(std::max(m, n)));
     std::memcpy(work->data(), src->data_ptr(), sizeof(T) * m * n);
-    linalg::lapack::geqrf<T>(m, n, work->data(), m, tau->data());
-    linalg::lapack::orgqr<T>(m, k, k, work->data(), m, tau->data());
+    cpu::lapack::geqrf<T>(m, n, work->data(), m, tau->data());
+    cpu::lapack::orgqr<T>(m, k, k, work->data(), m, tau->data());
   };
 }
 
@@ -201,11 +201,11 @@ std::function<void()> lapack_svd(const Tensor& A) {
   auto work = std::make_shared<std::vector<T>>(size_t(m * n));
   auto u = std::make_shared<std::vector<T>>(size_t(m * m));
   auto vt = std::make_shared<std::vector<T>>(size_t(n * n));
-  auto s = std::make_shared<std::vector<linalg::lapack::real_t<T>>>(size_t(std::min(m, n)));
+  auto s = std::make_shared<std::vector<cpu::lapack::real_t<T>>>(size_t(std::min(m, n)));
   return [=] {
     linalg::detail::BlasThreads bt(blas_threads_for(std::max(m, n)));
     std::memcpy(work->data(), src->data_ptr(), sizeof(T) * m * n);
-    linalg::lapack::gesdd<T>('A', m, n, work->data(), m, s->data(), u->data(), m, vt->data(), n);
+    cpu::lapack::gesdd<T>('A', m, n, work->data(), m, s->data(), u->data(), m, vt->data(), n);
   };
 }
 

@@ -13,9 +13,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/index_bounds.h"
 #include "core/strided_loop.h"
 #include "kiln/tensor.h"
-#include "ops/index_common.h"
 
 namespace kiln::index_detail {
 

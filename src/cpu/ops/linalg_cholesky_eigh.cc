@@ -5,17 +5,17 @@
 // holding one (potrf is not called on it).
 #include <vector>
 
+#include "core/linalg_layout.h"
+#include "cpu/lapack.h"
 #include "cpu/ops/linalg.h"
 #include "cpu/ops/linalg_batch.h"
-#include "linalg/common.h"
-#include "linalg/lapack.h"
+#include "cpu/ops/linalg_common.h"
 #include "ops/registry/all.h"
 
 namespace kiln::cpu {
 namespace {
 
 using namespace kiln::linalg::detail;
-namespace lapack = kiln::linalg::lapack;
 
 Tensor cholesky_kernel(const Tensor& A, bool upper, const Tensor& info, const Tensor& nonfinite) {
   const Shape batch = batch_shape(A);

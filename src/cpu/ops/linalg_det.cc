@@ -7,17 +7,17 @@
 #include <limits>
 #include <vector>
 
+#include "core/linalg_layout.h"
+#include "cpu/lapack.h"
 #include "cpu/ops/linalg.h"
 #include "cpu/ops/linalg_batch.h"
-#include "linalg/common.h"
-#include "linalg/lapack.h"
+#include "cpu/ops/linalg_common.h"
 #include "ops/registry/all.h"
 
 namespace kiln::cpu {
 namespace {
 
 using namespace kiln::linalg::detail;
-namespace lapack = kiln::linalg::lapack;
 
 // Runs getrf on every matrix of A and calls fn(b, lu, piv) (lu column-major).
 template <typename T, typename F>

@@ -5,17 +5,16 @@
 #include <cstring>
 #include <vector>
 
+#include "core/linalg_layout.h"
+#include "cpu/lapack.h"
 #include "cpu/ops/linalg.h"
 #include "cpu/ops/linalg_batch.h"
-#include "linalg/common.h"
-#include "linalg/lapack.h"
 #include "ops/registry/all.h"
 
 namespace kiln::cpu {
 namespace {
 
 using namespace kiln::linalg::detail;
-namespace lapack = kiln::linalg::lapack;
 
 Tensor lstsq_kernel(const Tensor& a, const Tensor& bsrc, ops::LstsqDriver drv, double rc, const Tensor& x,
                     const Tensor& rank, const Tensor& sv, const Tensor& info) {

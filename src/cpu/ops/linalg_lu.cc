@@ -9,17 +9,17 @@
 #include <utility>
 #include <vector>
 
+#include "core/linalg_layout.h"
+#include "cpu/lapack.h"
 #include "cpu/ops/linalg.h"
 #include "cpu/ops/linalg_batch.h"
-#include "linalg/common.h"
-#include "linalg/lapack.h"
+#include "cpu/ops/linalg_common.h"
 #include "ops/registry/all.h"
 
 namespace kiln::cpu {
 namespace {
 
 using namespace kiln::linalg::detail;
-namespace lapack = kiln::linalg::lapack;
 
 template <typename T>
 void conj_inplace(Tensor& t) {

@@ -11,18 +11,18 @@
 // everything else goes to BLAS trsm (OpenBLAS: blocked, GEMM trailing updates).
 #include <vector>
 
+#include "core/linalg_layout.h"
+#include "cpu/lapack.h"
 #include "cpu/linalg_small.h"
 #include "cpu/ops/linalg.h"
 #include "cpu/ops/linalg_batch.h"
-#include "linalg/common.h"
-#include "linalg/lapack.h"
+#include "cpu/ops/linalg_common.h"
 #include "ops/registry/all.h"
 
 namespace kiln::cpu {
 namespace {
 
 using namespace kiln::linalg::detail;
-namespace lapack = kiln::linalg::lapack;
 
 bool small_path(DType d, int64_t n, int64_t m) {
   return (d == DType::Float32 || d == DType::Float64) && n >= 1 && n <= kSmallMaxN && m <= kSmallMaxRhs;

@@ -7,17 +7,16 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/linalg_layout.h"
+#include "cpu/lapack.h"
 #include "cpu/ops/linalg.h"
 #include "cpu/ops/linalg_batch.h"
-#include "linalg/common.h"
-#include "linalg/lapack.h"
 #include "ops/registry/all.h"
 
 namespace kiln::cpu {
 namespace {
 
 using namespace kiln::linalg::detail;
-namespace lapack = kiln::linalg::lapack;
 
 // SVD of one column-major m x n matrix `src` (not modified). jobz 'A', 'S' or
 // 'N'; u: m x ucols (ld m), vt: vrows x n (ld vrows). Returns info.

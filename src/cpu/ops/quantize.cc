@@ -6,10 +6,10 @@
 #include <limits>
 
 #include "core/cast.h"
+#include "core/quant_layout.h"  // quantize_chunk_rows: the chunking the loaders share
 #include "cpu/ops/matmul_family.h"
 #include "kiln/error.h"
 #include "kiln/thread_pool.h"
-#include "ops/quantize.h"  // quantize_chunk_rows: the chunking both sides share
 #include "ops/registry/all.h"
 
 namespace kiln::cpu {

@@ -1,8 +1,9 @@
-// CPU kernels of sample and sample_row (ops/registry/nn.h): the fused sampler
-// of cpu/sampling.cc, row by row.
+// CPU kernels of sample, sample_row and logits_max (ops/registry/nn.h): the
+// fused sampler of cpu/sampling.cc, row by row, and its SIMD row max.
 #include "cpu/sampling.h"
 
 #include "cpu/ops/nn.h"
+#include "cpu/softmax.h"
 #include "ops/registry/all.h"
 
 namespace kiln::cpu {
@@ -27,6 +28,7 @@ void sample(const Tensor& logits, const SamplingParams& params, const Tensor& pr
 void register_sampling_kernels() {
   ops::sample.set_kernel(DeviceKind::CPU, sample);
   ops::sample_row.set_kernel(DeviceKind::CPU, sample_row);
+  ops::logits_max.set_kernel(DeviceKind::CPU, row_max_f32);
 }
 
 }  // namespace kiln::cpu

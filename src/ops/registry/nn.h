@@ -75,6 +75,9 @@ using Sample = void(const Tensor& logits, const SamplingParams& params, const Te
 // [nprev]; returns the token.
 using SampleRow = int64_t(float* logits, int64_t V, const SamplingParams& params, const int64_t* prev,
                           int64_t nprev, Generator& gen);
+// The runtime's NaN check before sampling, on host memory: the max of logits
+// [V] float32 (NaN if any entry is NaN; -inf when V == 0).
+using LogitsMax = float(const float* logits, int64_t V);
 
 #define KILN_OPS_NN(X)                       \
   X(rms_norm, RmsNorm)                       \
@@ -87,6 +90,7 @@ using SampleRow = int64_t(float* logits, int64_t V, const SamplingParams& params
   X(apply_rotary_emb, ApplyRotaryEmb)        \
   X(scaled_dot_product_attention, Attention) \
   X(sample, Sample)                          \
-  X(sample_row, SampleRow)
+  X(sample_row, SampleRow)                   \
+  X(logits_max, LogitsMax)
 
 }  // namespace kiln::ops

@@ -202,7 +202,7 @@ Entry grouped_entry(Form f, bool narrow) {
         return grouped_mm(t[0], t[1], offs_tensor(ends_of(t[0].size(0), G)), t[2]);
       case Form::TwoThreeFp8:
         return grouped_mm(t[0], t[1].to(DType::Float8_e4m3fn), offs_tensor(ends_of(t[0].size(0), G)),
-                          Tensor(), std::nullopt, t[2].to(DType::Float32));
+                          Tensor(), t[2].to(DType::Float32));
       case Form::ThreeTwo:
         return grouped_mm(t[0], t[1], offs_tensor(ends_of(t[1].size(1), G)));
       case Form::TwoTwo:

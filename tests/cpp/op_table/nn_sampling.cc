@@ -1,4 +1,5 @@
-// Op table entries of sample and sample_row (ops/registry/nn.h). Random draws
+// Op table entries of sample, sample_row and logits_max (ops/registry/nn.h).
+// Random draws
 // have no float64 oracle, so every entry takes a path whose outcome the
 // parameters fix, and the oracle is the first index of the row's maximum
 // (after the penalties, computed here as float32, as the sampler does):
@@ -7,6 +8,7 @@
 // float32 inputs only, where a tie has no chance), and greedy after
 // repetition/presence/frequency penalties over previous tokens. The
 // distribution of the random paths is tested in sampling_test.cc.
+#include <algorithm>
 #include <cmath>
 
 #include "kiln/sampling.h"
@@ -144,6 +146,43 @@ Entry sample_row_entry(Path path) {
   return e;
 }
 
+// logits_max_ on one float32 row [V]: the max, NaN if any entry is
+// NaN, -inf for an empty row; with specials +-inf and NaN among the entries.
+Entry logits_max_entry(std::vector<double> specials) {
+  Entry e;
+  e.op = "logits_max";
+  e.dtypes = {DType::Float32};
+  e.specials = std::move(specials);
+  e.shapes = [](ShapeClass c) -> std::vector<InputSpec> {
+    switch (c) {
+      case ShapeClass::Empty:
+        return {{{0}}};
+      case ShapeClass::Scalar:
+        return {{{1}}};
+      case ShapeClass::Odd:
+        return {{{37}}};
+      case ShapeClass::NonContiguous:
+        return {{{37}, InputSpec::Strided}};
+      case ShapeClass::Broadcast:
+        return {{{37}, InputSpec::Expanded, {1}}};
+    }
+    return {};
+  };
+  e.call = [](const std::vector<Tensor>& x) {
+    const Tensor row = x[0].contiguous();
+    const float m = logits_max_(row.data<float>(), row.numel());
+    return from_buffer_copy(&m, {}, DType::Float32);
+  };
+  e.oracle = [](const Inputs& in, const Tensor&) {
+    double m = -INFINITY;
+    for (double v : in.values[0]) m = std::isnan(v) || std::isnan(m) ? NAN : std::max(m, v);
+    return std::vector<double>{m};
+  };
+  e.ulps = 0;
+  e.perf_shapes = {{{151936}}};
+  return e;
+}
+
 KILN_OP_TABLE({
     sample_entry(Path::Greedy),
     sample_entry(Path::TopK1),
@@ -153,6 +192,9 @@ KILN_OP_TABLE({
     sample_entry(Path::Penalties),
     sample_row_entry(Path::Greedy),
     sample_row_entry(Path::Penalties),
+    logits_max_entry({}),
+    logits_max_entry({INFINITY, -INFINITY}),
+    logits_max_entry({NAN}),
 });
 
 }  // namespace

@@ -26,7 +26,7 @@
 #include <cblas.h>
 #include <lapacke.h>
 
-namespace kiln::linalg::lapack {
+namespace kiln::cpu::lapack {
 
 using lint = lapack_int;
 using c64 = std::complex<float>;
@@ -180,4 +180,4 @@ void trsm(char side, char uplo, char trans, char diag, int64_t m, int64_t n, T a
     cblas_ztrsm(CblasColMajor, s, u, t, d, m, n, &alpha, a, lda, b, ldb);
 }
 
-}  // namespace kiln::linalg::lapack
+}  // namespace kiln::cpu::lapack

@@ -1,10 +1,13 @@
+// The OpenBLAS environment (include/kiln/blas_env.h): which kernel set this CPU
+// should run and whether OpenBLAS picked it. CPU-backend business: it asks
+// OpenBLAS and the CPU-feature probe of cpu/gemm.cc.
 #include "kiln/blas_env.h"
 
 #include <cstdlib>
 #include <cstring>
 
 #include "cpu/gemm.h"
-#include "linalg/lapack.h"
+#include "cpu/lapack.h"
 
 namespace kiln::linalg {
 
