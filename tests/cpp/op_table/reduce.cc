@@ -45,6 +45,43 @@ std::vector<Entry> over_dims(const char* op, DimsFn fn, GroupFn f, const std::ve
           reduce(op, fn, {}, false, f, dtypes, on_empty), reduce(op, fn, {0, 1}, true, f, dtypes, on_empty)};
 }
 
+// The same over complex inputs (complex walks only), from a complex group oracle.
+using CGroup = std::vector<cdouble>;
+std::vector<Entry> over_dims_complex(const char* op, DimsFn fn, ComplexGroupFn f) {
+  std::vector<Entry> es;
+  for (const auto& [dims, keepdim] : std::vector<std::pair<std::vector<int>, bool>>{
+           {{-1}, false}, {{0}, true}, {{}, false}, {{0, 1}, true}}) {
+    Entry e = reduce(op, fn, dims, keepdim, nullptr, {});
+    e.oracle = nullptr;
+    es.push_back(with_complex(std::move(e), reduction(dims, keepdim, f)));
+  }
+  return es;
+}
+cdouble csum_of(const CGroup& g) {
+  cdouble s = 0;
+  for (cdouble v : g) s += v;
+  return s;
+}
+cdouble cmean_of(const CGroup& g) { return csum_of(g) / double(g.size()); }  // empty: NaN
+cdouble cprod_of(const CGroup& g) {
+  cdouble p = 1;
+  for (cdouble v : g) p *= v;
+  return p;
+}
+// Complex var: sum |z - mean|^2 / (n - 1), real; std its root; norm sqrt(sum |z|^2).
+cdouble cvar_of(const CGroup& g) {
+  const cdouble m = cmean_of(g);
+  double ss = 0;
+  for (cdouble v : g) ss += std::norm(v - m);
+  return ss / std::max(0.0, double(g.size()) - 1.0);
+}
+cdouble cstd_of(const CGroup& g) { return std::sqrt(cvar_of(g).real()); }
+cdouble cnorm_of(const CGroup& g) {
+  double ss = 0;
+  for (cdouble v : g) ss += std::norm(v);
+  return std::sqrt(ss);
+}
+
 double sum_of(const Group& g) {
   double s = 0;
   for (double v : g) s += v;
@@ -163,6 +200,15 @@ Entry scan(const char* op, Tensor (*fn)(const Tensor&, int, std::optional<DType>
       return y;
     });
   };
+  e.complex_oracle = [dim, prod](const Inputs& in, const Tensor& out) {
+    if (out.defined()) expect_shape(out, in.shapes[0]);
+    return map_lines(in.cvalues[0], in.shapes[0], dim, [prod](const CGroup& line) {
+      CGroup y(line.size());
+      cdouble acc = prod ? 1 : 0;
+      for (size_t i = 0; i < line.size(); ++i) y[i] = acc = prod ? acc * line[i] : acc + line[i];
+      return y;
+    });
+  };
   e.perf_shapes = {{{1024, 1024}}};
   return e;
 }
@@ -229,6 +275,21 @@ std::vector<Entry> entries_list() {
        reduce("norm", norm_<-99>, {-1}, true, norm_of<-99>, kFloats, kIndexError)});
   add({scan("cumsum", kiln::cumsum, -1, false, -4, 4), scan("cumsum", kiln::cumsum, 0, false, -4, 4),
        scan("cumprod", kiln::cumprod, -1, true, -1.5, 1.5), scan("cumprod", kiln::cumprod, 0, true, -4, 4)});
+  // Complex inputs (both parts from [lo, hi]); var, std and norm give real results.
+  add(domain(over_dims_complex("sum", sum_, csum_of), -4, 4, 8, 16));
+  add(domain(over_dims_complex("mean", mean_, cmean_of), -4, 4, 8, 4));
+  add(domain(over_dims_complex("prod", prod_, cprod_of), -1, 1, 8, 1));
+  add(over_dims_complex("var", var_, cvar_of));
+  add(over_dims_complex("std", std_, cstd_of));
+  add(over_dims_complex("norm", norm_<2>, cnorm_of));
+  for (Entry e :
+       {scan("cumsum", kiln::cumsum, -1, false, -4, 4), scan("cumsum", kiln::cumsum, 0, false, -4, 4),
+        scan("cumprod", kiln::cumprod, -1, true, -1, 1)}) {
+    e.dtypes = kComplex;
+    e.ulps = 8;
+    e.floor = 8;
+    es.push_back(std::move(e));
+  }
   return es;
 }
 
