@@ -72,6 +72,30 @@ Entry with_complex(Entry e, ComplexOracle o) {
   return e;
 }
 
+ComplexOracle by_parts(Oracle real) {
+  return [real](const Inputs& in, const Tensor& out) {
+    Inputs re = in, im = in;
+    for (size_t j = 0; j < in.tensors.size(); ++j) {
+      if (!kiln::is_complex(in.tensors[j].dtype())) continue;
+      for (size_t i = 0; i < in.cvalues[j].size(); ++i) im.values[j][i] = in.cvalues[j][i].imag();
+    }
+    const std::vector<double> yr = real(re, out), yi = real(im, out);
+    std::vector<cdouble> y(yr.size());
+    for (size_t i = 0; i < y.size(); ++i) y[i] = {yr[i], yi[i]};
+    return y;
+  };
+}
+
+Entry with_complex_by_parts(Entry e) {
+  ComplexOracle o = by_parts(e.oracle);
+  return with_complex(std::move(e), std::move(o));
+}
+
+Entry with_fp8(Entry e) {
+  e.dtypes.insert(e.dtypes.end(), kFp8.begin(), kFp8.end());
+  return e;
+}
+
 double fp8_decode(uint8_t bits, DType d) {
   const bool e4m3 = d == DType::Float8_e4m3fn;
   const int mbits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15, emax_field = e4m3 ? 15 : 31;

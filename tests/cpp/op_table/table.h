@@ -129,6 +129,16 @@ ComplexOracle broadcast_elementwise(ComplexElementFn f);
 // e with the complex dtypes appended to its walk, and `o` its complex oracle.
 Entry with_complex(Entry e, ComplexOracle o);
 
+// The complex oracle of an op linear over the reals in its complex inputs
+// (moves, gathers, scatters, sums): `real` on the real parts plus i times
+// `real` on the imaginary parts (the other inputs, indices and masks, as
+// they are).
+ComplexOracle by_parts(Oracle real);
+// e with the complex dtypes appended to its walk, oracle by_parts(e.oracle).
+Entry with_complex_by_parts(Entry e);
+// e with the FP8 dtypes appended to its walk.
+Entry with_fp8(Entry e);
+
 // ---- FP8, from the formats' definitions (OCP 8-bit floating point) ----------
 // float8_e4m3fn: bias 7, no infinities, S.1111.111 is NaN (max 448);
 // float8_e5m2: bias 15, IEEE-like (infinities, NaNs; max 57344).
