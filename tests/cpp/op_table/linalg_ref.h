@@ -14,8 +14,9 @@
 
 namespace op_table::linalg_ref {
 
-// The dtypes the linalg entries walk.
-inline const std::vector<DType> kLinalgDtypes = {DType::Float32, DType::Float64};
+// The dtypes the linalg ops take.
+inline const std::vector<DType> kLinalgDtypes = {DType::Float32, DType::Float64, DType::Complex64,
+                                                 DType::Complex128};
 
 // ---- input shapes ------------------------------------------------------------
 
