@@ -181,6 +181,15 @@ Tensor argmin_(const Tensor& x, const DimList& d, bool k) {
   return kiln::argmin(x, d ? std::optional<int>((*d)[0]) : std::nullopt, k);
 }
 
+// The running sums (products) of a line.
+template <typename T>
+std::vector<T> scan_of(const std::vector<T>& line, bool prod) {
+  std::vector<T> y(line.size());
+  T acc = prod ? 1 : 0;
+  for (size_t i = 0; i < line.size(); ++i) y[i] = acc = prod ? acc * line[i] : acc + line[i];
+  return y;
+}
+
 // A scan along dim: out has x's shape.
 Entry scan(const char* op, Tensor (*fn)(const Tensor&, int, std::optional<DType>), int dim, bool prod,
            double lo, double hi) {
@@ -193,21 +202,13 @@ Entry scan(const char* op, Tensor (*fn)(const Tensor&, int, std::optional<DType>
   e.call = [fn, dim](const std::vector<Tensor>& x) { return fn(x[0], dim, std::nullopt); };
   e.oracle = [dim, prod](const Inputs& in, const Tensor& out) {
     if (out.defined()) expect_shape(out, in.shapes[0]);
-    return map_lines(in.values[0], in.shapes[0], dim, [prod](const Group& line) {
-      Group y(line.size());
-      double acc = prod ? 1 : 0;
-      for (size_t i = 0; i < line.size(); ++i) y[i] = acc = prod ? acc * line[i] : acc + line[i];
-      return y;
-    });
+    return map_lines(in.values[0], in.shapes[0], dim,
+                     [prod](const Group& line) { return scan_of(line, prod); });
   };
   e.complex_oracle = [dim, prod](const Inputs& in, const Tensor& out) {
     if (out.defined()) expect_shape(out, in.shapes[0]);
-    return map_lines(in.cvalues[0], in.shapes[0], dim, [prod](const CGroup& line) {
-      CGroup y(line.size());
-      cdouble acc = prod ? 1 : 0;
-      for (size_t i = 0; i < line.size(); ++i) y[i] = acc = prod ? acc * line[i] : acc + line[i];
-      return y;
-    });
+    return map_lines(in.cvalues[0], in.shapes[0], dim,
+                     [prod](const CGroup& line) { return scan_of(line, prod); });
   };
   e.perf_shapes = {{{1024, 1024}}};
   return e;
