@@ -1,6 +1,7 @@
 // Walks the op table (op_table/table.h): every entry x dtype x shape class x
-// compiled device against its float64 (complex double) oracle, and against the CPU result on
-// other devices; and checks that every registered op has an entry.
+// compiled device against its float64 (complex double) oracle, and against
+// the CPU result on other devices; and checks that every registered op has an
+// entry.
 // KILN_OP_TABLE_PERF=1 also times each entry's perf case (printed, not checked).
 #include <gtest/gtest.h>
 
