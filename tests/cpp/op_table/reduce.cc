@@ -47,15 +47,14 @@ std::vector<Entry> over_dims(const char* op, DimsFn fn, GroupFn f, const std::ve
 
 // The same over complex inputs (complex walks only), from a complex group oracle.
 using CGroup = std::vector<cdouble>;
+Entry reduce_complex(const char* op, DimsFn fn, std::vector<int> dims, bool keepdim, ComplexGroupFn f) {
+  Entry e = reduce(op, fn, dims, keepdim, nullptr, {});
+  e.oracle = nullptr;
+  return with_complex(std::move(e), reduction(dims, keepdim, std::move(f)));
+}
 std::vector<Entry> over_dims_complex(const char* op, DimsFn fn, ComplexGroupFn f) {
-  std::vector<Entry> es;
-  for (const auto& [dims, keepdim] : std::vector<std::pair<std::vector<int>, bool>>{
-           {{-1}, false}, {{0}, true}, {{}, false}, {{0, 1}, true}}) {
-    Entry e = reduce(op, fn, dims, keepdim, nullptr, {});
-    e.oracle = nullptr;
-    es.push_back(with_complex(std::move(e), reduction(dims, keepdim, f)));
-  }
-  return es;
+  return {reduce_complex(op, fn, {-1}, false, f), reduce_complex(op, fn, {0}, true, f),
+          reduce_complex(op, fn, {}, false, f), reduce_complex(op, fn, {0, 1}, true, f)};
 }
 cdouble csum_of(const CGroup& g) {
   cdouble s = 0;
@@ -283,6 +282,9 @@ std::vector<Entry> entries_list() {
   add(over_dims_complex("var", var_, cvar_of));
   add(over_dims_complex("std", std_, cstd_of));
   add(over_dims_complex("norm", norm_<2>, cnorm_of));
+  add({reduce_complex("var_mean", var_mean_var, {-1}, true, cvar_of),
+       reduce_complex("var_mean", var_mean_mean, {0, 1}, false, cmean_of),
+       reduce_complex("std_mean", std_mean_mean, {}, true, cmean_of)});
   for (Entry e :
        {scan("cumsum", kiln::cumsum, -1, false, -4, 4), scan("cumsum", kiln::cumsum, 0, false, -4, 4),
         scan("cumprod", kiln::cumprod, -1, true, -1, 1)}) {
