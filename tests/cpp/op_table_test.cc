@@ -1,6 +1,7 @@
 // Walks the op table (op_table/table.h): every entry x dtype x shape class x
-// compiled device against its float64 oracle, and against the CPU result on
-// other devices; and checks that every registered op has an entry.
+// compiled device against its float64 (complex double) oracle, and against
+// the CPU result on other devices; and checks that every registered op has an
+// entry.
 // KILN_OP_TABLE_PERF=1 also times each entry's perf case (printed, not checked).
 #include <gtest/gtest.h>
 
@@ -9,10 +10,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <exception>
+#include <iomanip>
 #include <numeric>
 #include <random>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "op_table/table.h"
 #include "ops/registry/all.h"
@@ -22,13 +25,20 @@ namespace {
 
 using namespace kiln;
 
-// Significant bits of a float dtype (0: not a float this test rounds to).
+// Significant bits of a float dtype, of a complex dtype's parts (0: not a
+// float this test rounds to).
 int mantissa_bits(DType d) {
   switch (d) {
     case DType::Float64:
+    case DType::Complex128:
       return 53;
     case DType::Float32:
+    case DType::Complex64:
       return 24;
+    case DType::Float8_e4m3fn:
+      return 4;
+    case DType::Float8_e5m2:
+      return 3;
     case DType::BFloat16:
       return 8;
     case DType::Float16:
@@ -74,40 +84,48 @@ int64_t ravel(const Shape& idx, const Shape& shape) {
   return i;
 }
 
+// A tensor of `d` holding v (values `d` holds exactly; complex through
+// complex128, FP8 from its codes).
 Tensor from_values(const std::vector<double>& v, const Shape& shape, DType d) {
   return from_buffer_copy(v.data(), shape, DType::Float64).to(d);
 }
+Tensor from_values(const std::vector<cdouble>& v, const Shape& shape, DType d) {
+  return from_buffer_copy(v.data(), shape, DType::Complex128).to(d);
+}
+Tensor from_values(const std::vector<uint8_t>& codes, const Shape& shape, DType d) {
+  return from_buffer_copy(codes.data(), shape, d);
+}
 
-// Builds one input: random representable values for the logical shape, laid
-// out as the spec says.
-void make_input(const InputSpec& s, DType walk, const Entry& e, std::mt19937_64& rng, Inputs& in) {
-  const DType d = s.ints ? s.ints->dtype : walk;
-  std::uniform_real_distribution<double> dist(e.lo, e.hi);
-  auto draw = [&](const Shape& shape) {
-    std::vector<double> v(numel(shape));
-    for (double& x : v)
-      x = s.ints ? double(std::uniform_int_distribution<int64_t>(s.ints->lo, s.ints->hi - 1)(rng))
-                 : representable(dist(rng), d);
-    for (size_t i = 3; !s.ints && mantissa_bits(d) && !e.specials.empty() && i < v.size(); i += 7)
-      v[i] = e.specials[(i / 7) % e.specials.size()];
-    if (e.condition && !s.ints) {
-      e.condition(in.tensors.size(), shape, v);
-      for (double& x : v) x = representable(x, d);
-    }
-    return v;
-  };
+// The FP8 code nearest v (NaN: the NaN code; a value past the largest finite
+// one saturates: e5m2's infinities are codes of their own).
+uint8_t fp8_code_of(double v, DType d) {
+  if (std::isnan(v)) return 0x7f;
+  if (std::isinf(v) && d == DType::Float8_e5m2) return v > 0 ? 0x7c : 0xfc;
+  if (v == 0) return std::signbit(v) ? 0x80 : 0x00;
+  const std::vector<uint8_t> all = fp8_codes(d, -INFINITY, INFINITY);
+  uint8_t best = all[0];
+  for (uint8_t c : all)
+    if (std::fabs(fp8_decode(c, d) - v) < std::fabs(fp8_decode(best, d) - v)) best = c;
+  return best;
+}
+
+// Lays out the logical values that draw(shape) gives as the spec says:
+// returns the tensor (made by make(physical values, physical shape)) and
+// the logical values.
+template <typename T, typename Draw, typename Make>
+std::pair<Tensor, std::vector<T>> lay_out(const InputSpec& s, const Draw& draw, const Make& make) {
   const int64_t n = numel(s.shape);
-  std::vector<double> logical;
+  std::vector<T> logical;
   Tensor t;
   switch (s.layout) {
     case InputSpec::Contiguous:
       logical = draw(s.shape);
-      t = from_values(logical, s.shape, d);
+      t = make(logical, s.shape);
       break;
     case InputSpec::Transposed: {  // physical [reversed shape], then all dims reversed
       logical = draw(s.shape);
       Shape rev(s.shape.rbegin(), s.shape.rend());
-      std::vector<double> phys(n);
+      std::vector<T> phys(n);
       for (int64_t i = 0; i < n; ++i) {
         Shape idx = unravel(i, s.shape);
         std::reverse(idx.begin(), idx.end());
@@ -115,24 +133,24 @@ void make_input(const InputSpec& s, DType walk, const Entry& e, std::mt19937_64&
       }
       std::vector<int> perm(s.shape.size());
       std::iota(perm.rbegin(), perm.rend(), 0);
-      t = from_values(phys, rev, d).permute(perm);
+      t = make(phys, rev).permute(perm);
       break;
     }
     case InputSpec::Strided: {  // last dim doubled, every second element taken
       logical = draw(s.shape);
       Shape wide = s.shape;
       wide.back() *= 2;
-      std::vector<double> phys(numel(wide), 0.0);
+      std::vector<T> phys(numel(wide), T{});
       for (int64_t i = 0; i < n; ++i) {
         Shape idx = unravel(i, s.shape);
         idx.back() *= 2;
         phys[ravel(idx, wide)] = logical[i];
       }
-      t = from_values(phys, wide, d).slice(-1, 0, wide.back(), 2);
+      t = make(phys, wide).slice(-1, 0, wide.back(), 2);
       break;
     }
     case InputSpec::Expanded: {
-      const std::vector<double> base = draw(s.base);
+      const std::vector<T> base = draw(s.base);
       logical.resize(n);
       for (int64_t i = 0; i < n; ++i) {
         Shape idx = unravel(i, s.shape);
@@ -141,33 +159,133 @@ void make_input(const InputSpec& s, DType walk, const Entry& e, std::mt19937_64&
         for (size_t k = 0; k < s.base.size(); ++k) bidx[k] = s.base[k] == 1 ? 0 : idx[off + k];
         logical[i] = base[ravel(bidx, s.base)];
       }
-      t = from_values(base, s.base, d).expand(s.shape);
+      t = make(base, s.base).expand(s.shape);
       break;
     }
   }
+  return {t, std::move(logical)};
+}
+
+// Builds one input: random representable values for the logical shape, laid
+// out as the spec says. Complex: real and imaginary parts drawn alike; FP8:
+// codes drawn uniformly among those whose values lie in [lo, hi].
+void make_input(const InputSpec& s, DType walk, const Entry& e, std::mt19937_64& rng, Inputs& in) {
+  const DType d = s.ints ? s.ints->dtype : s.held.value_or(walk);
+  const size_t input = in.tensors.size();
+  std::uniform_real_distribution<double> dist(e.lo, e.hi);
+  auto make = [d](const auto& v, const Shape& shape) { return from_values(v, shape, d); };
+  std::vector<double> values;
+  std::vector<cdouble> cvalues;
+  Tensor t;
+  if (is_complex(d)) {
+    const DType part = d == DType::Complex64 ? DType::Float32 : DType::Float64;
+    auto draw = [&](const Shape& shape) {
+      std::vector<cdouble> v(numel(shape));
+      for (cdouble& x : v) {
+        const double re = representable(dist(rng), part);
+        x = {re, representable(dist(rng), part)};
+      }
+      if (e.complex_condition) e.complex_condition(input, shape, v);
+      if (e.condition && !e.complex_condition) {
+        std::vector<double> re(v.size());
+        for (size_t i = 0; i < v.size(); ++i) re[i] = v[i].real();
+        e.condition(input, shape, re);
+        for (size_t i = 0; i < v.size(); ++i) v[i].real(re[i]);
+      }
+      for (cdouble& x : v) x = {representable(x.real(), part), representable(x.imag(), part)};
+      return v;
+    };
+    std::tie(t, cvalues) = lay_out<cdouble>(s, draw, make);
+    for (const cdouble& x : cvalues) values.push_back(x.real());
+  } else if (is_fp8(d)) {
+    const std::vector<uint8_t> codes = fp8_codes(d, e.lo, e.hi);
+    auto draw = [&](const Shape& shape) {
+      std::vector<uint8_t> v(numel(shape));
+      for (uint8_t& c : v) c = codes[std::uniform_int_distribution<size_t>(0, codes.size() - 1)(rng)];
+      for (size_t i = 3; !e.specials.empty() && i < v.size(); i += 7) {
+        const double sp = e.specials[(i / 7) % e.specials.size()];
+        if (!std::isinf(sp) || d == DType::Float8_e5m2) v[i] = fp8_code_of(sp, d);  // e4m3fn holds no inf
+      }
+      if (e.condition) {
+        std::vector<double> x(v.size());
+        for (size_t i = 0; i < v.size(); ++i) x[i] = fp8_decode(v[i], d);
+        e.condition(input, shape, x);
+        for (size_t i = 0; i < v.size(); ++i) v[i] = fp8_code_of(x[i], d);
+      }
+      return v;
+    };
+    std::vector<uint8_t> logical;
+    std::tie(t, logical) = lay_out<uint8_t>(s, draw, make);
+    for (uint8_t c : logical) values.push_back(fp8_decode(c, d));
+  } else {
+    auto draw = [&](const Shape& shape) {
+      std::vector<double> v(numel(shape));
+      for (double& x : v)
+        x = s.ints ? double(std::uniform_int_distribution<int64_t>(s.ints->lo, s.ints->hi - 1)(rng))
+                   : representable(dist(rng), d);
+      for (size_t i = 3; !s.ints && mantissa_bits(d) && !e.specials.empty() && i < v.size(); i += 7)
+        v[i] = e.specials[(i / 7) % e.specials.size()];
+      if (e.condition && !s.ints) {
+        e.condition(input, shape, v);
+        for (double& x : v) x = representable(x, d);
+      }
+      return v;
+    };
+    std::tie(t, values) = lay_out<double>(s, draw, make);
+  }
+  if (cvalues.empty())
+    for (double x : values) cvalues.push_back(x);
   in.tensors.push_back(t);
-  in.values.push_back(std::move(logical));
+  in.values.push_back(std::move(values));
+  in.cvalues.push_back(std::move(cvalues));
   in.shapes.push_back(s.shape);
 }
 
-std::vector<double> values_of(const Tensor& t) {
-  const Tensor c = t.to(DType::Float64).contiguous();
-  return std::vector<double>(c.data<double>(), c.data<double>() + c.numel());
+// out's elements, row-major, as complex double (FP8 decoded from its codes
+// here, never by kiln's converter).
+std::vector<cdouble> values_of(const Tensor& t) {
+  std::vector<cdouble> v;
+  if (is_fp8(t.dtype())) {
+    const Tensor c = t.contiguous();
+    const uint8_t* p = static_cast<const uint8_t*>(c.data_ptr());
+    for (int64_t i = 0; i < c.numel(); ++i) v.push_back(fp8_decode(p[i], t.dtype()));
+  } else if (is_complex(t.dtype())) {
+    const Tensor c = t.to(DType::Complex128).contiguous();
+    v.assign(c.data<complex128>(), c.data<complex128>() + c.numel());
+  } else {
+    const Tensor c = t.to(DType::Float64).contiguous();
+    v.assign(c.data<double>(), c.data<double>() + c.numel());
+  }
+  return v;
+}
+
+bool matches(double g, double w, double tol, double floor) {
+  if (std::isnan(w)) return std::isnan(g);
+  if (std::isinf(w)) return g == w;
+  return std::fabs(g - w) <= tol * std::max(std::fabs(w), floor);
 }
 
 // "" when got matches want within the entry's tolerance, else the first miss.
-std::string compare(const std::vector<double>& got, const std::vector<double>& want, DType out_dtype,
+std::string compare(const std::vector<cdouble>& got, const std::vector<cdouble>& want, DType out_dtype,
                     const Entry& e) {
   if (got.size() != want.size())
     return "got " + std::to_string(got.size()) + " elements, want " + std::to_string(want.size());
   const double tol = e.ulps * eps(out_dtype);
   for (size_t i = 0; i < got.size(); ++i) {
-    const double g = got[i], w = want[i];
-    if (std::isnan(w) ? std::isnan(g)
-                      : (std::isinf(w) ? g == w : std::fabs(g - w) <= tol * std::max(std::fabs(w), e.floor)))
-      continue;
+    const cdouble g = got[i], w = want[i];
+    const bool finite = std::isfinite(w.real()) && std::isfinite(w.imag());
+    const bool ok =
+        finite ? std::isfinite(g.real()) && std::isfinite(g.imag()) &&
+                     std::abs(g - w) <= tol * std::max(std::abs(w), e.floor)
+               : matches(g.real(), w.real(), tol, e.floor) && matches(g.imag(), w.imag(), tol, e.floor);
+    if (ok) continue;
     std::ostringstream os;
-    os << "element " << i << ": got " << g << ", want " << w << " (tolerance " << tol << " relative)";
+    os << std::setprecision(17) << "element " << i << ": got ";
+    if (g.imag() == 0 && w.imag() == 0)
+      os << g.real() << ", want " << w.real();
+    else
+      os << g << ", want " << w;
+    os << " (tolerance " << tol << " relative)";
     return os.str();
   }
   return "";
@@ -208,6 +326,27 @@ TEST(OpTable, EveryRegisteredOpHasAnEntryAndEveryEntryARegisteredOp) {
     EXPECT_TRUE(registered.count(name)) << "op table entry " << name << " names no registered op";
 }
 
+// The walker's FP8 decoder against values the OCP FP8 definition fixes.
+TEST(OpTable, Fp8DecodeFollowsTheFormats) {
+  const DType e4 = DType::Float8_e4m3fn, e5 = DType::Float8_e5m2;
+  EXPECT_EQ(fp8_decode(0x38, e4), 1.0);
+  EXPECT_EQ(fp8_decode(0x7e, e4), 448.0);
+  EXPECT_EQ(fp8_decode(0xfe, e4), -448.0);
+  EXPECT_EQ(fp8_decode(0x08, e4), std::ldexp(1.0, -6));  // smallest normal
+  EXPECT_EQ(fp8_decode(0x01, e4), std::ldexp(1.0, -9));  // smallest subnormal
+  EXPECT_TRUE(std::isnan(fp8_decode(0x7f, e4)));
+  EXPECT_EQ(fp8_decode(0x78, e4), 256.0);  // S.1111.000 is finite in e4m3fn
+  EXPECT_EQ(fp8_decode(0x3c, e5), 1.0);
+  EXPECT_EQ(fp8_decode(0x7b, e5), 57344.0);
+  EXPECT_EQ(fp8_decode(0x01, e5), std::ldexp(1.0, -16));
+  EXPECT_EQ(fp8_decode(0x7c, e5), INFINITY);
+  EXPECT_EQ(fp8_decode(0xfc, e5), -INFINITY);
+  EXPECT_TRUE(std::isnan(fp8_decode(0x7d, e5)));
+  EXPECT_TRUE(std::signbit(fp8_decode(0x80, e5)));
+  EXPECT_EQ(fp8_codes(e4, -INFINITY, INFINITY).size(), 253u);  // 256 less NaN, NaN and -0
+  EXPECT_EQ(fp8_codes(e5, -INFINITY, INFINITY).size(), 247u);  // less 6 NaNs, 2 infinities, -0
+}
+
 TEST(OpTable, EveryEntryMatchesItsOracleOnEveryDevice) {
   std::map<std::string, const ops::OpInfo*> info;
   for (const ops::OpInfo& op : ops::all_ops()) info[op.name] = &op;
@@ -234,9 +373,16 @@ TEST(OpTable, EveryEntryMatchesItsOracleOnEveryDevice) {
           } catch (const std::exception&) {
             error = std::current_exception();
           }
-          std::vector<double> want;
+          std::vector<cdouble> want;
           try {
-            want = e.oracle(in, out);  // out is undefined when the call threw
+            if (is_complex(d)) {
+              if (!e.complex_oracle)
+                throw std::logic_error("a complex dtype in an entry without complex_oracle");
+              want = e.complex_oracle(in, out);  // out is undefined when the call threw
+            } else {
+              const std::vector<double> real = e.oracle(in, out);
+              want.assign(real.begin(), real.end());
+            }
           } catch (const Raises& r) {
             if (!error)
               ADD_FAILURE() << "returned, expected " << r.kind;
@@ -252,7 +398,7 @@ TEST(OpTable, EveryEntryMatchesItsOracleOnEveryDevice) {
             ADD_FAILURE() << "threw: " << what(error);
             continue;
           }
-          const std::vector<double> got = values_of(out);
+          const std::vector<cdouble> got = values_of(out);
           EXPECT_EQ(compare(got, want, out.dtype(), e), "");
           if (k == DeviceKind::CPU)
             cpu_out = out;

@@ -96,7 +96,10 @@ struct MomentsReducer {
       const double v = s.m2 / std::max(0.0, s.n - correction);
       var[o] = cast<real_out_t<T>>(take_sqrt ? std::sqrt(v) : v);
     }
-    if (mean) mean[o] = cast<T>(s.n == 0 ? M(NAN) : s.mean);
+    // The mean of nothing is 0/0: NaN in every part (complex: nan+nanj, as mean).
+    M empty = M(NAN);
+    if constexpr (is_complex_v<T>) empty = M(NAN, NAN);
+    if (mean) mean[o] = cast<T>(s.n == 0 ? empty : s.mean);
   }
 };
 

@@ -49,4 +49,12 @@ inline Entry with_scalar(const char* op, std::vector<DType> dtypes, double lo, d
   return e;
 }
 
+// The complex form of op(x0, x1) over binary_shapes: complex walks only.
+inline Entry complex_tensors(const char* op, double lo, double hi,
+                             std::function<Tensor(const std::vector<Tensor>&)> call, ComplexElementFn f) {
+  Entry e = tensors(op, {}, lo, hi, std::move(call), nullptr);
+  e.oracle = nullptr;
+  return with_complex(std::move(e), broadcast_elementwise(std::move(f)));
+}
+
 }  // namespace op_table::binary

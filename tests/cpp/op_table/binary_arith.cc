@@ -22,6 +22,27 @@ double remainder_ref(double a, double b) {
 const auto kArithDtypes = kFloatsAndInts;
 const auto kSigned = join(kFloats, {DType::Int32, DType::Int64});
 
+using C = const std::vector<cdouble>&;
+
+// Complex operands: both parts from [lo, hi]; pow's base keeps a positive
+// real part (its principal branch is smooth there).
+KILN_OP_TABLE({
+    complex_tensors(
+        "add", -4, 4, [](X x) { return add(x[0], x[1]); }, [](C v) { return v[0] + v[1]; }),
+    complex_tensors(
+        "add", -4, 4, [](X x) { return add(x[0], x[1], Scalar(2)); }, [](C v) { return v[0] + 2.0 * v[1]; }),
+    complex_tensors(
+        "sub", -4, 4, [](X x) { return sub(x[0], x[1]); }, [](C v) { return v[0] - v[1]; }),
+    complex_tensors(
+        "mul", -4, 4, [](X x) { return mul(x[0], x[1]); }, [](C v) { return v[0] * v[1]; }),
+    complex_tensors(
+        "div", -4, 4, [](X x) { return div(x[0], x[1]); }, [](C v) { return v[0] / v[1]; }),
+    complex_tensors(
+        "true_divide", -4, 4, [](X x) { return true_divide(x[0], x[1]); }, [](C v) { return v[0] / v[1]; }),
+    complex_tensors(
+        "pow", 0.25, 2, [](X x) { return kiln::pow(x[0], x[1]); }, [](C v) { return std::pow(v[0], v[1]); }),
+});
+
 KILN_OP_TABLE({
     // add: bool + bool is or.
     tensors(

@@ -57,6 +57,23 @@ const auto kBitDtypes = join(kInts, {DType::Bool});
           #name, {DType::UInt8}, 0, 3, [](X x) { return name(x[0], Scalar(-1)); }, \
           [](V v, const Tensor&) { return b2d(v[0] expr - 1); })
 
+// Complex operands with both parts in {-2, ..., 2}, so equal elements occur.
+void small_integers(size_t, const Shape&, std::vector<cdouble>& v) {
+  for (cdouble& z : v) z = {std::nearbyint(z.real() / 2), std::nearbyint(z.imag() / 2)};
+}
+Entry complex_cmp(const char* op, Tensor (*fn)(const Tensor&, const Tensor&, const Tensor&), bool eq) {
+  Entry e = complex_tensors(
+      op, -4, 4, [fn](X x) { return fn(x[0], x[1], Tensor()); },
+      [eq](const std::vector<cdouble>& v) { return cdouble((v[0] == v[1]) == eq); });
+  e.complex_condition = small_integers;
+  return e;
+}
+
+KILN_OP_TABLE({
+    complex_cmp("eq", kiln::eq, true),
+    complex_cmp("ne", kiln::ne, false),
+});
+
 KILN_OP_TABLE({
     CMP(eq, ==),
     CMP(ne, !=),

@@ -23,6 +23,24 @@ double clamp_ref(double x, double lo, double hi) {
 const auto kClampDtypes = join(kFloats, kInts);
 const auto kAddcmulDtypes = join(kFloats, kInts);
 
+// Complex lerp and addcmul (complex walks only): parts from [0, 1] / [-3, 3].
+Entry complex_ternary(const char* op, double lo, double hi, std::function<Tensor(X)> call,
+                      ComplexElementFn f) {
+  Entry e = complex_tensors(op, lo, hi, std::move(call), std::move(f));
+  e.shapes = ternary_shapes;
+  e.perf_shapes = {};
+  return e;
+}
+
+KILN_OP_TABLE({
+    complex_ternary(
+        "lerp", 0, 1, [](X x) { return lerp(x[0], x[1], x[2]); },
+        [](const std::vector<cdouble>& v) { return v[0] + v[2] * (v[1] - v[0]); }),
+    complex_ternary(
+        "addcmul", -3, 3, [](X x) { return addcmul(x[0], x[1], x[2], Scalar(2)); },
+        [](const std::vector<cdouble>& v) { return v[0] + 2.0 * v[1] * v[2]; }),
+});
+
 KILN_OP_TABLE({
     tensors(
         "where", kFloatsAndInts, -1.9, 1.9, [](X x) { return where(cond_of(x[0]), x[1], x[2]); },

@@ -31,8 +31,8 @@ Entry copy_entry(std::optional<DType> to, std::vector<DType> dtypes) {
 }
 
 // A transposed destination: y is [n, m] contiguous viewed as [m, n].
-Entry copy_into_transposed() {
-  Entry e = copy_entry(std::nullopt, kFloatsAndInts);
+Entry copy_into_transposed(std::vector<DType> dtypes = kFloatsAndInts) {
+  Entry e = copy_entry(std::nullopt, std::move(dtypes));
   e.call = [](const std::vector<Tensor>& x) {
     const Shape shape = x[0].sizes();
     const Shape rev(shape.rbegin(), shape.rend());
@@ -65,6 +65,29 @@ Entry copy_from_float64(DType to) {
   return e;
 }
 
+// float32 values rounded to the nearest FP8 code (the format's max saturates
+// nothing here: values stay inside [-8, 8]); the oracle rounds by the walk's
+// own FP8 decoder, ties impossible at float32's precision in practice.
+Entry copy_to_fp8(DType to) {
+  Entry e = copy_entry(to, {DType::Float32});
+  e.lo = -8;
+  e.hi = 8;
+  e.oracle = [to](const Inputs& in, const Tensor&) {
+    const std::vector<uint8_t> codes = fp8_codes(to, -INFINITY, INFINITY);
+    std::vector<double> y(in.values[0]);
+    for (double& v : y) {
+      double best = fp8_decode(codes[0], to);
+      for (uint8_t c : codes) {
+        const double q = fp8_decode(c, to);
+        if (std::fabs(q - v) < std::fabs(best - v)) best = q;
+      }
+      v = best == 0 ? std::copysign(0.0, v) : best;
+    }
+    return y;
+  };
+  return e;
+}
+
 Entry fill_entry() {
   Entry e;
   e.op = "fill";
@@ -80,6 +103,19 @@ Entry fill_entry() {
   e.perf_shapes = {{{1024, 1024}}};
   return e;
 }
+
+// Complex and FP8 sources: into their own dtype, complex128 and (FP8) float32.
+KILN_OP_TABLE({
+    with_complex_by_parts(copy_entry(std::nullopt, kFp8)),
+    with_complex_by_parts(copy_into_transposed(kFp8)),
+    with_complex_by_parts(copy_entry(DType::Complex128, kFp8)),
+    copy_entry(DType::Float32, kFp8),
+    copy_entry(DType::Float64, kFp8),
+    copy_from_float64(DType::Float8_e4m3fn),
+    copy_from_float64(DType::Float8_e5m2),
+    copy_to_fp8(DType::Float8_e4m3fn),
+    copy_to_fp8(DType::Float8_e5m2),
+});
 
 KILN_OP_TABLE({
     copy_entry(std::nullopt, kFloatsAndInts),

@@ -275,14 +275,14 @@ Entry index_put_rows() {
 }
 
 KILN_OP_TABLE({
-    index_cols(),
-    index_pair(),
-    index_apart(),
-    index_mask(),
-    index_put_cols(false),
-    index_put_cols(true),
-    index_put_mask(),
-    index_put_rows(),
+    with_complex_by_parts(with_fp8(index_cols())),
+    with_complex_by_parts(with_fp8(index_pair())),
+    with_complex_by_parts(with_fp8(index_apart())),
+    with_complex_by_parts(with_fp8(index_mask())),
+    with_complex_by_parts(with_fp8(index_put_cols(false))),
+    with_complex_by_parts(index_put_cols(true)),
+    with_complex_by_parts(with_fp8(index_put_mask())),
+    with_complex_by_parts(with_fp8(index_put_rows())),
 });
 
 }  // namespace

@@ -191,17 +191,17 @@ Entry index_add_entry(int dim) {
 }
 
 KILN_OP_TABLE({
-    gather_entry(-1),
-    gather_entry(0),
-    scatter_entry("scatter", -1, false, false),
-    scatter_entry("scatter", 0, false, false),
+    with_complex_by_parts(with_fp8(gather_entry(-1))),
+    with_complex_by_parts(with_fp8(gather_entry(0))),
+    with_complex_by_parts(with_fp8(scatter_entry("scatter", -1, false, false))),
+    with_complex_by_parts(with_fp8(scatter_entry("scatter", 0, false, false))),
     scatter_entry("scatter", -1, false, true),
-    scatter_entry("scatter_add", -1, true, false),
-    scatter_entry("scatter_add", 0, true, false),
-    index_select_entry(-1),
-    index_select_entry(0),
-    index_add_entry(-1),
-    index_add_entry(0),
+    with_complex_by_parts(scatter_entry("scatter_add", -1, true, false)),
+    with_complex_by_parts(scatter_entry("scatter_add", 0, true, false)),
+    with_complex_by_parts(with_fp8(index_select_entry(-1))),
+    with_complex_by_parts(with_fp8(index_select_entry(0))),
+    with_complex_by_parts(index_add_entry(-1)),
+    with_complex_by_parts(index_add_entry(0)),
 });
 
 }  // namespace

@@ -91,7 +91,7 @@ Entry nonzero_entry() {
   return e;
 }
 
-KILN_OP_TABLE({masked_fill_entry(), masked_select_entry(), nonzero_entry()});
+KILN_OP_TABLE({masked_fill_entry(), with_complex_by_parts(with_fp8(masked_select_entry())), nonzero_entry()});
 
 }  // namespace
 }  // namespace op_table

@@ -87,7 +87,8 @@ Entry put_entry(bool accumulate) {
   return e;
 }
 
-KILN_OP_TABLE({take_entry(), put_entry(false), put_entry(true)});
+KILN_OP_TABLE({with_complex_by_parts(with_fp8(take_entry())),
+               with_complex_by_parts(with_fp8(put_entry(false))), with_complex_by_parts(put_entry(true))});
 
 }  // namespace
 }  // namespace op_table

@@ -1,44 +1,31 @@
 // Op table entries of linalg.cholesky, eigh and eigvalsh (ops/registry/
-// linalg.h) on real symmetric input: only the lower (or upper) triangle is
-// read, and the diagonal is made dominant so the matrix is positive-definite;
-// and of svd / svdvals (singular values). Oracles in float64: the
-// Cholesky-Banachiewicz recurrence and cyclic Jacobi rotations (eigenvalues;
-// singular values as the square roots of those of A^T A).
+// linalg.h) on real symmetric and complex Hermitian input: only the lower (or
+// upper) triangle is read, and the diagonal is made dominant so the matrix is
+// positive-definite; and of svd / svdvals (singular values). Oracles in
+// float64: the Cholesky-Banachiewicz recurrence and cyclic Jacobi rotations
+// (eigenvalues, of a Hermitian matrix through its real symmetric embedding;
+// singular values as the square roots of those of A^H A).
 #include <algorithm>
 #include <cmath>
 
 #include "kiln/linalg.h"
-#include "op_table/table.h"
+#include "op_table/linalg_ref.h"
 
 namespace op_table {
 namespace {
 
 using namespace kiln;
+using namespace linalg_ref;
 
-void dominant_diagonal(size_t input, const Shape& shape, std::vector<double>& v) {
-  if (input != 0 || shape.size() < 2) return;
-  const int64_t n = shape.back();
-  if (n == 0 || shape[shape.size() - 2] != n) return;
-  for (size_t m = 0; m < v.size() / size_t(n * n); ++m)
-    for (int64_t i = 0; i < n; ++i) v[m * n * n + i * n + i] += 4.0 * double(n) + 4.0;
-}
-
-// The symmetric matrix whose `upper` (else lower) triangle is a's.
-std::vector<double> symmetric(const std::vector<double>& a, int64_t n, bool upper) {
-  std::vector<double> s(n * n);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < n; ++j) s[i * n + j] = (upper ? i <= j : i >= j) ? a[i * n + j] : a[j * n + i];
-  return s;
-}
-
-// Lower Cholesky factor of the symmetric positive-definite s.
-std::vector<double> cholesky_ref(const std::vector<double>& s, int64_t n) {
-  std::vector<double> l(n * n, 0.0);
+// Lower Cholesky factor of the Hermitian (symmetric) positive-definite s.
+template <typename T>
+std::vector<T> cholesky_ref(const std::vector<T>& s, int64_t n) {
+  std::vector<T> l(n * n, 0.0);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j <= i; ++j) {
-      double acc = s[i * n + j];
-      for (int64_t k = 0; k < j; ++k) acc -= l[i * n + k] * l[j * n + k];
-      l[i * n + j] = i == j ? std::sqrt(acc) : acc / l[j * n + j];
+      T acc = s[i * n + j];
+      for (int64_t k = 0; k < j; ++k) acc -= l[i * n + k] * conj(l[j * n + k]);
+      l[i * n + j] = i == j ? T(std::sqrt(re(acc))) : acc / l[j * n + j];
     }
   return l;
 }
@@ -73,57 +60,56 @@ std::vector<double> eigvals_ref(std::vector<double> s, int64_t n) {
   std::sort(w.begin(), w.end());
   return w;
 }
-
-std::function<std::vector<InputSpec>(ShapeClass)> square_shapes(int64_t n) {
-  return [n](ShapeClass c) -> std::vector<InputSpec> {
-    switch (c) {
-      case ShapeClass::Empty:
-        return {{{0, n, n}}};
-      case ShapeClass::Scalar:
-        return {{{1, 1}}};
-      case ShapeClass::Odd:
-        return {{{n, n}}};
-      case ShapeClass::NonContiguous:
-        return {{{3, n, n}, InputSpec::Transposed}};
-      case ShapeClass::Broadcast:
-        return {{{3, n, n}, InputSpec::Expanded, {1, n, n}}};
+// Eigenvalues (ascending) of the Hermitian h = A + iB: those of the real
+// symmetric [[A, -B], [B, A]], where each appears twice.
+std::vector<double> eigvals_ref(const std::vector<cdouble>& h, int64_t n) {
+  std::vector<double> s(4 * n * n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const cdouble z = h[i * n + j];
+      s[i * 2 * n + j] = s[(n + i) * 2 * n + n + j] = z.real();
+      s[i * 2 * n + n + j] = -z.imag();
+      s[(n + i) * 2 * n + j] = z.imag();
     }
-    return {};
-  };
+  const std::vector<double> w2 = eigvals_ref(s, 2 * n);
+  std::vector<double> w(n);
+  for (int64_t i = 0; i < n; ++i) w[i] = w2[2 * i];
+  return w;
 }
 
 // what: 0 cholesky, 1 eigh's eigenvalues, 2 eigvalsh.
 Entry hermitian_entry(int what, int64_t n, bool upper) {
   Entry e;
   e.op = what == 0 ? "linalg_cholesky" : what == 1 ? "linalg_eigh" : "linalg_eigvalsh";
-  e.dtypes = {DType::Float32, DType::Float64};
+  e.dtypes = kLinalgDtypes;
   e.shapes = square_shapes(n);
-  e.condition = dominant_diagonal;
+  make_dominant(e);
   e.call = [what, upper](const std::vector<Tensor>& x) {
     if (what == 0) return linalg::cholesky(x[0], upper);
     const std::string uplo = upper ? "U" : "L";
     return what == 1 ? linalg::eigh(x[0], uplo).eigenvalues : linalg::eigvalsh(x[0], uplo);
   };
-  e.oracle = [what, upper](const Inputs& in, const Tensor& out) {
+  set_oracles(e, [what, upper](const auto& v, const Inputs& in, const Tensor& out) {
+    using T = typename std::decay_t<decltype(v[0])>::value_type;
     const Shape& s = in.shapes[0];
     const int64_t k = s.back();
     Shape want(s.begin(), s.end() - (what == 0 ? 0 : 1));
     expect_shape(out, want);
-    std::vector<double> y;
-    for (size_t b = 0; b < in.values[0].size() / size_t(k * k); ++b) {
-      const std::vector<double> a(in.values[0].begin() + b * k * k, in.values[0].begin() + (b + 1) * k * k);
-      const std::vector<double> sym = symmetric(a, k, upper);
+    std::vector<T> y;
+    for (size_t b = 0; b < v[0].size() / size_t(k * k); ++b) {
+      const std::vector<T> a = slice(v[0], b, k * k);
+      const std::vector<T> h = hermitian(a, k, upper);
       if (what == 0) {
-        const std::vector<double> l = cholesky_ref(sym, k);  // upper: U = L^T
+        const std::vector<T> l = cholesky_ref(h, k);  // upper: U = L^H
         for (int64_t i = 0; i < k; ++i)
-          for (int64_t j = 0; j < k; ++j) y.push_back(upper ? l[j * k + i] : l[i * k + j]);
+          for (int64_t j = 0; j < k; ++j) y.push_back(upper ? conj(l[j * k + i]) : l[i * k + j]);
       } else {
-        const std::vector<double> w = eigvals_ref(sym, k);
+        const std::vector<double> w = eigvals_ref(h, k);
         y.insert(y.end(), w.begin(), w.end());
       }
     }
     return y;
-  };
+  });
   e.ulps = 64;
   e.floor = 4.0 * double(n) + 4.0;  // eigenvalues and the factor's scale
   e.perf_shapes = {{{256, 8, 8}}};
@@ -134,46 +120,27 @@ Entry hermitian_entry(int what, int64_t n, bool upper) {
 Entry singular_values_entry(bool full, int64_t m, int64_t n) {
   Entry e;
   e.op = full ? "linalg_svd" : "linalg_svdvals";
-  e.dtypes = {DType::Float32, DType::Float64};
-  e.shapes = [m, n](ShapeClass c) -> std::vector<InputSpec> {
-    switch (c) {
-      case ShapeClass::Empty:
-        return {{{0, m, n}}};
-      case ShapeClass::Scalar:
-        return {{{1, 1}}};
-      case ShapeClass::Odd:
-        return {{{m, n}}};
-      case ShapeClass::NonContiguous:
-        return {{{3, m, n}, InputSpec::Transposed}};
-      case ShapeClass::Broadcast:
-        return {{{3, m, n}, InputSpec::Expanded, {1, m, n}}};
-    }
-    return {};
-  };
+  e.dtypes = kLinalgDtypes;
+  e.shapes = matrix_shapes(m, n);
   e.call = [full](const std::vector<Tensor>& x) {
     return full ? linalg::svd(x[0]).S : linalg::svdvals(x[0]);
   };
-  e.oracle = [](const Inputs& in, const Tensor& out) {
+  set_oracles(e, [](const auto& v, const Inputs& in, const Tensor& out) {
+    using T = typename std::decay_t<decltype(v[0])>::value_type;
     const Shape& s = in.shapes[0];
     const int64_t rows = s[s.size() - 2], cols = s.back(), k = std::min(rows, cols);
     Shape want(s.begin(), s.end() - 2);
     want.push_back(k);
     expect_shape(out, want);
-    std::vector<double> y;
-    for (size_t b = 0; b < in.values[0].size() / size_t(rows * cols); ++b) {
-      const double* a = in.values[0].data() + b * rows * cols;
+    std::vector<T> y;
+    for (size_t b = 0; b < v[0].size() / size_t(rows * cols); ++b) {
+      const T* a = v[0].data() + b * rows * cols;
       // The Gram matrix of the shorter side: its eigenvalues are the squares.
-      std::vector<double> g(k * k, 0.0);
-      for (int64_t i = 0; i < k; ++i)
-        for (int64_t j = 0; j < k; ++j)
-          for (int64_t l = 0; l < std::max(rows, cols); ++l)
-            g[i * k + j] +=
-                rows <= cols ? a[i * cols + l] * a[j * cols + l] : a[l * cols + i] * a[l * cols + j];
-      std::vector<double> w = eigvals_ref(g, k);
+      const std::vector<double> w = eigvals_ref(gram(a, rows, cols), k);
       for (int64_t i = k; i-- > 0;) y.push_back(std::sqrt(std::max(w[i], 0.0)));
     }
     return y;
-  };
+  });
   e.ulps = 64;
   e.floor = 4.0 * double(std::max(m, n));  // the largest singular value's scale
   e.perf_shapes = {{{64, 32, 32}}};

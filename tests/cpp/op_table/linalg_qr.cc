@@ -6,50 +6,53 @@
 #include <cmath>
 
 #include "kiln/linalg.h"
-#include "op_table/table.h"
+#include "op_table/linalg_ref.h"
 
 namespace op_table {
 namespace {
 
 using namespace kiln;
+using namespace linalg_ref;
 
-// Applies H = I - tau v v^T (v: m entries, zero above row j) to the m x c
+// Applies H = I - tau v v^H (v: m entries, zero above row j) to the m x c
 // row-major matrix x from the left.
-void reflect(std::vector<double>& x, int64_t m, int64_t c, const std::vector<double>& v, double tau) {
+template <typename T>
+void reflect(std::vector<T>& x, int64_t m, int64_t c, const std::vector<T>& v, T tau) {
   for (int64_t col = 0; col < c; ++col) {
-    double dot = 0;
-    for (int64_t i = 0; i < m; ++i) dot += v[i] * x[i * c + col];
+    T dot = 0;
+    for (int64_t i = 0; i < m; ++i) dot += conj(v[i]) * x[i * c + col];
     for (int64_t i = 0; i < m; ++i) x[i * c + col] -= tau * v[i] * dot;
   }
 }
 
 // Q (m x q) and R (r x n) of the m x n row-major a; q = r = min(m, n), or m
-// for both when `complete`.
-std::pair<std::vector<double>, std::vector<double>> qr_ref(std::vector<double> a, int64_t m, int64_t n,
-                                                           bool complete) {
+// for both when `complete`. Complex reflectors as zlarfg: beta real, tau =
+// (beta - alpha) / beta, and A := H^H A.
+template <typename T>
+std::pair<std::vector<T>, std::vector<T>> qr_ref(std::vector<T> a, int64_t m, int64_t n, bool complete) {
   const int64_t k = std::min(m, n), q = complete ? m : k;
-  std::vector<std::vector<double>> vs;
-  std::vector<double> taus;
+  std::vector<std::vector<T>> vs;
+  std::vector<T> taus;
   for (int64_t j = 0; j < k; ++j) {
-    const double alpha = a[j * n + j];
+    const T alpha = a[j * n + j];
     double xnorm = 0;
-    for (int64_t i = j + 1; i < m; ++i) xnorm += a[i * n + j] * a[i * n + j];
-    std::vector<double> v(m, 0.0);
+    for (int64_t i = j + 1; i < m; ++i) xnorm += std::norm(a[i * n + j]);
+    std::vector<T> v(m, 0.0);
     v[j] = 1.0;
-    double tau = 0.0;
-    if (xnorm != 0.0) {
-      const double beta = -std::copysign(std::sqrt(alpha * alpha + xnorm), alpha);
+    T tau = 0.0;
+    if (xnorm != 0.0 || alpha != conj(alpha)) {
+      const double beta = -std::copysign(std::sqrt(std::norm(alpha) + xnorm), re(alpha));
       tau = (beta - alpha) / beta;
       for (int64_t i = j + 1; i < m; ++i) v[i] = a[i * n + j] / (alpha - beta);
-      reflect(a, m, n, v, tau);
+      reflect(a, m, n, v, conj(tau));
     }
     vs.push_back(v);
     taus.push_back(tau);
   }
-  std::vector<double> Q(m * m, 0.0);
+  std::vector<T> Q(m * m, 0.0);
   for (int64_t i = 0; i < m; ++i) Q[i * m + i] = 1.0;
   for (int64_t j = k; j-- > 0;) reflect(Q, m, m, vs[j], taus[j]);  // H_1 ... H_k I
-  std::vector<double> Qc(m * q), R(q * n, 0.0);
+  std::vector<T> Qc(m * q), R(q * n, 0.0);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < q; ++j) Qc[i * q + j] = Q[i * m + j];
   for (int64_t i = 0; i < std::min(q, m); ++i)
@@ -57,35 +60,18 @@ std::pair<std::vector<double>, std::vector<double>> qr_ref(std::vector<double> a
   return {Qc, R};
 }
 
-std::function<std::vector<InputSpec>(ShapeClass)> matrix_shapes(int64_t m, int64_t n) {
-  return [m, n](ShapeClass c) -> std::vector<InputSpec> {
-    switch (c) {
-      case ShapeClass::Empty:
-        return {{{0, m, n}}};
-      case ShapeClass::Scalar:
-        return {{{1, 1}}};
-      case ShapeClass::Odd:
-        return {{{m, n}}};
-      case ShapeClass::NonContiguous:
-        return {{{3, m, n}, InputSpec::Transposed}};
-      case ShapeClass::Broadcast:
-        return {{{3, m, n}, InputSpec::Expanded, {1, m, n}}};
-    }
-    return {};
-  };
-}
-
 // Q (want_q) or R of qr(A, mode).
 Entry qr_entry(const std::string& mode, bool want_q, int64_t m, int64_t n) {
   Entry e;
   e.op = "linalg_qr";
-  e.dtypes = {DType::Float32, DType::Float64};
+  e.dtypes = kLinalgDtypes;
   e.shapes = matrix_shapes(m, n);
   e.call = [mode, want_q](const std::vector<Tensor>& x) {
     const linalg::QR r = linalg::qr(x[0], mode);
     return want_q ? r.Q : r.R;
   };
-  e.oracle = [mode, want_q](const Inputs& in, const Tensor& out) {
+  set_oracles(e, [mode, want_q](const auto& v, const Inputs& in, const Tensor& out) {
+    using T = typename std::decay_t<decltype(v[0])>::value_type;
     const Shape& s = in.shapes[0];
     const int64_t rows = s[s.size() - 2], cols = s.back();
     const bool complete = mode == "complete";
@@ -94,16 +80,15 @@ Entry qr_entry(const std::string& mode, bool want_q, int64_t m, int64_t n) {
     want.push_back(want_q ? rows : q);
     want.push_back(want_q ? q : cols);
     expect_shape(out, want);
-    std::vector<double> y;
-    for (size_t b = 0; b < in.values[0].size() / size_t(rows * cols); ++b) {
-      const std::vector<double> a(in.values[0].begin() + b * rows * cols,
-                                  in.values[0].begin() + (b + 1) * rows * cols);
+    std::vector<T> y;
+    for (size_t b = 0; b < v[0].size() / size_t(rows * cols); ++b) {
+      const std::vector<T> a = slice(v[0], b, rows * cols);
       const auto [Q, R] = qr_ref(a, rows, cols, complete);
-      const std::vector<double>& r = want_q ? Q : R;
+      const std::vector<T>& r = want_q ? Q : R;
       y.insert(y.end(), r.begin(), r.end());
     }
     return y;
-  };
+  });
   e.ulps = 64;
   e.floor = 4.0 * double(std::max(m, n));  // R's scale
   e.perf_shapes = {{{64, 32, 32}}};
@@ -114,7 +99,7 @@ Entry qr_entry(const std::string& mode, bool want_q, int64_t m, int64_t n) {
 Entry householder_entry(int64_t m, int64_t n, int64_t k) {
   Entry e;
   e.op = "linalg_householder_product";
-  e.dtypes = {DType::Float32, DType::Float64};
+  e.dtypes = kLinalgDtypes;
   e.lo = -0.5;  // keeps the (not orthogonal) product near 1
   e.hi = 0.5;
   e.shapes = [m, n, k](ShapeClass c) -> std::vector<InputSpec> {
@@ -133,22 +118,23 @@ Entry householder_entry(int64_t m, int64_t n, int64_t k) {
     return {};
   };
   e.call = [](const std::vector<Tensor>& x) { return linalg::householder_product(x[0], x[1]); };
-  e.oracle = [](const Inputs& in, const Tensor& out) {
+  set_oracles(e, [](const auto& v, const Inputs& in, const Tensor& out) {
+    using T = typename std::decay_t<decltype(v[0])>::value_type;
     const Shape &sa = in.shapes[0], &st = in.shapes[1];
     const int64_t rows = sa[sa.size() - 2], cols = sa.back(), kk = st.back();
     Shape want(sa.begin(), sa.end() - 2);
     want.push_back(rows);
     want.push_back(cols);
     expect_shape(out, want);
-    const size_t count = in.values[0].size() / size_t(rows * cols), tcount = in.values[1].size() / size_t(kk);
-    std::vector<double> y;
+    const size_t count = v[0].size() / size_t(rows * cols), tcount = v[1].size() / size_t(kk);
+    std::vector<T> y;
     for (size_t b = 0; b < count; ++b) {
-      const double* a = in.values[0].data() + b * rows * cols;
-      const double* tau = in.values[1].data() + (tcount == 1 ? 0 : b) * kk;
-      std::vector<double> Q(rows * rows, 0.0);
+      const T* a = v[0].data() + b * rows * cols;
+      const T* tau = v[1].data() + (tcount == 1 ? 0 : b) * kk;
+      std::vector<T> Q(rows * rows, 0.0);
       for (int64_t i = 0; i < rows; ++i) Q[i * rows + i] = 1.0;
       for (int64_t j = kk; j-- > 0;) {  // H_1 ... H_k I, v_j = e_j + A[j+1:, j]
-        std::vector<double> v(rows, 0.0);
+        std::vector<T> v(rows, 0.0);
         v[j] = 1.0;
         for (int64_t i = j + 1; i < rows; ++i) v[i] = a[i * cols + j];
         reflect(Q, rows, rows, v, tau[j]);
@@ -157,7 +143,7 @@ Entry householder_entry(int64_t m, int64_t n, int64_t k) {
         for (int64_t j = 0; j < cols; ++j) y.push_back(Q[i * rows + j]);
     }
     return y;
-  };
+  });
   e.ulps = 64;
   e.perf_shapes = {{{64, 32, 32}}, {{64, 32}}};
   return e;

@@ -7,82 +7,23 @@
 #include <cmath>
 
 #include "kiln/linalg.h"
-#include "op_table/linalg_shapes.h"
-#include "op_table/table.h"
+#include "op_table/linalg_ref.h"
 
 namespace op_table {
 namespace {
 
 using namespace kiln;
-
-// Adds 4n + 4 to the diagonal of every n x n matrix of input 0 (entries are in
-// [-4, 4], so each row's diagonal outweighs the rest of the row by >= 4).
-void dominant_diagonal(size_t input, const Shape& shape, std::vector<double>& v) {
-  if (input != 0 || shape.size() < 2) return;
-  const int64_t n = shape.back();
-  if (n == 0 || shape[shape.size() - 2] != n) return;
-  for (size_t m = 0; m < v.size() / size_t(n * n); ++m)
-    for (int64_t i = 0; i < n; ++i) v[m * n * n + i * n + i] += 4.0 * double(n) + 4.0;
-}
-
-// The batch dims of a shape with `core` trailing matrix/vector dims.
-Shape batch_of(const Shape& s, size_t core) { return Shape(s.begin(), s.end() - core); }
-
-// Calls f(ia, ib) for each index of the broadcast of batch shapes a and b, in
-// row-major order, with the (row-major) batch element of each; returns the
-// broadcast shape.
-template <typename F>
-Shape for_each_batch(const Shape& a, const Shape& b, F&& f) {
-  const size_t nd = std::max(a.size(), b.size());
-  Shape out(nd);
-  auto at = [&](const Shape& s, size_t k) { return k + s.size() < nd ? int64_t(1) : s[k + s.size() - nd]; };
-  for (size_t k = 0; k < nd; ++k) out[k] = std::max(at(a, k), at(b, k));
-  int64_t total = 1;
-  for (int64_t d : out) total *= d;
-  for (int64_t i = 0; i < total; ++i) {
-    int64_t rem = i, ia = 0, ib = 0, sa = 1, sb = 1;
-    for (size_t k = nd; k-- > 0;) {
-      const int64_t idx = rem % out[k];
-      rem /= out[k];
-      if (at(a, k) != 1) ia += idx * sa;
-      if (at(b, k) != 1) ib += idx * sb;
-      sa *= at(a, k);
-      sb *= at(b, k);
-    }
-    f(ia, ib);
-  }
-  return out;
-}
-
-// X = A^-1 B by Gauss-Jordan with partial pivoting; a: n x n, b: n x m, row-major.
-std::vector<double> gauss_jordan(std::vector<double> a, std::vector<double> b, int64_t n, int64_t m) {
-  for (int64_t c = 0; c < n; ++c) {
-    int64_t p = c;
-    for (int64_t r = c + 1; r < n; ++r)
-      if (std::fabs(a[r * n + c]) > std::fabs(a[p * n + c])) p = r;
-    for (int64_t j = 0; j < n; ++j) std::swap(a[c * n + j], a[p * n + j]);
-    for (int64_t j = 0; j < m; ++j) std::swap(b[c * m + j], b[p * m + j]);
-    const double d = a[c * n + c];
-    for (int64_t j = 0; j < n; ++j) a[c * n + j] /= d;
-    for (int64_t j = 0; j < m; ++j) b[c * m + j] /= d;
-    for (int64_t r = 0; r < n; ++r) {
-      if (r == c) continue;
-      const double f = a[r * n + c];
-      for (int64_t j = 0; j < n; ++j) a[r * n + j] -= f * a[c * n + j];
-      for (int64_t j = 0; j < m; ++j) b[r * m + j] -= f * b[c * m + j];
-    }
-  }
-  return b;
-}
+using namespace linalg_ref;
 
 // X = A^-1 B with A triangular (only its `upper` triangle read, unit: ones on
 // the diagonal) by substitution; a: n x n, b: n x m, row-major.
-std::vector<double> substitute(const std::vector<double>& a, std::vector<double> b, int64_t n, int64_t m,
-                               bool upper, bool unit) {
+template <typename T>
+std::vector<T> substitute(const std::vector<T>& a, std::vector<T> b, int64_t n, int64_t m, bool upper,
+                          bool unit) {
   for (int64_t s = 0; s < n; ++s) {
     const int64_t i = upper ? n - 1 - s : s;
     for (int64_t j = 0; j < m; ++j) {
-      double acc = b[i * m + j];
+      T acc = b[i * m + j];
       for (int64_t k = 0; k < n; ++k)
         if (upper ? k > i : k < i) acc -= a[i * n + k] * b[k * m + j];
       b[i * m + j] = unit ? acc : acc / a[i * n + i];
@@ -91,56 +32,28 @@ std::vector<double> substitute(const std::vector<double>& a, std::vector<double>
   return b;
 }
 
-std::vector<double> transposed(const std::vector<double>& x, int64_t rows, int64_t cols) {
-  std::vector<double> t(x.size());
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) t[j * rows + i] = x[i * cols + j];
-  return t;
-}
-
-std::vector<double> slice(const std::vector<double>& x, int64_t b, int64_t size) {
-  return std::vector<double>(x.begin() + b * size, x.begin() + (b + 1) * size);
-}
-
 // ---- inv ----
-
-std::function<std::vector<InputSpec>(ShapeClass)> inv_shapes(int64_t n) {
-  return [n](ShapeClass c) -> std::vector<InputSpec> {
-    switch (c) {
-      case ShapeClass::Empty:
-        return {{{0, n, n}}};
-      case ShapeClass::Scalar:
-        return {{{1, 1}}};
-      case ShapeClass::Odd:
-        return {{{n, n}}};
-      case ShapeClass::NonContiguous:
-        return {{{3, n, n}, InputSpec::Transposed}};
-      case ShapeClass::Broadcast:
-        return {{{3, n, n}, InputSpec::Expanded, {1, n, n}}};
-    }
-    return {};
-  };
-}
 
 Entry inv_entry(int64_t n) {
   Entry e;
   e.op = "linalg_inv";
-  e.dtypes = {DType::Float32, DType::Float64};
-  e.shapes = inv_shapes(n);
-  e.condition = dominant_diagonal;
+  e.dtypes = kLinalgDtypes;
+  e.shapes = square_shapes(n);
+  make_dominant(e);
   e.call = [](const std::vector<Tensor>& x) { return linalg::inv(x[0]); };
-  e.oracle = [](const Inputs& in, const Tensor& out) {
+  set_oracles(e, [](const auto& v, const Inputs& in, const Tensor& out) {
+    using T = typename std::decay_t<decltype(v[0])>::value_type;
     const Shape& s = in.shapes[0];
     const int64_t k = s.back();
     expect_shape(out, s);
-    std::vector<double> id(k * k, 0.0), y;
+    std::vector<T> id(k * k, 0.0), y;
     for (int64_t i = 0; i < k; ++i) id[i * k + i] = 1.0;
-    for (size_t b = 0; k > 0 && b < in.values[0].size() / size_t(k * k); ++b) {
-      const std::vector<double> r = gauss_jordan(slice(in.values[0], b, k * k), id, k, k);
+    for (size_t b = 0; k > 0 && b < v[0].size() / size_t(k * k); ++b) {
+      const std::vector<T> r = gauss_jordan(slice(v[0], b, k * k), id, k, k);
       y.insert(y.end(), r.begin(), r.end());
     }
     return y;
-  };
+  });
   e.ulps = 64;
   e.perf_shapes = {{{4096, 4, 4}}};
   return e;
@@ -170,29 +83,30 @@ std::function<std::vector<InputSpec>(ShapeClass)> solve_shapes(int64_t n, int64_
 Entry solve_entry(int64_t n, int64_t m, bool left) {
   Entry e;
   e.op = "linalg_solve";
-  e.dtypes = {DType::Float32, DType::Float64};
+  e.dtypes = kLinalgDtypes;
   e.shapes = left ? solve_shapes(n, m) : [n, m](ShapeClass c) -> std::vector<InputSpec> {
     if (c == ShapeClass::Scalar) return {};  // left=False takes a matrix B
     std::vector<InputSpec> s = solve_shapes(n, m)(c);
     std::swap(s[1].shape[s[1].shape.size() - 1], s[1].shape[s[1].shape.size() - 2]);  // B: [.., m, n]
     return s;
   };
-  e.condition = dominant_diagonal;
+  make_dominant(e);
   e.call = [left](const std::vector<Tensor>& x) { return linalg::solve(x[0], x[1], left); };
-  e.oracle = [left](const Inputs& in, const Tensor& out) {
+  set_oracles(e, [left](const auto& v, const Inputs& in, const Tensor& out) {
+    using T = typename std::decay_t<decltype(v[0])>::value_type;
     const Shape &sa = in.shapes[0], &sb = in.shapes[1];
     const int64_t k = sa.back();
     const bool vec = sb.size() == 1;
     const int64_t m = vec ? 1 : left ? sb.back() : sb[sb.size() - 2];
-    std::vector<double> y;
+    std::vector<T> y;
     const Shape batch =
         for_each_batch(batch_of(sa, 2), batch_of(sb, vec ? 1 : 2), [&](int64_t ia, int64_t ib) {
-          std::vector<double> a = slice(in.values[0], ia, k * k), b = slice(in.values[1], ib, k * m);
+          std::vector<T> a = slice(v[0], ia, k * k), b = slice(v[1], ib, k * m);
           if (!left) {  // X A = B  <=>  A^T X^T = B^T
             a = transposed(a, k, k);
             b = transposed(b, m, k);
           }
-          std::vector<double> x = gauss_jordan(a, b, k, m);
+          std::vector<T> x = gauss_jordan(a, b, k, m);
           if (!left) x = transposed(x, k, m);
           y.insert(y.end(), x.begin(), x.end());
         });
@@ -205,7 +119,7 @@ Entry solve_entry(int64_t n, int64_t m, bool left) {
     }
     expect_shape(out, want);
     return y;
-  };
+  });
   e.ulps = 64;
   e.perf_shapes = {{{4096, 4, 4}}, {{4096, 4, 1}}};
   return e;
@@ -216,9 +130,9 @@ Entry solve_entry(int64_t n, int64_t m, bool left) {
 Entry solve_triangular_entry(int64_t n, int64_t m, bool upper, bool left, bool unit) {
   Entry e;
   e.op = "linalg_solve_triangular";
-  e.dtypes = {DType::Float32, DType::Float64};
+  e.dtypes = kLinalgDtypes;
   e.shapes = system_shapes(n, m, left);
-  e.condition = dominant_diagonal;
+  make_dominant(e);
   if (unit) {  // the diagonal is not read: keep the substitution's growth small
     e.lo = -0.5;
     e.hi = 0.5;
@@ -226,19 +140,20 @@ Entry solve_triangular_entry(int64_t n, int64_t m, bool upper, bool left, bool u
   e.call = [upper, left, unit](const std::vector<Tensor>& x) {
     return linalg::solve_triangular(x[0], x[1], upper, left, unit);
   };
-  e.oracle = [upper, left, unit](const Inputs& in, const Tensor& out) {
+  set_oracles(e, [upper, left, unit](const auto& v, const Inputs& in, const Tensor& out) {
+    using T = typename std::decay_t<decltype(v[0])>::value_type;
     const Shape &sa = in.shapes[0], &sb = in.shapes[1];
     const int64_t k = sa.back(), m = left ? sb.back() : sb[sb.size() - 2];
-    std::vector<double> y;
+    std::vector<T> y;
     const Shape batch = for_each_batch(batch_of(sa, 2), batch_of(sb, 2), [&](int64_t ia, int64_t ib) {
-      std::vector<double> a = slice(in.values[0], ia, k * k), b = slice(in.values[1], ib, k * m);
+      std::vector<T> a = slice(v[0], ia, k * k), b = slice(v[1], ib, k * m);
       bool up = upper;
       if (!left) {  // X A = B  <=>  A^T X^T = B^T, A^T triangular the other way
         a = transposed(a, k, k);
         b = transposed(b, m, k);
         up = !up;
       }
-      std::vector<double> x = substitute(a, b, k, m, up, unit);
+      std::vector<T> x = substitute(a, b, k, m, up, unit);
       if (!left) x = transposed(x, k, m);
       y.insert(y.end(), x.begin(), x.end());
     });
@@ -247,7 +162,7 @@ Entry solve_triangular_entry(int64_t n, int64_t m, bool upper, bool left, bool u
     want.push_back(left ? m : k);
     expect_shape(out, want);
     return y;
-  };
+  });
   e.ulps = 64;
   e.perf_shapes = {{{64, 64, 64}}, {{64, 64, 64}}};
   return e;
@@ -255,73 +170,51 @@ Entry solve_triangular_entry(int64_t n, int64_t m, bool upper, bool left, bool u
 
 // ---- pinv and matrix_rank ----
 
-std::function<std::vector<InputSpec>(ShapeClass)> matrix_shapes(int64_t m, int64_t n) {
-  return [m, n](ShapeClass c) -> std::vector<InputSpec> {
-    switch (c) {
-      case ShapeClass::Empty:
-        return {{{0, m, n}}};
-      case ShapeClass::Scalar:
-        return {{{1, 1}}};
-      case ShapeClass::Odd:
-        return {{{m, n}}};
-      case ShapeClass::NonContiguous:
-        return {{{3, m, n}, InputSpec::Transposed}};
-      case ShapeClass::Broadcast:
-        return {{{3, m, n}, InputSpec::Expanded, {1, m, n}}};
-    }
-    return {};
-  };
-}
-
-// pinv of full-rank [*, m, n] (m >= n: (A^T A)^-1 A^T; else A^T (A A^T)^-1),
-// as the symmetric pinv when `hermitian` (square, lower triangle read).
+// pinv of full-rank [*, m, n] (m >= n: (A^H A)^-1 A^H; else A^H (A A^H)^-1),
+// as the Hermitian pinv when `hermitian` (square, lower triangle read).
 Entry pinv_entry(int64_t m, int64_t n, bool hermitian) {
   Entry e;
   e.op = "linalg_pinv";
-  e.dtypes = {DType::Float32, DType::Float64};
+  e.dtypes = kLinalgDtypes;
   e.shapes = matrix_shapes(m, n);
-  e.condition = dominant_diagonal;
+  make_dominant(e);
   e.call = [hermitian](const std::vector<Tensor>& x) {
     return linalg::pinv(x[0], std::nullopt, std::nullopt, hermitian);
   };
-  e.oracle = [hermitian](const Inputs& in, const Tensor& out) {
+  set_oracles(e, [hermitian](const auto& v, const Inputs& in, const Tensor& out) {
+    using T = typename std::decay_t<decltype(v[0])>::value_type;
     const Shape& s = in.shapes[0];
     const int64_t rows = s[s.size() - 2], cols = s.back();
     Shape want(s.begin(), s.end() - 2);
     want.push_back(cols);
     want.push_back(rows);
     expect_shape(out, want);
-    std::vector<double> y;
-    for (size_t b = 0; rows * cols > 0 && b < in.values[0].size() / size_t(rows * cols); ++b) {
-      std::vector<double> a = slice(in.values[0], b, rows * cols);
-      if (hermitian)
-        for (int64_t i = 0; i < rows; ++i)
-          for (int64_t j = i + 1; j < cols; ++j) a[i * cols + j] = a[j * cols + i];
-      const std::vector<double> at = transposed(a, rows, cols);  // cols x rows
+    std::vector<T> y;
+    for (size_t b = 0; rows * cols > 0 && b < v[0].size() / size_t(rows * cols); ++b) {
+      std::vector<T> a = slice(v[0], b, rows * cols);
+      if (hermitian) a = linalg_ref::hermitian(a, rows, false);
+      const std::vector<T> ah = transposed(a, rows, cols, true);  // cols x rows
       const bool tall = rows >= cols;
       const int64_t g = tall ? cols : rows;
-      std::vector<double> gram(g * g, 0.0);  // A^T A or A A^T
-      for (int64_t i = 0; i < g; ++i)
-        for (int64_t j = 0; j < g; ++j)
-          for (int64_t l = 0; l < (tall ? rows : cols); ++l)
-            gram[i * g + j] += tall ? a[l * cols + i] * a[l * cols + j] : a[i * cols + l] * a[j * cols + l];
-      std::vector<double> p;
+      const std::vector<T> gm = gram(a.data(), rows, cols);  // A^H A or A A^H
+      std::vector<T> p;
       if (tall) {
-        p = gauss_jordan(gram, at, g, rows);  // (A^T A)^-1 A^T: cols x rows
-      } else {                                // A^T (A A^T)^-1 = ((A A^T)^-1 A)^T
-        p = transposed(gauss_jordan(gram, a, g, cols), rows, cols);
+        p = gauss_jordan(gm, ah, g, rows);  // (A^H A)^-1 A^H: cols x rows
+      } else {                              // A^H (A A^H)^-1 = ((A A^H)^-1 A)^H
+        p = transposed(gauss_jordan(gm, a, g, cols), rows, cols, true);
       }
       y.insert(y.end(), p.begin(), p.end());
     }
     return y;
-  };
+  });
   e.ulps = 256;
   e.perf_shapes = {{{64, 16, 16}}};
   return e;
 }
 
 // Makes row 0 of every matrix of input 0 equal to its last row (rank <= r - 1).
-void repeat_row(size_t input, const Shape& shape, std::vector<double>& v) {
+template <typename T>
+void repeat_row(size_t input, const Shape& shape, std::vector<T>& v) {
   if (input != 0 || shape.size() < 2) return;
   const int64_t r = shape[shape.size() - 2], c = shape.back();
   if (r < 2 || c == 0) return;
@@ -331,20 +224,21 @@ void repeat_row(size_t input, const Shape& shape, std::vector<double>& v) {
 
 // The rank of the m x n row-major a: Gaussian elimination with full pivoting,
 // pivots below 1e-9 of the largest entry counted as zero.
-double rank_ref(std::vector<double> a, int64_t m, int64_t n) {
+template <typename T>
+double rank_ref(std::vector<T> a, int64_t m, int64_t n) {
   double amax = 0;
-  for (double x : a) amax = std::max(amax, std::fabs(x));
+  for (T x : a) amax = std::max(amax, std::abs(x));
   int64_t rank = 0;
   for (int64_t r = 0; r < std::min(m, n); ++r) {
     int64_t pi = r, pj = r;
     for (int64_t i = r; i < m; ++i)
       for (int64_t j = r; j < n; ++j)
-        if (std::fabs(a[i * n + j]) > std::fabs(a[pi * n + pj])) pi = i, pj = j;
-    if (std::fabs(a[pi * n + pj]) <= 1e-9 * amax) break;
+        if (std::abs(a[i * n + j]) > std::abs(a[pi * n + pj])) pi = i, pj = j;
+    if (std::abs(a[pi * n + pj]) <= 1e-9 * amax) break;
     for (int64_t j = 0; j < n; ++j) std::swap(a[r * n + j], a[pi * n + j]);
     for (int64_t i = 0; i < m; ++i) std::swap(a[i * n + r], a[i * n + pj]);
     for (int64_t i = r + 1; i < m; ++i) {
-      const double f = a[i * n + r] / a[r * n + r];
+      const T f = a[i * n + r] / a[r * n + r];
       for (int64_t j = r; j < n; ++j) a[i * n + j] -= f * a[r * n + j];
     }
     ++rank;
@@ -355,36 +249,40 @@ double rank_ref(std::vector<double> a, int64_t m, int64_t n) {
 Entry matrix_rank_entry(int64_t m, int64_t n, bool deficient, bool hermitian) {
   Entry e;
   e.op = "linalg_matrix_rank";
-  e.dtypes = {DType::Float32, DType::Float64};
+  e.dtypes = kLinalgDtypes;
   e.shapes = matrix_shapes(m, n);
-  e.condition = deficient ? repeat_row : dominant_diagonal;
+  if (deficient) {
+    e.condition = repeat_row<double>;
+    e.complex_condition = repeat_row<cdouble>;
+  } else {
+    make_dominant(e);
+  }
   e.call = [hermitian](const std::vector<Tensor>& x) {
     return linalg::matrix_rank(x[0], std::nullopt, std::nullopt, hermitian);
   };
-  e.oracle = [hermitian](const Inputs& in, const Tensor& out) {
+  set_oracles(e, [hermitian](const auto& v, const Inputs& in, const Tensor& out) {
+    using T = typename std::decay_t<decltype(v[0])>::value_type;
     const Shape& s = in.shapes[0];
     const int64_t rows = s[s.size() - 2], cols = s.back();
     expect_shape(out, Shape(s.begin(), s.end() - 2));
-    std::vector<double> y;
-    for (size_t b = 0; rows * cols > 0 && b < in.values[0].size() / size_t(rows * cols); ++b) {
-      std::vector<double> a = slice(in.values[0], b, rows * cols);
-      if (hermitian)
-        for (int64_t i = 0; i < rows; ++i)
-          for (int64_t j = i + 1; j < cols; ++j) a[i * cols + j] = a[j * cols + i];
+    std::vector<T> y;
+    for (size_t b = 0; rows * cols > 0 && b < v[0].size() / size_t(rows * cols); ++b) {
+      std::vector<T> a = slice(v[0], b, rows * cols);
+      if (hermitian) a = linalg_ref::hermitian(a, rows, false);
       y.push_back(rank_ref(a, rows, cols));
     }
     return y;
-  };
+  });
   e.perf_shapes = {{{64, 16, 16}}};
   return e;
 }
 
 // lstsq(A [.., m, n], B [.., m, r]).solution for full-rank tall A:
-// (A^T A)^-1 A^T B.
+// (A^H A)^-1 A^H B.
 Entry lstsq_entry(int64_t m, int64_t n, int64_t r, const char* driver) {
   Entry e;
   e.op = "linalg_lstsq";
-  e.dtypes = {DType::Float32, DType::Float64};
+  e.dtypes = kLinalgDtypes;
   e.shapes = [m, n, r](ShapeClass c) -> std::vector<InputSpec> {
     switch (c) {
       case ShapeClass::Empty:
@@ -401,25 +299,22 @@ Entry lstsq_entry(int64_t m, int64_t n, int64_t r, const char* driver) {
     }
     return {};
   };
-  e.condition = dominant_diagonal;  // square A: well-conditioned
+  make_dominant(e);  // square A: well-conditioned
   e.call = [driver](const std::vector<Tensor>& x) {
     return linalg::lstsq(x[0], x[1], std::nullopt, std::string(driver)).solution;
   };
-  e.oracle = [](const Inputs& in, const Tensor& out) {
+  set_oracles(e, [](const auto& v, const Inputs& in, const Tensor& out) {
+    using T = typename std::decay_t<decltype(v[0])>::value_type;
     const Shape &sa = in.shapes[0], &sb = in.shapes[1];
     const int64_t rows = sa[sa.size() - 2], cols = sa.back(), rhs = sb.back();
-    std::vector<double> y;
+    std::vector<T> y;
     const Shape batch = for_each_batch(batch_of(sa, 2), batch_of(sb, 2), [&](int64_t ia, int64_t ib) {
-      const std::vector<double> a = slice(in.values[0], ia, rows * cols),
-                                b = slice(in.values[1], ib, rows * rhs);
-      std::vector<double> gram(cols * cols, 0.0), atb(cols * rhs, 0.0);
-      for (int64_t l = 0; l < rows; ++l) {
+      const std::vector<T> a = slice(v[0], ia, rows * cols), b = slice(v[1], ib, rows * rhs);
+      std::vector<T> ahb(cols * rhs, 0.0);
+      for (int64_t l = 0; l < rows; ++l)
         for (int64_t i = 0; i < cols; ++i)
-          for (int64_t j = 0; j < cols; ++j) gram[i * cols + j] += a[l * cols + i] * a[l * cols + j];
-        for (int64_t i = 0; i < cols; ++i)
-          for (int64_t j = 0; j < rhs; ++j) atb[i * rhs + j] += a[l * cols + i] * b[l * rhs + j];
-      }
-      const std::vector<double> x = gauss_jordan(gram, atb, cols, rhs);
+          for (int64_t j = 0; j < rhs; ++j) ahb[i * rhs + j] += conj(a[l * cols + i]) * b[l * rhs + j];
+      const std::vector<T> x = gauss_jordan(gram(a.data(), rows, cols), ahb, cols, rhs);
       y.insert(y.end(), x.begin(), x.end());
     });
     Shape want = batch;
@@ -427,7 +322,7 @@ Entry lstsq_entry(int64_t m, int64_t n, int64_t r, const char* driver) {
     want.push_back(rhs);
     expect_shape(out, want);
     return y;
-  };
+  });
   e.ulps = 256;
   e.perf_shapes = {{{64, 32, 16}}, {{64, 32, 4}}};
   return e;

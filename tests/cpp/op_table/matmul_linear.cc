@@ -99,20 +99,27 @@ Entry linear_entry(LinearCase lc, bool narrow) {
 
 // ---- scaled_mm -------------------------------------------------------------
 
-// Inputs: a [M, K], b [K, N] (made float8_e4m3fn), scale_a, scale_b.
-Entry scaled_mm_entry(LinearCase::Scale scheme) {
+// Inputs: a [M, K], b [K, N] (made float8_e4m3fn), scale_a, scale_b; or,
+// when `fp8`, a drawn in the walk's FP8 dtype and b in float8_e4m3fn (not
+// both e5m2), the scales float32.
+Entry scaled_mm_entry(LinearCase::Scale scheme, bool fp8 = false) {
   Entry e;
   e.op = "scaled_mm";
-  e.dtypes = kActF32;
+  e.dtypes = fp8 ? kFp8 : kActF32;
   e.lo = -1;
   e.hi = 1;
-  e.shapes = [scheme](ShapeClass c) -> std::vector<InputSpec> {
+  e.shapes = [scheme, fp8](ShapeClass c) -> std::vector<InputSpec> {
     const bool block = scheme == LinearCase::PerBlock;
     const int64_t K = block ? 200 : 37, N = block ? 130 : 7;
     auto with_scales = [&](int64_t M, InputSpec a, InputSpec b) -> std::vector<InputSpec> {
-      if (scheme == LinearCase::PerTensor) return {a, b, {{}}, {{}}};
-      if (scheme == LinearCase::PerRow) return {a, b, {{M, 1}}, {{1, N}}};
-      return {a, b, {{M, blocks(K)}}, {{blocks(K), blocks(N)}}};
+      std::vector<InputSpec> s = {a, b, {{}}, {{}}};
+      if (scheme == LinearCase::PerRow) s = {a, b, {{M, 1}}, {{1, N}}};
+      if (scheme == LinearCase::PerBlock) s = {a, b, {{M, blocks(K)}}, {{blocks(K), blocks(N)}}};
+      if (fp8) {
+        s[1].held = DType::Float8_e4m3fn;
+        s[2].held = s[3].held = DType::Float32;
+      }
+      return s;
     };
     switch (c) {
       case ShapeClass::Empty:
@@ -125,11 +132,14 @@ Entry scaled_mm_entry(LinearCase::Scale scheme) {
         return {};
     }
   };
-  e.call = [](const std::vector<Tensor>& t) {
+  e.call = [fp8](const std::vector<Tensor>& t) {
+    if (fp8) return scaled_mm(t[0], t[1], t[2], t[3], Tensor(), Tensor(), DType::Float32);
     return scaled_mm(t[0].to(DType::Float8_e4m3fn), t[1].to(DType::Float8_e4m3fn), t[2].to(DType::Float32),
                      t[3].to(DType::Float32), Tensor(), Tensor(), DType::Float32);
   };
-  e.oracle = [scheme](const Inputs& in, const Tensor&) {
+  // FP8 inputs hold their values already; float32 ones are rounded to e4m3.
+  e.oracle = [scheme, fp8](const Inputs& in, const Tensor&) {
+    auto as_e4m3 = [fp8](double v) { return fp8 ? v : op_table::as_e4m3(v); };
     const int64_t M = in.shapes[0][0], K = in.shapes[0][1], N = in.shapes[1][1];
     const auto &sa = in.values[2], &sb = in.values[3];
     std::vector<double> x(static_cast<size_t>(M * K)), w(size_t(N * K));  // w = B^T
@@ -285,7 +295,10 @@ std::vector<Entry> all() {
       es.push_back(grouped_entry(f, narrow));
   }
   es.push_back(linear_entry({DType::BFloat16, LC::PerBlock, true}, false));
-  for (LC::Scale s : {LC::PerTensor, LC::PerRow, LC::PerBlock}) es.push_back(scaled_mm_entry(s));
+  for (LC::Scale s : {LC::PerTensor, LC::PerRow, LC::PerBlock}) {
+    es.push_back(scaled_mm_entry(s));
+    es.push_back(scaled_mm_entry(s, true));
+  }
   return es;
 }
 

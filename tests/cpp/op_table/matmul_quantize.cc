@@ -170,7 +170,8 @@ Entry subnormals_entry() {
     }
   };
   e.call = [](const std::vector<Tensor>& t) {
-    const Fp8Subnormals s = fp8_find_subnormals(t[0].to(DType::Float8_e4m3fn));
+    const Fp8Subnormals s =
+        fp8_find_subnormals(t[0].dtype() == DType::Float8_e4m3fn ? t[0] : t[0].to(DType::Float8_e4m3fn));
     std::vector<double> v(s.row_start.begin(), s.row_start.end());
     for (size_t i = 0; i < s.col.size(); ++i) v.insert(v.end(), {double(s.col[i]), double(s.row[i])});
     return from_buffer_copy(v.data(), {int64_t(v.size())}, DType::Float64).to(DType::Int64);
@@ -193,6 +194,49 @@ Entry subnormals_entry() {
   return e;
 }
 
+// The same ops walking FP8 inputs the table draws as codes (a float32 scale
+// beside them): dequantize(w, scale), the NaN-code scan (NaN put at every 7th
+// code; only float8_e4m3fn reports one) and e4m3's subnormal list.
+Entry dequantize_fp8_entry(QuantGranularity g) {
+  Entry e = dequantize_entry(g);
+  e.dtypes = kFp8;
+  const auto shapes = e.shapes;
+  e.shapes = [shapes](ShapeClass c) {
+    std::vector<InputSpec> s = shapes(c);
+    if (!s.empty()) s[1].held = DType::Float32;
+    return s;
+  };
+  e.call = [](const std::vector<Tensor>& t) { return dequantize(t[0], t[1]); };
+  e.oracle = [g](const Inputs& in, const Tensor&) {
+    const Groups gr = groups_of(in.shapes[0], g);
+    std::vector<double> y(in.values[0].size());
+    for (size_t i = 0; i < y.size(); ++i) y[i] = in.values[0][i] * in.values[1][size_t(gr.of[i])];
+    return y;
+  };
+  return e;
+}
+
+Entry has_nan_fp8_entry(bool with_nan) {
+  Entry e = has_nan_entry();
+  e.dtypes = kFp8;
+  if (with_nan) e.specials = {NAN};
+  e.call = [](const std::vector<Tensor>& t) {
+    return full({}, fp8_has_nan_code(t[0]) ? 1.0 : 0.0, DType::Float32);
+  };
+  e.oracle = [](const Inputs& in, const Tensor&) {
+    bool nan = false;
+    for (double v : in.values[0]) nan |= std::isnan(v);
+    return std::vector<double>{nan && in.tensors[0].dtype() == DType::Float8_e4m3fn ? 1.0 : 0.0};
+  };
+  return e;
+}
+
+Entry subnormals_fp8_entry() {
+  Entry e = subnormals_entry();
+  e.dtypes = {DType::Float8_e4m3fn};  // its call takes the codes as they are
+  return e;
+}
+
 std::vector<Entry> all() {
   std::vector<Entry> es;
   for (QuantGranularity g : {QuantGranularity::Tensor, QuantGranularity::Row, QuantGranularity::Block}) {
@@ -201,6 +245,11 @@ std::vector<Entry> all() {
   }
   es.push_back(has_nan_entry());
   es.push_back(subnormals_entry());
+  for (QuantGranularity g : {QuantGranularity::Tensor, QuantGranularity::Row, QuantGranularity::Block})
+    es.push_back(dequantize_fp8_entry(g));
+  es.push_back(has_nan_fp8_entry(false));
+  es.push_back(has_nan_fp8_entry(true));
+  es.push_back(subnormals_fp8_entry());
   return es;
 }
 

@@ -48,7 +48,8 @@ std::vector<double> gather(const Inputs& in, bool fp8) {
     const int64_t r = int64_t(std::trunc(iv));
     for (int64_t j = 0; j < kCols; ++j) {
       const double w = in.values[1][size_t(r * kCols + j)];
-      y.push_back(fp8 ? double(float(e4m3(w)) * float(in.values[2][size_t(r)])) : w);
+      const double q = is_fp8(in.tensors[1].dtype()) ? w : e4m3(w);  // a float32 table is made e4m3
+      y.push_back(fp8 ? double(float(q) * float(in.values[2][size_t(r)])) : w);
     }
   }
   return y;
@@ -74,9 +75,24 @@ Entry embedding_entry(bool fp8) {
   return e;
 }
 
+// The FP8 table drawn by the walk (e4m3fn and e5m2 codes as they are), the
+// indices and row scales float32.
+Entry embedding_fp8_walk() {
+  Entry e = embedding_entry(true);
+  e.dtypes = kFp8;
+  e.shapes = [](ShapeClass c) {
+    std::vector<InputSpec> s = embedding_shapes(c);
+    s[0].held = s[2].held = DType::Float32;
+    return s;
+  };
+  e.call = [](const std::vector<Tensor>& x) { return embedding(x[0].to(DType::Int64), x[1], x[2]); };
+  return e;
+}
+
 KILN_OP_TABLE({
     embedding_entry(false),
     embedding_entry(true),
+    embedding_fp8_walk(),
 });
 
 }  // namespace

@@ -45,6 +45,42 @@ std::vector<Entry> over_dims(const char* op, DimsFn fn, GroupFn f, const std::ve
           reduce(op, fn, {}, false, f, dtypes, on_empty), reduce(op, fn, {0, 1}, true, f, dtypes, on_empty)};
 }
 
+// The same over complex inputs (complex walks only), from a complex group oracle.
+using CGroup = std::vector<cdouble>;
+Entry reduce_complex(const char* op, DimsFn fn, std::vector<int> dims, bool keepdim, ComplexGroupFn f) {
+  Entry e = reduce(op, fn, dims, keepdim, nullptr, {});
+  e.oracle = nullptr;
+  return with_complex(std::move(e), reduction(dims, keepdim, std::move(f)));
+}
+std::vector<Entry> over_dims_complex(const char* op, DimsFn fn, ComplexGroupFn f) {
+  return {reduce_complex(op, fn, {-1}, false, f), reduce_complex(op, fn, {0}, true, f),
+          reduce_complex(op, fn, {}, false, f), reduce_complex(op, fn, {0, 1}, true, f)};
+}
+cdouble csum_of(const CGroup& g) {
+  cdouble s = 0;
+  for (cdouble v : g) s += v;
+  return s;
+}
+cdouble cmean_of(const CGroup& g) { return csum_of(g) / double(g.size()); }  // empty: NaN
+cdouble cprod_of(const CGroup& g) {
+  cdouble p = 1;
+  for (cdouble v : g) p *= v;
+  return p;
+}
+// Complex var: sum |z - mean|^2 / (n - 1), real; std its root; norm sqrt(sum |z|^2).
+cdouble cvar_of(const CGroup& g) {
+  const cdouble m = cmean_of(g);
+  double ss = 0;
+  for (cdouble v : g) ss += std::norm(v - m);
+  return ss / std::max(0.0, double(g.size()) - 1.0);
+}
+cdouble cstd_of(const CGroup& g) { return std::sqrt(cvar_of(g).real()); }
+cdouble cnorm_of(const CGroup& g) {
+  double ss = 0;
+  for (cdouble v : g) ss += std::norm(v);
+  return std::sqrt(ss);
+}
+
 double sum_of(const Group& g) {
   double s = 0;
   for (double v : g) s += v;
@@ -144,6 +180,15 @@ Tensor argmin_(const Tensor& x, const DimList& d, bool k) {
   return kiln::argmin(x, d ? std::optional<int>((*d)[0]) : std::nullopt, k);
 }
 
+// The running sums (products) of a line.
+template <typename T>
+std::vector<T> scan_of(const std::vector<T>& line, bool prod) {
+  std::vector<T> y(line.size());
+  T acc = prod ? 1 : 0;
+  for (size_t i = 0; i < line.size(); ++i) y[i] = acc = prod ? acc * line[i] : acc + line[i];
+  return y;
+}
+
 // A scan along dim: out has x's shape.
 Entry scan(const char* op, Tensor (*fn)(const Tensor&, int, std::optional<DType>), int dim, bool prod,
            double lo, double hi) {
@@ -156,12 +201,13 @@ Entry scan(const char* op, Tensor (*fn)(const Tensor&, int, std::optional<DType>
   e.call = [fn, dim](const std::vector<Tensor>& x) { return fn(x[0], dim, std::nullopt); };
   e.oracle = [dim, prod](const Inputs& in, const Tensor& out) {
     if (out.defined()) expect_shape(out, in.shapes[0]);
-    return map_lines(in.values[0], in.shapes[0], dim, [prod](const Group& line) {
-      Group y(line.size());
-      double acc = prod ? 1 : 0;
-      for (size_t i = 0; i < line.size(); ++i) y[i] = acc = prod ? acc * line[i] : acc + line[i];
-      return y;
-    });
+    return map_lines(in.values[0], in.shapes[0], dim,
+                     [prod](const Group& line) { return scan_of(line, prod); });
+  };
+  e.complex_oracle = [dim, prod](const Inputs& in, const Tensor& out) {
+    if (out.defined()) expect_shape(out, in.shapes[0]);
+    return map_lines(in.cvalues[0], in.shapes[0], dim,
+                     [prod](const CGroup& line) { return scan_of(line, prod); });
   };
   e.perf_shapes = {{{1024, 1024}}};
   return e;
@@ -229,6 +275,24 @@ std::vector<Entry> entries_list() {
        reduce("norm", norm_<-99>, {-1}, true, norm_of<-99>, kFloats, kIndexError)});
   add({scan("cumsum", kiln::cumsum, -1, false, -4, 4), scan("cumsum", kiln::cumsum, 0, false, -4, 4),
        scan("cumprod", kiln::cumprod, -1, true, -1.5, 1.5), scan("cumprod", kiln::cumprod, 0, true, -4, 4)});
+  // Complex inputs (both parts from [lo, hi]); var, std and norm give real results.
+  add(domain(over_dims_complex("sum", sum_, csum_of), -4, 4, 8, 16));
+  add(domain(over_dims_complex("mean", mean_, cmean_of), -4, 4, 8, 4));
+  add(domain(over_dims_complex("prod", prod_, cprod_of), -1, 1, 8, 1));
+  add(over_dims_complex("var", var_, cvar_of));
+  add(over_dims_complex("std", std_, cstd_of));
+  add(over_dims_complex("norm", norm_<2>, cnorm_of));
+  add({reduce_complex("var_mean", var_mean_var, {-1}, true, cvar_of),
+       reduce_complex("var_mean", var_mean_mean, {0, 1}, false, cmean_of),
+       reduce_complex("std_mean", std_mean_mean, {}, true, cmean_of)});
+  for (Entry e :
+       {scan("cumsum", kiln::cumsum, -1, false, -4, 4), scan("cumsum", kiln::cumsum, 0, false, -4, 4),
+        scan("cumprod", kiln::cumprod, -1, true, -1, 1)}) {
+    e.dtypes = kComplex;
+    e.ulps = 8;
+    e.floor = 8;
+    es.push_back(std::move(e));
+  }
   return es;
 }
 

@@ -44,6 +44,18 @@ double d_cos(double x) { return std::cos(x); }
 double d_tan(double x) { return std::tan(x); }
 double d_tanh(double x) { return std::tanh(x); }
 
+// The complex oracles (std::complex's principal branches, in double).
+cdouble c_exp(cdouble z) { return std::exp(z); }
+cdouble c_log(cdouble z) { return std::log(z); }
+cdouble c_sqrt(cdouble z) { return std::sqrt(z); }
+cdouble c_rsqrt(cdouble z) { return 1.0 / std::sqrt(z); }
+cdouble c_reciprocal(cdouble z) { return 1.0 / z; }
+cdouble c_sin(cdouble z) { return std::sin(z); }
+cdouble c_cos(cdouble z) { return std::cos(z); }
+cdouble c_tan(cdouble z) { return std::tan(z); }
+cdouble c_tanh(cdouble z) { return std::tanh(z); }
+cdouble c_sigmoid(cdouble z) { return 1.0 / (1.0 + std::exp(-z)); }
+
 Tensor gelu_none(const Tensor& x) { return gelu(x, "none"); }
 Tensor gelu_tanh(const Tensor& x) { return gelu(x, "tanh"); }
 Tensor exp_(const Tensor& x) { return kiln::exp(x); }
@@ -61,6 +73,22 @@ Tensor tan_(const Tensor& x) { return kiln::tan(x); }
 Tensor tanh_(const Tensor& x) { return kiln::tanh(x); }
 Tensor sigmoid_(const Tensor& x) { return kiln::sigmoid(x); }
 Tensor silu_(const Tensor& x) { return kiln::silu(x); }
+
+// Complex inputs: real and imaginary parts from [lo, hi]; tanh and sigmoid
+// over a narrower box that keeps clear of their poles (i pi/2, i pi).
+KILN_OP_TABLE({
+    with_complex(unary("exp", exp_, d_exp, -4, 4, {}), elementwise(c_exp)),
+    with_complex(unary("log", log_, d_log, 0.05, 8, {}), elementwise(c_log)),
+    with_complex(unary("log", log_, d_log, -8, 8, {}), elementwise(c_log)),  // every quadrant
+    with_complex(unary("sqrt", sqrt_, d_sqrt, -9, 9, {}), elementwise(c_sqrt)),
+    with_complex(unary("rsqrt", rsqrt_, rsqrt_ref, 0.05, 9, {}), elementwise(c_rsqrt)),
+    with_complex(unary("reciprocal", reciprocal_, reciprocal_ref, 0.25, 4, {}), elementwise(c_reciprocal)),
+    with_complex(unary("sin", sin_, d_sin, -4, 4, {}), elementwise(c_sin)),
+    with_complex(unary("cos", cos_, d_cos, -4, 4, {}), elementwise(c_cos)),
+    with_complex(unary("tan", tan_, d_tan, -1.4, 1.4, {}), elementwise(c_tan)),
+    with_complex(unary("tanh", tanh_, d_tanh, -1.2, 1.2, {}), elementwise(c_tanh)),
+    with_complex(unary("sigmoid", sigmoid_, sigmoid_ref, -2.5, 2.5, {}), elementwise(c_sigmoid)),
+});
 
 KILN_OP_TABLE({
     unary("exp", exp_, d_exp, -4, 4),

@@ -21,6 +21,31 @@ double bitwise_not_ref(double v, DType d) {
   return -v - 1;
 }
 
+// Complex: NaN when either part is; infinite when either part is (and
+// neither NaN, as torch); logical_not: z == 0.
+cdouble c_isnan(cdouble z) { return std::isnan(z.real()) || std::isnan(z.imag()); }
+cdouble c_isinf(cdouble z) { return !c_isnan(z).real() && (std::isinf(z.real()) || std::isinf(z.imag())); }
+cdouble c_isfinite(cdouble z) { return std::isfinite(z.real()) && std::isfinite(z.imag()); }
+cdouble c_logical_not(cdouble z) { return z == cdouble(0); }
+
+// The edge values in one part of every 7th complex element: the real part,
+// then the imaginary one (index 3, 10, 17, ...).
+void complex_edges(size_t, const Shape&, std::vector<cdouble>& v) {
+  for (size_t i = 3, k = 0; i < v.size(); i += 7, ++k) {
+    const double x = kEdgeValues[k % kEdgeValues.size()];
+    if ((k / kEdgeValues.size()) % 2 == 0)
+      v[i].real(x);
+    else
+      v[i].imag(x);
+  }
+}
+
+Entry with_complex_edges(Entry e, cdouble (*f)(cdouble)) {
+  e = with_complex(std::move(e), elementwise(f));
+  e.complex_condition = complex_edges;
+  return e;
+}
+
 Tensor isnan_fn(const Tensor& x) { return kiln::isnan(x); }
 Tensor isinf_fn(const Tensor& x) { return kiln::isinf(x); }
 Tensor isfinite_fn(const Tensor& x) { return kiln::isfinite(x); }
@@ -28,10 +53,11 @@ Tensor logical_not_fn(const Tensor& x) { return kiln::logical_not(x); }
 Tensor bitwise_not_fn(const Tensor& x) { return kiln::bitwise_not(x); }
 
 KILN_OP_TABLE({
-    unary_entry("isnan", isnan_fn, isnan_ref, kFloatsAndInts),
-    unary_entry("isinf", isinf_fn, isinf_ref, kFloatsAndInts),
-    unary_entry("isfinite", isfinite_fn, isfinite_ref, kFloatsAndInts),
-    unary_entry("logical_not", logical_not_fn, logical_not_ref, kFloatsAndInts),
+    with_complex_edges(unary_entry("isnan", isnan_fn, isnan_ref, kFloatsAndInts + kFp8), c_isnan),
+    with_complex_edges(unary_entry("isinf", isinf_fn, isinf_ref, kFloatsAndInts + kFp8), c_isinf),
+    with_complex_edges(unary_entry("isfinite", isfinite_fn, isfinite_ref, kFloatsAndInts + kFp8), c_isfinite),
+    with_complex_edges(unary_entry("logical_not", logical_not_fn, logical_not_ref, kFloatsAndInts + kFp8),
+                       c_logical_not),
     unary_entry("bitwise_not", bitwise_not_fn, bitwise_not_ref, kInts + std::vector<DType>{DType::Bool}),
 });
 
