@@ -17,6 +17,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "op_table/second_device.h"
 #include "op_table/table.h"
 #include "ops/registry/all.h"
 
@@ -347,12 +348,30 @@ TEST(OpTable, Fp8DecodeFollowsTheFormats) {
   EXPECT_EQ(fp8_codes(e5, -INFINITY, INFINITY).size(), 247u);  // less 6 NaNs, 2 infinities, -0
 }
 
-TEST(OpTable, EveryEntryMatchesItsOracleOnEveryDevice) {
+// t's copy on `device` with t's layout (strides, broadcast dims), so every
+// shape class reaches the device's kernels as it reaches the CPU's.
+Tensor on_device(const Tensor& t, Device device) {
+  if (!t.defined() || same_device(t.device(), device)) return t;
+  Tensor base = t;  // without its broadcast (stride 0) dims
+  for (int d = 0; d < t.dim(); ++d)
+    if (t.strides()[d] == 0 && t.shape()[d] > 1) base = base.narrow(d, 0, 1);
+  Tensor copy = empty_strided(base.sizes(), base.stride_vec(), t.dtype(), device);
+  copy.copy_(base);
+  return copy.expand(t.sizes());
+}
+
+// Walks every entry x dtype x shape class on every device kind whose kernel
+// the op has: the result against the oracle, and on a device other than the
+// CPU also against the CPU's result and for the device it landed on.
+int walk_every_entry() {
   std::map<std::string, const ops::OpInfo*> info;
   for (const ops::OpInfo& op : ops::all_ops()) info[op.name] = &op;
   int cases = 0;
   for (const Entry& e : entries()) {
-    ASSERT_TRUE(info.count(e.op)) << e.op;
+    if (!info.count(e.op)) {
+      ADD_FAILURE() << e.op << " is not registered";
+      continue;
+    }
     for (DType d : e.dtypes) {
       for (ShapeClass c : kShapeClasses) {
         const std::vector<InputSpec> specs = e.shapes(c);
@@ -363,16 +382,22 @@ TEST(OpTable, EveryEntryMatchesItsOracleOnEveryDevice) {
         const std::string where = e.op + " " + name(d) + " " + name(c);
         Tensor cpu_out;
         for (DeviceKind k : {DeviceKind::CPU, DeviceKind::CUDA}) {
-          if (!info[e.op]->has_kernel(k)) continue;
-          SCOPED_TRACE(where + " on " + device_of(k).str());
-          ASSERT_EQ(k, DeviceKind::CPU) << "no way yet to move inputs to " << device_of(k).str();
+          if (!info[e.op]->has_kernel(k) || (e.host_only && k != DeviceKind::CPU)) continue;
+          const Device device = device_of(k);
+          SCOPED_TRACE(where + " on " + device.str());
+          std::vector<Tensor> args;
+          for (const Tensor& t : in.tensors) args.push_back(on_device(t, device));
           Tensor out;
           std::exception_ptr error;
           try {
-            out = e.call(in.tensors);
+            out = e.call(args);
           } catch (const std::exception&) {
             error = std::current_exception();
           }
+          if (out.defined() && k != DeviceKind::CPU && !args.empty()) {
+            EXPECT_EQ(out.device(), device) << "the result is not on its inputs' device";
+          }
+          if (out.defined()) out = out.cpu();
           std::vector<cdouble> want;
           try {
             if (is_complex(d)) {
@@ -402,14 +427,28 @@ TEST(OpTable, EveryEntryMatchesItsOracleOnEveryDevice) {
           EXPECT_EQ(compare(got, want, out.dtype(), e), "");
           if (k == DeviceKind::CPU)
             cpu_out = out;
-          else
+          else if (cpu_out.defined())
             EXPECT_EQ(compare(got, values_of(cpu_out), out.dtype(), e), "") << "against the CPU";
           ++cases;
         }
       }
     }
   }
-  EXPECT_GT(cases, 0);
+  return cases;
+}
+
+TEST(OpTable, EveryEntryMatchesItsOracleOnEveryDevice) { EXPECT_GT(walk_every_entry(), 0); }
+
+// The same walk with a second device whose kernels are the CPU's over its own
+// (host) memory: what changes is only where tensors live, so every entry that
+// passes on the CPU must pass there, its result on the inputs' device. A
+// front-end that allocates on the CPU fails here before any real device
+// backend exists.
+TEST(OpTable, EveryEntryRunsOnASecondDevice) {
+  SecondDevice second(/*with_kernels=*/true);
+  for (const ops::OpInfo& op : ops::all_ops()) ASSERT_TRUE(op.has_kernel(DeviceKind::CUDA)) << op.name;
+  EXPECT_GT(walk_every_entry(), 0);
+  EXPECT_GT(second.allocations(), 0u);
 }
 
 // KILN_OP_TABLE_PERF=1: one JSON line per entry and dtype with the median time

@@ -73,7 +73,7 @@ Tensor masked_select(const Tensor& xe, const Tensor& mask) {
     }
   });
   const int64_t total = exclusive_scan(start);
-  Tensor out = empty({total}, xe.dtype());
+  Tensor out = empty({total}, xe.dtype(), xe.device());  // on the inputs' device, as every output
   if (total == 0) return out;
   char* o = static_cast<char*>(out.data_ptr());
   dispatch_size(xe.itemsize(), [&]<typename U>() {
@@ -137,7 +137,7 @@ Tensor nonzero(const Tensor& x) {
       }
     });
     const int64_t total = exclusive_scan(start);
-    out = empty({total, nd}, DType::Int64);
+    out = empty({total, nd}, DType::Int64, x.device());
     int64_t* o = static_cast<int64_t*>(out.data_ptr());
     parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
       for (int64_t c = cb; c < ce; ++c) {

@@ -58,14 +58,14 @@ Tensor lstsq_kernel(const Tensor& a, const Tensor& bsrc, ops::LstsqDriver drv, d
   });
   // Squared residuals of each column: rows n..m-1 of the QR/SVD-transformed
   // right-hand side, when m > n and every matrix has full rank (as torch).
-  Tensor residuals = empty({0}, to_real(A.dtype()));
+  Tensor residuals = empty({0}, to_real(A.dtype()), A.device());  // returned: on the inputs' device
   bool full_rank = true;
   if (want_rank)
     for (int64_t b = 0; b < count; ++b) full_rank = full_rank && rank.data<int64_t>()[b] == n;
   if (m > n && full_rank && drv != ops::LstsqDriver::Gelsy && count > 0) {
     Shape rs = info.sizes();
     rs.push_back(nrhs);
-    residuals = empty(rs, to_real(A.dtype()));
+    residuals = empty(rs, to_real(A.dtype()), A.device());
     dispatch<kLinalgSet>(A.dtype(), op, [&]<typename T>() {
       using R = lapack::real_t<T>;
       const T* xp = x.data<T>();

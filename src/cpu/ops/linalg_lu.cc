@@ -36,8 +36,8 @@ linalg::LUFactorEx lu_factor_kernel(const Tensor& A) {
   Tensor buf = colmajor_copy(A);
   Shape pshape = batch;
   pshape.push_back(k);
-  Tensor pivots = empty(pshape, DType::Int32);
-  Tensor info = zeros(batch, DType::Int32);
+  Tensor pivots = empty(pshape, DType::Int32, A.device());
+  Tensor info = zeros(batch, DType::Int32, A.device());
   if (count > 0 && k > 0) {
     dispatch<kLinalgSet>(A.dtype(), op, [&]<typename T>() {
       T* ap = buf.data<T>();

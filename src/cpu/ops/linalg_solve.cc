@@ -33,11 +33,11 @@ linalg::InvEx inv_kernel(const Tensor& A) {
   const int64_t n = A.size(-1), count = numel_of(batch);
   const bool small = small_path(A.dtype(), n, n) && count > 0;
   Tensor info =
-      small ? empty(batch, DType::Int32) : zeros(batch, DType::Int32);  // the kernel writes every entry
+      small ? empty(batch, DType::Int32, A.device()) : zeros(batch, DType::Int32, A.device());  // the kernel writes every entry
   Tensor out;
   if (small) {
     Tensor a = A.contiguous();
-    out = empty(A.sizes(), A.dtype());
+    out = empty(A.sizes(), A.dtype(), A.device());
     dispatch<bit(DType::Float32) | bit(DType::Float64)>(A.dtype(), "linalg.inv", [&]<typename T>() {
       small_gauss_jordan(a.data<T>(), out.data<T>(), info.data<int32_t>(), count, int(n), int(n), true);
     });
@@ -65,10 +65,10 @@ linalg::InvEx inv_kernel(const Tensor& A) {
 // X = A^-1 B; X is row-major on the small path, a column-major view otherwise.
 linalg::SolveEx solve_kernel(const Tensor& A, const Tensor& B, const Shape& batch) {
   const int64_t n = A.size(-1), m = B.size(-1), count = numel_of(batch);
-  Tensor info = zeros(batch, DType::Int32);
+  Tensor info = zeros(batch, DType::Int32, A.device());
   if (small_path(A.dtype(), n, m) && count > 0) {
     Tensor a = A.expand(with_matrix(batch, n, n)).contiguous();
-    Tensor x = empty(with_matrix(batch, n, m), A.dtype());
+    Tensor x = empty(with_matrix(batch, n, m), A.dtype(), A.device());
     x.copy_(B.expand(with_matrix(batch, n, m)));
     dispatch<bit(DType::Float32) | bit(DType::Float64)>(A.dtype(), "linalg.solve", [&]<typename T>() {
       small_gauss_jordan(a.data<T>(), x.data<T>(), info.data<int32_t>(), count, int(n), int(m), false);
@@ -99,7 +99,7 @@ Tensor solve_triangular_kernel(const Tensor& A, const Tensor& B, const Shape& ba
     const Tensor a = A.expand(with_matrix(batch, n, n)).contiguous();
     const Tensor b =
         B.expand(with_matrix(batch, n, m)).contiguous();  // read once, not copied when contiguous
-    Tensor X = empty(with_matrix(batch, n, m), A.dtype());
+    Tensor X = empty(with_matrix(batch, n, m), A.dtype(), A.device());
     batched_trsm_left_f32(a.data<float>(), b.data<float>(), X.data<float>(), count, int(n), int(m), up, unit);
     return X;
   }

@@ -20,7 +20,7 @@ Entry copy_entry(std::optional<DType> to, std::vector<DType> dtypes) {
   e.dtypes = std::move(dtypes);
   e.shapes = unary_shapes;
   e.call = [to](const std::vector<Tensor>& x) {
-    Tensor y = empty(x[0].sizes(), to.value_or(x[0].dtype()));
+    Tensor y = empty(x[0].sizes(), to.value_or(x[0].dtype()), x[0].device());
     y.copy_(x[0]);
     return y;
   };
@@ -38,7 +38,7 @@ Entry copy_into_transposed(std::vector<DType> dtypes = kFloatsAndInts) {
     const Shape rev(shape.rbegin(), shape.rend());
     std::vector<int> perm(rev.size());
     for (size_t i = 0; i < perm.size(); ++i) perm[i] = int(perm.size() - 1 - i);
-    Tensor y = empty(rev, x[0].dtype()).permute(perm);
+    Tensor y = empty(rev, x[0].dtype(), x[0].device()).permute(perm);
     y.copy_(x[0]);
     return y;
   };
@@ -53,7 +53,7 @@ Entry copy_from_float64(DType to) {
   // Inputs are float64; keep only values `to` holds (whole numbers).
   e.call = [to](const std::vector<Tensor>& x) {
     Tensor r = kiln::round(x[0]);
-    Tensor y = empty(x[0].sizes(), to);
+    Tensor y = empty(x[0].sizes(), to, x[0].device());
     y.copy_(r);
     return y;
   };

@@ -173,8 +173,8 @@ std::vector<int32_t> ends_of(int64_t total, int64_t G) {
   if (G > 1 && total > 1) e[size_t(G - 1)] = int32_t(total - 1);  // the last row/column is past the end
   return e;
 }
-Tensor offs_tensor(const std::vector<int32_t>& e) {
-  return from_buffer_copy(e.data(), {int64_t(e.size())}, DType::Int32);
+Tensor offs_tensor(const std::vector<int32_t>& e, Device device) {
+  return from_buffer_copy(e.data(), {int64_t(e.size())}, DType::Int32).to(device);
 }
 
 enum class Form { TwoThree, TwoThreeFp8, ThreeTwo, TwoTwo, ThreeThree };
@@ -209,14 +209,14 @@ Entry grouped_entry(Form f, bool narrow) {
     const int64_t G = 4;
     switch (f) {
       case Form::TwoThree:
-        return grouped_mm(t[0], t[1], offs_tensor(ends_of(t[0].size(0), G)), t[2]);
+        return grouped_mm(t[0], t[1], offs_tensor(ends_of(t[0].size(0), G), t[0].device()), t[2]);
       case Form::TwoThreeFp8:
-        return grouped_mm(t[0], t[1].to(DType::Float8_e4m3fn), offs_tensor(ends_of(t[0].size(0), G)),
+        return grouped_mm(t[0], t[1].to(DType::Float8_e4m3fn), offs_tensor(ends_of(t[0].size(0), G), t[0].device()),
                           Tensor(), t[2].to(DType::Float32));
       case Form::ThreeTwo:
-        return grouped_mm(t[0], t[1], offs_tensor(ends_of(t[1].size(1), G)));
+        return grouped_mm(t[0], t[1], offs_tensor(ends_of(t[1].size(1), G), t[0].device()));
       case Form::TwoTwo:
-        return grouped_mm(t[0], t[1], offs_tensor(ends_of(t[0].size(1), G)));
+        return grouped_mm(t[0], t[1], offs_tensor(ends_of(t[0].size(1), G), t[0].device()));
       case Form::ThreeThree:
         return grouped_mm(t[0], t[1]);
     }

@@ -110,10 +110,10 @@ Entry permute_entry() {
 }
 
 // perm: slot r*7 mod R (R = T * k coprime with 7), a fixed permutation.
-Tensor perm_of(int64_t R) {
+Tensor perm_of(int64_t R, Device device) {
   std::vector<int32_t> p(static_cast<size_t>(R));
   for (int64_t r = 0; r < R; ++r) p[size_t(r)] = int32_t((r * 7) % R);
-  return from_buffer_copy(p.data(), {R}, DType::Int32);
+  return from_buffer_copy(p.data(), {R}, DType::Int32).to(device);
 }
 
 // float64 y_perm is summed in float32 too (kiln/moe.h): its entry's tolerance
@@ -135,7 +135,7 @@ Entry unpermute_entry(bool f64) {
         return {};
     }
   };
-  e.call = [](const std::vector<Tensor>& t) { return moe_unpermute(t[0], perm_of(t[0].size(0)), t[1]); };
+  e.call = [](const std::vector<Tensor>& t) { return moe_unpermute(t[0], perm_of(t[0].size(0), t[0].device()), t[1]); };
   e.oracle = [](const Inputs& in, const Tensor&) {
     const int64_t R = in.shapes[0][0], H = in.shapes[0][1], T = in.shapes[1][0], k = in.shapes[1][1];
     std::vector<double> out(size_t(T * H), 0.0);

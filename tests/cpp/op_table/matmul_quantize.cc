@@ -140,7 +140,7 @@ Entry has_nan_entry() {
     }
   };
   e.call = [](const std::vector<Tensor>& t) {
-    return full({}, fp8_has_nan_code(t[0].to(DType::Float8_e4m3fn)) ? 1.0 : 0.0, DType::Float32);
+    return full({}, fp8_has_nan_code(t[0].to(DType::Float8_e4m3fn)) ? 1.0 : 0.0, DType::Float32, t[0].device());
   };
   e.oracle = [](const Inputs& in, const Tensor&) {
     bool nan = false;
@@ -174,7 +174,7 @@ Entry subnormals_entry() {
         fp8_find_subnormals(t[0].dtype() == DType::Float8_e4m3fn ? t[0] : t[0].to(DType::Float8_e4m3fn));
     std::vector<double> v(s.row_start.begin(), s.row_start.end());
     for (size_t i = 0; i < s.col.size(); ++i) v.insert(v.end(), {double(s.col[i]), double(s.row[i])});
-    return from_buffer_copy(v.data(), {int64_t(v.size())}, DType::Float64).to(DType::Int64);
+    return from_buffer_copy(v.data(), {int64_t(v.size())}, DType::Float64).to(DType::Int64).to(t[0].device());
   };
   e.oracle = [](const Inputs& in, const Tensor&) {
     const Shape& s = in.shapes[0];
@@ -221,7 +221,7 @@ Entry has_nan_fp8_entry(bool with_nan) {
   e.dtypes = kFp8;
   if (with_nan) e.specials = {NAN};
   e.call = [](const std::vector<Tensor>& t) {
-    return full({}, fp8_has_nan_code(t[0]) ? 1.0 : 0.0, DType::Float32);
+    return full({}, fp8_has_nan_code(t[0]) ? 1.0 : 0.0, DType::Float32, t[0].device());
   };
   e.oracle = [](const Inputs& in, const Tensor&) {
     bool nan = false;

@@ -55,15 +55,16 @@ inline std::vector<double> ref_linear(const std::vector<double>& x, const std::v
   return y;
 }
 
-// The tensors' elements one after another, as one 1-D tensor of `d` (an
-// entry's call returns one tensor; ops with several results join them).
+// The tensors' elements one after another, as one 1-D tensor of `d` on the
+// first one's device (an entry's call returns one tensor; ops with several
+// results join them).
 inline Tensor join(const std::vector<Tensor>& ts, DType d) {
   std::vector<double> all;
   for (const Tensor& t : ts) {
-    const Tensor c = t.to(DType::Float64).contiguous();
+    const Tensor c = t.cpu().to(DType::Float64).contiguous();
     all.insert(all.end(), c.data<double>(), c.data<double>() + c.numel());
   }
-  return kiln::from_buffer_copy(all.data(), {int64_t(all.size())}, DType::Float64).to(d);
+  return kiln::from_buffer_copy(all.data(), {int64_t(all.size())}, DType::Float64).to(d).to(ts[0].device());
 }
 
 }  // namespace op_table

@@ -116,7 +116,7 @@ Entry attention_entry(Mode mode, std::vector<DType> dtypes, double ulps) {
         opt.causal_offset = x[1].size(-2) - x[0].size(-2);
         Shape s = x[0].sizes();
         s.back() = x[2].size(-1);
-        const Tensor out = empty(s, x[0].dtype());
+        const Tensor out = empty(s, x[0].dtype(), x[0].device());
         scaled_dot_product_attention_out(x[0], x[1], x[2], opt, out);
         return out;
       }

@@ -37,7 +37,10 @@ Entry inv_freq_entry(RopeScaling sc, double theta) {
     if (c == ShapeClass::Broadcast) return {{{64}}};  // rotary_dim 128: llama3's blend band
     return {};
   };
-  e.call = [sc, theta](const std::vector<Tensor>& x) { return rope_inv_freq(2 * x[0].size(0), theta, sc); };
+  // A factory (no tensor argument): made on the CPU, moved to where the walk runs.
+  e.call = [sc, theta](const std::vector<Tensor>& x) {
+    return rope_inv_freq(2 * x[0].size(0), theta, sc).to(x[0].device());
+  };
   e.oracle = [sc, theta](const Inputs& in, const Tensor&) {
     const int64_t h = in.shapes[0][0];
     std::vector<double> y(static_cast<size_t>(h));
@@ -93,7 +96,7 @@ Entry cos_sin_entry(CosSinForm form, bool want_sin) {
       const RopeTables t = rope_cos_sin(kStart, T, x[1]);
       return want_sin ? t.sin : t.cos;
     }
-    const Tensor c = empty({T, h}), s = empty({T, h});
+    const Tensor c = empty({T, h}, DType::Float32, x[1].device()), s = empty({T, h}, DType::Float32, x[1].device());
     rope_cos_sin_out(kStart, x[1].to(DType::Float32).contiguous(), c, s);
     return want_sin ? s : c;
   };
@@ -165,7 +168,7 @@ Entry rotary_entry(bool interleaved, bool in_place_strided) {
   e.call = [interleaved, in_place_strided](const std::vector<Tensor>& x) {
     if (!in_place_strided || x[0].dim() != 3) return apply_rotary_emb(x[0], x[1], x[2], interleaved);
     // In place on a [T, H, D] view of an [H, T, D] buffer (unit-stride rows).
-    const Tensor buf = empty({x[0].size(1), x[0].size(0), x[0].size(2)}, x[0].dtype());
+    const Tensor buf = empty({x[0].size(1), x[0].size(0), x[0].size(2)}, x[0].dtype(), x[0].device());
     Tensor y = buf.transpose(0, 1);
     y.copy_(x[0]);
     apply_rotary_emb_(y, x[1], x[2], interleaved);

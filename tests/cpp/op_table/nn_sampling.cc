@@ -105,7 +105,7 @@ Entry sample_entry(Path path) {
   e.call = [path](const std::vector<Tensor>& x) {
     Generator g(7);
     if (path != Path::Penalties) return sample(x[0], params_of(path), Tensor(), &g);
-    const Tensor prev = from_buffer_copy(kPrev, {3}, DType::Int64);
+    const Tensor prev = from_buffer_copy(kPrev, {3}, DType::Int64).to(x[0].device());
     // Previous tokens outside a one-logit row would be out of range.
     if (x[0].size(-1) < 3) return sample(x[0], params_of(path), Tensor(), &g);
     return sample(x[0], params_of(path), prev, &g);
@@ -139,6 +139,7 @@ Entry sample_row_entry(Path path) {
     const int64_t t = sample_row_(row.data<float>(), V, params_of(path), kPrev, nprev, g);
     return from_buffer_copy(&t, {}, DType::Int64);
   };
+  e.host_only = true;
   e.oracle = [path](const Inputs& in, const Tensor&) {
     return argmax_rows(in, in.shapes[0].back() < 3 ? Path::Greedy : path);
   };
@@ -173,6 +174,7 @@ Entry logits_max_entry(std::vector<double> specials) {
     const float m = logits_max_(row.data<float>(), row.numel());
     return from_buffer_copy(&m, {}, DType::Float32);
   };
+  e.host_only = true;
   e.oracle = [](const Inputs& in, const Tensor&) {
     double m = -INFINITY;
     for (double v : in.values[0]) m = std::isnan(v) || std::isnan(m) ? NAN : std::max(m, v);

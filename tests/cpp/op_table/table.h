@@ -95,6 +95,9 @@ struct Entry {
   std::function<void(size_t input, const Shape& shape, std::vector<cdouble>& values)> complex_condition;
   // A larger case for --perf (KILN_OP_TABLE_PERF=1), as for shapes().
   std::vector<InputSpec> perf_shapes;
+  // The op reads host pointers, not tensors (the decode loop's sample_row_,
+  // logits_max_): it has no device to follow, so only the CPU walk runs it.
+  bool host_only = false;
 };
 
 std::vector<Entry>& entries();
