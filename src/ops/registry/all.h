@@ -9,6 +9,7 @@
 
 #include "core/copy_ops.h"
 #include "core/op.h"
+#include "core/random_ops.h"
 #include "ops/registry/binary.h"
 #include "ops/registry/index.h"
 #include "ops/registry/linalg.h"
@@ -37,6 +38,7 @@
   KILN_OPS_NN(X)               \
   KILN_OPS_MATMUL(X)           \
   KILN_OPS_LINALG(X)           \
+  KILN_OPS_RANDOM(X)           \
   /* each new family adds its list above this line */
 
 namespace kiln::ops {
