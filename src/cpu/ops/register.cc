@@ -18,6 +18,7 @@ void register_kernels() {
   register_copy_kernels();
   register_linalg_kernels();
   register_random_kernels();
+  register_factories_kernels();
 }
 
 }  // namespace kiln::cpu

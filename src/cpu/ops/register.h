@@ -22,5 +22,6 @@ void register_matmul_kernels();
 void register_copy_kernels();
 void register_linalg_kernels();
 void register_random_kernels();
+void register_factories_kernels();
 
 }  // namespace kiln::cpu
