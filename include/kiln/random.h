@@ -34,12 +34,16 @@ void manual_seed(uint64_t seed);
 // Philox4x32-10 of (counter, key): four independent 32-bit words.
 void philox(uint64_t counter, uint64_t key, uint32_t out[4]);
 
+// The factories allocate on `device` and draw there; the counters come from
+// `gen` (the default generator when null) whatever the device.
 // Uniform [0, 1) of a floating dtype.
-Tensor rand(const Shape& shape, DType dtype = DType::Float32, Generator* gen = nullptr);
+Tensor rand(const Shape& shape, DType dtype = DType::Float32, Generator* gen = nullptr,
+            Device device = Device{});
 // Standard normal (Box-Muller) of a floating dtype.
-Tensor randn(const Shape& shape, DType dtype = DType::Float32, Generator* gen = nullptr);
+Tensor randn(const Shape& shape, DType dtype = DType::Float32, Generator* gen = nullptr,
+             Device device = Device{});
 // Integers uniform in [low, high).
 Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = DType::Int64,
-               Generator* gen = nullptr);
+               Generator* gen = nullptr, Device device = Device{});
 
 }  // namespace kiln

@@ -178,11 +178,14 @@ Tensor zeros_like(const Tensor& t);
 Tensor scalar_tensor(const Scalar& value, DType dtype, Device device = Device{});
 // arange(start, end, step): dtype int64 when all three are integers, else float32.
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = Scalar(int64_t(1)));
-Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, DType dtype);
-Tensor linspace(double start, double end, int64_t steps, DType dtype = DType::Float32);
-Tensor logspace(double start, double end, int64_t steps, double base = 10.0,
-                DType dtype = DType::Float32);
-Tensor eye(int64_t n, int64_t m = -1, DType dtype = DType::Float32);
+// The range factories with a dtype allocate on `device` and compute there.
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, DType dtype,
+              Device device = Device{});
+Tensor linspace(double start, double end, int64_t steps, DType dtype = DType::Float32,
+                Device device = Device{});
+Tensor logspace(double start, double end, int64_t steps, double base = 10.0, DType dtype = DType::Float32,
+                Device device = Device{});
+Tensor eye(int64_t n, int64_t m = -1, DType dtype = DType::Float32, Device device = Device{});
 
 // Wraps an external host buffer without copying. strides in elements; `release`
 // runs once the last view is gone (empty: the caller keeps the buffer alive).

@@ -1,9 +1,7 @@
 #include "kiln/random.h"
 
-#include <cmath>
-
-#include "core/cast.h"
-#include "kiln/thread_pool.h"
+#include "core/empty_on.h"
+#include "core/random_ops.h"
 
 namespace kiln {
 
@@ -51,74 +49,41 @@ void philox(uint64_t counter, uint64_t key, uint32_t out[4]) {
 
 namespace {
 
-// Uniform in [0, 1) with 24 (float) or 53 (double) random bits.
-inline float u01f(uint32_t x) { return float(x >> 8) * (1.0f / 16777216.0f); }
-inline double u01d(uint32_t a, uint32_t b) {
-  return double(((uint64_t(a) << 32) | b) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-template <typename Fn>
-Tensor generate(const Shape& shape, DType dtype, Generator* gen, DTypeSet allowed, const char* op, Fn fn) {
+// Validates the dtype, allocates the output on `device` and reserves its
+// counters: (seed, offset) of element 0; element i uses offset + i.
+struct Draw {
+  Tensor out;
+  uint64_t seed, offset;
+};
+Draw draw(const Shape& shape, DType dtype, Generator* gen, Device device, DTypeSet allowed, const char* op) {
   if (!(allowed & bit(dtype))) throw TypeError(std::string("[") + op + "] unsupported dtype " + name(dtype));
-  Tensor t = empty(shape, dtype);
+  Tensor t = empty_on(shape, dtype, device, op);
   Generator& g = gen ? *gen : default_generator();
-  const int64_t n = t.numel();
-  const uint64_t base = g.advance(uint64_t(n));
-  const uint64_t key = g.initial_seed();
-  dispatch<kIntSet | kFloatSet>(dtype, op, [&]<typename T>() {
-    T* p = static_cast<T*>(t.data_ptr());
-    parallel_for(0, n, 1 << 14, [&](int64_t b, int64_t e) {
-      uint32_t w[4];
-      for (int64_t i = b; i < e; ++i) {
-        philox(base + uint64_t(i), key, w);
-        p[i] = fn.template operator()<T>(w);
-      }
-    });
-  });
-  return t;
+  const uint64_t base = g.advance(uint64_t(t.numel()));
+  return {std::move(t), g.initial_seed(), base};
 }
 
 }  // namespace
 
-Tensor rand(const Shape& shape, DType dtype, Generator* gen) {
-  return generate(shape, dtype, gen, kFloatSet, "rand", []<typename T>(const uint32_t* w) -> T {
-    if constexpr (std::is_same_v<T, double>) return u01d(w[0], w[1]);
-    else if constexpr (std::is_same_v<T, float>) return u01f(w[0]);
-    else if constexpr (is_float_v<T>) {
-      // Narrow floats: k / 2^bits with as many bits as the format has (8 for
-      // bf16, 11 for f16), so every draw is exact and never rounds up to 1.
-      constexpr int kBits = std::is_same_v<T, bfloat16> ? 8 : 11;
-      return T(float(w[0] >> (32 - kBits)) * (1.0f / float(1u << kBits)));
-    } else {
-      return T(0);
-    }
-  });
+Tensor rand(const Shape& shape, DType dtype, Generator* gen, Device device) {
+  Draw d = draw(shape, dtype, gen, device, kFloatSet, "rand");
+  ops::rand(d.out.device(), d.out, d.seed, d.offset);
+  return std::move(d.out);
 }
 
-Tensor randn(const Shape& shape, DType dtype, Generator* gen) {
-  return generate(shape, dtype, gen, kFloatSet, "randn", []<typename T>(const uint32_t* w) -> T {
-    if constexpr (is_float_v<T>) {
-      // Box-Muller on two 53-bit uniforms; (0, 1] for the log.
-      const double u1 = 1.0 - u01d(w[0], w[1]);
-      const double u2 = u01d(w[2], w[3]);
-      const double r = std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-      return cast<T>(r);
-    } else {
-      return T(0);
-    }
-  });
+Tensor randn(const Shape& shape, DType dtype, Generator* gen, Device device) {
+  Draw d = draw(shape, dtype, gen, device, kFloatSet, "randn");
+  ops::randn(d.out.device(), d.out, d.seed, d.offset);
+  return std::move(d.out);
 }
 
-Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Generator* gen) {
+Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Generator* gen, Device device) {
   if (high <= low)
     throw ValueError("[randint] random_ expects 'from' to be less than 'to', but got from=" + std::to_string(low) +
                      " >= to=" + std::to_string(high));
-  const uint64_t range = uint64_t(high) - uint64_t(low);
-  return generate(shape, dtype, gen, kIntSet | kFloatSet, "randint", [=]<typename T>(const uint32_t* w) -> T {
-    // 64 random bits mod range: bias below 2^-32 for ranges under 2^32.
-    const uint64_t r = ((uint64_t(w[0]) << 32) | w[1]) % range;
-    return cast<T>(int64_t(uint64_t(low) + r));
-  });
+  Draw d = draw(shape, dtype, gen, device, kIntSet | kFloatSet, "randint");
+  ops::randint(d.out.device(), d.out, d.seed, d.offset, low, high);
+  return std::move(d.out);
 }
 
 }  // namespace kiln

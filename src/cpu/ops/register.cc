@@ -17,6 +17,8 @@ void register_kernels() {
   register_matmul_kernels();
   register_copy_kernels();
   register_linalg_kernels();
+  register_random_kernels();
+  register_factories_kernels();
 }
 
 }  // namespace kiln::cpu

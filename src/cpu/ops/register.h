@@ -21,5 +21,7 @@ void register_nn_kernels();
 void register_matmul_kernels();
 void register_copy_kernels();
 void register_linalg_kernels();
+void register_random_kernels();
+void register_factories_kernels();
 
 }  // namespace kiln::cpu

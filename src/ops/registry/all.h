@@ -8,7 +8,9 @@
 #include <span>
 
 #include "core/copy_ops.h"
+#include "core/factory_ops.h"
 #include "core/op.h"
+#include "core/random_ops.h"
 #include "ops/registry/binary.h"
 #include "ops/registry/index.h"
 #include "ops/registry/linalg.h"
@@ -37,6 +39,8 @@
   KILN_OPS_NN(X)               \
   KILN_OPS_MATMUL(X)           \
   KILN_OPS_LINALG(X)           \
+  KILN_OPS_RANDOM(X)           \
+  KILN_OPS_FACTORIES(X)        \
   /* each new family adds its list above this line */
 
 namespace kiln::ops {
