@@ -60,7 +60,7 @@ Entry arange_int(int64_t start, int64_t step) {
   Entry e = range_entry("arange", kFloatsAndInts);
   e.call = [start, step](const std::vector<Tensor>& x) {
     const int64_t end = start + length(x) * step;
-    return arange(Scalar(start), Scalar(end), Scalar(step), x[0].dtype());
+    return arange(Scalar(start), Scalar(end), Scalar(step), x[0].dtype(), x[0].device());
   };
   e.oracle = [start, step](const Inputs& in, const Tensor&) {
     const DType d = in.tensors[0].dtype();
@@ -77,7 +77,8 @@ Entry arange_float(double start, double step) {
   Entry e = range_entry("arange", {DType::Float32, DType::Float64, DType::BFloat16, DType::Float16,
                                    DType::Int32, DType::Int64, DType::Bool});
   e.call = [start, step](const std::vector<Tensor>& x) {
-    return arange(Scalar(start), Scalar(start + double(length(x)) * step), Scalar(step), x[0].dtype());
+    return arange(Scalar(start), Scalar(start + double(length(x)) * step), Scalar(step), x[0].dtype(),
+                  x[0].device());
   };
   e.oracle = [start, step](const Inputs& in, const Tensor&) {
     const DType d = in.tensors[0].dtype();
@@ -99,7 +100,7 @@ double linspace_ref(double start, double end, int64_t n, int64_t i) {
 Entry linspace_entry(double start, double end, std::vector<DType> dtypes) {
   Entry e = range_entry("linspace", std::move(dtypes));
   e.call = [start, end](const std::vector<Tensor>& x) {
-    return linspace(start, end, length(x), x[0].dtype());
+    return linspace(start, end, length(x), x[0].dtype(), x[0].device());
   };
   e.oracle = [start, end](const Inputs& in, const Tensor&) {
     const DType d = in.tensors[0].dtype();
@@ -119,7 +120,7 @@ Entry logspace_entry(double start, double end, double base) {
   Entry e = range_entry("logspace", {DType::Float32, DType::Float64, DType::BFloat16, DType::Float16,
                                      DType::Int64, DType::Bool});
   e.call = [start, end, base](const std::vector<Tensor>& x) {
-    return logspace(start, end, length(x), base, x[0].dtype());
+    return logspace(start, end, length(x), base, x[0].dtype(), x[0].device());
   };
   e.oracle = [start, end, base](const Inputs& in, const Tensor&) {
     const DType d = in.tensors[0].dtype();

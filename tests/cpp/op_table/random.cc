@@ -83,7 +83,7 @@ std::vector<double> per_element(const Inputs& in, F f) {
   return y;
 }
 
-Entry draw_entry(const char* op, std::function<Tensor(const Shape&, DType, Generator*)> draw) {
+Entry draw_entry(const char* op, std::function<Tensor(const Shape&, DType, Generator*, Device)> draw) {
   Entry e;
   e.op = op;
   e.dtypes = kFloatsAndInts;
@@ -91,14 +91,14 @@ Entry draw_entry(const char* op, std::function<Tensor(const Shape&, DType, Gener
   e.call = [draw](const std::vector<Tensor>& x) {
     Generator g(kSeed);
     g.advance(kSkip);
-    return draw(x[0].sizes(), x[0].dtype(), &g);
+    return draw(x[0].sizes(), x[0].dtype(), &g, x[0].device());
   };
   e.ulps = 0;
   return e;
 }
 
 Entry rand_entry() {
-  Entry e = draw_entry("rand", [](const Shape& s, DType d, Generator* g) { return rand(s, d, g); });
+  Entry e = draw_entry("rand", [](const Shape& s, DType d, Generator* g, Device dev) { return rand(s, d, g, dev); });
   e.oracle = [](const Inputs& in, const Tensor&) {
     const DType d = in.tensors[0].dtype();
     if (!is_float_dtype(d)) throw raises<TypeError>("TypeError");
@@ -113,7 +113,7 @@ Entry rand_entry() {
 }
 
 Entry randn_entry() {
-  Entry e = draw_entry("randn", [](const Shape& s, DType d, Generator* g) { return randn(s, d, g); });
+  Entry e = draw_entry("randn", [](const Shape& s, DType d, Generator* g, Device dev) { return randn(s, d, g, dev); });
   e.oracle = [](const Inputs& in, const Tensor&) {
     const DType d = in.tensors[0].dtype();
     if (!is_float_dtype(d)) throw raises<TypeError>("TypeError");
@@ -130,7 +130,9 @@ Entry randn_entry() {
 // randint(low, high): low + (the first two words as 64 bits) mod (high - low).
 Entry randint_entry(int64_t low, int64_t high, std::vector<DType> dtypes) {
   Entry e = draw_entry(
-      "randint", [low, high](const Shape& s, DType d, Generator* g) { return randint(low, high, s, d, g); });
+      "randint", [low, high](const Shape& s, DType d, Generator* g, Device dev) {
+        return randint(low, high, s, d, g, dev);
+      });
   e.dtypes = std::move(dtypes);
   e.oracle = [low, high](const Inputs& in, const Tensor&) {
     const DType d = in.tensors[0].dtype();
