@@ -60,10 +60,15 @@ Tensor allocating(const char* op, const Shape& shape, DType d, F&& f) {
   }
 }
 
+// The device a *_like factory allocates on: the one given, else t's (torch).
+Device like_device(const Tensor& t, nb::handle device, const char* op) {
+  return device.is_none() ? t.device() : check_device(device, op);
+}
+
 Tensor like(const Tensor& t, std::optional<DType> dtype, nb::handle device, const char* op) {
-  check_device(device, op);
+  const Device dev = like_device(t, device, op);
   const DType d = dtype.value_or(t.dtype());
-  return allocating(op, t.sizes(), d, [&] { return empty(t.sizes(), d); });
+  return allocating(op, t.sizes(), d, [&] { return empty(t.sizes(), d, dev); });
 }
 
 // A range bound: a real number (complex bounds are refused, as torch).
@@ -90,26 +95,26 @@ Tensor empty_checked(const char* op, const Shape& shape, DType d) {
 void init_factories(nb::module_& m) {
   // ---- shape factories: f(*size, dtype=None, device=None) ----
   m.def("empty", [](nb::args size, std::optional<DType> dtype, nb::handle device) {
-    check_device(device, "empty");
+    const Device dev = check_device(device, "empty");
     const Shape shape = shape_from_args(size, "empty");
     const DType d = dtype.value_or(kDefaultFloat);
-    return allocating("empty", shape, d, [&] { return empty(shape, d); });
+    return allocating("empty", shape, d, [&] { return empty(shape, d, dev); });
   }, "size"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
      "An uninitialized tensor of the given size.");
   m.def("zeros", [](nb::args size, std::optional<DType> dtype, nb::handle device) {
-    check_device(device, "zeros");
+    const Device dev = check_device(device, "zeros");
     const Shape shape = shape_from_args(size, "zeros");
     const DType d = dtype.value_or(kDefaultFloat);
-    return allocating("zeros", shape, d, [&] { return zeros(shape, d); });
+    return allocating("zeros", shape, d, [&] { return zeros(shape, d, dev); });
   }, "size"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
   m.def("ones", [](nb::args size, std::optional<DType> dtype, nb::handle device) {
-    check_device(device, "ones");
+    const Device dev = check_device(device, "ones");
     const Shape shape = shape_from_args(size, "ones");
     const DType d = dtype.value_or(kDefaultFloat);
-    return allocating("ones", shape, d, [&] { return ones(shape, d); });
+    return allocating("ones", shape, d, [&] { return ones(shape, d, dev); });
   }, "size"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
   m.def("full", [](nb::handle size, nb::handle fill_value, std::optional<DType> dtype, nb::handle device) {
-    check_device(device, "full");
+    const Device dev = check_device(device, "full");
     const Shape shape = to_shape(size, "full");
     Scalar v;
     DType d;
@@ -123,7 +128,7 @@ void init_factories(nb::module_& m) {
       d = dtype.value_or(v.promotion_dtype());
       check_fits(v, d, "full", "fill_value");
     }
-    return allocating("full", shape, d, [&] { return full(shape, v, d); });
+    return allocating("full", shape, d, [&] { return full(shape, v, d, dev); });
   }, "size"_a, "fill_value"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
      "A tensor filled with fill_value; the dtype follows the value (bool, int64, float32, complex64) unless given.");
 
@@ -148,17 +153,17 @@ void init_factories(nb::module_& m) {
   m.def(
       "rand_like",
       [](const Tensor& t, std::optional<DType> dtype, std::optional<Generator*> g, nb::handle device) {
-        check_device(device, "rand_like");
+        const Device dev = like_device(t, device, "rand_like");
         const DType d = dtype.value_or(t.dtype());
-        return allocating("rand_like", t.sizes(), d, [&] { return rand(t.sizes(), d, gen_ptr(g)); });
+        return allocating("rand_like", t.sizes(), d, [&] { return rand(t.sizes(), d, gen_ptr(g), dev); });
       },
       "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "generator"_a = nb::none(), "device"_a = nb::none());
   m.def(
       "randn_like",
       [](const Tensor& t, std::optional<DType> dtype, std::optional<Generator*> g, nb::handle device) {
-        check_device(device, "randn_like");
+        const Device dev = like_device(t, device, "randn_like");
         const DType d = dtype.value_or(t.dtype());
-        return allocating("randn_like", t.sizes(), d, [&] { return randn(t.sizes(), d, gen_ptr(g)); });
+        return allocating("randn_like", t.sizes(), d, [&] { return randn(t.sizes(), d, gen_ptr(g), dev); });
       },
       "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "generator"_a = nb::none(), "device"_a = nb::none());
 
@@ -166,7 +171,7 @@ void init_factories(nb::module_& m) {
   m.def(
       "arange",
       [](nb::handle start, nb::handle end, nb::handle step, std::optional<DType> dtype, nb::handle device) {
-        check_device(device, "arange");
+        const Device dev = check_device(device, "arange");
         Scalar s = to_scalar(start, "arange"), e;
         if (!end.is_none()) {
           e = to_scalar(end, "arange");
@@ -185,7 +190,7 @@ void init_factories(nb::module_& m) {
           check_fits(st, DType::Int64, "arange", "step");
         }
         try {
-          return arange(s, e, st, d);
+          return arange(s, e, st, d, dev);
         } catch (const OutOfMemoryError& x) {
           throw_oom("arange", x.bytes(), {int64_t(x.bytes() / itemsize(d))}, d, "out of memory");
         }
@@ -196,50 +201,50 @@ void init_factories(nb::module_& m) {
   m.def(
       "linspace",
       [](nb::handle start, nb::handle end, nb::handle steps, std::optional<DType> dtype, nb::handle device) {
-        check_device(device, "linspace");
+        const Device dev = check_device(device, "linspace");
         const double a = real_bound(start, "linspace", "start"), b = real_bound(end, "linspace", "end");
         const int64_t n = to_int64(steps, "linspace", "steps");
         const DType d = float_dtype(dtype, "linspace");
-        return allocating("linspace", {std::max<int64_t>(n, 0)}, d, [&] { return linspace(a, b, n, d); });
+        return allocating("linspace", {std::max<int64_t>(n, 0)}, d, [&] { return linspace(a, b, n, d, dev); });
       },
       "start"_a, "end"_a, "steps"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
   m.def(
       "logspace",
       [](nb::handle start, nb::handle end, nb::handle steps, double base, std::optional<DType> dtype,
          nb::handle device) {
-        check_device(device, "logspace");
+        const Device dev = check_device(device, "logspace");
         const double a = real_bound(start, "logspace", "start"), b = real_bound(end, "logspace", "end");
         const int64_t n = to_int64(steps, "logspace", "steps");
         const DType d = float_dtype(dtype, "logspace");
         return allocating("logspace", {std::max<int64_t>(n, 0)}, d,
-                          [&] { return logspace(a, b, n, base, d); });
+                          [&] { return logspace(a, b, n, base, d, dev); });
       },
       "start"_a, "end"_a, "steps"_a, "base"_a = 10.0, nb::kw_only(), "dtype"_a = nb::none(),
       "device"_a = nb::none());
   m.def(
       "eye",
       [](nb::handle n_arg, nb::handle m_arg, std::optional<DType> dtype, nb::handle device) {
-        check_device(device, "eye");
+        const Device dev = check_device(device, "eye");
         const int64_t n = to_int64(n_arg, "eye", "n");
         const int64_t mcols = m_arg.is_none() ? n : to_int64(m_arg, "eye", "m");
         if (n < 0) throw ValueError("[eye] n must be greater or equal to 0, got " + std::to_string(n));
         if (mcols < 0)
           throw ValueError("[eye] m must be greater or equal to 0, got " + std::to_string(mcols));
         const DType d = dtype.value_or(kDefaultFloat);
-        return allocating("eye", {n, mcols}, d, [&] { return eye(n, mcols, d); });
+        return allocating("eye", {n, mcols}, d, [&] { return eye(n, mcols, d, dev); });
       },
       "n"_a, "m"_a = nb::none(), nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
 
   // ---- from data ----
   m.def("tensor", [](nb::handle data, std::optional<DType> dtype, nb::handle device) {
-    check_device(device, "tensor");
-    return tensor_from_data(data, dtype);
+    const Device dev = check_device(device, "tensor");
+    return tensor_from_data(data, dtype).to(dev);
   }, "data"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
      "A new tensor copied from data (nested lists of numbers, a number, a NumPy array or a "
      "tensor). Inferred dtype: bool, int64, float32 or complex64; NumPy arrays keep theirs.");
   m.def("as_tensor", [](nb::handle data, std::optional<DType> dtype, nb::handle device) {
-    check_device(device, "as_tensor");
     Tensor t = is_tensor(data) || is_numpy_array(data) ? to_tensor(data) : tensor_from_data(data, dtype);
+    if (!device.is_none()) t = t.to(check_device(device, "as_tensor"));
     return dtype ? t.to(*dtype) : t;
   }, "data"_a, "dtype"_a = nb::none(), nb::kw_only(), "device"_a = nb::none(),
      "Like tensor(), but shares memory with a kiln.Tensor or NumPy array when the dtype matches.");
@@ -272,23 +277,23 @@ void init_factories(nb::module_& m) {
   m.def("initial_seed", [] { return default_generator().initial_seed(); });
 
   m.def("rand", [](nb::args size, std::optional<Generator*> g, std::optional<DType> dtype, nb::handle device) {
-    check_device(device, "rand");
+    const Device dev = check_device(device, "rand");
     const Shape shape = shape_from_args(size, "rand");
     const DType d = float_dtype(dtype, "rand");
-    return allocating("rand", shape, d, [&] { return rand(shape, d, gen_ptr(g)); });
+    return allocating("rand", shape, d, [&] { return rand(shape, d, gen_ptr(g), dev); });
   }, "size"_a, nb::kw_only(), "generator"_a = nb::none(), "dtype"_a = nb::none(), "device"_a = nb::none(),
      "Uniform samples in [0, 1).");
   m.def("randn", [](nb::args size, std::optional<Generator*> g, std::optional<DType> dtype, nb::handle device) {
-    check_device(device, "randn");
+    const Device dev = check_device(device, "randn");
     const Shape shape = shape_from_args(size, "randn");
     const DType d = float_dtype(dtype, "randn");
-    return allocating("randn", shape, d, [&] { return randn(shape, d, gen_ptr(g)); });
+    return allocating("randn", shape, d, [&] { return randn(shape, d, gen_ptr(g), dev); });
   }, "size"_a, nb::kw_only(), "generator"_a = nb::none(), "dtype"_a = nb::none(), "device"_a = nb::none(),
      "Standard normal samples.");
   // randint(low=0, high, size): the two- and three-argument forms, as torch.
   m.def("randint", [](nb::args args, nb::handle size, std::optional<Generator*> g, std::optional<DType> dtype,
                       nb::handle device) {
-    check_device(device, "randint");
+    const Device dev = check_device(device, "randint");
     int64_t low = 0, high;
     nb::handle sz = size;
     const size_t n = args.size();
@@ -315,7 +320,7 @@ void init_factories(nb::module_& m) {
       check_fits(Scalar(high - 1), d, "randint", "high - 1 =");
     }
     const Shape shape = to_shape(sz, "randint");
-    return allocating("randint", shape, d, [&] { return randint(low, high, shape, d, gen_ptr(g)); });
+    return allocating("randint", shape, d, [&] { return randint(low, high, shape, d, gen_ptr(g), dev); });
   }, "args"_a, nb::kw_only(), "size"_a = nb::none(), "generator"_a = nb::none(), "dtype"_a = nb::none(),
      "device"_a = nb::none(), "Integers uniform in [low, high).");
 }
