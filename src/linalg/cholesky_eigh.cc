@@ -20,7 +20,7 @@ CholeskyEx cholesky_ex(const Tensor& A, bool upper, bool check_errors) {
   Tensor info = zeros(batch, DType::Int32, A.device());
   Tensor nonfinite = zeros(batch, DType::UInt8, A.device());
   Tensor L = ops::linalg_cholesky(common_device(op, {&A}), A, upper, info, nonfinite);
-  if (check_errors) check_infos(info, op, InfoKind::Cholesky, A, nonfinite.data<uint8_t>());
+  if (check_errors) check_infos(info, op, InfoKind::Cholesky, A, nonfinite.cpu().data<uint8_t>());
   return {L, info};
 }
 

@@ -56,7 +56,8 @@ std::string matrix_at(int64_t b, bool batched) {
 
 void check_infos(const Tensor& info, const char* op, InfoKind kind, const Tensor& A,
                  const uint8_t* nonfinite) {
-  const int32_t* ip = info.data<int32_t>();
+  const Tensor ih = info.cpu();  // LAPACK's infos are read on the host
+  const int32_t* ip = ih.data<int32_t>();
   const int64_t count = info.numel();
   int32_t any = 0;  // a branch-free scan first (vectorizes): almost always all zero
   for (int64_t b = 0; b < count; ++b) any |= ip[b];

@@ -68,7 +68,8 @@ Tensor lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool le
   const Shape batch = broadcast_shapes(broadcast_shapes(batch_shape(LU), pbatch, op), batch_shape(Bl), op);
   {  // getrs swaps rows of B by these: one outside [1, n] would index past it.
     const Tensor pc = pivots.contiguous();
-    const int32_t* pv = pc.data<int32_t>();
+    const Tensor ph = pc.cpu();  // the range check reads the pivots on the host
+    const int32_t* pv = ph.data<int32_t>();
     for (int64_t i = 0, c = pc.numel(); i < c; ++i)
       KILN_CHECK(pv[i] >= 1 && pv[i] <= n, ValueError,
                  "[" << op << "] pivots must lie in [1, " << n

@@ -36,7 +36,8 @@ std::tuple<Tensor, Tensor> moe_permute(const Tensor& ids, int64_t num_experts) {
   KILN_CHECK(num_experts >= 1 && num_experts < (int64_t(1) << 31), ValueError,
              "[moe_permute] num_experts must be positive, got " << num_experts);
   const Tensor ic = ids.contiguous();
-  const int32_t* id = ic.data<int32_t>();
+  const Tensor ih = ic.cpu();  // the range check reads the ids on the host
+  const int32_t* id = ih.data<int32_t>();
   const int64_t R = ic.numel();
   for (int64_t r = 0; r < R; ++r)
     KILN_CHECK(id[r] >= 0 && id[r] < num_experts, IndexError,
@@ -60,7 +61,8 @@ Tensor moe_unpermute(const Tensor& y_perm, const Tensor& perm, const Tensor& wei
              "[moe_unpermute] y_perm " << y_perm.shape_str() << ", perm " << perm.shape_str()
                                        << " and weights " << weights.shape_str() << " disagree on T*k");
   const Tensor pc = perm.contiguous();
-  const int32_t* pp = pc.data<int32_t>();
+  const Tensor ph = pc.cpu();  // the permutation check reads it on the host
+  const int32_t* pp = ph.data<int32_t>();
   std::vector<bool> seen(static_cast<size_t>(R));
   for (int64_t r = 0; r < R; ++r) {
     KILN_CHECK(pp[r] >= 0 && pp[r] < R && !seen[size_t(pp[r])], ValueError,

@@ -23,7 +23,8 @@ Tensor check_offs(const Tensor& offs, int64_t groups, int64_t total, const char*
                "[grouped_mm] offs has " << offs.size(0) << " entries but the 3-D operand has " << groups
                                         << " groups");
   const Tensor o = offs.contiguous();
-  const int32_t* p = o.data<int32_t>();
+  const Tensor oh = o.cpu();  // the checks read the offsets on the host
+  const int32_t* p = oh.data<int32_t>();
   int64_t prev = 0;
   for (int64_t g = 0; g < o.numel(); ++g) {
     KILN_CHECK(p[g] >= prev, ValueError,

@@ -2,7 +2,8 @@
 // compiled device against its float64 (complex double) oracle, and against
 // the CPU result on other devices; and checks that every registered op has an
 // entry.
-// KILN_OP_TABLE_PERF=1 also times each entry's perf case (printed, not checked).
+// `kiln_tests --gtest_filter=OpTable.PerfMode --perf` (or KILN_OP_TABLE_PERF=1)
+// also times each entry's perf case (printed, not checked).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <exception>
+#include <fstream>
 #include <iomanip>
 #include <numeric>
 #include <random>
@@ -451,10 +453,21 @@ TEST(OpTable, EveryEntryRunsOnASecondDevice) {
   EXPECT_GT(second.allocations(), 0u);
 }
 
-// KILN_OP_TABLE_PERF=1: one JSON line per entry and dtype with the median time
-// of its perf case. Speed is reported, never asserted.
+// Whether the test binary was started with --perf (gtest passes flags it does
+// not know through) or with KILN_OP_TABLE_PERF set.
+bool perf_requested() {
+  if (std::getenv("KILN_OP_TABLE_PERF")) return true;
+  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
+  std::string arg;
+  while (std::getline(cmdline, arg, '\0'))
+    if (arg == "--perf") return true;
+  return false;
+}
+
+// --perf: one JSON line per entry and dtype with the median time of its perf
+// case. Speed is reported, never asserted.
 TEST(OpTable, PerfMode) {
-  if (!std::getenv("KILN_OP_TABLE_PERF")) GTEST_SKIP() << "set KILN_OP_TABLE_PERF=1 to time each entry";
+  if (!perf_requested()) GTEST_SKIP() << "pass --perf (or set KILN_OP_TABLE_PERF=1) to time each entry";
   for (const Entry& e : entries()) {
     if (e.perf_shapes.empty()) continue;
     for (DType d : e.dtypes) {
