@@ -5,6 +5,7 @@ namespace nb = nanobind;
 
 void init_tensor(nb::module_& m);   // tensor.cc (+ dtype, factories, interop, runtime .cc)
 void init_unary(nb::module_& m);    // unary.cc
+void init_unary_extra(nb::module_& m);  // unary_extra.cc: acos, erf, digamma, nan_to_num, ...
 void init_binary(nb::module_& m);   // binary.cc
 void init_reduce(nb::module_& m);   // reduce.cc
 void init_index(nb::module_& m);    // index.cc: indexing, gather/scatter, sort/topk, bincount
@@ -24,6 +25,7 @@ NB_MODULE(_C, m) {
   kiln::py::register_error_translators();
   init_tensor(m);
   init_unary(m);
+  init_unary_extra(m);
   init_binary(m);
   init_reduce(m);
   init_index(m);
