@@ -302,3 +302,170 @@ def test_against_torch(name):
     got = np.asarray(getattr(kiln, name)(kiln.from_numpy(x)))
     want = getattr(torch, name)(torch.from_numpy(x)).numpy()
     np.testing.assert_allclose(got, want, rtol=4e-6, atol=1e-6, equal_nan=True)
+
+
+# ---- binary ops -------------------------------------------------------------------
+
+def _logaddexp2(a, b):
+    return np.logaddexp2(a, b)
+
+
+# name -> (NumPy/SciPy reference in float64, low, high)
+BINARY_FLOAT_OPS = {
+    "hypot": (np.hypot, -5, 5),
+    "logaddexp": (np.logaddexp, -20, 20),
+    "logaddexp2": (_logaddexp2, -20, 20),
+    "xlogy": (lambda a, b: np.where(np.isnan(b), np.nan, sp.xlogy(a, b)), 0, 5),
+    "fmax": (np.fmax, -5, 5),
+    "fmin": (np.fmin, -5, 5),
+    "ldexp": (lambda a, b: a * np.exp2(b), -5, 5),
+    "float_power": (np.float_power, 0.1, 3),
+}
+BEDGE = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0])
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name", sorted(BINARY_FLOAT_OPS))
+def test_binary_float_ops(name, dtype):
+    ref, lo, hi = BINARY_FLOAT_OPS[name]
+    rng = np.random.default_rng(5)
+    a = rng.uniform(lo, hi, (6, 37))
+    b = rng.uniform(lo, hi, (6, 37))
+    if name != "float_power":
+        a[0, :36] = np.repeat(BEDGE, 6)
+        b[0, :36] = np.tile(BEDGE, 6)
+    if name == "ldexp":
+        b = np.round(b)
+    a, b = a.astype(dtype), b.astype(dtype)
+    rdt = np.float64 if name == "float_power" else dtype
+    fn = getattr(kiln, name)
+    ta, tb = kiln.from_numpy(a), kiln.from_numpy(b)
+    with np.errstate(all="ignore"):
+        want = lambda x, y: ref(np.asarray(x).astype(np.float64), np.asarray(y).astype(np.float64))
+        check(fn(ta, tb), a, lambda _: want(a, b), rdt, name)
+        # Broadcast [6, 1] x [1, 37], non-contiguous, a Python number, a method.
+        check(fn(ta[:, :1], tb[:1, :]), a[:, :1], lambda _: want(a[:, :1], b[:1, :]), rdt, name + " broadcast")
+        check(fn(ta.t(), tb.t()), a.T, lambda _: want(a.T, b.T), rdt, name + " transposed")
+        check(getattr(ta, name)(2.0), a, lambda _: want(a, np.full_like(a, 2.0)), rdt, name + " scalar")
+        check(fn(ta[:0], tb[:0]), a[:0], lambda _: want(a[:0], b[:0]), rdt, name + " empty")
+        if rdt == dtype:
+            t = kiln.from_numpy(a.copy())
+            assert getattr(t, name + "_")(tb) is t
+            check(t, a, lambda _: want(a, b), dtype, name + "_")
+        out = kiln.empty([6, 37], dtype=kiln.from_numpy(np.zeros(1, rdt)).dtype)
+        assert fn(ta, tb, out=out) is out
+        check(out, a, lambda _: want(a, b), rdt, name + " out=")
+
+
+@pytest.mark.parametrize("name", ["hypot", "logaddexp", "logaddexp2", "nextafter"])
+def test_binary_float_only_ops_reject_integers(name):
+    i = kiln.from_numpy(np.array([1, 2], dtype=np.int64))
+    with pytest.raises(TypeError, match=rf"\[{name}\]"):
+        getattr(kiln, name)(i, i)
+
+
+def test_binary_integer_promotion():
+    i = kiln.from_numpy(np.array([0, 1, 2, 8], dtype=np.int64))
+    x = np.asarray(kiln.xlogy(i, i))
+    assert x.dtype == np.float32
+    np.testing.assert_allclose(x, sp.xlogy([0, 1, 2, 8], [0, 1, 2, 8]), rtol=1e-6)
+    ld = np.asarray(kiln.ldexp(kiln.from_numpy(np.array([1.5, -2.0])), kiln.from_numpy(np.array([3, -2]))))
+    np.testing.assert_array_equal(ld, np.ldexp([1.5, -2.0], [3, -2]))
+    fm = np.asarray(kiln.fmax(i, kiln.from_numpy(np.array([3, 0, 5, 1], dtype=np.int32))))
+    assert fm.dtype == np.int64 and list(fm) == [3, 1, 5, 8]
+    fp = np.asarray(kiln.float_power(i, 2))
+    assert fp.dtype == np.float64 and list(fp) == [0, 1, 4, 64]
+    fc = np.asarray(kiln.float_power(kiln.from_numpy(np.array([1j, 2 + 0j], np.complex64)), 2))
+    assert fc.dtype == np.complex128
+    np.testing.assert_allclose(fc, np.array([1j, 2 + 0j]) ** 2, atol=1e-15)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8])
+def test_gcd_lcm(dtype):
+    rng = np.random.default_rng(1)
+    lo = 0 if np.dtype(dtype).kind == "u" else -60
+    a = rng.integers(lo, 60, 100).astype(dtype)
+    b = rng.integers(lo, 60, 100).astype(dtype)
+    a[:3] = 0
+    b[1] = 0
+    np.testing.assert_array_equal(np.asarray(kiln.gcd(kiln.from_numpy(a), kiln.from_numpy(b))), np.gcd(a, b))
+    if np.dtype(dtype).itemsize >= 4:
+        np.testing.assert_array_equal(np.asarray(kiln.lcm(kiln.from_numpy(a), kiln.from_numpy(b))), np.lcm(a, b))
+    t = kiln.from_numpy(a.copy())
+    assert t.gcd_(kiln.from_numpy(b)) is t
+    np.testing.assert_array_equal(np.asarray(t), np.gcd(a, b))
+    with pytest.raises(TypeError, match=r"\[gcd\]"):
+        kiln.gcd(kiln.from_numpy(np.array([1.0])), kiln.from_numpy(np.array([2.0])))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_nextafter(dtype):
+    x = np.array([0.0, -0.0, 1.0, 1.0, -1.0, 2.0, np.inf, np.nan, 1.0, 0.0], dtype=dtype)
+    y = np.array([1.0, -1.0, 2.0, 0.0, 0.0, 2.0, 0.0, 1.0, np.nan, -1.0], dtype=dtype)
+    got = np.asarray(kiln.nextafter(kiln.from_numpy(x), kiln.from_numpy(y)))
+    want = np.nextafter(x, y)  # NumPy and ml_dtypes step in the dtype itself
+    np.testing.assert_array_equal(got.view(np.uint16 if x.itemsize == 2 else got.dtype)[~np.isnan(want.astype(float))],
+                                  want.view(np.uint16 if x.itemsize == 2 else want.dtype)[~np.isnan(want.astype(float))])
+    assert np.isnan(got.astype(float)[7]) and np.isnan(got.astype(float)[8])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int64, np.complex128])
+def test_isclose_allclose_equal(dtype):
+    a = np.array([1.0, 1.0 + 1e-7, 2.0, np.inf, -np.inf, np.nan, 0.0, 100.0])
+    b = np.array([1.0, 1.0, 2.1, np.inf, np.inf, np.nan, 1e-9, 100.001])
+    if np.dtype(dtype).kind in "iu":
+        a, b = np.array([1, 2, 3, 100]), np.array([1, 3, 3, 101])
+    a, b = a.astype(dtype), b.astype(dtype)
+    ta, tb = kiln.from_numpy(a), kiln.from_numpy(b)
+    for kw in ({}, {"rtol": 1e-3, "atol": 0.5}, {"equal_nan": True}):
+        np.testing.assert_array_equal(np.asarray(kiln.isclose(ta, tb, **kw)), np.isclose(a, b, **kw), err_msg=str(kw))
+        assert kiln.allclose(ta, tb, **kw) == np.allclose(a, b, **kw)
+        np.testing.assert_array_equal(np.asarray(ta.isclose(tb, **kw)), np.isclose(a, b, **kw))
+    assert kiln.allclose(ta, ta, equal_nan=True) and ta.allclose(ta, equal_nan=True)
+    assert kiln.equal(ta, kiln.from_numpy(a.copy())) == (not np.isnan(a.astype(np.complex128)).any())
+    assert not kiln.equal(ta, tb) and not ta.equal(tb)
+    assert not kiln.equal(ta, ta[:2])
+    # Broadcast and non-contiguous.
+    np.testing.assert_array_equal(np.asarray(kiln.isclose(ta[::2], tb[:1])), np.isclose(a[::2], b[:1]))
+
+
+def test_isclose_errors():
+    f = kiln.from_numpy(np.array([1.0], np.float32))
+    d = kiln.from_numpy(np.array([1.0], np.float64))
+    with pytest.raises(TypeError, match=r"\[isclose\] expected both inputs to have the same dtype"):
+        kiln.isclose(f, d)
+    with pytest.raises(ValueError, match=r"\[isclose\] rtol and atol must be non-negative"):
+        kiln.isclose(f, f, rtol=-1.0)
+    with pytest.raises(ValueError, match="shape"):
+        kiln.isclose(kiln.from_numpy(np.zeros(3)), kiln.from_numpy(np.zeros(2)))
+
+
+def test_special_xlogy():
+    import kiln.special as ks
+
+    a, b = np.array([0.0, 1.0, 2.0]), np.array([0.0, 2.0, 0.5])
+    np.testing.assert_allclose(np.asarray(ks.xlogy(kiln.from_numpy(a), kiln.from_numpy(b))), sp.xlogy(a, b))
+
+
+@pytest.mark.parametrize("name", sorted(BINARY_FLOAT_OPS) + ["nextafter", "gcd"])
+def test_binary_against_torch(name):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(2)
+    if name == "gcd":
+        a, b = rng.integers(-50, 50, 64), rng.integers(-50, 50, 64)
+    else:
+        lo, hi = BINARY_FLOAT_OPS.get(name, (None, -3, 3))[1:]
+        a, b = rng.uniform(lo, hi, 64).astype(np.float32), rng.uniform(lo, hi, 64).astype(np.float32)
+    got = np.asarray(getattr(kiln, name)(kiln.from_numpy(a), kiln.from_numpy(b)))
+    want = getattr(torch, name)(torch.from_numpy(a), torch.from_numpy(b)).numpy()
+    np.testing.assert_allclose(got, want, rtol=4e-6, atol=1e-6, equal_nan=True)
+
+
+def test_special_softmax_family_are_the_same_ops():
+    import kiln.special as ks
+
+    x = np.array([[1.0, 2.0, 3.0], [0.0, -1.0, 5.0]])
+    t = kiln.from_numpy(x)
+    np.testing.assert_allclose(np.asarray(ks.softmax(t, 1)), sp.softmax(x, axis=1), rtol=1e-13)
+    np.testing.assert_allclose(np.asarray(ks.log_softmax(t, 1)), sp.log_softmax(x, axis=1), rtol=1e-13)
+    np.testing.assert_allclose(np.asarray(ks.logsumexp(t, 1)), sp.logsumexp(x, axis=1), rtol=1e-13)

@@ -1,11 +1,13 @@
 // Defines the Op objects declared in ops/registry/all.h and in the family
 // headers joined here (their lists follow KILN_OPS in KILN_ALL_OPS).
 #include "ops/registry/all.h"
+#include "ops/registry/binary_extra.h"
 #include "ops/registry/unary_extra.h"
 
 #define KILN_ALL_OPS(X) \
   KILN_OPS(X)           \
-  KILN_OPS_UNARY_EXTRA(X)
+  KILN_OPS_UNARY_EXTRA(X) \
+  KILN_OPS_BINARY_EXTRA(X)
 
 namespace kiln::ops {
 
