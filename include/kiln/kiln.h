@@ -5,6 +5,7 @@
 #include "kiln/device.h"
 #include "kiln/attention.h"
 #include "kiln/binary.h"
+#include "kiln/binary_extra.h"
 #include "kiln/blas_env.h"
 #include "kiln/dtype.h"
 #include "kiln/grouped_mm.h"
@@ -27,4 +28,5 @@
 #include "kiln/tensor.h"
 #include "kiln/thread_pool.h"
 #include "kiln/unary.h"
+#include "kiln/unary_extra.h"
 #include "kiln/version.h"

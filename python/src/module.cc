@@ -1,11 +1,15 @@
 // The kiln._C extension: one init_<area> per binding file.
 #include <nanobind/nanobind.h>
 
+#include <string>
+
 namespace nb = nanobind;
 
 void init_tensor(nb::module_& m);   // tensor.cc (+ dtype, factories, interop, runtime .cc)
 void init_unary(nb::module_& m);    // unary.cc
+void init_unary_extra(nb::module_& m);  // unary_extra.cc: acos, erf, digamma, nan_to_num, ...
 void init_binary(nb::module_& m);   // binary.cc
+void init_binary_extra(nb::module_& m);  // binary_extra.cc: hypot, logaddexp, gcd, isclose, ...
 void init_reduce(nb::module_& m);   // reduce.cc
 void init_index(nb::module_& m);    // index.cc: indexing, gather/scatter, sort/topk, bincount
 void init_io(nb::module_& m);       // io.cc: safetensors, GGUF, model configs (kiln.io)
@@ -24,7 +28,9 @@ NB_MODULE(_C, m) {
   kiln::py::register_error_translators();
   init_tensor(m);
   init_unary(m);
+  init_unary_extra(m);
   init_binary(m);
+  init_binary_extra(m);
   init_reduce(m);
   init_index(m);
   init_io(m);
@@ -33,4 +39,7 @@ NB_MODULE(_C, m) {
   init_tokenizer(m);
   init_linalg(m);
   init_llm(m);
+  // kiln.special names of ops bound above by other areas (torch.special.softmax ...).
+  for (const char* f : {"softmax", "log_softmax", "logsumexp"})
+    m.attr((std::string("special_") + f).c_str()) = m.attr(f);
 }

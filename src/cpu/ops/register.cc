@@ -2,17 +2,22 @@
 
 namespace kiln::cpu {
 
+void register_unary_extra_kernels();   // cpu/ops/unary_extra.cc
+void register_binary_extra_kernels();  // cpu/ops/binary_extra.cc
+
 void register_kernels() {
   register_unary_math_kernels();
   register_unary_sign_kernels();
   register_unary_rounding_kernels();
   register_unary_predicates_kernels();
   register_unary_special_kernels();
+  register_unary_extra_kernels();
   register_softmax_kernels();
   register_reduce_kernels();
   register_sort_kernels();
   register_index_kernels();
   register_binary_kernels();
+  register_binary_extra_kernels();
   register_nn_kernels();
   register_matmul_kernels();
   register_copy_kernels();

@@ -1,0 +1,104 @@
+// Scalar special functions in double that the C++ library lacks (erfinv,
+// digamma, i0, sinc) or has only in a thread-unsafe form (lgamma sets the
+// global signgam), with torch's values at the poles and edges.
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+namespace kiln::cpu::special {
+
+inline double lgamma(double x) {
+  int sign;
+  return ::lgamma_r(x, &sign);
+}
+
+// sin(pi x) / (pi x), 1 at 0; NaN for +-inf.
+inline double sinc(double x) {
+  if (x == 0) return 1.0;
+  const double px = std::numbers::pi * x;
+  return std::sin(px) / px;
+}
+
+// erfinv(y): Giles' single-precision polynomial (2010) as the start, then two
+// Newton steps on erf (on erfc above 0.5, where 1 - y is exact). +-1 -> +-inf,
+// |y| > 1 -> NaN.
+inline double erfinv(double y) {
+  if (std::isnan(y) || y < -1 || y > 1) return std::numeric_limits<double>::quiet_NaN();
+  if (y == 1 || y == -1) return std::copysign(std::numeric_limits<double>::infinity(), y);
+  if (y == 0) return y;  // keeps -0
+  const double a = std::fabs(y);
+  double w = -std::log((1.0 - a) * (1.0 + a)), p;
+  if (w < 5.0) {
+    w -= 2.5;
+    p = 2.81022636e-08;
+    p = 3.43273939e-07 + p * w;
+    p = -3.5233877e-06 + p * w;
+    p = -4.39150654e-06 + p * w;
+    p = 0.00021858087 + p * w;
+    p = -0.00125372503 + p * w;
+    p = -0.00417768164 + p * w;
+    p = 0.246640727 + p * w;
+    p = 1.50140941 + p * w;
+  } else {
+    w = std::sqrt(w) - 3.0;
+    p = -0.000200214257;
+    p = 0.000100950558 + p * w;
+    p = 0.00134934322 + p * w;
+    p = -0.00367342844 + p * w;
+    p = 0.00573950773 + p * w;
+    p = -0.0076224613 + p * w;
+    p = 0.00943887047 + p * w;
+    p = 1.00167406 + p * w;
+    p = 2.83297682 + p * w;
+  }
+  double x = p * a;
+  const double k = 2.0 / std::sqrt(std::numbers::pi);
+  for (int i = 0; i < 2; ++i) {
+    const double d = k * std::exp(-x * x);
+    if (d == 0) break;
+    x -= a < 0.5 ? (std::erf(x) - a) / d : ((1.0 - a) - std::erfc(x)) / d;
+  }
+  return std::copysign(x, y);
+}
+
+// digamma(x): reflection for x < 0, the recurrence up to x >= 10, then the
+// asymptotic series. +-0 -> -+inf, negative integers and -inf -> NaN (torch).
+inline double digamma(double x) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (x == 0) return std::copysign(kInf, -x);
+  if (std::isnan(x) || x == -kInf) return std::numeric_limits<double>::quiet_NaN();
+  if (x == kInf) return kInf;
+  double r = 0;
+  if (x < 0) {
+    if (x == std::trunc(x)) return std::numeric_limits<double>::quiet_NaN();
+    // psi(x) = psi(1 - x) - pi / tan(pi x); tan has period pi, so take f = x
+    // mod 1 (exact) and, above 0.5, tan(pi f) = -tan(pi (1 - f)) (1 - f exact):
+    // pi f is never rounded near the pole at f = 1.
+    const double f = x - std::floor(x);
+    r = f <= 0.5 ? -std::numbers::pi / std::tan(std::numbers::pi * f)
+                 : std::numbers::pi / std::tan(std::numbers::pi * (1.0 - f));
+    x = 1.0 - x;
+  }
+  while (x < 10.0) {
+    r -= 1.0 / x;
+    x += 1.0;
+  }
+  const double z = 1.0 / (x * x);
+  const double s =
+      z * (1.0 / 12 -
+           z * (1.0 / 120 - z * (1.0 / 252 - z * (1.0 / 240 - z * (1.0 / 132 - z * (691.0 / 32760))))));
+  return r + std::log(x) - 0.5 / x - s;
+}
+
+// i0(x), the modified Bessel function of the first kind of order 0: even,
+// the library's cyl_bessel_i below its overflow, inf above.
+inline double i0(double x) {
+  if (std::isnan(x)) return x;
+  const double a = std::fabs(x);
+  if (a > 713.0) return std::numeric_limits<double>::infinity();
+  return std::cyl_bessel_i(0.0, a);
+}
+
+}  // namespace kiln::cpu::special
