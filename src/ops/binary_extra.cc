@@ -7,7 +7,7 @@
 
 #include "kiln/reduce.h"
 #include "ops/binary_common.h"
-#include "ops/registry/binary_extra.h"
+#include "ops/registry/all.h"
 
 namespace kiln {
 namespace {

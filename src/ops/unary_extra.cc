@@ -8,7 +8,7 @@
 #include <cfloat>
 #include <cmath>
 
-#include "ops/registry/unary_extra.h"
+#include "ops/registry/all.h"
 #include "ops/unary_common.h"
 
 namespace kiln {

@@ -2,7 +2,7 @@
 // ldexp, nextafter, float_power and isclose (ops/registry/binary_extra.h):
 // scalar bodies over the binary loop (no Highway kernels yet), computed in
 // float for f16/bf16 and narrowed on store.
-#include "ops/registry/binary_extra.h"
+#include "ops/registry/all.h"
 
 #include <cmath>
 #include <cstdint>

@@ -2,9 +2,6 @@
 
 namespace kiln::cpu {
 
-void register_unary_extra_kernels();   // cpu/ops/unary_extra.cc
-void register_binary_extra_kernels();  // cpu/ops/binary_extra.cc
-
 void register_kernels() {
   register_unary_math_kernels();
   register_unary_sign_kernels();

@@ -6,7 +6,7 @@
 // (square keeps integers), f16/bf16 in float, f64 in double; the special
 // functions (erfinv, digamma, lgamma, i0, sinc) compute in double for every
 // floating dtype and narrow on store.
-#include "ops/registry/unary_extra.h"
+#include "ops/registry/all.h"
 
 #include <cmath>
 #include <complex>

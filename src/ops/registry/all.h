@@ -12,6 +12,7 @@
 #include "core/op.h"
 #include "core/random_ops.h"
 #include "ops/registry/binary.h"
+#include "ops/registry/binary_extra.h"
 #include "ops/registry/index.h"
 #include "ops/registry/linalg.h"
 #include "ops/registry/matmul.h"
@@ -20,6 +21,7 @@
 #include "ops/registry/softmax.h"
 #include "ops/registry/sort.h"
 #include "ops/registry/unary.h"
+#include "ops/registry/unary_extra.h"
 
 // Families registered so far. Front-ends not yet listed here still call their
 // CPU kernels directly; each moves here, with its kernels under src/cpu/ops and
@@ -31,7 +33,9 @@
   KILN_OPS_UNARY_ROUNDING(X)   \
   KILN_OPS_UNARY_PREDICATES(X) \
   KILN_OPS_UNARY_SPECIAL(X)    \
+  KILN_OPS_UNARY_EXTRA(X)      \
   KILN_OPS_BINARY(X)           \
+  KILN_OPS_BINARY_EXTRA(X)     \
   KILN_OPS_SOFTMAX(X)          \
   KILN_OPS_REDUCE(X)           \
   KILN_OPS_SORT(X)             \

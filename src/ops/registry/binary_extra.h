@@ -28,8 +28,5 @@ using IsClose = void(const Operand& a, const Operand& b, double rtol, double ato
   X(float_power, Binary)         \
   X(isclose, IsClose)
 
-#define KILN_DECLARE_BINARY_EXTRA_OP(name, sig) extern Op<sig> name;
-KILN_OPS_BINARY_EXTRA(KILN_DECLARE_BINARY_EXTRA_OP)
-#undef KILN_DECLARE_BINARY_EXTRA_OP
 
 }  // namespace kiln::ops

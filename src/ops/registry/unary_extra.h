@@ -2,8 +2,7 @@
 // error, gamma and Bessel functions, angle conversions, logit, frac, square,
 // sgn, the sign/infinity predicates and nan_to_num (src/ops/unary_extra.cc).
 // The front-end has allocated `out` with x's shape and the result dtype (out
-// may be x itself for op_). all.cc defines the Op objects and lists them in
-// all_ops() beside KILN_OPS.
+// may be x itself for op_). Joined into KILN_OPS by ops/registry/all.h.
 #pragma once
 
 #include "core/op.h"
@@ -45,8 +44,5 @@ using NanToNum = void(const Tensor& x, const Tensor& out, double nan, double pos
   X(isreal, Unary)              \
   X(nan_to_num, NanToNum)
 
-#define KILN_DECLARE_UNARY_EXTRA_OP(name, sig) extern Op<sig> name;
-KILN_OPS_UNARY_EXTRA(KILN_DECLARE_UNARY_EXTRA_OP)
-#undef KILN_DECLARE_UNARY_EXTRA_OP
 
 }  // namespace kiln::ops
