@@ -14,6 +14,7 @@ void init_nn(nb::module_& m);       // nn.cc: softmax, attention, norms, rope, e
 void init_tokenizer(nb::module_& m);  // tokenizer.cc: Tokenizer, StreamDecoder, chat templates
 void init_linalg(nb::module_& m);   // linalg.cc: kiln.linalg
 void init_llm(nb::module_& m);      // llm.cc: kiln.llm (load, LanguageModel, Generation)
+void init_shape(nb::module_& m);  // shape.cc: cat, stack, the split family
 namespace kiln::py {
 void register_error_translators();  // errors.cc
 }
@@ -33,4 +34,5 @@ NB_MODULE(_C, m) {
   init_tokenizer(m);
   init_linalg(m);
   init_llm(m);
+  init_shape(m);
 }

@@ -17,6 +17,7 @@
 #include "ops/registry/matmul.h"
 #include "ops/registry/nn.h"
 #include "ops/registry/reduce.h"
+#include "ops/registry/shape.h"
 #include "ops/registry/softmax.h"
 #include "ops/registry/sort.h"
 #include "ops/registry/unary.h"
@@ -41,6 +42,7 @@
   KILN_OPS_LINALG(X)           \
   KILN_OPS_RANDOM(X)           \
   KILN_OPS_FACTORIES(X)        \
+  KILN_OPS_SHAPE(X)            \
   /* each new family adds its list above this line */
 
 namespace kiln::ops {
