@@ -83,4 +83,20 @@ void triu_out(const Tensor& x, int64_t diagonal, const Tensor& out);
 Tensor& tril_(Tensor& x, int64_t diagonal = 0);
 Tensor& triu_(Tensor& x, int64_t diagonal = 0);
 
+// Views: the diagonal of dims (dim1, dim2) as a last dim (offset > 0 above
+// the main diagonal); movedim (moveaxis); broadcast_to / broadcast_tensors
+// (expand); unflatten (dim split into sizes, one may be -1).
+Tensor diagonal(const Tensor& x, int64_t offset = 0, int dim1 = 0, int dim2 = 1);
+Tensor movedim(const Tensor& x, std::span<const int> source, std::span<const int> destination);
+Shape broadcast_shapes(std::span<const Shape> shapes);
+Tensor broadcast_to(const Tensor& x, const Shape& shape);
+std::vector<Tensor> broadcast_tensors(std::span<const Tensor> xs);
+Tensor unflatten(const Tensor& x, int dim, const Shape& sizes);
+// New tensors: diag (a vector's diagonal matrix, or a matrix's diagonal),
+// diag_embed, diagflat, trace (the diagonal's sum, in sum's dtype).
+Tensor diag(const Tensor& x, int64_t diagonal = 0);
+Tensor diag_embed(const Tensor& x, int64_t offset = 0, int dim1 = -2, int dim2 = -1);
+Tensor diagflat(const Tensor& x, int64_t offset = 0);
+Tensor trace(const Tensor& x);
+
 }  // namespace kiln

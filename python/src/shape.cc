@@ -103,9 +103,11 @@ void def_stack_helper(nb::module_& m, const char* name, StackFn fn) {
 }  // namespace kiln::py
 
 void init_shape_reorder(nb::module_& m);  // shape_reorder.cc
+void init_shape_alias(nb::module_& m);    // shape_alias.cc
 
 void init_shape(nb::module_& m) {
   init_shape_reorder(m);
+  init_shape_alias(m);
   using namespace kiln;
   using namespace kiln::py;
   for (const char* n : {"cat", "concat", "concatenate"}) def_join(m, n, "cat", &cat, &cat_out);

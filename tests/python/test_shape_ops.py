@@ -393,3 +393,107 @@ def test_reorder_against_torch(rng):
     r = [1, 0, 2, 1]
     np.testing.assert_array_equal(np_of(kiln.repeat_interleave(ka, kiln.tensor(r), 1)),
                                   torch.repeat_interleave(ta, torch.tensor(r), 1).numpy())
+
+
+# ---- module-level view functions, in-place view methods, diagonals -----------
+
+def test_module_level_views_match_numpy(rng):
+    a = arr((2, 3, 4), np.float32, rng)
+    t = kiln.tensor(a)
+    cases = [
+        (kiln.reshape(t, (4, 6)), a.reshape(4, 6)),
+        (kiln.reshape(t, (-1,)), a.reshape(-1)),
+        (kiln.permute(t, (2, 0, 1)), a.transpose(2, 0, 1)),
+        (kiln.transpose(t, 0, -1), np.swapaxes(a, 0, -1)),
+        (kiln.swapaxes(t, 1, 2), np.swapaxes(a, 1, 2)),
+        (kiln.swapdims(t, 1, 2), np.swapaxes(a, 1, 2)),
+        (t.swapdims(0, 1), np.swapaxes(a, 0, 1)),
+        (kiln.squeeze(kiln.unsqueeze(t, 1)), a),
+        (kiln.unsqueeze(t, -1), a[..., None]),
+        (kiln.narrow(t, 2, 1, 2), a[:, :, 1:3]),
+        (kiln.select(t, 1, -1), a[:, -1]),
+        (kiln.flatten(t, 1), a.reshape(2, 12)),
+        (kiln.ravel(t.permute(2, 1, 0)), a.transpose(2, 1, 0).ravel()),
+        (kiln.t(kiln.tensor(a[0])), a[0].T),
+        (kiln.clone(t), a),
+        (kiln.as_strided(t, (2, 2), (1, 4)), np.lib.stride_tricks.as_strided(a, (2, 2), (4, 16))),
+        (kiln.movedim(t, 0, -1), np.moveaxis(a, 0, -1)),
+        (kiln.moveaxis(t, (0, 1), (2, 0)), np.moveaxis(a, (0, 1), (2, 0))),
+        (t.movedim(-1, 0), np.moveaxis(a, -1, 0)),
+        (kiln.unflatten(t, 2, (2, -1)), a.reshape(2, 3, 2, 2)),
+        (t.unflatten(0, (1, 2)), a.reshape(1, 2, 3, 4)),
+        (kiln.broadcast_to(kiln.tensor(a[:, :1]), (5, 2, 3, 4)), np.broadcast_to(a[:, :1], (5, 2, 3, 4))),
+    ]
+    for got, want in cases:
+        np.testing.assert_array_equal(np_of(got), want)
+    assert kiln.numel(t) == 24
+    v = kiln.reshape(t, (24,))
+    v.fill_(0)  # a view
+    assert np_of(t).sum() == 0
+
+
+def test_broadcast_tensors_and_atleast(rng):
+    a, b = np.ones((3, 1)), np.arange(4.0)
+    r = kiln.broadcast_tensors(kiln.tensor(a), kiln.tensor(b))
+    for got, want in zip(r, np.broadcast_arrays(a, b)):
+        np.testing.assert_array_equal(np_of(got), want)
+    assert kiln.broadcast_shapes((3, 1), (4,), (2, 1, 1)) == (2, 3, 4)
+    with pytest.raises(ValueError, match=r"\[broadcast_shapes\]"):
+        kiln.broadcast_tensors(kiln.ones(3), kiln.ones(4))
+    for fn, nfn in ((kiln.atleast_1d, np.atleast_1d), (kiln.atleast_2d, np.atleast_2d), (kiln.atleast_3d, np.atleast_3d)):
+        for shape in ((), (3,), (2, 3), (2, 3, 4)):
+            x = np.arange(float(np.prod(shape))).reshape(shape)
+            assert tuple(fn(kiln.tensor(x)).shape) == nfn(x).shape
+        pair = fn(kiln.tensor(1.0), kiln.ones(2))
+        assert [tuple(p.shape) for p in pair] == [nfn(1.0).shape, nfn(np.ones(2)).shape]
+        assert len(fn([kiln.ones(2), kiln.ones(3)])) == 2
+
+
+def test_in_place_view_methods():
+    t = kiln.tensor(np.arange(6.0).reshape(2, 3))
+    same_obj = t.t_()
+    assert same_obj is t and tuple(t.shape) == (3, 2)
+    np.testing.assert_array_equal(np_of(t), np.arange(6.0).reshape(2, 3).T)
+    assert tuple(t.transpose_(0, 1).shape) == (2, 3)
+    assert tuple(t.unsqueeze_(0).shape) == (1, 2, 3)
+    assert tuple(t.squeeze_(0).shape) == (2, 3)
+    assert tuple(t.swapdims_(0, 1).shape) == (3, 2)
+    assert tuple(t.swapaxes_(0, 1).shape) == (2, 3)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.bool_, np.complex64])
+def test_diagonals_match_numpy(dtype, rng):
+    a = arr((3, 4, 5), dtype, rng)
+    t = kiln.tensor(a)
+    for offset in (-4, -1, 0, 2, 7):
+        for d1, d2 in ((0, 1), (1, 2), (-1, 0), (2, 0)):
+            np.testing.assert_array_equal(np_of(kiln.diagonal(t, offset, d1, d2)), np.diagonal(a, offset, d1, d2))
+        m = a[0]
+        np.testing.assert_array_equal(np_of(kiln.diag(kiln.tensor(m), offset)), np.diag(m, offset))
+        np.testing.assert_array_equal(np_of(kiln.diag(kiln.tensor(m[0]), offset)), np.diag(m[0], offset))
+        np.testing.assert_array_equal(np_of(kiln.diagflat(kiln.tensor(m), offset)), np.diagflat(m, offset))
+    np.testing.assert_array_equal(np_of(t.diagonal(1)), np.diagonal(a, 1))
+    e = np_of(kiln.diag_embed(kiln.tensor(a[0]), 1))
+    np.testing.assert_array_equal(e, np.stack([np.diag(r, 1) for r in a[0]]))
+    e = np_of(kiln.diag_embed(kiln.tensor(a[0]), -1, 0, 2))
+    np.testing.assert_array_equal(e, np.moveaxis(np.stack([np.diag(r, -1) for r in a[0]]), 0, 1))
+    if dtype is not np.bool_:
+        np.testing.assert_allclose(np_of(kiln.trace(kiln.tensor(a[0]))), np.trace(a[0]), rtol=1e-6)
+
+
+def test_diagonal_is_a_view_and_errors():
+    t = kiln.zeros(3, 3)
+    kiln.diagonal(t).fill_(1)
+    np.testing.assert_array_equal(np_of(t), np.eye(3))
+    t.diagonal(-1).fill_(2)
+    assert np_of(t)[2, 1] == 2
+    with pytest.raises(ValueError, match=r"\[diagonal\] dimensions cannot be identical"):
+        kiln.diagonal(t, 0, 0, -2)
+    with pytest.raises(ValueError, match=r"\[diag\] matrix or a vector expected"):
+        kiln.diag(kiln.ones(2, 2, 2))
+    with pytest.raises(ValueError, match=r"\[trace\] expected a matrix"):
+        kiln.trace(kiln.ones(3))
+    with pytest.raises(ValueError, match=r"\[movedim\] repeated dim in `source`"):
+        kiln.movedim(t, (0, 0), (0, 1))
+    with pytest.raises(ValueError, match=r"\[movedim\] invalid source or destination dims"):
+        kiln.movedim(t, (0, 1), (0,))
