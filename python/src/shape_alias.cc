@@ -152,4 +152,11 @@ void init_shape_alias(nb::module_& m) {
   m.def(
       "trace", [](nb::handle x) { return trace(to_tensor(x)); }, "input"_a);
   for (const char* n : {"diagonal", "diag", "diag_embed", "diagflat", "trace"}) def_tensor_method(m, n);
+  // kiln.linalg.diagonal: the same view, over the last two dims by default.
+  m.def(
+      "linalg_diagonal",
+      [](nb::handle a, int64_t offset, int dim1, int dim2) {
+        return diagonal(to_tensor(a), offset, dim1, dim2);
+      },
+      "A"_a, nb::kw_only(), "offset"_a = 0, "dim1"_a = -2, "dim2"_a = -1);
 }

@@ -497,3 +497,9 @@ def test_diagonal_is_a_view_and_errors():
         kiln.movedim(t, (0, 0), (0, 1))
     with pytest.raises(ValueError, match=r"\[movedim\] invalid source or destination dims"):
         kiln.movedim(t, (0, 1), (0,))
+
+
+def test_linalg_diagonal_defaults_to_the_last_two_dims(rng):
+    a = arr((2, 3, 4), np.float64, rng)
+    got = kiln.linalg.diagonal(kiln.tensor(a), offset=1)
+    np.testing.assert_array_equal(np_of(got), np.diagonal(a, 1, -2, -1))
