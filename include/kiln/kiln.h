@@ -22,6 +22,7 @@
 #include "kiln/nn.h"
 #include "kiln/sampling.h"
 #include "kiln/scalar.h"
+#include "kiln/shape.h"
 #include "kiln/softmax.h"
 #include "kiln/sort.h"
 #include "kiln/sysinfo.h"

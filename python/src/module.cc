@@ -18,6 +18,7 @@ void init_nn(nb::module_& m);       // nn.cc: softmax, attention, norms, rope, e
 void init_tokenizer(nb::module_& m);  // tokenizer.cc: Tokenizer, StreamDecoder, chat templates
 void init_linalg(nb::module_& m);   // linalg.cc: kiln.linalg
 void init_llm(nb::module_& m);      // llm.cc: kiln.llm (load, LanguageModel, Generation)
+void init_shape(nb::module_& m);  // shape.cc: cat, stack, the split family
 namespace kiln::py {
 void register_error_translators();  // errors.cc
 }
@@ -39,6 +40,7 @@ NB_MODULE(_C, m) {
   init_tokenizer(m);
   init_linalg(m);
   init_llm(m);
+  init_shape(m);
   // kiln.special names of ops bound above by other areas (torch.special.softmax ...).
   for (const char* f : {"softmax", "log_softmax", "logsumexp"})
     m.attr((std::string("special_") + f).c_str()) = m.attr(f);

@@ -21,6 +21,7 @@ void register_kernels() {
   register_linalg_kernels();
   register_random_kernels();
   register_factories_kernels();
+  register_shape_kernels();
 }
 
 }  // namespace kiln::cpu

@@ -25,5 +25,6 @@ void register_copy_kernels();
 void register_linalg_kernels();
 void register_random_kernels();
 void register_factories_kernels();
+void register_shape_kernels();
 
 }  // namespace kiln::cpu

@@ -18,6 +18,7 @@
 #include "ops/registry/matmul.h"
 #include "ops/registry/nn.h"
 #include "ops/registry/reduce.h"
+#include "ops/registry/shape.h"
 #include "ops/registry/softmax.h"
 #include "ops/registry/sort.h"
 #include "ops/registry/unary.h"
@@ -45,6 +46,7 @@
   KILN_OPS_LINALG(X)           \
   KILN_OPS_RANDOM(X)           \
   KILN_OPS_FACTORIES(X)        \
+  KILN_OPS_SHAPE(X)            \
   /* each new family adds its list above this line */
 
 namespace kiln::ops {

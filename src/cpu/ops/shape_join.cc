@@ -1,0 +1,90 @@
+// CPU kernel of cat and stack: each input is copied into its slab of the
+// output (out.narrow along dim). Same dtype: a byte copy (threaded memcpy when
+// both sides are contiguous, else a strided loop on the element size, no
+// dtype dispatch); another dtype: the copy kernel's converting loop.
+#include <cstring>
+
+#include "core/copy_ops.h"
+#include "core/strided_loop.h"
+#include "cpu/ops/register.h"
+#include "kiln/thread_pool.h"
+#include "ops/registry/all.h"
+
+namespace kiln::cpu {
+namespace {
+
+// Fixed-size element, so the strided loop moves whole items in registers.
+template <size_t N>
+struct Item {
+  char b[N];
+};
+
+template <size_t N>
+void strided_copy(const StridedLoop& loop) {
+  using T = Item<N>;
+  for_each(loop, kElementwiseGrain, [](char** p, const int64_t* s, int64_t n) {
+    if (s[0] == int64_t(N) && s[1] == int64_t(N)) {
+      std::memcpy(p[0], p[1], size_t(n) * N);
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        T v;
+        std::memcpy(&v, p[1] + i * s[1], N);
+        std::memcpy(p[0] + i * s[0], &v, N);
+      }
+    }
+  });
+}
+
+// dst = src, same dtype and shape.
+void copy_bytes(const Tensor& dst, const Tensor& src) {
+  if (dst.is_contiguous() && src.is_contiguous()) {
+    char* d = static_cast<char*>(dst.data_ptr());
+    const char* s = static_cast<const char*>(src.data_ptr());
+    const int64_t bytes = dst.numel() * int64_t(dst.itemsize());
+    parallel_for(0, bytes, int64_t(1) << 20,
+                 [&](int64_t b, int64_t e) { std::memcpy(d + b, s + b, size_t(e - b)); });
+    return;
+  }
+  const Tensor* ops[2] = {&dst, &src};
+  const StridedLoop loop = StridedLoop::make(dst.shape(), ops);
+  switch (dst.itemsize()) {
+    case 1:
+      return strided_copy<1>(loop);
+    case 2:
+      return strided_copy<2>(loop);
+    case 4:
+      return strided_copy<4>(loop);
+    case 8:
+      return strided_copy<8>(loop);
+    default:
+      return strided_copy<16>(loop);
+  }
+}
+
+// xs[i]: [.., n_i, ..] -> out[.., off_i : off_i + n_i, ..].
+void cat(std::span<const Tensor> xs, int dim, const Tensor& out) {
+  int64_t off = 0;
+  for (const Tensor& x : xs) {
+    const int64_t n = x.size(dim);
+    const Tensor slab = out.narrow(dim, off, n);
+    off += n;
+    if (x.numel() == 0) continue;
+    if (x.dtype() == out.dtype()) {
+      copy_bytes(slab, x);
+    } else {
+      ops::copy.kernel(DeviceKind::CPU)(slab, x);
+    }
+  }
+}
+
+}  // namespace
+
+void register_shape_reorder_kernels();  // shape_reorder.cc
+
+void register_shape_kernels() {
+  register_shape_reorder_kernels();
+  ops::cat.set_kernel(DeviceKind::CPU, cat);
+  ops::stack.set_kernel(DeviceKind::CPU, cat);
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,198 @@
+// CPU kernels of flip, roll, repeat (a gather into a contiguous output whose
+// source offset is a sum of one small table per dim) and tril/triu (a row
+// copy and a zero fill per matrix row). Byte moves on the element size: no
+// dtype dispatch.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "cpu/ops/register.h"
+#include "kiln/thread_pool.h"
+#include "ops/registry/all.h"
+
+namespace kiln::cpu {
+namespace {
+
+// table[d][i]: the byte offset in x of index i along out's dim d.
+using Tables = std::vector<std::vector<int64_t>>;
+
+// A run of the innermost dim: out[j0, j0 + len) reads x at off, off + N, ...
+struct Run {
+  int64_t j0, off, len;
+};
+
+std::vector<Run> runs_of(const std::vector<int64_t>& t, int64_t item) {
+  std::vector<Run> r;
+  for (int64_t j = 0; j < int64_t(t.size()); ++j) {
+    if (!r.empty() && t[size_t(j)] == r.back().off + r.back().len * item) {
+      ++r.back().len;
+    } else {
+      r.push_back({j, t[size_t(j)], 1});
+    }
+  }
+  return r;
+}
+
+template <size_t N>
+void gather_rows(const Tensor& x, const Tables& table, const Tensor& out) {
+  const char* xp = static_cast<const char*>(x.data_ptr());
+  char* op = static_cast<char*>(out.data_ptr());
+  const int nd = out.dim();
+  if (nd == 0) {
+    std::memcpy(op, xp, N);
+    return;
+  }
+  const int64_t inner = out.size(nd - 1);
+  if (out.numel() == 0) return;
+  const int64_t rows = out.numel() / inner;
+  const std::vector<Run> runs = runs_of(table[size_t(nd - 1)], int64_t(N));
+  const auto shape = out.shape();
+  parallel_for(0, rows, std::max<int64_t>(1, 32768 / inner), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      int64_t base = 0, rem = r;
+      for (int d = nd - 2; d >= 0; --d) {
+        base += table[size_t(d)][size_t(rem % shape[size_t(d)])];
+        rem /= shape[size_t(d)];
+      }
+      char* o = op + r * inner * int64_t(N);
+      for (const Run& run : runs) {
+        if (run.len == 1) {
+          std::memcpy(o + run.j0 * int64_t(N), xp + base + run.off, N);
+        } else {
+          std::memcpy(o + run.j0 * int64_t(N), xp + base + run.off, size_t(run.len) * N);
+        }
+      }
+    }
+  });
+}
+
+void gather(const Tensor& x, const Tables& table, const Tensor& out) {
+  switch (out.itemsize()) {
+    case 1:
+      return gather_rows<1>(x, table, out);
+    case 2:
+      return gather_rows<2>(x, table, out);
+    case 4:
+      return gather_rows<4>(x, table, out);
+    case 8:
+      return gather_rows<8>(x, table, out);
+    default:
+      return gather_rows<16>(x, table, out);
+  }
+}
+
+// The tables of out index i -> x index f(d, i), for each dim of out.
+template <typename F>
+Tables tables(const Tensor& x, const Tensor& out, F f) {
+  Tables t(size_t(out.dim()));
+  const int64_t item = int64_t(x.itemsize());
+  for (int d = 0; d < out.dim(); ++d) {
+    t[size_t(d)].resize(size_t(out.size(d)));
+    for (int64_t i = 0; i < out.size(d); ++i) t[size_t(d)][size_t(i)] = f(d, i) * x.stride(d) * item;
+  }
+  return t;
+}
+
+void flip(const Tensor& x, std::span<const int> dims, const Tensor& out) {
+  std::vector<bool> flipped(size_t(x.dim()), false);
+  for (int d : dims) flipped[size_t(d)] = true;
+  gather(x, tables(x, out, [&](int d, int64_t i) { return flipped[size_t(d)] ? x.size(d) - 1 - i : i; }),
+         out);
+}
+
+void roll(const Tensor& x, std::span<const int64_t> shifts, std::span<const int> dims, const Tensor& out) {
+  std::vector<int64_t> shift(size_t(x.dim()), 0);
+  for (size_t k = 0; k < dims.size(); ++k) shift[size_t(dims[k])] = shifts[k];
+  gather(x,
+         tables(x, out,
+                [&](int d, int64_t i) {
+                  const int64_t n = x.size(d), j = i - shift[size_t(d)];
+                  return j < 0 ? j + n : j;
+                }),
+         out);
+}
+
+void repeat(const Tensor& x, const Tensor& out) {
+  gather(x, tables(x, out, [&](int d, int64_t i) { return i % x.size(d); }), out);
+}
+
+// Moves `n` elements of N bytes from strided src to strided dst (byte strides).
+template <size_t N>
+void move_run(char* dst, int64_t ds, const char* src, int64_t ss, int64_t n) {
+  if (ds == int64_t(N) && ss == int64_t(N)) {
+    std::memmove(dst, src, size_t(n) * N);
+    return;
+  }
+  for (int64_t j = 0; j < n; ++j) std::memcpy(dst + j * ds, src + j * ss, N);
+}
+template <size_t N>
+void zero_run(char* dst, int64_t ds, int64_t n) {
+  if (ds == int64_t(N)) {
+    std::memset(dst, 0, size_t(n) * N);
+    return;
+  }
+  for (int64_t j = 0; j < n; ++j) std::memset(dst + j * ds, 0, N);
+}
+
+template <size_t N>
+void triangle(const Tensor& x, int64_t k, const Tensor& out, bool upper) {
+  const int nd = out.dim();
+  const int64_t m = out.size(nd - 2), n = out.size(nd - 1);
+  if (out.numel() == 0) return;
+  const int64_t item = int64_t(N);
+  const int64_t xr = x.stride(nd - 2) * item, xc = x.stride(nd - 1) * item;
+  const int64_t orow = out.stride(nd - 2) * item, oc = out.stride(nd - 1) * item;
+  const char* xp = static_cast<const char*>(x.data_ptr());
+  char* op = static_cast<char*>(out.data_ptr());
+  const bool in_place = xp == op && x.stride_vec() == out.stride_vec();
+  const int64_t rows = out.numel() / n;
+  parallel_for(0, rows, std::max<int64_t>(1, 32768 / n), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const int64_t i = r % m;
+      int64_t xo = i * xr, oo = i * orow, rem = r / m;
+      for (int d = nd - 3; d >= 0; --d) {
+        const int64_t id = rem % out.size(d);
+        rem /= out.size(d);
+        xo += id * x.stride(d) * item;
+        oo += id * out.stride(d) * item;
+      }
+      // Kept columns [lo, hi): tril j <= i + k, triu j >= i + k.
+      const int64_t lo = upper ? std::clamp<int64_t>(i + k, 0, n) : 0;
+      const int64_t hi = upper ? n : std::clamp<int64_t>(i + k + 1, 0, n);
+      char* o = op + oo;
+      zero_run<N>(o, oc, lo);
+      if (!in_place) move_run<N>(o + lo * oc, oc, xp + xo + lo * xc, xc, hi - lo);
+      zero_run<N>(o + hi * oc, oc, n - hi);
+    }
+  });
+}
+
+void triangle(const Tensor& x, int64_t k, const Tensor& out, bool upper) {
+  switch (out.itemsize()) {
+    case 1:
+      return triangle<1>(x, k, out, upper);
+    case 2:
+      return triangle<2>(x, k, out, upper);
+    case 4:
+      return triangle<4>(x, k, out, upper);
+    case 8:
+      return triangle<8>(x, k, out, upper);
+    default:
+      return triangle<16>(x, k, out, upper);
+  }
+}
+
+void tril(const Tensor& x, int64_t k, const Tensor& out) { triangle(x, k, out, false); }
+void triu(const Tensor& x, int64_t k, const Tensor& out) { triangle(x, k, out, true); }
+
+}  // namespace
+
+void register_shape_reorder_kernels() {
+  ops::flip.set_kernel(DeviceKind::CPU, flip);
+  ops::roll.set_kernel(DeviceKind::CPU, roll);
+  ops::repeat.set_kernel(DeviceKind::CPU, repeat);
+  ops::tril.set_kernel(DeviceKind::CPU, tril);
+  ops::triu.set_kernel(DeviceKind::CPU, triu);
+}
+
+}  // namespace kiln::cpu
