@@ -11,32 +11,10 @@ namespace nb = nanobind;
 using namespace nb::literals;
 using namespace kiln;
 using kiln::py::Operand;
+using kiln::py::out_tensor;
+using kiln::py::visit2;
 
 namespace {
-
-// out= as the C++ ops take it: an undefined Tensor for None.
-Tensor out_tensor(nb::handle out) {
-  if (out.is_none()) return Tensor();
-  if (!py::is_tensor(out)) throw TypeError("[out] expected a kiln.Tensor for out=");
-  return nb::cast<const Tensor&>(out);
-}
-
-// Calls f(x, y) with the operands as Tensor or Scalar (at least one tensor).
-template <typename F>
-Tensor visit2(const char* op, nb::handle a, nb::handle b, F&& f) {
-  const Operand x = py::to_operand(a, op), y = py::to_operand(b, op);
-  return std::visit(
-      [&](const auto& p, const auto& q) -> Tensor {
-        using P = std::decay_t<decltype(p)>;
-        using Q = std::decay_t<decltype(q)>;
-        if constexpr (std::is_same_v<P, Scalar> && std::is_same_v<Q, Scalar>) {
-          throw TypeError(std::string("[") + op + "] expected at least one tensor argument, got two numbers");
-        } else {
-          return f(p, q);
-        }
-      },
-      x, y);
-}
 
 // The result as Python: the out= object itself when one was given.
 nb::object result(const Tensor& r, nb::handle out) {

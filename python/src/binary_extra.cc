@@ -10,37 +10,17 @@ namespace nb = nanobind;
 using namespace nb::literals;
 using namespace kiln;
 using kiln::py::Operand;
+using kiln::py::out_tensor;
+using kiln::py::visit2;
 
 namespace {
-
-Tensor out_tensor(const char* op, nb::handle out) {
-  if (out.is_none()) return Tensor();
-  if (!py::is_tensor(out)) throw TypeError(std::string("[") + op + "] expected a kiln.Tensor for out=");
-  return nb::cast<const Tensor&>(out);
-}
-
-// f(x, y) with the operands as Tensor or Scalar (at least one tensor).
-template <typename F>
-Tensor visit2(const char* op, nb::handle a, nb::handle b, F&& f) {
-  const Operand x = py::to_operand(a, op), y = py::to_operand(b, op);
-  return std::visit(
-      [&](const auto& p, const auto& q) -> Tensor {
-        using P = std::decay_t<decltype(p)>;
-        using Q = std::decay_t<decltype(q)>;
-        if constexpr (std::is_same_v<P, Scalar> && std::is_same_v<Q, Scalar>)
-          throw TypeError(std::string("[") + op + "] expected at least one tensor argument, got two numbers");
-        else
-          return f(p, q);
-      },
-      x, y);
-}
 
 #define KILN_BIND(fname)                                                                                \
   do {                                                                                                  \
     m.def(                                                                                              \
         #fname,                                                                                         \
         [](nb::handle a, nb::handle b, nb::handle out) -> nb::object {                                  \
-          const Tensor o = out_tensor(#fname, out);                                                     \
+          const Tensor o = out_tensor(out, #fname);                                                     \
           const Tensor r =                                                                              \
               visit2(#fname, a, b, [&](const auto& x, const auto& y) { return kiln::fname(x, y, o); }); \
           return out.is_none() ? nb::cast(r) : nb::borrow(out);                                         \

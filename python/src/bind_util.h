@@ -88,6 +88,27 @@ Tensor to_tensor(nb::handle h);
 using Operand = std::variant<Tensor, Scalar>;
 // Numbers -> Scalar, everything else -> to_tensor(h).
 Operand to_operand(nb::handle h, const char* op = "scalar");
+
+// out= as the C++ ops take it: an undefined Tensor for None; TypeError naming
+// `op` for anything but a kiln.Tensor.
+Tensor out_tensor(nb::handle out, const char* op = "out");
+
+// Calls f(x, y) with two binary-op operands as Tensor or Scalar (TypeError when
+// both are numbers: torch wants at least one tensor).
+template <typename F>
+Tensor visit2(const char* op, nb::handle a, nb::handle b, F&& f) {
+  const Operand x = to_operand(a, op), y = to_operand(b, op);
+  return std::visit(
+      [&](const auto& p, const auto& q) -> Tensor {
+        using P = std::decay_t<decltype(p)>;
+        using Q = std::decay_t<decltype(q)>;
+        if constexpr (std::is_same_v<P, Scalar> && std::is_same_v<Q, Scalar>)
+          throw TypeError(std::string("[") + op + "] expected at least one tensor argument, got two numbers");
+        else
+          return f(p, q);
+      },
+      x, y);
+}
 // Adds an operand to a ResultType with its torch priority (tensor: Dimensioned or ZeroDim).
 void add_operand(ResultType& rt, const Operand& op);
 // The tensor for an operand (a Scalar becomes a 0-dim tensor of dtype `d`).

@@ -245,6 +245,12 @@ Tensor to_tensor(nb::handle h) {
   return tensor_from_data(h, std::nullopt);
 }
 
+Tensor out_tensor(nb::handle out, const char* op) {
+  if (out.is_none()) return Tensor();
+  if (!is_tensor(out)) throw TypeError(std::string("[") + op + "] expected a kiln.Tensor for out=");
+  return nb::cast<const Tensor&>(out);
+}
+
 Operand to_operand(nb::handle h, const char* op) {
   if (is_tensor(h)) return nb::cast<const Tensor&>(h);
   if (is_number(h)) return to_scalar(h, op);
