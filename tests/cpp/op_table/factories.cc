@@ -28,17 +28,6 @@ std::vector<InputSpec> range_shapes(ShapeClass c) {
 
 int64_t length(const std::vector<Tensor>& x) { return x[0].numel(); }
 
-// An int64 value as `d` holds it (modular for narrow integers).
-double from_int(int64_t v, DType d) {
-  switch (d) {
-    case DType::Int32:
-      return double(int32_t(v));
-    case DType::UInt8:
-      return double(uint8_t(v));
-    default:
-      return double(v);
-  }
-}
 // A double as `d` holds it (integers: truncated toward zero, in range here).
 double from_double(double v, DType d) {
   const bool integer = d == DType::Int32 || d == DType::Int64 || d == DType::UInt8;
@@ -66,7 +55,7 @@ Entry arange_int(int64_t start, int64_t step) {
     const DType d = in.tensors[0].dtype();
     if (d == DType::Bool) throw raises<TypeError>("TypeError");
     std::vector<double> y(in.values[0].size());
-    for (size_t i = 0; i < y.size(); ++i) y[i] = from_int(start + int64_t(i) * step, d);
+    for (size_t i = 0; i < y.size(); ++i) y[i] = int_as(start + int64_t(i) * step, d);
     return y;
   };
   return e;

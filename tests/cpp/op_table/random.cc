@@ -59,17 +59,6 @@ std::vector<InputSpec> draw_shapes(ShapeClass c) {
   }
 }
 
-// An integer as `d` holds it (C++'s modular conversion for narrow integers).
-double as_dtype(int64_t v, DType d) {
-  switch (d) {
-    case DType::Int32:
-      return double(int32_t(v));
-    case DType::UInt8:
-      return double(uint8_t(v));
-    default:
-      return double(v);
-  }
-}
 
 bool is_float_dtype(DType d) {
   return d == DType::Float32 || d == DType::Float64 || d == DType::BFloat16 || d == DType::Float16;
@@ -140,7 +129,7 @@ Entry randint_entry(int64_t low, int64_t high, std::vector<DType> dtypes) {
     const unsigned __int128 range = (__int128)high - low;
     return per_element(in, [&](const std::array<uint32_t, 4>& w) {
       const uint64_t bits = (uint64_t(w[0]) << 32) | w[1];
-      return as_dtype(int64_t((__int128)low + (__int128)(bits % range)), d);
+      return int_as(int64_t((__int128)low + (__int128)(bits % range)), d);
     });
   };
   return e;

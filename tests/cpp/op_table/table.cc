@@ -34,6 +34,17 @@ bool add_entries(std::vector<Entry> es) {
   return true;
 }
 
+double int_as(int64_t v, DType d) {
+  switch (d) {
+    case DType::Int32:
+      return double(int32_t(v));
+    case DType::UInt8:
+      return double(uint8_t(v));
+    default:
+      return double(v);
+  }
+}
+
 std::vector<InputSpec> unary_shapes(ShapeClass c) {
   switch (c) {
     case ShapeClass::Empty:

@@ -111,6 +111,10 @@ bool add_entries(std::vector<Entry> es);
 
 // Unary elementwise shapes: [0, 5], [], [5, 37], a transposed [5, 37] and a
 // [5, 37] expanded from [1, 37].
+// An int64 value as an integer dtype `d` holds it (C++'s modular conversion
+// for int32 and uint8), as a double.
+double int_as(int64_t v, DType d);
+
 std::vector<InputSpec> unary_shapes(ShapeClass c);
 // The oracle of an elementwise op: f on each element, in float64.
 std::function<std::vector<double>(const Inputs&, const Tensor&)> elementwise(double (*f)(double));
