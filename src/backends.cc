@@ -4,6 +4,7 @@
 
 #include "core/op.h"
 #include "cpu/ops/register.h"
+#include "ops/registry/all.h"
 
 namespace kiln::detail {
 
@@ -13,6 +14,7 @@ void register_backends_once() {
   static std::once_flag once;
   std::call_once(once, [] {
     cpu::register_kernels();
+    ops::mark_nondifferentiable();
     backends_registered.store(true, std::memory_order_release);
   });
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "kiln/allocator.h"
+#include "kiln/autograd.h"
 #include "kiln/device.h"
 #include "kiln/attention.h"
 #include "kiln/binary.h"

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -20,6 +21,10 @@ inline constexpr int kMaxDims = 8;
 using Shape = std::vector<int64_t>;
 
 class Allocator;
+namespace autograd {
+class Node;
+struct Meta;
+}  // namespace autograd
 
 // A block of memory that views point into, on one device. Owns it through that
 // device's caching allocator, or borrows it from the outside with a deleter
@@ -44,7 +49,14 @@ class Storage {
   // CPU storage reports "cpu" (no index, as torch); CUDA storage its index.
   Device device() const { return device_; }
 
+  // Counts in-place writes to this memory (shared by every view of it, as
+  // torch's version counter); autograd compares it with the version a saved
+  // tensor had.
+  uint64_t version() const { return version_.load(std::memory_order_relaxed); }
+  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+
  private:
+  std::atomic<uint64_t> version_{0};
   void* data_ = nullptr;
   size_t nbytes_ = 0;
   Allocator* allocator_ = nullptr;  // null: memory is borrowed, release_ frees it
@@ -130,7 +142,42 @@ class Tensor {
   std::string repr() const;
   std::string shape_str() const;
 
+  // ---- autograd (kiln/autograd.h) ----
+  // The autograd state (requires_grad, grad, grad_fn) belongs to this tensor
+  // and to the copies of it made afterwards (they share it, as references to
+  // one torch tensor do); views and op results get their own.
+  bool requires_grad() const { return autograd_ != nullptr && meta_requires_grad(); }
+  // Sets requires_grad on a leaf; ValueError on a non-leaf turning it off, and
+  // TypeError for a dtype that cannot carry gradients (integer, bool, FP8).
+  Tensor& requires_grad_(bool requires_grad = true);
+  // The accumulated gradient (undefined until a backward reaches this leaf).
+  Tensor grad() const;
+  void set_grad(const Tensor& grad);
+  // The node that made this tensor (null for leaves).
+  std::shared_ptr<autograd::Node> grad_fn() const;
+  uint32_t output_nr() const;
+  bool is_leaf() const;
+  // The same data, cut from the graph (shares storage and version counter).
+  Tensor detach() const;
+  Tensor& detach_();
+  // Keeps .grad on a non-leaf after backward.
+  void retain_grad();
+  bool retains_grad() const;
+  // torch's Tensor.backward: autograd::backward({*this}, {gradient}, ...).
+  void backward() const;
+  void backward(const Tensor& gradient, bool retain_graph = false, bool create_graph = false) const;
+  // The storage's version counter (0 for an undefined tensor).
+  uint64_t version() const { return storage_ ? storage_->version() : 0; }
+  // A hook on this tensor's gradient, run when it is computed; it may return a
+  // replacement. Returns a handle for remove_hook.
+  int register_hook(std::function<Tensor(const Tensor&)> hook);
+  void remove_hook(int handle);
+  const std::shared_ptr<autograd::Meta>& autograd_meta() const { return autograd_; }
+  void set_autograd_meta(std::shared_ptr<autograd::Meta> meta) const { autograd_ = std::move(meta); }
+
  private:
+  bool meta_requires_grad() const;
+  Tensor& copy_data(const Tensor& src);  // copy_ without autograd
   [[noreturn]] void throw_data_dtype(DType asked) const;
   friend Tensor empty(const Shape&, DType, Device);
   // A contiguous tensor over all of a fresh storage that holds exactly its
@@ -147,6 +194,7 @@ class Tensor {
   int64_t offset_ = 0;
   std::array<int64_t, kMaxDims> shape_{};
   std::array<int64_t, kMaxDims> strides_{};
+  mutable std::shared_ptr<autograd::Meta> autograd_;  // autograd state is not the view's value
 };
 
 // Wraps a dimension index (negative counts from the end) into [0, ndim); throws

@@ -22,7 +22,7 @@ from ._C import *  # noqa: F401,F403
 
 __version__ = _C.__version__
 
-_NAMESPACES = ("special", "linalg", "fft", "nn", "nn.functional", "io", "llm")
+_NAMESPACES = ("special", "linalg", "fft", "nn", "nn.functional", "io", "llm", "autograd")
 
 
 def _make_namespace(ns):
@@ -54,6 +54,14 @@ del _ns, _mod, _parent, _leaf
 # Public names (the dtype objects kiln.float, kiln.int, kiln.bool shadow the builtins
 # only inside this namespace, as in torch).
 __all__ = [n for n in dir(_C) if not n.startswith("_")] + [n for n in _NAMESPACES if "." not in n]
+
+# Grad mode: kiln.no_grad() etc., also as kiln.autograd.no_grad.
+from ._grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: E402
+
+for _name in ("no_grad", "enable_grad", "set_grad_enabled", "inference_mode"):
+    setattr(autograd, _name, globals()[_name])  # noqa: F821  (kiln.autograd is made above)
+    __all__.append(_name)
+del _name
 
 # torch's private spellings of the FP8 / grouped matmuls.
 _scaled_mm = _C._scaled_mm

@@ -16,6 +16,7 @@ void init_dtype(nb::module_& m);
 void init_device(nb::module_& m);  // device.cc
 void init_factories(nb::module_& m);
 void init_interop(nb::module_& m, nb::class_<Tensor>& cls);
+void init_autograd(nb::module_& m, nb::class_<Tensor>& cls);  // autograd.cc
 void init_runtime(nb::module_& m);
 
 namespace {
@@ -308,6 +309,7 @@ void init_tensor(nb::module_& m) {
 
   init_factories(m);
   init_interop(m, cls);
+  init_autograd(m, cls);
   init_runtime(m);
 }
 

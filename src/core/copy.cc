@@ -1,5 +1,6 @@
 // copy_ (broadcasting, dtype-converting) and fill_: the front-ends of the
 // copy and fill ops (core/copy_ops.h), whose kernels are a backend's.
+#include "core/autograd_record.h"
 #include "core/copy_ops.h"
 #include "core/device_check.h"
 #include "kiln/tensor.h"
@@ -36,6 +37,26 @@ Device copy_device(Device dst, Device src) {
 Tensor& Tensor::copy_(const Tensor& src_in) {
   if (!defined() || !src_in.defined()) throw ValueError("[copy_] undefined tensor");
   assert_no_internal_overlap(*this, "copy_");
+  if (autograd::inplace_needs_grad("copy_", *this, {&src_in})) {
+    // self's old values get no gradient (they are overwritten); src's is the
+    // incoming one, summed to src's shape and cast to its dtype by the engine.
+    autograd::Record rec("copy_", {this, &src_in});
+    copy_data(src_in);
+    Tensor result = detach();
+    rec.finish("CopyBackwards", {&result}, {}, [](autograd::FnNode& n, autograd::Grads& g) {
+      return autograd::Grads{n.needs(0) ? zeros_like(g[0]) : Tensor(), g[0]};
+    });
+    autograd::adopt_history(*this, result);
+    return *this;
+  }
+  if (!autograd::detail::differentiable_dtype(dtype_) && src_in.requires_grad()) {
+    autograd::NoGradGuard no_grad;  // an integer copy carries no gradient
+    return copy_data(src_in);
+  }
+  return copy_data(src_in);
+}
+
+Tensor& Tensor::copy_data(const Tensor& src_in) {
   Tensor src = src_in;
   if (may_overlap(*this, src) && !(src.offset() == offset_ && src.stride_vec() == stride_vec() &&
                                    src.dtype() == dtype_ && src.sizes() == sizes()))
@@ -55,6 +76,15 @@ Tensor& Tensor::copy_(const Tensor& src_in) {
 }
 
 Tensor& Tensor::fill_(const Scalar& value) {
+  if (autograd::inplace_needs_grad("fill_", *this, {})) {
+    autograd::Record rec("fill_", {this});
+    Tensor result = detach();
+    result.fill_(value);
+    rec.finish("FillBackward0", {&result}, {},
+               [](autograd::FnNode&, autograd::Grads& g) { return autograd::Grads{zeros_like(g[0])}; });
+    autograd::adopt_history(*this, result);
+    return *this;
+  }
   if (numel() == 0) return *this;
   assert_no_internal_overlap(*this, "fill_");
   ops::fill(device(), *this, value);

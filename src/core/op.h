@@ -8,20 +8,20 @@
 #pragma once
 
 #include <array>
+#include <concepts>
+#include <ranges>
+#include <type_traits>
 #include <atomic>
 #include <initializer_list>
 #include <string>
 
+#include "core/autograd_record.h"
 #include "core/device_check.h"
 #include "kiln/device.h"
 #include "kiln/error.h"
 #include "kiln/tensor.h"
 
 namespace kiln {
-
-// The derivative slot of an op. The autograd layer defines the formula type
-// and fills it; until then every op's slot is empty.
-struct Derivative;
 
 namespace detail {
 // Runs every compiled backend's register_kernels() once (src/backends.cc) and
@@ -33,6 +33,26 @@ inline void ensure_backends_registered() {
   if (!backends_registered.load(std::memory_order_acquire)) register_backends_once();
 }
 [[noreturn]] void throw_no_kernel(const char* op, Device d);
+
+// Whether a kernel argument holds a tensor that requires grad: a Tensor, a
+// struct with a Tensor `t` (a binary operand), or a range of either.
+template <typename T>
+bool arg_requires_grad(const T& x) {
+  if constexpr (std::is_same_v<T, Tensor>) {
+    return x.requires_grad();
+  } else if constexpr (requires { { x.t } -> std::convertible_to<const Tensor&>; }) {
+    return x.t.requires_grad();
+  } else if constexpr (std::ranges::range<T>) {
+    for (const auto& e : x)
+      if (arg_requires_grad(e)) return true;
+    return false;
+  } else if constexpr (std::is_pointer_v<T>) {
+    if constexpr (std::is_same_v<std::remove_cv_t<std::remove_pointer_t<T>>, Tensor>) return x && x->requires_grad();
+    return false;
+  } else {
+    return false;
+  }
+}
 }  // namespace detail
 
 template <typename Sig>
@@ -66,11 +86,19 @@ class Op<R(A...)> {
     detail::ensure_backends_registered();
     const Kernel k = kernels_[size_t(device.kind)];
     if (!k) detail::throw_no_kernel(name_, device);
+    // A differentiable front-end records itself and runs its kernels with grad
+    // mode off; reaching a kernel with grad mode on and an input that requires
+    // grad means the gradient would be lost, so that is an error.
+    if (autograd::grad_recording() && !nondifferentiable && (detail::arg_requires_grad(args) || ...))
+      autograd::detail::throw_no_derivative(name_);
     return k(static_cast<A>(args)...);
   }
 
-  // Filled by the autograd layer (one formula per op); null until then.
-  const Derivative* derivative = nullptr;
+  // Set for ops whose outputs carry no gradient (comparisons, indices,
+  // integer results): their kernels may see inputs that require grad. The
+  // derivatives of the others are recorded by their front-ends
+  // (core/autograd_record.h); see ops/registry/nondifferentiable.cc.
+  bool nondifferentiable = false;
 
  private:
   const char* name_;

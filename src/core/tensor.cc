@@ -4,6 +4,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "core/autograd_record.h"
 #include "core/checked_math.h"
 #include "kiln/allocator.h"
 
@@ -302,6 +303,50 @@ bool view_strides(std::span<const int64_t> old_shape, std::span<const int64_t> o
 
 }  // namespace
 
+
+// ---- autograd for views ---------------------------------------------------------
+
+namespace {
+
+using autograd::FnNode;
+using autograd::Grads;
+
+bool records(const Tensor& t) { return autograd::grad_recording() && t.requires_grad(); }
+
+// Gives view r of base a node whose formula maps r's gradient to base's.
+Tensor record_view(const Tensor& base, Tensor r, const char* name, FnNode::Formula f) {
+  autograd::Record rec(name, {&base});
+  rec.finish(name, {&r}, {}, std::move(f));
+  r.autograd_meta()->is_view = true;
+  return r;
+}
+
+// The gradient of a view that picks part of a tensor of shape `shape`: zeros
+// with the picked part set to g (differentiable itself: its gradient is the
+// same view of the incoming one).
+using ViewFn = std::function<Tensor(const Tensor&)>;
+Tensor embed(const Tensor& g, const Shape& shape, ViewFn pick) {
+  autograd::Record rec("view_backward", {&g});
+  Tensor z = zeros(shape, g.dtype(), g.device());
+  pick(z).copy_(g);
+  if (rec)
+    rec.finish("ViewEmbedBackward0", {&z}, {}, [pick](FnNode&, Grads& gg) { return Grads{pick(gg[0])}; });
+  return z;
+}
+
+Tensor reshape_record(const Tensor& base, Tensor r, const char* name) {
+  return record_view(base, std::move(r), name,
+                     [sh = base.sizes()](FnNode&, Grads& g) { return Grads{g[0].reshape(sh)}; });
+}
+
+Tensor pick_record(const Tensor& base, Tensor r, const char* name, ViewFn pick) {
+  return record_view(base, std::move(r), name, [sh = base.sizes(), pick](FnNode&, Grads& g) {
+    return Grads{embed(g[0], sh, pick)};
+  });
+}
+
+}  // namespace
+
 Tensor Tensor::view(const Shape& shape) const {
   const Shape new_shape = infer_shape(shape, numel(), "view");
   Shape new_strides;
@@ -310,14 +355,17 @@ Tensor Tensor::view(const Shape& shape) const {
                      " is not compatible with input tensor's size " + shape_str() +
                      " and stride " + shape_to_string(strides()) +
                      " (at least one dimension spans across two contiguous subspaces); use reshape");
-  return Tensor(storage_, dtype_, new_shape, new_strides, offset_, "view");
+  Tensor r(storage_, dtype_, new_shape, new_strides, offset_, "view");
+  return records(*this) ? reshape_record(*this, std::move(r), "ViewBackward0") : r;
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {
   const Shape new_shape = infer_shape(shape, numel(), "reshape");
   Shape new_strides;
-  if (view_strides(this->shape(), strides(), new_shape, &new_strides))
-    return Tensor(storage_, dtype_, new_shape, new_strides, offset_, "reshape");
+  if (view_strides(this->shape(), strides(), new_shape, &new_strides)) {
+    Tensor r(storage_, dtype_, new_shape, new_strides, offset_, "reshape");
+    return records(*this) ? reshape_record(*this, std::move(r), "ViewBackward0") : r;
+  }
   return contiguous().view(new_shape);
 }
 
@@ -334,7 +382,12 @@ Tensor Tensor::permute(const std::vector<int>& dims) const {
     sh[i] = shape_[d];
     st[i] = strides_[d];
   }
-  return Tensor(storage_, dtype_, sh, st, offset_, "permute");
+  Tensor r(storage_, dtype_, sh, st, offset_, "permute");
+  if (!records(*this)) return r;
+  std::vector<int> inverse(ndim_);
+  for (int i = 0; i < ndim_; ++i) inverse[wrap_dim(dims[i], ndim_, "permute")] = i;
+  return record_view(*this, std::move(r), "PermuteBackward0",
+                     [inverse](FnNode&, Grads& g) { return Grads{g[0].permute(inverse)}; });
 }
 
 Tensor Tensor::transpose(int d0, int d1) const {
@@ -348,7 +401,10 @@ Tensor Tensor::transpose(int d0, int d1) const {
   Tensor r = *this;
   std::swap(r.shape_[d0], r.shape_[d1]);
   std::swap(r.strides_[d0], r.strides_[d1]);
-  return r;
+  r.autograd_.reset();
+  if (!records(*this)) return r;
+  return record_view(*this, std::move(r), "TransposeBackward0",
+                     [d0, d1](FnNode&, Grads& g) { return Grads{g[0].transpose(d0, d1)}; });
 }
 
 Tensor Tensor::t() const {
@@ -369,7 +425,10 @@ Tensor Tensor::narrow(int dim, int64_t start, int64_t length) const {
   r.shape_[dim] = length;
   r.offset_ = checked_offset(offset_, start, strides_[dim], "narrow");
   r.check_view("narrow");
-  return r;
+  r.autograd_.reset();
+  if (!records(*this)) return r;
+  return pick_record(*this, std::move(r), "NarrowBackward0",
+                     [dim, start, length](const Tensor& t) { return t.narrow(dim, start, length); });
 }
 
 Tensor Tensor::slice(int dim, int64_t start, int64_t end, int64_t step) const {
@@ -392,7 +451,10 @@ Tensor Tensor::slice(int dim, int64_t start, int64_t end, int64_t step) const {
   }
   r.offset_ = checked_offset(offset_, start, strides_[dim], "slice");
   r.check_view("slice");
-  return r;
+  r.autograd_.reset();
+  if (!records(*this)) return r;
+  return pick_record(*this, std::move(r), "SliceBackward0",
+                     [dim, start, end, step](const Tensor& t) { return t.slice(dim, start, end, step); });
 }
 
 Tensor Tensor::select(int dim, int64_t index) const {
@@ -409,7 +471,10 @@ Tensor Tensor::select(int dim, int64_t index) const {
     sh.push_back(shape_[i]);
     st.push_back(strides_[i]);
   }
-  return Tensor(storage_, dtype_, sh, st, checked_offset(offset_, index, strides_[dim], "select"), "select");
+  Tensor r(storage_, dtype_, sh, st, checked_offset(offset_, index, strides_[dim], "select"), "select");
+  if (!records(*this)) return r;
+  return pick_record(*this, std::move(r), "SelectBackward0",
+                     [dim, index](const Tensor& t) { return t.select(dim, index); });
 }
 
 Tensor Tensor::squeeze() const {
@@ -419,7 +484,8 @@ Tensor Tensor::squeeze() const {
     sh.push_back(shape_[i]);
     st.push_back(strides_[i]);
   }
-  return Tensor(storage_, dtype_, sh, st, offset_, "squeeze");
+  Tensor r(storage_, dtype_, sh, st, offset_, "squeeze");
+  return records(*this) ? reshape_record(*this, std::move(r), "SqueezeBackward0") : r;
 }
 
 Tensor Tensor::squeeze(int dim) const {
@@ -435,7 +501,8 @@ Tensor Tensor::squeeze(int dim) const {
     sh.push_back(shape_[i]);
     st.push_back(strides_[i]);
   }
-  return Tensor(storage_, dtype_, sh, st, offset_, "squeeze");
+  Tensor r(storage_, dtype_, sh, st, offset_, "squeeze");
+  return records(*this) ? reshape_record(*this, std::move(r), "SqueezeBackward0") : r;
 }
 
 Tensor Tensor::unsqueeze(int dim) const {
@@ -447,7 +514,8 @@ Tensor Tensor::unsqueeze(int dim) const {
   if (dim < ndim_ && !checked_mul(shape_[dim], strides_[dim], &s)) s = 1;
   sh.insert(sh.begin() + dim, 1);
   st.insert(st.begin() + dim, s);
-  return Tensor(storage_, dtype_, sh, st, offset_, "unsqueeze");
+  Tensor r(storage_, dtype_, sh, st, offset_, "unsqueeze");
+  return records(*this) ? reshape_record(*this, std::move(r), "UnsqueezeBackward0") : r;
 }
 
 Tensor Tensor::expand(const Shape& shape) const {
@@ -480,13 +548,18 @@ Tensor Tensor::expand(const Shape& shape) const {
       st[i] = 0;
     }
   }
-  return Tensor(storage_, dtype_, sh, st, offset_, "expand");  // checks that numel fits int64
+  Tensor r(storage_, dtype_, sh, st, offset_, "expand");  // checks that numel fits int64
+  if (!records(*this)) return r;
+  // The engine sums the gradient back to this tensor's shape.
+  return record_view(*this, std::move(r), "ExpandBackward0", [](FnNode&, Grads& g) { return Grads{g[0]}; });
 }
 
 Tensor Tensor::as_strided(const Shape& shape, const Shape& strides, int64_t offset) const {
   if (shape.size() != strides.size())
     throw ValueError("[as_strided] mismatch in length of strides and shape");
   // The constructor checks, overflow-safe, that the furthest element lies inside the storage.
+  if (records(*this))
+    throw NotImplementedError("[as_strided] has no derivative in kiln yet, and the input requires grad");
   return Tensor(storage_, dtype_, shape, strides, offset, "as_strided");
 }
 

@@ -1,5 +1,7 @@
 #include "linalg/common.h"
 
+#include "core/autograd_record.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -10,6 +12,9 @@
 namespace kiln::linalg::detail {
 
 void check_dtype(const Tensor& A, const char* op) {
+  // The linalg front-ends copy their inputs into LAPACK's layout; one that
+  // does not record a derivative must not drop a gradient.
+  if (autograd::grad_recording() && A.requires_grad()) autograd::detail::throw_no_derivative(op);
   if ((kLinalgSet & bit(A.dtype())) == 0)
     throw TypeError(std::string("[") + op +
                     "] expected a float32, float64, complex64 or complex128 tensor, got " + name(A.dtype()) +

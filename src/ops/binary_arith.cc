@@ -1,6 +1,7 @@
 // add, sub, mul: a + alpha * b, a - alpha * b, a * b with torch's promotion and
 // alpha checks; the kernels are the ops of ops/registry/binary.h.
-#include "ops/binary_common.h"
+#include "ops/binary_grad.h"
+#include "kiln/unary.h"
 
 namespace kiln {
 namespace {
@@ -40,45 +41,81 @@ Tensor arith(Kind kind, In a, In b, const Scalar& alpha, const Tensor& out, cons
   return bin::finish(p);
 }
 
-Tensor mul_impl(In a, In b, const Tensor& out, const Tensor* self) {
+Tensor mul_plain(In a, In b, const Tensor& out, const Tensor* self) {
   return arith(Kind::Mul, a, b, Scalar(int64_t(1)), out, self);
+}
+
+// d(a + alpha b) = (g, alpha g); d(a - alpha b) = (g, -alpha g); d(ab) = (g b, g a)
+// (conjugated for complex operands, torch's convention).
+const bin::GradSpec& add_grad(const Scalar& alpha) {
+  static thread_local bin::GradSpec spec;
+  spec = bin::GradSpec{"AddBackward0", false, false, false, [alpha](const bin::GradArgs& x) {
+                         return autograd::Grads{x.needs_a() ? x.g : Tensor(),
+                                                x.needs_b() ? (!alpha.is_complex() && alpha.to_double() == 1.0 ? x.g : mul(x.g, alpha)) : Tensor()};
+                       }};
+  return spec;
+}
+const bin::GradSpec& sub_grad(const Scalar& alpha) {
+  static thread_local bin::GradSpec spec;
+  spec = bin::GradSpec{"SubBackward0", false, false, false, [alpha](const bin::GradArgs& x) {
+                         return autograd::Grads{x.needs_a() ? x.g : Tensor(),
+                                                x.needs_b() ? (!alpha.is_complex() && alpha.to_double() == 1.0 ? neg(x.g) : mul(x.g, Scalar(-alpha.to_double())))
+                                                            : Tensor()};
+                       }};
+  return spec;
+}
+const bin::GradSpec kMulGrad{"MulBackward0", true, true, false, [](const bin::GradArgs& x) {
+                               return autograd::Grads{x.needs_a() ? mul(x.g, x.b) : Tensor(),
+                                                      x.needs_b() ? mul(x.g, x.a) : Tensor()};
+                             }};
+
+Tensor mul_impl(In a, In b, const Tensor& out, const Tensor* self) {
+  return bin::run_recorded("mul", &kMulGrad, a, b, out, self, mul_plain);
+}
+
+Tensor arith_recorded(Kind kind, In a, In b, const Scalar& alpha, const Tensor& out, const Tensor* self) {
+  const bin::GradSpec& spec = kind == Kind::Add ? add_grad(alpha) : sub_grad(alpha);
+  return bin::run_recorded(kind == Kind::Add ? "add" : "sub", &spec, a, b, out, self,
+                           [kind, &alpha](In x, In y, const Tensor& o, const Tensor* s) {
+                             return arith(kind, x, y, alpha, o, s);
+                           });
 }
 
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha, const Tensor& out) {
-  return arith(Kind::Add, a, b, alpha, out, nullptr);
+  return arith_recorded(Kind::Add, a, b, alpha, out, nullptr);
 }
 Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha, const Tensor& out) {
-  return arith(Kind::Add, a, b, alpha, out, nullptr);
+  return arith_recorded(Kind::Add, a, b, alpha, out, nullptr);
 }
 Tensor add(const Scalar& a, const Tensor& b, const Scalar& alpha, const Tensor& out) {
-  return arith(Kind::Add, a, b, alpha, out, nullptr);
+  return arith_recorded(Kind::Add, a, b, alpha, out, nullptr);
 }
 const Tensor& add_(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  arith(Kind::Add, self, other, alpha, Tensor(), &self);
+  arith_recorded(Kind::Add, self, other, alpha, Tensor(), &self);
   return self;
 }
 const Tensor& add_(const Tensor& self, const Scalar& other, const Scalar& alpha) {
-  arith(Kind::Add, self, other, alpha, Tensor(), &self);
+  arith_recorded(Kind::Add, self, other, alpha, Tensor(), &self);
   return self;
 }
 
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha, const Tensor& out) {
-  return arith(Kind::Sub, a, b, alpha, out, nullptr);
+  return arith_recorded(Kind::Sub, a, b, alpha, out, nullptr);
 }
 Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha, const Tensor& out) {
-  return arith(Kind::Sub, a, b, alpha, out, nullptr);
+  return arith_recorded(Kind::Sub, a, b, alpha, out, nullptr);
 }
 Tensor sub(const Scalar& a, const Tensor& b, const Scalar& alpha, const Tensor& out) {
-  return arith(Kind::Sub, a, b, alpha, out, nullptr);
+  return arith_recorded(Kind::Sub, a, b, alpha, out, nullptr);
 }
 const Tensor& sub_(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  arith(Kind::Sub, self, other, alpha, Tensor(), &self);
+  arith_recorded(Kind::Sub, self, other, alpha, Tensor(), &self);
   return self;
 }
 const Tensor& sub_(const Tensor& self, const Scalar& other, const Scalar& alpha) {
-  arith(Kind::Sub, self, other, alpha, Tensor(), &self);
+  arith_recorded(Kind::Sub, self, other, alpha, Tensor(), &self);
   return self;
 }
 

@@ -2,6 +2,8 @@
 // preparation and the out= / in-place destination.
 #include "ops/binary_common.h"
 
+#include "core/autograd_record.h"
+
 namespace kiln {
 
 // ---- public promotion helpers ------------------------------------------------
@@ -108,6 +110,10 @@ Device operands_device(const char* op, std::initializer_list<const Tensor*> inpu
   const Tensor* first = target;
   for (const Tensor* in : inputs) {
     if (!in || !in->defined()) continue;
+    // A front-end that records its derivative runs with grad mode off; one
+    // that does not must not drop a gradient (a 0-dim operand is read as a
+    // value, which no kernel-level check sees).
+    if (autograd::grad_recording() && in->requires_grad()) autograd::detail::throw_no_derivative(op);
     if (!first)
       first = in;
     else if (!same_device(first->device(), in->device()))

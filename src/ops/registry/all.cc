@@ -11,7 +11,8 @@ std::span<const OpInfo> all_ops() {
 #define KILN_OP_INFO(name, sig)                                 \
   {#name, [](DeviceKind k) { return name.has_kernel(k); },      \
    [](DeviceKind to, DeviceKind from) { name.set_kernel(to, name.kernel(from)); }, \
-   [](DeviceKind k) { name.set_kernel(k, nullptr); }},
+   [](DeviceKind k) { name.set_kernel(k, nullptr); },              \
+   [] { detail::ensure_backends_registered(); return name.nondifferentiable; }},
   static const OpInfo table[] = {KILN_OPS(KILN_OP_INFO)};
 #undef KILN_OP_INFO
   return table;

@@ -63,7 +63,12 @@ struct OpInfo {
   // a test runs every op on a host-memory stand-in for a second device.
   void (*share_kernel)(DeviceKind to, DeviceKind from);
   void (*clear_kernel)(DeviceKind kind);
+  bool (*nondifferentiable)();
 };
 std::span<const OpInfo> all_ops();
+
+// Sets Op::nondifferentiable on the ops whose outputs carry no gradient
+// (ops/registry/nondifferentiable.cc); run with the backends' registration.
+void mark_nondifferentiable();
 
 }  // namespace kiln::ops
