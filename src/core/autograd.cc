@@ -29,7 +29,7 @@ int next_hook_id() {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
-bool differentiable_dtype(DType d) { return is_floating(d) && !is_fp8(d); }
+bool differentiable_dtype(DType d) { return (is_floating(d) && !is_fp8(d)) || is_complex(d); }
 
 TensorMeta tensor_meta(const Tensor& t) {
   if (!t.defined()) return {};

@@ -140,11 +140,16 @@ class Record {
 // The check an in-place front-end makes before writing `self`: bumps self's
 // version; raises torch's error for a leaf that requires grad; returns true
 // when the op must be recorded (grad mode on and self or an input requires
-// grad), in which case the front-end computes out of place and calls
-// rebase_inplace. An in-place write into a view of a tensor that requires grad
+// grad), in which case the front-end computes out of place from
+// inplace_source(self) and calls rebase_inplace. An in-place write into a view of a tensor that requires grad
 // raises NotImplementedError (kiln does not rewrite the base's history).
 bool inplace_needs_grad(const char* op, const Tensor& self, std::initializer_list<const Tensor*> others);
-// Writes `result` (recorded out of place) into self and gives self its history.
+// The operand an in-place op computes from when it is recorded out of place:
+// a copy of self (recorded, so the history flows through it), because the
+// node may save its input and self is about to be overwritten.
+inline Tensor inplace_source(const Tensor& self) { return self.clone(); }
+// Writes `result` (recorded out of place from inplace_source(self)) into self
+// and gives self its history.
 const Tensor& rebase_inplace(const Tensor& self, const Tensor& result);
 // Gives self the history of `result` (a handle on self's own data that a
 // Record finished on), in the autograd state self's copies share.

@@ -110,10 +110,6 @@ Device operands_device(const char* op, std::initializer_list<const Tensor*> inpu
   const Tensor* first = target;
   for (const Tensor* in : inputs) {
     if (!in || !in->defined()) continue;
-    // A front-end that records its derivative runs with grad mode off; one
-    // that does not must not drop a gradient (a 0-dim operand is read as a
-    // value, which no kernel-level check sees).
-    if (autograd::grad_recording() && in->requires_grad()) autograd::detail::throw_no_derivative(op);
     if (!first)
       first = in;
     else if (!same_device(first->device(), in->device()))
@@ -125,6 +121,13 @@ Device operands_device(const char* op, std::initializer_list<const Tensor*> inpu
 Tensor make_dest(const char* op, const Shape& shape, DType result, const Tensor& out, const Tensor* self,
                  std::initializer_list<const Tensor*> inputs, Tensor* final_out, Device* device) {
   const Tensor* target = self ? self : (out.defined() ? &out : nullptr);
+  // A front-end that records its derivative runs with grad mode off; one that
+  // does not must not drop a gradient (a 0-dim operand is read as a value,
+  // which the kernel-level check in Op::operator() does not see). Bool and
+  // integer results carry none.
+  if (autograd::grad_recording() && autograd::detail::differentiable_dtype(result))
+    for (const Tensor* in : inputs)
+      if (in && in->defined() && in->requires_grad()) autograd::detail::throw_no_derivative(op);
   const Device dev = operands_device(op, inputs, target);
   if (device) *device = dev;
   if (!target) return empty(shape, result, dev);

@@ -17,7 +17,8 @@ Tensor run_recorded(const char* op, const GradSpec* spec, In a, In b, const Tens
                     const Impl& impl) {
   if (self) {
     if (autograd::inplace_needs_grad(op, *self, {b.t ? b.t : &kUndefined})) {
-      Tensor r = run_recorded(op, spec, a, b, Tensor(), nullptr, impl);
+      const Tensor src = autograd::inplace_source(*self);
+      Tensor r = run_recorded(op, spec, src, b, Tensor(), nullptr, impl);
       return autograd::rebase_inplace(*self, r);
     }
     return impl(a, b, out, self);
