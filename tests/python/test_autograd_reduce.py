@@ -137,3 +137,37 @@ def test_matches_torch(rng):
         t = torch.tensor(a, requires_grad=True)
         getattr(torch, name)(t, 1).backward(torch.tensor(w))
         np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("p", [2, 1, 3.0, 0.5, float("inf"), float("-inf"), 0])
+def test_norm_closed_form(p):
+    a = np.array([[0.5, -2.0, 1.5, 0.25], [-1.0, 0.75, -0.5, 3.0]])
+    g, w = grad_of(lambda x: kiln.norm(x, p, 1), a)
+    n = np.linalg.norm(a, ord=p, axis=1, keepdims=True)
+    if p == 0:
+        expect = np.zeros_like(a)
+    elif np.isinf(p):
+        expect = np.sign(a) * (np.abs(a) == n)  # no ties here
+    else:
+        expect = np.sign(a) * np.abs(a) ** (p - 1) / n ** (p - 1)
+    np.testing.assert_allclose(g, w[:, None] * expect, rtol=1e-12)
+
+
+def test_norm_subgradient_zero_at_zero():
+    x = leaf(np.zeros((2, 3)))
+    kiln.norm(x).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros((2, 3)))
+
+
+def test_logsumexp_over_several_dims(rng):
+    a = rng.uniform(-2, 2, (2, 3, 4))
+    g, w = grad_of(lambda x: kiln.logsumexp(x, (0, 2)), a)
+    e = np.exp(a - a.max(axis=(0, 2), keepdims=True))
+    np.testing.assert_allclose(g, w[None, :, None] * e / e.sum(axis=(0, 2), keepdims=True), rtol=1e-10)
+
+
+def test_topk_scatters_back():
+    a = np.array([[3.0, 1.0, 4.0, 1.5], [9.0, 2.0, 6.0, 5.0]])
+    g, w = grad_of(lambda x: kiln.topk(x, 2, 1).values, a)
+    np.testing.assert_array_equal(g, [[w[0, 1], 0, w[0, 0], 0], [w[1, 0], 0, w[1, 1], 0]])
+
