@@ -1,6 +1,7 @@
 // Autograd state on tensors, grad mode, the Record a front-end opens, saved
 // tensors and in-place rebasing. The engine that walks the graph is
 // src/autograd/engine.cc; the leaf accumulator is src/autograd/accumulate_grad.cc.
+#include <algorithm>
 #include <atomic>
 
 #include "core/autograd_record.h"
@@ -201,11 +202,21 @@ void Record::finish(std::string name, std::initializer_list<Tensor*> outputs, st
     ++nr;
   }
   node->saved_.reserve(saved.size());
+  // A saved output may be a copy taken before its autograd state was set
+  // above: it is recognised as the same view of the same storage (saving it as
+  // an input would cut the graph a double backward needs).
+  auto same_view = [](const Tensor& a, const Tensor& b) {
+    return a.defined() && b.defined() && a.storage() == b.storage() && a.offset() == b.offset() &&
+           a.dtype() == b.dtype() && a.sizes() == b.sizes() &&
+           std::equal(a.strides().begin(), a.strides().end(), b.strides().begin(), b.strides().end());
+  };
   for (const Tensor& s : saved) {
-    bool is_output = false;
+    const Tensor* output = nullptr;
     for (Tensor* out : outputs)
-      is_output = is_output || (s.defined() && s.autograd_meta() && s.autograd_meta() == out->autograd_meta());
-    node->saved_.emplace_back(s, is_output);
+      if (!output && out->autograd_meta() &&
+          ((s.autograd_meta() && s.autograd_meta() == out->autograd_meta()) || same_view(s, *out)))
+        output = out;
+    node->saved_.emplace_back(output ? *output : s, output != nullptr);
   }
 }
 

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "ops/reduce_dims.h"
+#include "ops/reduce_grad.h"
 #include "ops/registry/all.h"
 
 namespace kiln {
@@ -19,8 +20,16 @@ Tensor whole(const char* op, const Tensor& x) {
   check_ordered(x, op);
   const std::vector<bool> mask(size_t(x.dim()), true);
   require_nonempty(x, mask, true, op);
+  autograd::Record rec(op, {&x});
   Tensor out = empty({}, x.dtype(), x.device());
   (kMax ? ops::max : ops::min)(common_device(op, {&x, &out}), x, mask, out, Tensor());
+  // Ties (NaN ties included) share the gradient evenly, as torch.
+  if (rec)
+    rec.finish(
+        kMax ? "MaxBackward1" : "MinBackward1", {&out}, {x, out},
+        [mask](autograd::FnNode& n, autograd::Grads& g) {
+          return autograd::Grads{rgrad::evenly_distribute(g[0], n.saved(0), n.saved(1), mask, false, true)};
+        });
   return out;
 }
 
@@ -30,8 +39,17 @@ ValuesIndices along(const char* op, const Tensor& x, int dim, bool keepdim) {
   const std::vector<bool> mask = reduce_mask(std::vector<int>{dim}, x.dim(), op);
   require_nonempty(x, mask, false, op);
   const Shape shape = reduced_shape(x.shape(), mask, keepdim);
+  autograd::Record rec(op, {&x});
   ValuesIndices r{empty(shape, x.dtype(), x.device()), empty(shape, DType::Int64, x.device())};
   (kMax ? ops::max : ops::min)(common_device(op, {&x, &r.values, &r.indices}), x, mask, r.values, r.indices);
+  if (rec) {
+    // The whole gradient goes to the returned index.
+    const int d = x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), op);
+    rec.finish(kMax ? "MaxBackward0" : "MinBackward0", {&r.values, &r.indices}, {r.indices},
+               [d, keepdim, sizes = x.sizes()](autograd::FnNode& n, autograd::Grads& g) {
+                 return autograd::Grads{rgrad::select_backward(g[0], n.saved(0), d, keepdim, sizes)};
+               });
+  }
   return r;
 }
 
@@ -40,8 +58,16 @@ Tensor a_extremum(const char* op, const Tensor& x, const DimList& dim, bool keep
   check_ordered(x, op);
   const std::vector<bool> mask = reduce_mask(dim, x.dim(), op);
   require_nonempty(x, mask, false, op);
+  autograd::Record rec(op, {&x});
   Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), x.dtype(), x.device());
   (kMax ? ops::amax : ops::amin)(common_device(op, {&x, &out}), x, mask, out, Tensor());
+  // Ties share the gradient evenly, as torch.
+  if (rec)
+    rec.finish(kMax ? "AmaxBackward0" : "AminBackward0", {&out}, {x, out},
+               [mask, keepdim](autograd::FnNode& n, autograd::Grads& g) {
+                 return autograd::Grads{
+                     rgrad::evenly_distribute(g[0], n.saved(0), n.saved(1), mask, keepdim, false)};
+               });
   return out;
 }
 

@@ -2,11 +2,32 @@
 // output allocation, then the op (ops/registry/reduce.h).
 #include <string>
 
+#include "kiln/binary.h"
 #include "ops/reduce_dims.h"
+#include "ops/reduce_grad.h"
 #include "ops/registry/all.h"
 
 namespace kiln {
 namespace {
+
+// d var / dx = 2 (x - mean) / (N - correction); d std / dx = that / (2 std),
+// 0 where std is 0 (as torch); the mean output adds g / N.
+Tensor moments_backward(const autograd::Grads& g, const Tensor& x, const Tensor& result,
+                        const std::vector<bool>& mask, bool keepdim, double correction, bool take_sqrt,
+                        bool want_mean, double n) {
+  const Tensor centered = sub(x, mean(x, rgrad::dims_of(mask), /*keepdim=*/true));  // x's shape
+  const Tensor gv = rgrad::unreduce(g[0], mask, keepdim);                           // reduced dims as 1
+  Tensor grad;
+  if (take_sqrt) {
+    const Tensor s = rgrad::unreduce(result, mask, keepdim);
+    const Tensor scaled = div(gv, mul(s, Scalar(n - correction)));
+    grad = mul(centered, where(eq(s, Scalar(0.0)), Scalar(0.0), scaled));
+  } else {
+    grad = mul(centered, mul(gv, Scalar(2.0 / (n - correction))));
+  }
+  if (want_mean) grad = add(grad, mul(rgrad::unreduce(g[1], mask, keepdim), Scalar(1.0 / n)));
+  return grad;
+}
 
 // Computes the variance (or std) and optionally the mean.
 std::pair<Tensor, Tensor> moments(const char* op, const Tensor& x, const DimList& dim, double correction,
@@ -21,7 +42,24 @@ std::pair<Tensor, Tensor> moments(const char* op, const Tensor& x, const DimList
   Tensor m = want_mean ? empty(shape, x.dtype(), x.device()) : Tensor();
   const Op<ops::Moments>& kernel =
       want_mean ? (take_sqrt ? ops::std_mean : ops::var_mean) : (take_sqrt ? ops::std : ops::var);
+  autograd::Record rec(op, {&x});
+  if (rec) rgrad::reject_complex_grad(x.dtype(), op);
   kernel(common_device(op, {&x, &v, &m}), x, mask, correction, v, m);
+  if (rec) {
+    const char* node = want_mean ? (take_sqrt ? "StdMeanBackward0" : "VarMeanBackward0")
+                                 : (take_sqrt ? "StdBackward0" : "VarBackward0");
+    const double n = double(rgrad::group_size(x.sizes(), mask));
+    auto formula = [mask, keepdim, correction, take_sqrt, want_mean, n](autograd::FnNode& nd,
+                                                                        autograd::Grads& g) {
+      return autograd::Grads{
+          moments_backward(g, nd.saved(0), nd.saved(1), mask, keepdim, correction, take_sqrt, want_mean, n)};
+    };
+    std::vector<Tensor> saved{x, take_sqrt ? v : Tensor()};
+    if (want_mean)
+      rec.finish(node, {&v, &m}, std::move(saved), formula);
+    else
+      rec.finish(node, {&v}, std::move(saved), formula);
+  }
   return {v, m};
 }
 

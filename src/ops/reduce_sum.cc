@@ -3,7 +3,9 @@
 // (ops/registry/reduce.h).
 #include <string>
 
+#include "kiln/binary.h"
 #include "ops/reduce_dims.h"
+#include "ops/reduce_grad.h"
 #include "ops/registry/all.h"
 
 namespace kiln {
@@ -24,12 +26,39 @@ Tensor sum_mean(const char* op, const Tensor& x_in, const DimList& dim, bool kee
     throw TypeError(std::string("[") + op + "] could not infer output dtype: input dtype must be floating point or complex, got " +
                     name(x_in.dtype()) + "; pass dtype=");
   }
+  autograd::Record rec(op, {&x_in});
   const Tensor x = dtype ? x_in.to(*dtype) : x_in;
   const std::vector<bool> mask = reduce_mask(dim, x.dim(), op);
   Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), natural_sum_dtype(x.dtype()), x.device());
   (mean ? ops::mean : ops::sum)(common_device(op, {&x, &out}), x, mask, out);
   if (dtype && out.dtype() != *dtype) out = out.to(*dtype);
+  if (rec) {
+    // Linear, so right for complex inputs too: g back in x's shape (/ N for mean).
+    const Shape shape = x.sizes();
+    const double scale = mean ? 1.0 / double(rgrad::group_size(shape, mask)) : 1.0;
+    rec.finish(mean ? "MeanBackward1" : "SumBackward1", {&out}, {},
+               [mask, keepdim, shape, mean, scale](autograd::FnNode&, autograd::Grads& g) {
+                 const Tensor e = rgrad::expand_reduced(g[0], mask, keepdim, shape);  // x's shape
+                 return autograd::Grads{mean ? mul(e, Scalar(scale)) : e};
+               });
+  }
   return out;
+}
+
+// d prod / dx_i is the product of the other elements of x_i's group: out / x_i
+// when the group has no zero; with exactly one zero, that product at the zero
+// and 0 elsewhere; with several zeros, 0 everywhere (as torch).
+Tensor prod_backward(const Tensor& g, const Tensor& x, const Tensor& out, const std::vector<bool>& mask,
+                     bool keepdim) {
+  const DimList dims = rgrad::dims_of(mask);
+  const Tensor o = rgrad::unreduce(out, mask, keepdim);          // reduced dims as 1
+  const Tensor is_zero = eq(x, Scalar(0.0));                     // x's shape
+  const Tensor zeros_in = sum(is_zero, dims, /*keepdim=*/true);  // int64, reduced dims as 1
+  const Tensor others =
+      prod(where(is_zero, Scalar(1.0), x), dims, /*keepdim=*/true);  // product of the non-zeros
+  const Tensor no_zero = div(o, where(is_zero, Scalar(1.0), x));     // x's shape
+  const Tensor one_zero = where(logical_and(is_zero, eq(zeros_in, Scalar(int64_t(1)))), others, Scalar(0.0));
+  return mul(rgrad::unreduce(g, mask, keepdim), where(eq(zeros_in, Scalar(int64_t(0))), no_zero, one_zero));
 }
 
 }  // namespace
@@ -45,11 +74,17 @@ Tensor mean(const Tensor& x, const DimList& dim, bool keepdim, std::optional<DTy
 Tensor prod(const Tensor& x_in, const DimList& dim, bool keepdim, std::optional<DType> dtype) {
   reject_fp8(x_in, "prod");
   if (dtype && is_fp8(*dtype)) throw TypeError(std::string("[prod] unsupported dtype ") + name(*dtype));
+  autograd::Record rec("prod", {&x_in});
+  if (rec) rgrad::reject_complex_grad(dtype.value_or(x_in.dtype()), "prod");
   const Tensor x = dtype ? x_in.to(*dtype) : x_in;
   const std::vector<bool> mask = reduce_mask(dim, x.dim(), "prod");
   Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), natural_sum_dtype(x.dtype()), x.device());
   ops::prod(common_device("prod", {&x, &out}), x, mask, out);
   if (dtype && out.dtype() != *dtype) out = out.to(*dtype);
+  if (rec)
+    rec.finish("ProdBackward1", {&out}, {x, out}, [mask, keepdim](autograd::FnNode& n, autograd::Grads& g) {
+      return autograd::Grads{prod_backward(g[0], n.saved(0), n.saved(1), mask, keepdim)};
+    });
   return out;
 }
 

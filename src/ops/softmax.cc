@@ -5,7 +5,10 @@
 
 #include <string>
 
+#include "core/autograd_record.h"
+#include "kiln/binary.h"
 #include "kiln/error.h"
+#include "kiln/reduce.h"
 #include "ops/registry/all.h"
 
 namespace kiln {
@@ -45,9 +48,22 @@ void run(const Tensor& x, int dim, const Tensor& out, bool log) {
 Tensor softmax_impl(const Tensor& x, int dim, std::optional<DType> dtype, bool log) {
   const char* op = op_name(log);
   const DType rd = result_dtype(x, dtype, op);
-  wrap_dim(dim, x.dim() == 0 ? 1 : x.dim(), op);
+  const int d = wrap_dim(dim, x.dim() == 0 ? 1 : x.dim(), op);
+  autograd::Record rec(op, {&x});
   Tensor out = empty(x.sizes(), rd, x.device());
   run(x.dtype() == rd ? x : x.to(rd), dim, out, log);
+  // Both formulas read only the output y: softmax y (g - sum(g y)); log_softmax
+  // g - exp(y) sum(g), with exp(y) taken as softmax(y) (equal, as y's
+  // exponentials sum to 1) so that it differentiates again.
+  if (rec)
+    rec.finish(log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", {&out}, {out},
+               [d, log](autograd::FnNode& n, autograd::Grads& g) {
+                 const Tensor y = n.saved(0);
+                 const DimList dims = std::vector<int>{d};
+                 if (log)
+                   return autograd::Grads{sub(g[0], mul(softmax(y, d), sum(g[0], dims, /*keepdim=*/true)))};
+                 return autograd::Grads{mul(y, sub(g[0], sum(mul(g[0], y), dims, /*keepdim=*/true)))};
+               });
   return out;
 }
 
@@ -58,6 +74,9 @@ void softmax_out_impl(const Tensor& x, int dim, const Tensor& out, bool log) {
              "[" << op << "] out has shape " << out.shape_str() << ", expected " << x.shape_str());
   wrap_dim(dim, x.dim() == 0 ? 1 : x.dim(), op);
   assert_no_internal_overlap(out, op);
+  autograd::Record rec(op, {&x});
+  if (rec) rec.no_out(out);
+  autograd::wrote(out);
   run(x.dtype() == rd || x.dtype() == DType::Float32 ? x : x.to(rd), dim, out, log);
 }
 

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "ops/reduce_grad.h"
 #include "ops/registry/all.h"
 
 namespace kiln {
@@ -37,10 +38,25 @@ SortResult sort_rows(const Tensor& x_in, int dim_in, bool descending, int64_t k,
   return r;
 }
 
+// The values' gradient goes back to the positions the indices name.
+SortResult recorded(const char* op, const char* node, const Tensor& x, int dim, bool descending, int64_t k,
+                    bool sorted) {
+  autograd::Record rec(op, {&x});
+  SortResult r = sort_rows(x, dim, descending, k, sorted, true, op);
+  if (rec) {
+    const int d = x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), op);
+    rec.finish(node, {&r.values, &r.indices}, {r.indices},
+               [d, sizes = x.sizes()](autograd::FnNode& n, autograd::Grads& g) {
+                 return autograd::Grads{rgrad::select_backward(g[0], n.saved(0), d, /*keepdim=*/true, sizes)};
+               });
+  }
+  return r;
+}
+
 }  // namespace
 
 SortResult sort(const Tensor& x, int dim, bool descending, bool stable) {
-  return sort_rows(x, dim, descending, -1, true, true, "sort");
+  return recorded("sort", "SortBackward0", x, dim, descending, -1, true);
 }
 
 Tensor argsort(const Tensor& x, int dim, bool descending, bool stable) {
@@ -49,7 +65,7 @@ Tensor argsort(const Tensor& x, int dim, bool descending, bool stable) {
 
 SortResult topk(const Tensor& x, int64_t k, int dim, bool largest, bool sorted) {
   if (k < 0) throw ValueError("[topk] k (" + std::to_string(k) + ") must be non-negative");
-  return sort_rows(x, dim, largest, k, sorted, true, "topk");
+  return recorded("topk", "TopkBackward0", x, dim, largest, k, sorted);
 }
 
 }  // namespace kiln
