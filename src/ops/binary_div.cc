@@ -2,7 +2,8 @@
 // remainder (Python's %, sign of the divisor) and fmod (C's, sign of the
 // dividend). Integer division by zero raises ValueError; float division by zero
 // gives inf/nan as IEEE says. The kernels are the ops of ops/registry/binary.h.
-#include "ops/binary_common.h"
+#include "kiln/unary.h"
+#include "ops/binary_grad.h"
 
 namespace kiln {
 namespace {
@@ -71,36 +72,85 @@ Mode parse_mode(std::string_view m) {
                    std::string(m) + "'");
 }
 
+// d(a / b) = (g / b, -g (a / b) / b). The rounded quotients are piecewise
+// constant: zero gradients, as torch. remainder and fmod: a - b * q with q the
+// floored (remainder) or truncated (fmod) quotient, so (g, -g q).
+const bin::GradSpec kDivGrad{"DivBackward0", true, true, false, [](const bin::GradArgs& x) {
+                               return autograd::Grads{
+                                   x.needs_a() ? div(x.g, x.b) : Tensor(),
+                                   x.needs_b() ? neg(mul(x.g, div(div(x.a, x.b), x.b))) : Tensor()};
+                             }};
+const bin::GradSpec kRoundedDivGrad{"DivBackward2", false, false, false, [](const bin::GradArgs& x) {
+                                      return autograd::Grads{x.needs_a() ? zeros_like(x.g) : Tensor(),
+                                                             x.needs_b() ? zeros_like(x.g) : Tensor()};
+                                    }};
+bin::GradSpec rest_grad(const char* node, const char* rounding) {
+  return {node, true, true, false, [rounding](const bin::GradArgs& x) {
+            return autograd::Grads{x.needs_a() ? x.g : Tensor(),
+                                   x.needs_b() ? neg(mul(x.g, div(x.a, x.b, rounding))) : Tensor()};
+          }};
+}
+const bin::GradSpec kRemainderGrad = rest_grad("RemainderBackward0", "floor");
+const bin::GradSpec kFmodGrad = rest_grad("FmodBackward0", "trunc");
+
+const bin::GradSpec* grad_of(Mode m) {
+  switch (m) {
+    case Mode::True:
+      return &kDivGrad;
+    case Mode::Trunc:
+      return &kRoundedDivGrad;
+    case Mode::Floor:
+      return &kRoundedDivGrad;
+    case Mode::Remainder:
+      return &kRemainderGrad;
+    default:
+      return &kFmodGrad;
+  }
+}
+
+// div and the named ops, recorded. floor_divide has no derivative in torch
+// (it raises "derivative for floor_divide is not implemented"): it raises here too.
+Tensor divide_recorded(Mode mode, bool via_div, In a, In b, const Tensor& out, const Tensor* self) {
+  const bin::GradSpec* spec = mode == Mode::Floor && !via_div ? nullptr : grad_of(mode);
+  return bin::run_recorded(via_div              ? "div"
+                           : mode == Mode::True ? "true_divide"
+                                                : mode_name(mode),
+                           spec, a, b, out, self,
+                           [mode, via_div](In x, In y, const Tensor& o, const Tensor* s) {
+                             return divide(mode, via_div, x, y, o, s);
+                           });
+}
+
 Tensor true_div_impl(In a, In b, const Tensor& out, const Tensor* self) {
-  return divide(Mode::True, false, a, b, out, self);
+  return divide_recorded(Mode::True, false, a, b, out, self);
 }
 Tensor floor_div_impl(In a, In b, const Tensor& out, const Tensor* self) {
-  return divide(Mode::Floor, false, a, b, out, self);
+  return divide_recorded(Mode::Floor, false, a, b, out, self);
 }
 Tensor remainder_impl(In a, In b, const Tensor& out, const Tensor* self) {
-  return divide(Mode::Remainder, false, a, b, out, self);
+  return divide_recorded(Mode::Remainder, false, a, b, out, self);
 }
 Tensor fmod_impl(In a, In b, const Tensor& out, const Tensor* self) {
-  return divide(Mode::Fmod, false, a, b, out, self);
+  return divide_recorded(Mode::Fmod, false, a, b, out, self);
 }
 
 }  // namespace
 
 Tensor div(const Tensor& a, const Tensor& b, std::string_view rm, const Tensor& out) {
-  return divide(parse_mode(rm), true, a, b, out, nullptr);
+  return divide_recorded(parse_mode(rm), true, a, b, out, nullptr);
 }
 Tensor div(const Tensor& a, const Scalar& b, std::string_view rm, const Tensor& out) {
-  return divide(parse_mode(rm), true, a, b, out, nullptr);
+  return divide_recorded(parse_mode(rm), true, a, b, out, nullptr);
 }
 Tensor div(const Scalar& a, const Tensor& b, std::string_view rm, const Tensor& out) {
-  return divide(parse_mode(rm), true, a, b, out, nullptr);
+  return divide_recorded(parse_mode(rm), true, a, b, out, nullptr);
 }
 const Tensor& div_(const Tensor& self, const Tensor& other, std::string_view rm) {
-  divide(parse_mode(rm), true, self, other, Tensor(), &self);
+  divide_recorded(parse_mode(rm), true, self, other, Tensor(), &self);
   return self;
 }
 const Tensor& div_(const Tensor& self, const Scalar& other, std::string_view rm) {
-  divide(parse_mode(rm), true, self, other, Tensor(), &self);
+  divide_recorded(parse_mode(rm), true, self, other, Tensor(), &self);
   return self;
 }
 

@@ -27,6 +27,8 @@ void mark_nondifferentiable() {
            &argmax.nondifferentiable, &argmin.nondifferentiable, &argsort.nondifferentiable,
            &nonzero.nondifferentiable, &bincount.nondifferentiable, &moe_route.nondifferentiable,
            &linalg_matrix_rank.nondifferentiable,
+           // torch marks both inputs of the Laguerre polynomial non_differentiable
+           &special_laguerre_polynomial_l.nondifferentiable,
            // samplers, quantization to FP8 (an FP8 result carries no gradient)
            &sample.nondifferentiable, &sample_row.nondifferentiable, &logits_max.nondifferentiable,
            &quantize_fp8.nondifferentiable,
