@@ -52,6 +52,7 @@ void init_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
       .def_prop_rw(
           "grad", [](const Tensor& t) -> nb::object { Tensor g = t.grad(); return g.defined() ? nb::cast(g) : nb::none(); },
           [](Tensor& t, nb::handle g) { t.set_grad(g.is_none() ? Tensor() : to_tensor(g)); },
+          nb::for_setter(nb::arg("grad").none()),  // t.grad = None clears it, as torch
           "The gradient accumulated by backward() (None until then).")
       .def_prop_ro("grad_fn", [](const Tensor& t) { return node_or_none(t.grad_fn()); })
       .def_prop_ro("is_leaf", &Tensor::is_leaf)

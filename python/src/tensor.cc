@@ -279,7 +279,6 @@ void init_tensor(nb::module_& m) {
       // ---- copies and conversions ----
       .def("contiguous", &Tensor::contiguous)
       .def("clone", &Tensor::clone)
-      .def("detach", [](const Tensor& t) { return t; })
       .def("to", [](nb::handle self, nb::args args, nb::kwargs kwargs) {
         return self_when_same(self, to_impl(nb::cast<const Tensor&>(self), args, kwargs));
       }, "args"_a, "kwargs"_a, "A copy on another device or dtype; the tensor itself when it is already there.")
