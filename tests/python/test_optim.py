@@ -270,3 +270,30 @@ def test_end_to_end_linear_regression_trains():
         opt.step()
     np.testing.assert_allclose(model.w.detach().numpy(), w_true, atol=1e-2)
     assert model.b.item() == pytest.approx(b_true, abs=1e-2)
+
+
+class ColumnRegression(Regression):
+    # The same model written with views, mul and add only (ops that record today).
+    def forward(self, x):
+        return x[:, 0] * self.w[0] + x[:, 1] * self.w[1] + x[:, 2] * self.w[2] + self.b
+
+
+def test_end_to_end_fit_with_views_mul_add():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((64, 3)).astype(np.float32)
+    w_true, b_true = np.array([1.5, -2.0, 0.5], np.float32), 0.75
+    y = x @ w_true + b_true
+    model = ColumnRegression(3)
+    opt = optim.AdamW(model.parameters(), lr=0.1, weight_decay=0.0)
+    sched = lr_scheduler.StepLR(opt, step_size=100, gamma=0.5)
+    xt, yt = kiln.tensor(x), kiln.tensor(y)
+    for _ in range(300):
+        opt.zero_grad()
+        err = model(xt) - yt
+        # d(mean(err**2))/d(err**2) = 1/64, fed to backward instead of a recorded mean.
+        (err * err).backward(kiln.full((64,), 1.0 / 64))
+        nn.utils.clip_grad_norm_(model.parameters(), 10.0)
+        opt.step()
+        sched.step()
+    np.testing.assert_allclose(model.w.detach().numpy(), w_true, atol=1e-3)
+    assert model.b.item() == pytest.approx(b_true, abs=1e-3)
