@@ -10,7 +10,9 @@ Namespaces (convention for the binding files in python/src/*.cc):
   ``kiln.special.erfinv``. The prefixed name stays available on ``kiln._C`` only;
   ``kiln.<ns>`` is a real module in ``sys.modules`` (``import kiln.special`` and
   ``from kiln.special import erfinv`` work). Add a namespace by adding its name here.
-  Dotted namespaces nest: ``_C.nn_functional_linear`` is ``kiln.nn.functional.linear``.
+  Dotted namespaces nest. ``kiln.nn`` (with ``kiln.nn.functional``) and ``kiln.optim``
+  are Python packages; kiln.nn re-exports ``_C.nn_<name>`` and kiln.nn.functional
+  ``_C.nn_functional_<name>`` by the same rule.
 """
 
 import sys as _sys
@@ -22,7 +24,7 @@ from ._C import *  # noqa: F401,F403
 
 __version__ = _C.__version__
 
-_NAMESPACES = ("special", "linalg", "fft", "nn", "nn.functional", "io", "llm", "autograd")
+_NAMESPACES = ("special", "linalg", "fft", "io", "llm", "autograd")
 
 
 def _make_namespace(ns):
@@ -54,6 +56,7 @@ del _ns, _mod, _parent, _leaf
 # Public names (the dtype objects kiln.float, kiln.int, kiln.bool shadow the builtins
 # only inside this namespace, as in torch).
 __all__ = [n for n in dir(_C) if not n.startswith("_")] + [n for n in _NAMESPACES if "." not in n]
+__all__ += ["nn", "optim", "save", "load"]
 
 # Grad mode: kiln.no_grad() etc., also as kiln.autograd.no_grad.
 from ._grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: E402
@@ -66,3 +69,7 @@ del _name
 # torch's private spellings of the FP8 / grouped matmuls.
 _scaled_mm = _C._scaled_mm
 _grouped_mm = _C._grouped_mm
+
+# The Python packages (they read _C's names and the grad-mode helpers above).
+from . import nn, optim  # noqa: E402,F401
+from .serialization import load, save  # noqa: E402,F401

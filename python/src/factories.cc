@@ -86,6 +86,13 @@ uint64_t to_seed(nb::handle h, const char* op) {
   return s.above_int64() ? s.to<uint64_t>() : uint64_t(s.to_int64());
 }
 
+// The requires_grad= keyword of every factory (torch's): the new tensor is a leaf
+// that requires grad.
+Tensor leaf(Tensor t, bool requires_grad) {
+  if (requires_grad) t.requires_grad_(true);
+  return t;
+}
+
 }  // namespace
 
 Tensor empty_checked(const char* op, const Shape& shape, DType d) {
@@ -94,83 +101,118 @@ Tensor empty_checked(const char* op, const Shape& shape, DType d) {
 
 void init_factories(nb::module_& m) {
   // ---- shape factories: f(*size, dtype=None, device=None) ----
-  m.def("empty", [](nb::args size, std::optional<DType> dtype, nb::handle device) {
-    const Device dev = check_device(device, "empty");
-    const Shape shape = shape_from_args(size, "empty");
-    const DType d = dtype.value_or(kDefaultFloat);
-    return allocating("empty", shape, d, [&] { return empty(shape, d, dev); });
-  }, "size"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
-     "An uninitialized tensor of the given size.");
-  m.def("zeros", [](nb::args size, std::optional<DType> dtype, nb::handle device) {
-    const Device dev = check_device(device, "zeros");
-    const Shape shape = shape_from_args(size, "zeros");
-    const DType d = dtype.value_or(kDefaultFloat);
-    return allocating("zeros", shape, d, [&] { return zeros(shape, d, dev); });
-  }, "size"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
-  m.def("ones", [](nb::args size, std::optional<DType> dtype, nb::handle device) {
-    const Device dev = check_device(device, "ones");
-    const Shape shape = shape_from_args(size, "ones");
-    const DType d = dtype.value_or(kDefaultFloat);
-    return allocating("ones", shape, d, [&] { return ones(shape, d, dev); });
-  }, "size"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
-  m.def("full", [](nb::handle size, nb::handle fill_value, std::optional<DType> dtype, nb::handle device) {
-    const Device dev = check_device(device, "full");
-    const Shape shape = to_shape(size, "full");
-    Scalar v;
-    DType d;
-    if (is_tensor(fill_value)) {
-      const Tensor& t = nb::cast<const Tensor&>(fill_value);
-      if (t.dim() != 0) throw ValueError("[full] fill_value must be a number or a 0-dim tensor");
-      v = t.item();
-      d = dtype.value_or(t.dtype());
-    } else {
-      v = to_scalar(fill_value, "full");
-      d = dtype.value_or(v.promotion_dtype());
-      check_fits(v, d, "full", "fill_value");
-    }
-    return allocating("full", shape, d, [&] { return full(shape, v, d, dev); });
-  }, "size"_a, "fill_value"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
-     "A tensor filled with fill_value; the dtype follows the value (bool, int64, float32, complex64) unless given.");
+  m.def(
+      "empty",
+      [](nb::args size, std::optional<DType> dtype, nb::handle device, bool requires_grad) {
+        const Device dev = check_device(device, "empty");
+        const Shape shape = shape_from_args(size, "empty");
+        const DType d = dtype.value_or(kDefaultFloat);
+        return leaf(allocating("empty", shape, d, [&] { return empty(shape, d, dev); }), requires_grad);
+      },
+      "size"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false,
+      "An uninitialized tensor of the given size.");
+  m.def(
+      "zeros",
+      [](nb::args size, std::optional<DType> dtype, nb::handle device, bool requires_grad) {
+        const Device dev = check_device(device, "zeros");
+        const Shape shape = shape_from_args(size, "zeros");
+        const DType d = dtype.value_or(kDefaultFloat);
+        return leaf(allocating("zeros", shape, d, [&] { return zeros(shape, d, dev); }), requires_grad);
+      },
+      "size"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "ones",
+      [](nb::args size, std::optional<DType> dtype, nb::handle device, bool requires_grad) {
+        const Device dev = check_device(device, "ones");
+        const Shape shape = shape_from_args(size, "ones");
+        const DType d = dtype.value_or(kDefaultFloat);
+        return leaf(allocating("ones", shape, d, [&] { return ones(shape, d, dev); }), requires_grad);
+      },
+      "size"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "full",
+      [](nb::handle size, nb::handle fill_value, std::optional<DType> dtype, nb::handle device,
+         bool requires_grad) {
+        const Device dev = check_device(device, "full");
+        const Shape shape = to_shape(size, "full");
+        Scalar v;
+        DType d;
+        if (is_tensor(fill_value)) {
+          const Tensor& t = nb::cast<const Tensor&>(fill_value);
+          if (t.dim() != 0) throw ValueError("[full] fill_value must be a number or a 0-dim tensor");
+          v = t.item();
+          d = dtype.value_or(t.dtype());
+        } else {
+          v = to_scalar(fill_value, "full");
+          d = dtype.value_or(v.promotion_dtype());
+          check_fits(v, d, "full", "fill_value");
+        }
+        return leaf(allocating("full", shape, d, [&] { return full(shape, v, d, dev); }), requires_grad);
+      },
+      "size"_a, "fill_value"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
+      "requires_grad"_a = false,
+      "A tensor filled with fill_value; the dtype follows the value (bool, int64, float32, complex64) unless "
+      "given.");
 
   // ---- *_like ----
-  m.def("empty_like", [](const Tensor& t, std::optional<DType> dtype, nb::handle device) {
-    return like(t, dtype, device, "empty_like");
-  }, "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
-  m.def("zeros_like", [](const Tensor& t, std::optional<DType> dtype, nb::handle device) {
-    return like(t, dtype, device, "zeros_like").fill_(Scalar(int64_t(0)));
-  }, "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
-  m.def("ones_like", [](const Tensor& t, std::optional<DType> dtype, nb::handle device) {
-    return like(t, dtype, device, "ones_like").fill_(Scalar(int64_t(1)));
-  }, "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
+  m.def(
+      "empty_like",
+      [](const Tensor& t, std::optional<DType> dtype, nb::handle device, bool requires_grad) {
+        return leaf(like(t, dtype, device, "empty_like"), requires_grad);
+      },
+      "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "zeros_like",
+      [](const Tensor& t, std::optional<DType> dtype, nb::handle device, bool requires_grad) {
+        return leaf(like(t, dtype, device, "zeros_like").fill_(Scalar(int64_t(0))), requires_grad);
+      },
+      "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
+  m.def(
+      "ones_like",
+      [](const Tensor& t, std::optional<DType> dtype, nb::handle device, bool requires_grad) {
+        return leaf(like(t, dtype, device, "ones_like").fill_(Scalar(int64_t(1))), requires_grad);
+      },
+      "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
   m.def(
       "full_like",
-      [](const Tensor& t, nb::handle fill_value, std::optional<DType> dtype, nb::handle device) {
+      [](const Tensor& t, nb::handle fill_value, std::optional<DType> dtype, nb::handle device,
+         bool requires_grad) {
         const Scalar v = to_scalar(fill_value, "full_like");
         check_fits(v, dtype.value_or(t.dtype()), "full_like", "fill_value");
-        return like(t, dtype, device, "full_like").fill_(v);
+        return leaf(like(t, dtype, device, "full_like").fill_(v), requires_grad);
       },
-      "input"_a, "fill_value"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
+      "input"_a, "fill_value"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
+      "requires_grad"_a = false);
   m.def(
       "rand_like",
-      [](const Tensor& t, std::optional<DType> dtype, std::optional<Generator*> g, nb::handle device) {
+      [](const Tensor& t, std::optional<DType> dtype, std::optional<Generator*> g, nb::handle device,
+         bool requires_grad) {
         const Device dev = like_device(t, device, "rand_like");
         const DType d = dtype.value_or(t.dtype());
-        return allocating("rand_like", t.sizes(), d, [&] { return rand(t.sizes(), d, gen_ptr(g), dev); });
+        return leaf(
+            allocating("rand_like", t.sizes(), d, [&] { return rand(t.sizes(), d, gen_ptr(g), dev); }),
+            requires_grad);
       },
-      "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "generator"_a = nb::none(), "device"_a = nb::none());
+      "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "generator"_a = nb::none(), "device"_a = nb::none(),
+      "requires_grad"_a = false);
   m.def(
       "randn_like",
-      [](const Tensor& t, std::optional<DType> dtype, std::optional<Generator*> g, nb::handle device) {
+      [](const Tensor& t, std::optional<DType> dtype, std::optional<Generator*> g, nb::handle device,
+         bool requires_grad) {
         const Device dev = like_device(t, device, "randn_like");
         const DType d = dtype.value_or(t.dtype());
-        return allocating("randn_like", t.sizes(), d, [&] { return randn(t.sizes(), d, gen_ptr(g), dev); });
+        return leaf(
+            allocating("randn_like", t.sizes(), d, [&] { return randn(t.sizes(), d, gen_ptr(g), dev); }),
+            requires_grad);
       },
-      "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "generator"_a = nb::none(), "device"_a = nb::none());
+      "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "generator"_a = nb::none(), "device"_a = nb::none(),
+      "requires_grad"_a = false);
 
   // ---- ranges ----
   m.def(
       "arange",
-      [](nb::handle start, nb::handle end, nb::handle step, std::optional<DType> dtype, nb::handle device) {
+      [](nb::handle start, nb::handle end, nb::handle step, std::optional<DType> dtype, nb::handle device,
+         bool requires_grad) {
         const Device dev = check_device(device, "arange");
         Scalar s = to_scalar(start, "arange"), e;
         if (!end.is_none()) {
@@ -190,40 +232,46 @@ void init_factories(nb::module_& m) {
           check_fits(st, DType::Int64, "arange", "step");
         }
         try {
-          return arange(s, e, st, d, dev);
+          return leaf(arange(s, e, st, d, dev), requires_grad);
         } catch (const OutOfMemoryError& x) {
           throw_oom("arange", x.bytes(), {int64_t(x.bytes() / itemsize(d))}, d, "out of memory");
         }
       },
       "start"_a, "end"_a = nb::none(), "step"_a = 1, nb::kw_only(), "dtype"_a = nb::none(),
-      "device"_a = nb::none(),
+      "device"_a = nb::none(), "requires_grad"_a = false,
       "Values from start to end (exclusive) by step; int64 when all bounds are integers, else float32.");
   m.def(
       "linspace",
-      [](nb::handle start, nb::handle end, nb::handle steps, std::optional<DType> dtype, nb::handle device) {
+      [](nb::handle start, nb::handle end, nb::handle steps, std::optional<DType> dtype, nb::handle device,
+         bool requires_grad) {
         const Device dev = check_device(device, "linspace");
         const double a = real_bound(start, "linspace", "start"), b = real_bound(end, "linspace", "end");
         const int64_t n = to_int64(steps, "linspace", "steps");
         const DType d = float_dtype(dtype, "linspace");
-        return allocating("linspace", {std::max<int64_t>(n, 0)}, d, [&] { return linspace(a, b, n, d, dev); });
+        return leaf(
+            allocating("linspace", {std::max<int64_t>(n, 0)}, d, [&] { return linspace(a, b, n, d, dev); }),
+            requires_grad);
       },
-      "start"_a, "end"_a, "steps"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
+      "start"_a, "end"_a, "steps"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
+      "requires_grad"_a = false);
   m.def(
       "logspace",
       [](nb::handle start, nb::handle end, nb::handle steps, double base, std::optional<DType> dtype,
-         nb::handle device) {
+         nb::handle device, bool requires_grad) {
         const Device dev = check_device(device, "logspace");
         const double a = real_bound(start, "logspace", "start"), b = real_bound(end, "logspace", "end");
         const int64_t n = to_int64(steps, "logspace", "steps");
         const DType d = float_dtype(dtype, "logspace");
-        return allocating("logspace", {std::max<int64_t>(n, 0)}, d,
-                          [&] { return logspace(a, b, n, base, d, dev); });
+        return leaf(allocating("logspace", {std::max<int64_t>(n, 0)}, d,
+                               [&] { return logspace(a, b, n, base, d, dev); }),
+                    requires_grad);
       },
       "start"_a, "end"_a, "steps"_a, "base"_a = 10.0, nb::kw_only(), "dtype"_a = nb::none(),
-      "device"_a = nb::none());
+      "device"_a = nb::none(), "requires_grad"_a = false);
   m.def(
       "eye",
-      [](nb::handle n_arg, nb::handle m_arg, std::optional<DType> dtype, nb::handle device) {
+      [](nb::handle n_arg, nb::handle m_arg, std::optional<DType> dtype, nb::handle device,
+         bool requires_grad) {
         const Device dev = check_device(device, "eye");
         const int64_t n = to_int64(n_arg, "eye", "n");
         const int64_t mcols = m_arg.is_none() ? n : to_int64(m_arg, "eye", "m");
@@ -231,17 +279,21 @@ void init_factories(nb::module_& m) {
         if (mcols < 0)
           throw ValueError("[eye] m must be greater or equal to 0, got " + std::to_string(mcols));
         const DType d = dtype.value_or(kDefaultFloat);
-        return allocating("eye", {n, mcols}, d, [&] { return eye(n, mcols, d, dev); });
+        return leaf(allocating("eye", {n, mcols}, d, [&] { return eye(n, mcols, d, dev); }), requires_grad);
       },
-      "n"_a, "m"_a = nb::none(), nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
+      "n"_a, "m"_a = nb::none(), nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
+      "requires_grad"_a = false);
 
   // ---- from data ----
-  m.def("tensor", [](nb::handle data, std::optional<DType> dtype, nb::handle device) {
-    const Device dev = check_device(device, "tensor");
-    return tensor_from_data(data, dtype).to(dev);
-  }, "data"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
-     "A new tensor copied from data (nested lists of numbers, a number, a NumPy array or a "
-     "tensor). Inferred dtype: bool, int64, float32 or complex64; NumPy arrays keep theirs.");
+  m.def(
+      "tensor",
+      [](nb::handle data, std::optional<DType> dtype, nb::handle device, bool requires_grad) {
+        const Device dev = check_device(device, "tensor");
+        return leaf(tensor_from_data(data, dtype).to(dev), requires_grad);
+      },
+      "data"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false,
+      "A new tensor copied from data (nested lists of numbers, a number, a NumPy array or a "
+      "tensor). Inferred dtype: bool, int64, float32 or complex64; NumPy arrays keep theirs.");
   m.def("as_tensor", [](nb::handle data, std::optional<DType> dtype, nb::handle device) {
     Tensor t = is_tensor(data) || is_numpy_array(data) ? to_tensor(data) : tensor_from_data(data, dtype);
     if (!device.is_none()) t = t.to(check_device(device, "as_tensor"));
@@ -276,53 +328,68 @@ void init_factories(nb::module_& m) {
       "seed"_a, nb::rv_policy::reference, "Seeds the default generator; returns it.");
   m.def("initial_seed", [] { return default_generator().initial_seed(); });
 
-  m.def("rand", [](nb::args size, std::optional<Generator*> g, std::optional<DType> dtype, nb::handle device) {
-    const Device dev = check_device(device, "rand");
-    const Shape shape = shape_from_args(size, "rand");
-    const DType d = float_dtype(dtype, "rand");
-    return allocating("rand", shape, d, [&] { return rand(shape, d, gen_ptr(g), dev); });
-  }, "size"_a, nb::kw_only(), "generator"_a = nb::none(), "dtype"_a = nb::none(), "device"_a = nb::none(),
-     "Uniform samples in [0, 1).");
-  m.def("randn", [](nb::args size, std::optional<Generator*> g, std::optional<DType> dtype, nb::handle device) {
-    const Device dev = check_device(device, "randn");
-    const Shape shape = shape_from_args(size, "randn");
-    const DType d = float_dtype(dtype, "randn");
-    return allocating("randn", shape, d, [&] { return randn(shape, d, gen_ptr(g), dev); });
-  }, "size"_a, nb::kw_only(), "generator"_a = nb::none(), "dtype"_a = nb::none(), "device"_a = nb::none(),
-     "Standard normal samples.");
+  m.def(
+      "rand",
+      [](nb::args size, std::optional<Generator*> g, std::optional<DType> dtype, nb::handle device,
+         bool requires_grad) {
+        const Device dev = check_device(device, "rand");
+        const Shape shape = shape_from_args(size, "rand");
+        const DType d = float_dtype(dtype, "rand");
+        return leaf(allocating("rand", shape, d, [&] { return rand(shape, d, gen_ptr(g), dev); }),
+                    requires_grad);
+      },
+      "size"_a, nb::kw_only(), "generator"_a = nb::none(), "dtype"_a = nb::none(), "device"_a = nb::none(),
+      "requires_grad"_a = false, "Uniform samples in [0, 1).");
+  m.def(
+      "randn",
+      [](nb::args size, std::optional<Generator*> g, std::optional<DType> dtype, nb::handle device,
+         bool requires_grad) {
+        const Device dev = check_device(device, "randn");
+        const Shape shape = shape_from_args(size, "randn");
+        const DType d = float_dtype(dtype, "randn");
+        return leaf(allocating("randn", shape, d, [&] { return randn(shape, d, gen_ptr(g), dev); }),
+                    requires_grad);
+      },
+      "size"_a, nb::kw_only(), "generator"_a = nb::none(), "dtype"_a = nb::none(), "device"_a = nb::none(),
+      "requires_grad"_a = false, "Standard normal samples.");
   // randint(low=0, high, size): the two- and three-argument forms, as torch.
-  m.def("randint", [](nb::args args, nb::handle size, std::optional<Generator*> g, std::optional<DType> dtype,
-                      nb::handle device) {
-    const Device dev = check_device(device, "randint");
-    int64_t low = 0, high;
-    nb::handle sz = size;
-    const size_t n = args.size();
-    auto bound = [](nb::handle h, const char* what) { return to_int64(h, "randint", what); };
-    if (n == 3 && sz.is_none()) {
-      low = bound(args[0], "low");
-      high = bound(args[1], "high");
-      sz = args[2];
-    } else if (n == 2 && sz.is_none()) {
-      high = bound(args[0], "high");
-      sz = args[1];
-    } else if (n == 2) {
-      low = bound(args[0], "low");
-      high = bound(args[1], "high");
-    } else if (n == 1 && !sz.is_none()) {
-      high = bound(args[0], "high");
-    } else {
-      throw TypeError("[randint] expected randint(low=0, high, size)");
-    }
-    const DType d = dtype.value_or(DType::Int64);
-    // As torch: an integer dtype must hold low and high - 1.
-    if (is_integral(d, false) && high > low) {
-      check_fits(Scalar(low), d, "randint", "low");
-      check_fits(Scalar(high - 1), d, "randint", "high - 1 =");
-    }
-    const Shape shape = to_shape(sz, "randint");
-    return allocating("randint", shape, d, [&] { return randint(low, high, shape, d, gen_ptr(g), dev); });
-  }, "args"_a, nb::kw_only(), "size"_a = nb::none(), "generator"_a = nb::none(), "dtype"_a = nb::none(),
-     "device"_a = nb::none(), "Integers uniform in [low, high).");
+  m.def(
+      "randint",
+      [](nb::args args, nb::handle size, std::optional<Generator*> g, std::optional<DType> dtype,
+         nb::handle device, bool requires_grad) {
+        const Device dev = check_device(device, "randint");
+        int64_t low = 0, high;
+        nb::handle sz = size;
+        const size_t n = args.size();
+        auto bound = [](nb::handle h, const char* what) { return to_int64(h, "randint", what); };
+        if (n == 3 && sz.is_none()) {
+          low = bound(args[0], "low");
+          high = bound(args[1], "high");
+          sz = args[2];
+        } else if (n == 2 && sz.is_none()) {
+          high = bound(args[0], "high");
+          sz = args[1];
+        } else if (n == 2) {
+          low = bound(args[0], "low");
+          high = bound(args[1], "high");
+        } else if (n == 1 && !sz.is_none()) {
+          high = bound(args[0], "high");
+        } else {
+          throw TypeError("[randint] expected randint(low=0, high, size)");
+        }
+        const DType d = dtype.value_or(DType::Int64);
+        // As torch: an integer dtype must hold low and high - 1.
+        if (is_integral(d, false) && high > low) {
+          check_fits(Scalar(low), d, "randint", "low");
+          check_fits(Scalar(high - 1), d, "randint", "high - 1 =");
+        }
+        const Shape shape = to_shape(sz, "randint");
+        return leaf(
+            allocating("randint", shape, d, [&] { return randint(low, high, shape, d, gen_ptr(g), dev); }),
+            requires_grad);
+      },
+      "args"_a, nb::kw_only(), "size"_a = nb::none(), "generator"_a = nb::none(), "dtype"_a = nb::none(),
+      "device"_a = nb::none(), "requires_grad"_a = false, "Integers uniform in [low, high).");
 }
 
 }  // namespace kiln::py

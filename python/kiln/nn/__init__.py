@@ -1,0 +1,33 @@
+"""kiln.nn: torch.nn's Module system (Module, Parameter, layers, containers, init,
+utils) and the functions bound as ``_C.nn_<name>`` / ``_C.nn_functional_<name>``
+(the latter also as kiln.nn.functional.<name>)."""
+
+from .. import _C
+
+_deeper = "nn_functional_"
+for _attr in dir(_C):
+    if _attr.startswith("nn_") and len(_attr) > 3 and not _attr.startswith(_deeper):
+        globals()[_attr[3:]] = getattr(_C, _attr)
+del _attr, _deeper
+
+from . import functional, init, utils  # noqa: E402
+from .container import ModuleDict, ModuleList, Sequential  # noqa: E402
+from .layers import (  # noqa: E402
+    GELU,
+    CrossEntropyLoss,
+    Dropout,
+    Embedding,
+    Identity,
+    LayerNorm,
+    Linear,
+    LogSoftmax,
+    MSELoss,
+    ReLU,
+    RMSNorm,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Tanh,
+)
+from .module import Module  # noqa: E402
+from .parameter import Parameter  # noqa: E402
