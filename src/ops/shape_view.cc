@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/autograd_record.h"
 #include "kiln/error.h"
 #include "kiln/reduce.h"
 #include "kiln/shape.h"
@@ -31,10 +32,7 @@ Tensor diagonal(const Tensor& x, int64_t offset, int dim1, int dim2) {
 
 Tensor diag(const Tensor& x, int64_t diagonal_) {
   if (x.dim() == 1) {
-    const int64_t n = x.size(0) + (diagonal_ < 0 ? -diagonal_ : diagonal_);
-    Tensor out = zeros({n, n}, x.dtype(), x.device());
-    diagonal(out, diagonal_, 0, 1).copy_(x);
-    return out;
+    return diag_embed(x, diagonal_, 0, 1);
   }
   KILN_CHECK(x.dim() == 2, ValueError, "[diag] matrix or a vector expected, got " << x.shape_str());
   return diagonal(x, diagonal_, 0, 1).clone();
@@ -52,8 +50,15 @@ Tensor diag_embed(const Tensor& x, int64_t offset, int dim1, int dim2) {
   shape.pop_back();
   shape.insert(shape.begin() + std::min(d1, d2), n);
   shape.insert(shape.begin() + std::max(d1, d2), n);
+  // The copy into a view of fresh zeros would leave `out` without history:
+  // record the op itself (x's gradient is g's diagonal).
+  autograd::Record rec("diag_embed", {&x});
   Tensor out = zeros(shape, x.dtype(), x.device());
   diagonal(out, offset, d1, d2).copy_(x);
+  if (rec)
+    rec.finish("DiagEmbedBackward0", {&out}, {}, [offset, d1, d2](autograd::FnNode&, autograd::Grads& g) {
+      return autograd::Grads{diagonal(g[0], offset, d1, d2)};
+    });
   return out;
 }
 
