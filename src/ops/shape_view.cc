@@ -12,6 +12,24 @@
 
 namespace kiln {
 
+namespace {
+
+// Zeros of `shape` with g on the diagonal (offset, d1, d2): diagonal's
+// gradient, differentiable again (its own gradient is that diagonal of g).
+Tensor diagonal_backward(const Tensor& g, const Shape& shape, int64_t offset, int d1, int d2) {
+  autograd::Record rec("diagonal_backward", {&g});
+  Tensor z = zeros(shape, g.dtype(), g.device());
+  diagonal(z, offset, d1, d2).copy_(g);
+  if (rec)
+    rec.finish("DiagonalBackwardBackward0", {&z}, {},
+               [offset, d1, d2](autograd::FnNode&, autograd::Grads& gg) {
+                 return autograd::Grads{diagonal(gg[0], offset, d1, d2)};
+               });
+  return z;
+}
+
+}  // namespace
+
 Tensor diagonal(const Tensor& x, int64_t offset, int dim1, int dim2) {
   KILN_CHECK(x.dim() >= 2, ValueError,
              "[diagonal] expected a tensor with at least 2 dims, got " << x.shape_str());
@@ -27,7 +45,18 @@ Tensor diagonal(const Tensor& x, int64_t offset, int dim1, int dim2) {
     if (d != d1 && d != d2) shape.push_back(x.size(d)), strides.push_back(x.stride(d));
   shape.push_back(n);
   strides.push_back(x.stride(d1) + x.stride(d2));
-  return x.as_strided(shape, strides, start);
+  // as_strided has no derivative: record the view itself (x's gradient is g
+  // laid on the same diagonal of zeros).
+  autograd::Record rec("diagonal", {&x});
+  Tensor out = x.as_strided(shape, strides, start);
+  if (rec) {
+    rec.finish("DiagonalBackward0", {&out}, {},
+               [sh = x.sizes(), offset, d1, d2](autograd::FnNode&, autograd::Grads& g) {
+                 return autograd::Grads{diagonal_backward(g[0], sh, offset, d1, d2)};
+               });
+    out.autograd_meta()->is_view = true;
+  }
+  return out;
 }
 
 Tensor diag(const Tensor& x, int64_t diagonal_) {

@@ -337,3 +337,23 @@ def test_against_torch(rng):
     t = torch.tensor(a, requires_grad=True)
     t[torch.tensor(idx)].backward(torch.tensor(g))
     np.testing.assert_allclose(grad_of(x), t.grad.numpy())
+
+
+@pytest.mark.parametrize("offset", [-1, 0, 2])
+def test_diagonal_and_diag_of_matrix(rng, offset):
+    a = rng.standard_normal((2, 3, 4))
+    x = leaf(a)
+    y = kiln.diagonal(x, offset, 2, 1)  # non-square, reversed dims
+    g = backward(y, rng)
+    ref = np.zeros_like(a)
+    idx = np.arange(g.shape[-1])
+    r, c = (idx, idx + offset) if offset >= 0 else (idx - offset, idx)
+    ref[:, c, r] = g  # dim1 = 2 indexes r, dim2 = 1 indexes c
+    np.testing.assert_allclose(grad_of(x), ref)
+    m = leaf(a[0])
+    g = backward(kiln.diag(m, offset), rng)
+    ref = np.zeros_like(a[0])
+    n = g.shape[0]
+    r, c = (np.arange(n), np.arange(n) + offset) if offset >= 0 else (np.arange(n) - offset, np.arange(n))
+    ref[r, c] = g
+    np.testing.assert_allclose(grad_of(m), ref)
