@@ -62,15 +62,20 @@ def test_index_bool_mask(rng):
 
 
 def test_index_grad_is_deterministic(rng):
-    # Many repeats of few rows: the same bits on every run.
+    # Many repeats of few rows: the same bits whatever the thread count.
     a = rng.standard_normal((3, 64))
     idx = kiln.tensor(rng.integers(0, 3, 5000))
     g = kiln.tensor(rng.standard_normal((5000, 64)))
     grads = []
-    for _ in range(3):
-        x = leaf(a)
-        x[idx].backward(g)
-        grads.append(grad_of(x))
+    prev = kiln.get_num_threads()
+    try:
+        for n in (1, 2, 4, 1):
+            kiln.set_num_threads(n)
+            x = leaf(a)
+            x[idx].backward(g)
+            grads.append(grad_of(x))
+    finally:
+        kiln.set_num_threads(prev)
     for other in grads[1:]:
         np.testing.assert_array_equal(grads[0], other)
     ref = np.zeros_like(a)
@@ -357,3 +362,37 @@ def test_diagonal_and_diag_of_matrix(rng, offset):
     r, c = (np.arange(n), np.arange(n) + offset) if offset >= 0 else (np.arange(n) - offset, np.arange(n))
     ref[r, c] = g
     np.testing.assert_allclose(grad_of(m), ref)
+
+
+@pytest.mark.parametrize("op", ["gather", "index_select", "take"])
+def test_repeated_index_grads_same_bits_any_thread_count(rng, op):
+    a = rng.standard_normal((4, 64))
+    idx_np = rng.integers(0, 4, (2000, 64)) if op == "gather" else rng.integers(0, 4, 4000)
+    idx = kiln.tensor(idx_np)
+    calls = {
+        "gather": lambda x: kiln.gather(x, 0, idx),
+        "index_select": lambda x: kiln.index_select(x, 0, idx),
+        "take": lambda x: kiln.take(x, idx),
+    }
+    shape = {"gather": (2000, 64), "index_select": (4000, 64), "take": (4000,)}[op]
+    g_np = rng.standard_normal(shape)
+    grads = []
+    prev = kiln.get_num_threads()
+    try:
+        for n in (1, 3, 4):
+            kiln.set_num_threads(n)
+            x = leaf(a)
+            calls[op](x).backward(kiln.tensor(g_np))
+            grads.append(grad_of(x))
+    finally:
+        kiln.set_num_threads(prev)
+    for other in grads[1:]:
+        np.testing.assert_array_equal(grads[0], other)
+    ref = np.zeros_like(a)
+    if op == "gather":
+        np.add.at(ref, (idx_np, np.broadcast_to(np.arange(64), idx_np.shape)), g_np)
+    elif op == "index_select":
+        np.add.at(ref, idx_np, g_np)
+    else:
+        np.add.at(ref.reshape(-1), idx_np, g_np)
+    np.testing.assert_allclose(grads[0], ref, rtol=1e-10, atol=1e-10)
