@@ -248,6 +248,8 @@ void init_index(nb::module_& m) {
   m.def(
       "masked_fill",
       [](const Tensor& x, nb::handle mask, nb::handle value) {
+        // A tensor value stays a tensor: it may require grad.
+        if (is_tensor(value)) return masked_fill(x, to_tensor(mask), nb::cast<const Tensor&>(value));
         return masked_fill(x, to_tensor(mask), value_scalar(value, x.dtype(), "masked_fill"));
       },
       "input"_a, "mask"_a, "value"_a);
@@ -255,8 +257,11 @@ void init_index(nb::module_& m) {
   def_inplace(
       cls, "masked_fill_",
       [](nb::handle self, nb::handle mask, nb::handle value) {
-        masked_fill_(self_tensor(self), to_tensor(mask),
-                     value_scalar(value, self_tensor(self).dtype(), "masked_fill_"));
+        if (is_tensor(value))
+          masked_fill_(self_tensor(self), to_tensor(mask), nb::cast<const Tensor&>(value));
+        else
+          masked_fill_(self_tensor(self), to_tensor(mask),
+                       value_scalar(value, self_tensor(self).dtype(), "masked_fill_"));
         return nb::borrow(self);
       },
       "mask"_a, "value"_a);

@@ -7,6 +7,8 @@
 // check and wrap the indices as they fold them into element offsets.
 #include <limits>
 
+#include "core/autograd_record.h"
+#include "kiln/binary.h"
 #include "kiln/index.h"
 #include "ops/elementwise.h"
 #include "ops/index_common.h"
@@ -160,9 +162,15 @@ Plan make_plan(Basic& bs, const char* op) {
   return p;
 }
 
-}  // namespace
+// Whether idx has an advanced entry (a tensor or a bool); without one x[idx]
+// is a view, recorded by the view methods apply_basic calls.
+bool has_advanced(const std::vector<TensorIndex>& idx) {
+  for (const TensorIndex& e : idx)
+    if (e.kind == TensorIndex::Kind::Tensor || e.kind == TensorIndex::Kind::Boolean) return true;
+  return false;
+}
 
-Tensor index(const Tensor& x, const std::vector<TensorIndex>& idx) {
+Tensor index_impl(const Tensor& x, const std::vector<TensorIndex>& idx) {
   const char* op = "index";
   Basic bs = apply_basic(x, idx, op);
   if (bs.adv.empty()) return bs.view;
@@ -174,7 +182,8 @@ Tensor index(const Tensor& x, const std::vector<TensorIndex>& idx) {
   return out;
 }
 
-Tensor& index_put_(Tensor& x, const std::vector<TensorIndex>& idx, const Tensor& value_in, bool accumulate) {
+Tensor& index_put_impl(Tensor& x, const std::vector<TensorIndex>& idx, const Tensor& value_in,
+                       bool accumulate) {
   const char* op = "index_put_";
   assert_no_internal_overlap(x, op);
   if (!value_in.defined()) throw ValueError("[index_put_] value is undefined");
@@ -213,6 +222,29 @@ Tensor& index_put_(Tensor& x, const std::vector<TensorIndex>& idx, const Tensor&
   return x;
 }
 
+}  // namespace
+
+// x[idx] with advanced entries: x's gradient accumulates g at the indexed
+// places (repeated indices sum).
+Tensor index(const Tensor& x, const std::vector<TensorIndex>& idx) {
+  if (!has_advanced(idx)) return index_impl(x, idx);
+  autograd::Record rec("index", {&x});
+  Tensor out = index_impl(x, idx);
+  if (rec)
+    rec.finish("IndexBackward0", {&out}, {}, [idx, sh = x.sizes()](autograd::FnNode&, autograd::Grads& g) {
+      return autograd::Grads{index_put(zeros(sh, g[0].dtype(), g[0].device()), idx, g[0], true)};
+    });
+  return out;
+}
+
+Tensor& index_put_(Tensor& x, const std::vector<TensorIndex>& idx, const Tensor& value, bool accumulate) {
+  if (value.defined() && autograd::inplace_needs_grad("index_put_", x, {&value})) {
+    autograd::rebase_inplace(x, index_put(x, idx, value, accumulate));
+    return x;
+  }
+  return index_put_impl(x, idx, value, accumulate);
+}
+
 Tensor& index_put_(Tensor& x, const std::vector<TensorIndex>& idx, const Scalar& value, bool accumulate) {
   if (value.is_complex() && !is_complex(x.dtype()))
     throw TypeError(std::string("[index_put_] cannot assign a complex value to a ") + name(x.dtype()) +
@@ -220,9 +252,33 @@ Tensor& index_put_(Tensor& x, const std::vector<TensorIndex>& idx, const Scalar&
   return index_put_(x, idx, scalar_tensor(value, x.dtype(), x.device()), accumulate);
 }
 
+// value's gradient is g at the indexed places (summed by the engine to value's
+// shape); x's is g, with those places zeroed unless accumulating.
 Tensor index_put(const Tensor& x, const std::vector<TensorIndex>& idx, const Tensor& value, bool accumulate) {
+  if (!value.defined()) throw ValueError("[index_put] value is undefined");
+  autograd::Record rec("index_put", {&x, &value});
   Tensor out = x.clone();
-  return index_put_(out, idx, value, accumulate);
+  index_put_impl(out, idx, value, accumulate);
+  if (rec)
+    rec.finish("IndexPutBackward0", {&out}, {}, [idx, accumulate](autograd::FnNode& n, autograd::Grads& g) {
+      autograd::Grads r(2);
+      if (n.needs(0)) r[0] = accumulate ? g[0] : index_put(g[0], idx, zeros({}, g[0].dtype(), g[0].device()));
+      if (n.needs(1)) {
+        r[1] = index(g[0], idx);
+        if (!accumulate) {
+          // A repeated index keeps the last write: the value elements it
+          // overwrote get no gradient.
+          const Tensor pos = arange(Scalar(int64_t(0)), Scalar(r[1].numel()), Scalar(int64_t(1)),
+                                    DType::Int64, g[0].device())
+                                 .reshape(r[1].sizes());
+          const Tensor written =
+              index_put(full(g[0].sizes(), Scalar(int64_t(-1)), DType::Int64, g[0].device()), idx, pos);
+          r[1] = masked_fill(r[1], ne(index(written, idx), pos), Scalar(0.0));
+        }
+      }
+      return r;
+    });
+  return out;
 }
 
 }  // namespace kiln

@@ -1,6 +1,8 @@
 // index_select and index_add (torch semantics: a 1-D (or 0-D) index of values
 // in [0, size), no wrapping). The front-ends validate shapes and indices; the
 // kernels are the ops of ops/registry/index.h.
+#include "core/autograd_record.h"
+#include "kiln/binary.h"
 #include "kiln/index.h"
 #include "ops/index_common.h"
 #include "ops/registry/all.h"
@@ -8,6 +10,9 @@
 namespace kiln {
 using namespace index_detail;
 namespace {
+
+Tensor index_select_impl(const Tensor& x, int dim, const Tensor& index);
+Tensor& index_add_impl(Tensor& x, int dim, const Tensor& index, const Tensor& source, const Scalar& alpha);
 
 // The index as a 1-D int64 tensor; more than one dim throws ValueError.
 Tensor vector_index(const Tensor& index, const char* op) {
@@ -21,6 +26,19 @@ Tensor vector_index(const Tensor& index, const char* op) {
 }  // namespace
 
 Tensor index_select(const Tensor& x, int dim, const Tensor& index) {
+  autograd::Record rec("index_select", {&x, &index});
+  Tensor out = index_select_impl(x, dim, index);
+  if (rec)  // x's gradient: g added back at the selected places (repeats sum)
+    rec.finish("IndexSelectBackward0", {&out}, {index},
+               [dim, sh = x.sizes()](autograd::FnNode& n, autograd::Grads& g) {
+                 return autograd::Grads{
+                     index_add(zeros(sh, g[0].dtype(), g[0].device()), dim, n.saved(0), g[0]), Tensor()};
+               });
+  return out;
+}
+
+namespace {
+Tensor index_select_impl(const Tensor& x, int dim, const Tensor& index) {
   const Tensor idx = vector_index(index, "index_select");
   const Tensor x1 = x.dim() == 0 ? x.view({1}) : x;
   dim = wrap_dim(dim, x1.dim(), "index_select");
@@ -35,8 +53,18 @@ Tensor index_select(const Tensor& x, int dim, const Tensor& index) {
   if (out.numel() > 0) ops::index_select(common_device("index_select", {&x, &idx, &out}), x1, dim, idx, out);
   return x.dim() == 0 ? out.view({}) : out;
 }
+}  // namespace
 
 Tensor& index_add_(Tensor& x, int dim, const Tensor& index, const Tensor& source, const Scalar& alpha) {
+  if (autograd::inplace_needs_grad("index_add_", x, {&source})) {
+    autograd::rebase_inplace(x, index_add(x, dim, index, source, alpha));
+    return x;
+  }
+  return index_add_impl(x, dim, index, source, alpha);
+}
+
+namespace {
+Tensor& index_add_impl(Tensor& x, int dim, const Tensor& index, const Tensor& source, const Scalar& alpha) {
   const char* op = "index_add";
   assert_no_internal_overlap(x, op);
   Tensor idx = vector_index(index, op);
@@ -65,10 +93,27 @@ Tensor& index_add_(Tensor& x, int dim, const Tensor& index, const Tensor& source
   ops::index_add(common_device(op, {&x, &idx, &s1}), x1, dim, idx, s1, alpha);
   return x;
 }
+}  // namespace
 
+// self's gradient is g; source's is alpha times g at the indexed places.
 Tensor index_add(const Tensor& x, int dim, const Tensor& index, const Tensor& source, const Scalar& alpha) {
+  autograd::Record rec("index_add", {&x, &index, &source});
   Tensor out = x.clone();
-  return index_add_(out, dim, index, source, alpha);
+  index_add_impl(out, dim, index, source, alpha);
+  if (rec)
+    rec.finish("IndexAddBackward0", {&out}, {index}, [dim, alpha](autograd::FnNode& n, autograd::Grads& g) {
+      autograd::Grads r(3);
+      if (n.needs(0)) r[0] = g[0];
+      if (n.needs(2)) {
+        r[2] = index_select(g[0], dim, n.saved(0));
+        if (alpha.is_complex())  // conjugated, torch's convention
+          r[2] = mul(r[2], Scalar(complex128(alpha.to_double(), -alpha.to_complex().imag())));
+        else if (alpha.to_double() != 1.0)
+          r[2] = mul(r[2], alpha);
+      }
+      return r;
+    });
+  return out;
 }
 
 }  // namespace kiln

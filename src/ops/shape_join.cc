@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/autograd_record.h"
 #include "kiln/binary.h"
 #include "kiln/error.h"
 #include "kiln/shape.h"
@@ -136,20 +137,57 @@ std::vector<Tensor> map(std::span<const Tensor> xs, Tensor (*f)(const Tensor&)) 
 }  // namespace
 
 Tensor cat(std::span<const Tensor> xs, int dim) {
+  autograd::Record rec("cat", xs);
   Tensor out;
   run_cat(xs, dim, nullptr, out);
+  if (rec) {
+    // Input i's gradient is its slab of g along the (wrapped) cat dim; a
+    // skipped [0] input gets an empty one.
+    const int d = out.dim() == 1 ? 0 : wrap_dim(dim, out.dim(), "cat");
+    std::vector<int64_t> sizes;
+    for (const Tensor& t : xs) sizes.push_back(skipped(t) ? -1 : t.size(d));
+    rec.finish("CatBackward0", {&out}, {}, [d, sizes](autograd::FnNode& n, autograd::Grads& g) {
+      autograd::Grads r(sizes.size());
+      int64_t start = 0;
+      for (size_t i = 0; i < sizes.size(); ++i) {
+        if (sizes[i] < 0) {
+          if (n.needs(i)) r[i] = zeros({0}, g[0].dtype(), g[0].device());
+          continue;
+        }
+        if (n.needs(i)) r[i] = g[0].narrow(d, start, sizes[i]);
+        start += sizes[i];
+      }
+      return r;
+    });
+  }
   return out;
 }
 void cat_out(std::span<const Tensor> xs, int dim, const Tensor& out) {
+  autograd::Record rec("cat", xs);
+  rec.no_out(out);
+  autograd::wrote(out);
   Tensor r;
   run_cat(xs, dim, &out, r);
 }
 Tensor stack(std::span<const Tensor> xs, int dim) {
+  autograd::Record rec("stack", xs);
   Tensor out;
   run_stack(xs, dim, nullptr, out);
+  if (rec) {
+    const int d = wrap_dim(dim, out.dim(), "stack");
+    rec.finish("StackBackward0", {&out}, {}, [d, k = xs.size()](autograd::FnNode& n, autograd::Grads& g) {
+      autograd::Grads r(k);
+      for (size_t i = 0; i < k; ++i)
+        if (n.needs(i)) r[i] = g[0].select(d, int64_t(i));
+      return r;
+    });
+  }
   return out;
 }
 void stack_out(std::span<const Tensor> xs, int dim, const Tensor& out) {
+  autograd::Record rec("stack", xs);
+  rec.no_out(out);
+  autograd::wrote(out);
   Tensor r;
   run_stack(xs, dim, &out, r);
 }

@@ -4,14 +4,18 @@
 #include <string>
 #include <vector>
 
+#include "core/autograd_record.h"
 #include "kiln/binary.h"
 #include "kiln/error.h"
 #include "kiln/index.h"
+#include "kiln/reduce.h"
 #include "kiln/shape.h"
 #include "ops/registry/all.h"
 
 namespace kiln {
 namespace {
+
+Tensor roll_impl(const Tensor& x, std::span<const int64_t> shifts, std::span<const int> dims);
 
 // dims wrapped against x (a 0-d tensor takes 0 / -1), each at most once.
 std::vector<int> distinct_dims(const Tensor& x, std::span<const int> dims, const char* op) {
@@ -53,12 +57,28 @@ Tensor triangle(const Tensor& x, int64_t diagonal, const Tensor* out_arg, bool u
   return out;
 }
 
+// tril / triu keep the same triangle of the gradient.
+Tensor triangle_recorded(const Tensor& x, int64_t diagonal, bool upper) {
+  autograd::Record rec(upper ? "triu" : "tril", {&x});
+  Tensor out = triangle(x, diagonal, nullptr, upper);
+  if (rec)
+    rec.finish(upper ? "TriuBackward0" : "TrilBackward0", {&out}, {},
+               [diagonal, upper](autograd::FnNode&, autograd::Grads& g) {
+                 return autograd::Grads{upper ? triu(g[0], diagonal) : tril(g[0], diagonal)};
+               });
+  return out;
+}
+
 }  // namespace
 
 Tensor flip(const Tensor& x, std::span<const int> dims) {
+  autograd::Record rec("flip", {&x});
   const std::vector<int> d = distinct_dims(x, dims, "flip");
   Tensor out = empty(x.sizes(), x.dtype(), x.device());
   if (x.numel() > 0) ops::flip(common_device("flip", {&x, &out}), x, d, out);
+  if (rec)
+    rec.finish("FlipBackward0", {&out}, {},
+               [d](autograd::FnNode&, autograd::Grads& g) { return autograd::Grads{flip(g[0], d)}; });
   return out;
 }
 Tensor fliplr(const Tensor& x) {
@@ -73,6 +93,26 @@ Tensor flipud(const Tensor& x) {
 }
 
 Tensor roll(const Tensor& x, std::span<const int64_t> shifts, std::span<const int> dims) {
+  autograd::Record rec("roll", {&x});
+  Tensor out = roll_impl(x, shifts, dims);
+  if (rec) {
+    // Rolling back by the opposite shifts.
+    // Reduced modulo the rolled size first so that -shift cannot overflow.
+    std::vector<int64_t> back;
+    for (size_t k = 0; k < shifts.size(); ++k) {
+      const int64_t n = dims.empty() ? x.numel() : x.dim() == 0 ? 1 : x.size(dims[k]);
+      back.push_back(n == 0 ? 0 : -(shifts[k] % n));
+    }
+    std::vector<int> ds(dims.begin(), dims.end());
+    rec.finish("RollBackward0", {&out}, {}, [back, ds](autograd::FnNode&, autograd::Grads& g) {
+      return autograd::Grads{roll(g[0], back, ds)};
+    });
+  }
+  return out;
+}
+
+namespace {
+Tensor roll_impl(const Tensor& x, std::span<const int64_t> shifts, std::span<const int> dims) {
   if (dims.empty()) {
     KILN_CHECK(shifts.size() == 1, ValueError,
                "[roll] shifts and dimensions must align: got " << shifts.size() << " shifts and no dims");
@@ -103,6 +143,7 @@ Tensor roll(const Tensor& x, std::span<const int64_t> shifts, std::span<const in
   if (x.numel() > 0) ops::roll(common_device("roll", {&x, &out}), x, s, w, out);
   return out;
 }
+}  // namespace
 
 Tensor rot90(const Tensor& x, int64_t k, std::span<const int> dims) {
   KILN_CHECK(dims.size() == 2, ValueError,
@@ -126,6 +167,7 @@ Tensor rot90(const Tensor& x, int64_t k, std::span<const int> dims) {
 }
 
 Tensor repeat(const Tensor& x, std::span<const int64_t> repeats) {
+  autograd::Record rec("repeat", {&x});
   KILN_CHECK(int64_t(repeats.size()) >= x.dim(), ValueError,
              "[repeat] number of dimensions of repeat dims ("
                  << repeats.size() << ") can not be smaller than number of dimensions of tensor (" << x.dim()
@@ -142,6 +184,21 @@ Tensor repeat(const Tensor& x, std::span<const int64_t> repeats) {
   }
   Tensor out = empty(shape, x.dtype(), x.device());
   if (out.numel() > 0) ops::repeat(common_device("repeat", {&x, &out}), xv, out);
+  if (rec) {
+    // g: [r0 * s0, r1 * s1, ..] -> [r0, s0, r1, s1, ..], summed over the r's.
+    Shape split;
+    std::vector<int> rdims;
+    for (size_t d = 0; d < repeats.size(); ++d) {
+      rdims.push_back(int(split.size()));
+      split.push_back(repeats[d]);
+      split.push_back(xv.size(int(d)));
+    }
+    rec.finish("RepeatBackward0", {&out}, {},
+               [split, rdims, sh = x.sizes()](autograd::FnNode&, autograd::Grads& g) {
+                 if (rdims.empty()) return autograd::Grads{g[0]};
+                 return autograd::Grads{sum(g[0].reshape(split), rdims).reshape(sh)};
+               });
+  }
   return out;
 }
 
@@ -197,15 +254,31 @@ Tensor repeat_interleave(const Tensor& repeats) {
   return repeat_interleave(ar, r, 0);
 }
 
-Tensor tril(const Tensor& x, int64_t diagonal) { return triangle(x, diagonal, nullptr, false); }
-Tensor triu(const Tensor& x, int64_t diagonal) { return triangle(x, diagonal, nullptr, true); }
-void tril_out(const Tensor& x, int64_t diagonal, const Tensor& out) { triangle(x, diagonal, &out, false); }
-void triu_out(const Tensor& x, int64_t diagonal, const Tensor& out) { triangle(x, diagonal, &out, true); }
+Tensor tril(const Tensor& x, int64_t diagonal) { return triangle_recorded(x, diagonal, false); }
+Tensor triu(const Tensor& x, int64_t diagonal) { return triangle_recorded(x, diagonal, true); }
+void tril_out(const Tensor& x, int64_t diagonal, const Tensor& out) {
+  autograd::Record("tril", {&x}).no_out(out);
+  autograd::wrote(out);
+  triangle(x, diagonal, &out, false);
+}
+void triu_out(const Tensor& x, int64_t diagonal, const Tensor& out) {
+  autograd::Record("triu", {&x}).no_out(out);
+  autograd::wrote(out);
+  triangle(x, diagonal, &out, true);
+}
 Tensor& tril_(Tensor& x, int64_t diagonal) {
+  if (autograd::inplace_needs_grad("tril_", x, {})) {
+    autograd::rebase_inplace(x, tril(x, diagonal));
+    return x;
+  }
   triangle(x, diagonal, &x, false);
   return x;
 }
 Tensor& triu_(Tensor& x, int64_t diagonal) {
+  if (autograd::inplace_needs_grad("triu_", x, {})) {
+    autograd::rebase_inplace(x, triu(x, diagonal));
+    return x;
+  }
   triangle(x, diagonal, &x, true);
   return x;
 }

@@ -5,11 +5,30 @@
 #include <string>
 #include <vector>
 
+#include "core/autograd_record.h"
 #include "kiln/error.h"
 #include "kiln/reduce.h"
 #include "kiln/shape.h"
 
 namespace kiln {
+
+namespace {
+
+// Zeros of `shape` with g on the diagonal (offset, d1, d2): diagonal's
+// gradient, differentiable again (its own gradient is that diagonal of g).
+Tensor diagonal_backward(const Tensor& g, const Shape& shape, int64_t offset, int d1, int d2) {
+  autograd::Record rec("diagonal_backward", {&g});
+  Tensor z = zeros(shape, g.dtype(), g.device());
+  diagonal(z, offset, d1, d2).copy_(g);
+  if (rec)
+    rec.finish("DiagonalBackwardBackward0", {&z}, {},
+               [offset, d1, d2](autograd::FnNode&, autograd::Grads& gg) {
+                 return autograd::Grads{diagonal(gg[0], offset, d1, d2)};
+               });
+  return z;
+}
+
+}  // namespace
 
 Tensor diagonal(const Tensor& x, int64_t offset, int dim1, int dim2) {
   KILN_CHECK(x.dim() >= 2, ValueError,
@@ -26,15 +45,23 @@ Tensor diagonal(const Tensor& x, int64_t offset, int dim1, int dim2) {
     if (d != d1 && d != d2) shape.push_back(x.size(d)), strides.push_back(x.stride(d));
   shape.push_back(n);
   strides.push_back(x.stride(d1) + x.stride(d2));
-  return x.as_strided(shape, strides, start);
+  // as_strided has no derivative: record the view itself (x's gradient is g
+  // laid on the same diagonal of zeros).
+  autograd::Record rec("diagonal", {&x});
+  Tensor out = x.as_strided(shape, strides, start);
+  if (rec) {
+    rec.finish("DiagonalBackward0", {&out}, {},
+               [sh = x.sizes(), offset, d1, d2](autograd::FnNode&, autograd::Grads& g) {
+                 return autograd::Grads{diagonal_backward(g[0], sh, offset, d1, d2)};
+               });
+    out.autograd_meta()->is_view = true;
+  }
+  return out;
 }
 
 Tensor diag(const Tensor& x, int64_t diagonal_) {
   if (x.dim() == 1) {
-    const int64_t n = x.size(0) + (diagonal_ < 0 ? -diagonal_ : diagonal_);
-    Tensor out = zeros({n, n}, x.dtype(), x.device());
-    diagonal(out, diagonal_, 0, 1).copy_(x);
-    return out;
+    return diag_embed(x, diagonal_, 0, 1);
   }
   KILN_CHECK(x.dim() == 2, ValueError, "[diag] matrix or a vector expected, got " << x.shape_str());
   return diagonal(x, diagonal_, 0, 1).clone();
@@ -52,8 +79,15 @@ Tensor diag_embed(const Tensor& x, int64_t offset, int dim1, int dim2) {
   shape.pop_back();
   shape.insert(shape.begin() + std::min(d1, d2), n);
   shape.insert(shape.begin() + std::max(d1, d2), n);
+  // The copy into a view of fresh zeros would leave `out` without history:
+  // record the op itself (x's gradient is g's diagonal).
+  autograd::Record rec("diag_embed", {&x});
   Tensor out = zeros(shape, x.dtype(), x.device());
   diagonal(out, offset, d1, d2).copy_(x);
+  if (rec)
+    rec.finish("DiagEmbedBackward0", {&out}, {}, [offset, d1, d2](autograd::FnNode&, autograd::Grads& g) {
+      return autograd::Grads{diagonal(g[0], offset, d1, d2)};
+    });
   return out;
 }
 
