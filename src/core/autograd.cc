@@ -1,6 +1,7 @@
 // Autograd state on tensors, grad mode, the Record a front-end opens, saved
 // tensors and in-place rebasing. The engine that walks the graph is
 // src/autograd/engine.cc; the leaf accumulator is src/autograd/accumulate_grad.cc.
+#include <algorithm>
 #include <atomic>
 
 #include "core/autograd_record.h"
@@ -181,6 +182,17 @@ void Record::no_out(const Tensor& out) const {
 void Record::finish(std::string name, std::initializer_list<Tensor*> outputs, std::vector<Tensor> saved,
                     FnNode::Formula formula) {
   if (!active_) return;
+  // Which output each saved tensor is: a handle on it (same data, view and,
+  // before the outputs get their node, autograd state) saved before finish.
+  std::vector<Tensor*> saved_out(saved.size(), nullptr);
+  for (size_t i = 0; i < saved.size(); ++i)
+    for (Tensor* out : outputs)
+      if (saved[i].defined() && out->defined() && saved[i].storage() == out->storage() &&
+          saved[i].offset() == out->offset() && saved[i].dtype() == out->dtype() &&
+          std::ranges::equal(saved[i].sizes(), out->sizes()) &&
+          std::ranges::equal(saved[i].strides(), out->strides()) &&
+          saved[i].autograd_meta() == out->autograd_meta())
+        saved_out[i] = out;
   auto node = std::make_shared<FnNode>(std::move(name), std::move(formula));
   node->next_edges = std::move(edges_);
   node->input_meta = std::move(metas_);
@@ -201,11 +213,10 @@ void Record::finish(std::string name, std::initializer_list<Tensor*> outputs, st
     ++nr;
   }
   node->saved_.reserve(saved.size());
-  for (const Tensor& s : saved) {
-    bool is_output = false;
-    for (Tensor* out : outputs)
-      is_output = is_output || (s.defined() && s.autograd_meta() && s.autograd_meta() == out->autograd_meta());
-    node->saved_.emplace_back(s, is_output);
+  for (size_t i = 0; i < saved.size(); ++i) {
+    // An output without a gradient (integer) is kept as a plain tensor.
+    const bool is_output = saved_out[i] && saved_out[i]->autograd_meta();
+    node->saved_.emplace_back(is_output ? *saved_out[i] : saved[i], is_output);
   }
 }
 
