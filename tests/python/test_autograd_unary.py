@@ -121,11 +121,13 @@ def test_frexp_mantissa_gradient():
         (kiln.tanh, lambda x: 1 - np.tanh(x) ** 2, lambda x: -2 * np.tanh(x) * (1 - np.tanh(x) ** 2)),
         (kiln.sigmoid, lambda x: sp.expit(x) * (1 - sp.expit(x)),
          lambda x: sp.expit(x) * (1 - sp.expit(x)) * (1 - 2 * sp.expit(x))),
+        (kiln.sin, np.cos, lambda x: -np.sin(x)),
+        (kiln.sqrt, lambda x: 0.5 / np.sqrt(x), lambda x: -0.25 * x**-1.5),
     ],
-    ids=["exp", "tanh", "sigmoid"],
+    ids=["exp", "tanh", "sigmoid", "sin", "sqrt"],
 )
 def test_double_backward(fn, d1, d2):
-    xn = u(-3, 3, 10)
+    xn = u(0.2, 3, 10)
     x = kiln.tensor(xn).requires_grad_()
     y = fn(x)
     (g,) = kiln.autograd.grad(y, x, ones(y), create_graph=True)
