@@ -182,6 +182,17 @@ void Record::no_out(const Tensor& out) const {
 void Record::finish(std::string name, std::initializer_list<Tensor*> outputs, std::vector<Tensor> saved,
                     FnNode::Formula formula) {
   if (!active_) return;
+  // Which output each saved tensor is: a handle on it (same data, view and,
+  // before the outputs get their node, autograd state) saved before finish.
+  std::vector<Tensor*> saved_out(saved.size(), nullptr);
+  for (size_t i = 0; i < saved.size(); ++i)
+    for (Tensor* out : outputs)
+      if (saved[i].defined() && out->defined() && saved[i].storage() == out->storage() &&
+          saved[i].offset() == out->offset() && saved[i].dtype() == out->dtype() &&
+          std::ranges::equal(saved[i].sizes(), out->sizes()) &&
+          std::ranges::equal(saved[i].strides(), out->strides()) &&
+          saved[i].autograd_meta() == out->autograd_meta())
+        saved_out[i] = out;
   auto node = std::make_shared<FnNode>(std::move(name), std::move(formula));
   node->next_edges = std::move(edges_);
   node->input_meta = std::move(metas_);
@@ -202,21 +213,10 @@ void Record::finish(std::string name, std::initializer_list<Tensor*> outputs, st
     ++nr;
   }
   node->saved_.reserve(saved.size());
-  // A saved output may be a copy taken before its autograd state was set
-  // above: it is recognised as the same view of the same storage (saving it as
-  // an input would cut the graph a double backward needs).
-  auto same_view = [](const Tensor& a, const Tensor& b) {
-    return a.defined() && b.defined() && a.storage() == b.storage() && a.offset() == b.offset() &&
-           a.dtype() == b.dtype() && a.sizes() == b.sizes() &&
-           std::equal(a.strides().begin(), a.strides().end(), b.strides().begin(), b.strides().end());
-  };
-  for (const Tensor& s : saved) {
-    const Tensor* output = nullptr;
-    for (Tensor* out : outputs)
-      if (!output && out->autograd_meta() &&
-          ((s.autograd_meta() && s.autograd_meta() == out->autograd_meta()) || same_view(s, *out)))
-        output = out;
-    node->saved_.emplace_back(output ? *output : s, output != nullptr);
+  for (size_t i = 0; i < saved.size(); ++i) {
+    // An output without a gradient (integer) is kept as a plain tensor.
+    const bool is_output = saved_out[i] && saved_out[i]->autograd_meta();
+    node->saved_.emplace_back(is_output ? *saved_out[i] : saved[i], is_output);
   }
 }
 

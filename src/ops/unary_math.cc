@@ -5,11 +5,15 @@
 #include "kiln/unary.h"
 #include "ops/registry/all.h"
 #include "ops/unary_common.h"
+#include "ops/unary_grad.h"
 
 namespace kiln {
 namespace {
 
 using unary_detail::check_inplace;
+using unary_detail::inplace_recorded;
+using unary_detail::recorded;
+using unary_detail::UnaryGrad;
 using unary_detail::unsupported;
 
 // The result dtype of a float op on x, or TypeError.
@@ -32,15 +36,21 @@ DType float_result(Accepts a, const char* op, DType d) {
 }
 
 template <typename Sig, typename... P>
-Tensor unary_op(const Op<Sig>& kernel, const Tensor& x, const char* op, Accepts a, P... p) {
-  Tensor out = empty(x.sizes(), float_result(a, op, x.dtype()), x.device());
-  kernel(x.device(), x, out, p...);
-  return out;
+Tensor unary_op(const Op<Sig>& kernel, const UnaryGrad& grad, const Tensor& x, const char* op, Accepts a,
+                P... p) {
+  return recorded(op, grad, x, [&] {
+    Tensor out = empty(x.sizes(), float_result(a, op, x.dtype()), x.device());
+    kernel(x.device(), x, out, p...);
+    return out;
+  });
 }
 
-template <typename Sig, typename... P>
-Tensor& unary_op_(const Op<Sig>& kernel, Tensor& x, const char* op, Accepts a, P... p) {
+// fn is the out-of-place form (recorded when x's history must be).
+template <typename Sig, typename Fn, typename... P>
+Tensor& unary_op_(const Op<Sig>& kernel, const UnaryGrad& grad, Fn fn, Tensor& x, const char* op, Accepts a,
+                  P... p) {
   check_inplace(op, float_result(a, op, x.dtype()), x);
+  if (inplace_recorded(op, grad, x, [&](const Tensor& in) { return fn(in, p...); })) return x;
   kernel(x.device(), x, x, p...);
   return x;
 }
@@ -55,9 +65,15 @@ bool gelu_tanh(const std::string& approximate, const char* op) {
 
 }  // namespace
 
-#define KILN_FLOAT_UNARY(fn, complex)                                                      \
-  Tensor fn(const Tensor& x) { return unary_op(ops::fn, x, #fn, Accepts{true, complex}); } \
-  Tensor& fn##_(Tensor& x) { return unary_op_(ops::fn, x, #fn "_", Accepts{true, complex}); }
+#define KILN_FLOAT_UNARY(fn, complex)                                                        \
+  Tensor fn(const Tensor& x) {                                                               \
+    return unary_op(ops::fn, unary_detail::fn##_grad, x, #fn, Accepts{true, complex});       \
+  }                                                                                          \
+  Tensor& fn##_(Tensor& x) {                                                                 \
+    return unary_op_(                                                                        \
+        ops::fn, unary_detail::fn##_grad, [](const Tensor& t) { return fn(t); }, x, #fn "_", \
+        Accepts{true, complex});                                                             \
+  }
 KILN_FLOAT_UNARY(exp, true)
 KILN_FLOAT_UNARY(exp2, false)
 KILN_FLOAT_UNARY(expm1, false)
@@ -76,14 +92,27 @@ KILN_FLOAT_UNARY(sigmoid, true)
 
 // silu and gelu are floating-only in torch ("silu" not implemented for 'Long').
 constexpr Accepts kFloatsOnly{false, false};
-Tensor silu(const Tensor& x) { return unary_op(ops::silu, x, "silu", kFloatsOnly); }
-Tensor& silu_(Tensor& x) { return unary_op_(ops::silu, x, "silu_", kFloatsOnly); }
+Tensor silu(const Tensor& x) { return unary_op(ops::silu, unary_detail::silu_grad, x, "silu", kFloatsOnly); }
+Tensor& silu_(Tensor& x) {
+  return unary_op_(
+      ops::silu, unary_detail::silu_grad, [](const Tensor& t) { return silu(t); }, x, "silu_", kFloatsOnly);
+}
+
+namespace {
+const UnaryGrad& gelu_grad(bool tanh) {
+  return tanh ? unary_detail::gelu_tanh_grad : unary_detail::gelu_grad;
+}
+}  // namespace
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {
-  return unary_op(ops::gelu, x, "gelu", kFloatsOnly, gelu_tanh(approximate, "gelu"));
+  const bool t = gelu_tanh(approximate, "gelu");
+  return unary_op(ops::gelu, gelu_grad(t), x, "gelu", kFloatsOnly, t);
 }
 Tensor& gelu_(Tensor& x, const std::string& approximate) {
-  return unary_op_(ops::gelu, x, "gelu_", kFloatsOnly, gelu_tanh(approximate, "gelu_"));
+  const bool t = gelu_tanh(approximate, "gelu_");
+  return unary_op_(
+      ops::gelu, gelu_grad(t), [](const Tensor& in, bool tt) { return gelu(in, tt ? "tanh" : "none"); }, x,
+      "gelu_", kFloatsOnly, t);
 }
 
 }  // namespace kiln

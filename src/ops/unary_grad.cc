@@ -1,0 +1,183 @@
+// The derivatives of the unary ops (torch's formulas, derivatives.yaml), each
+// written with kiln's public ops so that create_graph differentiates it again;
+// digamma and i0 need trigamma and I1, which kiln has no op for yet: their
+// nodes compute those in float64 and refuse create_graph.
+#include "ops/unary_grad.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "kiln/binary.h"
+#include "kiln/unary.h"
+#include "kiln/unary_extra.h"
+
+namespace kiln::unary_detail {
+
+void finish_unary(autograd::Record& rec, const char* op, const UnaryGrad& spec, const Tensor& x,
+                  Tensor& out) {
+  if ((is_complex(x.dtype()) || is_complex(out.dtype())) && !spec.complex_ok)
+    throw NotImplementedError(std::string("[") + op + "] complex gradients are not implemented in kiln yet");
+  rec.finish(spec.node, {&out}, {spec.save_x ? x : Tensor(), spec.save_result ? out : Tensor()},
+             [f = spec.formula](autograd::FnNode& n, autograd::Grads& g) {
+               if (!n.needs(0) || !g[0].defined()) return autograd::Grads{Tensor()};
+               return autograd::Grads{f(g[0], n.saved(0), n.saved(1))};
+             });
+}
+
+namespace {
+
+using std::numbers::pi;
+constexpr double kLn2 = std::numbers::ln2, kLn10 = std::numbers::ln10;
+
+Tensor sq(const Tensor& t) { return mul(t, t); }
+
+// No gradient flows (piecewise constant functions): zeros, as torch.
+Tensor zero_grad(const Tensor& g, const Tensor&, const Tensor&) { return zeros_like(g); }
+
+// elementwise f over t in float64 on the CPU, back in t's dtype and device.
+Tensor map_f64(const Tensor& t, double (*f)(double)) {
+  Tensor in = t.to(DType::Float64).cpu().contiguous();
+  Tensor out = empty(in.sizes(), DType::Float64);
+  const double* src = in.data<double>();
+  double* dst = out.data<double>();
+  for (int64_t i = 0, n = in.numel(); i < n; ++i) dst[i] = f(src[i]);
+  return out.to(t.device()).to(t.dtype());
+}
+
+// A derivative with no double backward in kiln yet.
+void no_create_graph(const char* op, const char* what) {
+  if (autograd::is_grad_enabled())
+    throw NotImplementedError(std::string("[") + op + "] double backward needs " + what +
+                              ", which kiln does not have yet");
+}
+
+}  // namespace
+
+double trigamma(double x) {
+  if (std::isnan(x)) return x;
+  if (x <= 0 && x == std::floor(x)) return INFINITY;  // poles
+  double acc = 0;
+  if (x < 0.5) {  // reflection: psi1(1 - x) + psi1(x) = pi^2 / sin^2(pi x)
+    const double s = std::sin(pi * x);
+    return pi * pi / (s * s) - trigamma(1 - x);
+  }
+  for (; x < 10; x += 1) acc += 1 / (x * x);  // psi1(x) = psi1(x + 1) + 1/x^2
+  // Asymptotic series: 1/x + 1/(2x^2) + sum B_2k / x^(2k+1).
+  const double r = 1 / x, r2 = r * r;
+  const double tail =
+      r2 * r * (1.0 / 6 - r2 * (1.0 / 30 - r2 * (1.0 / 42 - r2 * (1.0 / 30 - r2 * 5.0 / 66))));
+  return acc + r + 0.5 * r2 + tail;
+}
+
+double bessel_i1(double x) {
+  if (std::isnan(x)) return x;
+  // sum_k (x/2)^(2k+1) / (k! (k+1)!): positive terms for x > 0, so no
+  // cancellation; I1 is odd.
+  const double a = std::fabs(x), q = 0.25 * a * a;
+  double term = 0.5 * a, sum = term;
+  for (int k = 0; k < 2000 && term > 1e-17 * sum; ++k) {
+    term *= q / ((k + 1.0) * (k + 2.0));
+    sum += term;
+  }
+  return x < 0 ? -sum : sum;
+}
+
+#define KILN_GRAD(fn, name, sx, sy, cplx, body) \
+  const UnaryGrad fn##_grad{name, sx, sy,       \
+                            [](const Tensor& g, const Tensor& x, const Tensor& y) -> Tensor body, cplx};
+
+KILN_GRAD(exp, "ExpBackward0", false, true, false, { return mul(g, y); })
+KILN_GRAD(exp2, "Exp2Backward0", false, true, false, { return mul(g, mul(y, kLn2)); })
+KILN_GRAD(expm1, "Expm1Backward0", false, true, false, { return mul(g, add(y, 1.0)); })
+KILN_GRAD(log, "LogBackward0", true, false, false, { return mul(g, reciprocal(x)); })
+KILN_GRAD(log2, "Log2Backward0", true, false, false, { return mul(g, mul(reciprocal(x), 1 / kLn2)); })
+KILN_GRAD(log10, "Log10Backward0", true, false, false, { return mul(g, mul(reciprocal(x), 1 / kLn10)); })
+KILN_GRAD(log1p, "Log1PBackward0", true, false, false, { return mul(g, reciprocal(add(x, 1.0))); })
+KILN_GRAD(sqrt, "SqrtBackward0", false, true, false, { return mul(g, mul(reciprocal(y), 0.5)); })
+KILN_GRAD(rsqrt, "RsqrtBackward0", false, true, false, { return mul(g, mul(mul(sq(y), y), -0.5)); })
+KILN_GRAD(reciprocal, "ReciprocalBackward0", false, true, false, { return mul(g, mul(sq(y), -1.0)); })
+KILN_GRAD(sin, "SinBackward0", true, false, false, { return mul(g, cos(x)); })
+KILN_GRAD(cos, "CosBackward0", true, false, false, { return mul(g, mul(sin(x), -1.0)); })
+KILN_GRAD(tan, "TanBackward0", false, true, false, { return mul(g, add(sq(y), 1.0)); })
+KILN_GRAD(tanh, "TanhBackward0", false, true, false, { return mul(g, sub(1.0, sq(y))); })
+KILN_GRAD(sigmoid, "SigmoidBackward0", false, true, false, { return mul(g, mul(y, sub(1.0, y))); })
+// silu'(x) = s (1 + x (1 - s)), s = sigmoid(x)
+KILN_GRAD(silu, "SiluBackward0", true, false, false, {
+  Tensor s = sigmoid(x);
+  return mul(g, mul(s, add(mul(x, sub(1.0, s)), 1.0)));
+})
+KILN_GRAD(neg, "NegBackward0", false, false, true, { return mul(g, -1.0); })
+// abs'(0) = sign(0) = 0, as torch
+KILN_GRAD(abs, "AbsBackward0", true, false, false, { return mul(g, sign(x)); })
+KILN_GRAD(relu, "ReluBackward0", false, true, false, { return mul(g, gt(y, Scalar(0.0))); })
+KILN_GRAD(frac, "FracBackward0", false, false, false, { return g; })
+KILN_GRAD(acos, "AcosBackward0", true, false, false, { return mul(g, mul(rsqrt(sub(1.0, sq(x))), -1.0)); })
+KILN_GRAD(asin, "AsinBackward0", true, false, false, { return mul(g, rsqrt(sub(1.0, sq(x)))); })
+KILN_GRAD(atan, "AtanBackward0", true, false, false, { return mul(g, reciprocal(add(sq(x), 1.0))); })
+KILN_GRAD(acosh, "AcoshBackward0", true, false, false, { return mul(g, rsqrt(sub(sq(x), 1.0))); })
+KILN_GRAD(asinh, "AsinhBackward0", true, false, false, { return mul(g, rsqrt(add(sq(x), 1.0))); })
+KILN_GRAD(atanh, "AtanhBackward0", true, false, false, { return mul(g, reciprocal(sub(1.0, sq(x)))); })
+KILN_GRAD(cosh, "CoshBackward0", true, false, false, { return mul(g, sinh(x)); })
+KILN_GRAD(sinh, "SinhBackward0", true, false, false, { return mul(g, cosh(x)); })
+KILN_GRAD(erf, "ErfBackward0", true, false, false,
+          { return mul(g, mul(exp(mul(sq(x), -1.0)), 2 / std::sqrt(pi))); })
+KILN_GRAD(erfc, "ErfcBackward0", true, false, false,
+          { return mul(g, mul(exp(mul(sq(x), -1.0)), -2 / std::sqrt(pi))); })
+KILN_GRAD(erfinv, "ErfinvBackward0", false, true, false,
+          { return mul(g, mul(exp(sq(y)), std::sqrt(pi) / 2)); })
+KILN_GRAD(lgamma, "LgammaBackward0", true, false, false, { return mul(g, digamma(x)); })
+KILN_GRAD(digamma, "DigammaBackward0", true, false, false, {
+  no_create_graph("digamma", "polygamma(1, x)");
+  return mul(g, map_f64(x, trigamma));
+})
+KILN_GRAD(i0, "I0Backward0", true, false, false, {
+  no_create_graph("i0", "i1");
+  return mul(g, map_f64(x, bessel_i1));
+})
+// sinc'(x) = (cos(pi x) - sinc(x)) / x, and 0 at x = 0
+KILN_GRAD(sinc, "SincBackward0", true, false, false, {
+  Tensor d = div(sub(cos(mul(x, pi)), sinc(x)), x);
+  return mul(g, where(eq(x, Scalar(0.0)), Scalar(0.0), d));
+})
+KILN_GRAD(deg2rad, "Deg2RadBackward0", false, false, false, { return mul(g, pi / 180); })
+KILN_GRAD(rad2deg, "Rad2DegBackward0", false, false, false, { return mul(g, 180 / pi); })
+KILN_GRAD(square, "PowBackward0", true, false, false, { return mul(g, mul(x, 2.0)); })
+KILN_GRAD(nan_to_num, "NanToNumBackward0", true, false, false, { return mul(g, isfinite(x)); })
+#undef KILN_GRAD
+
+// Piecewise constant: zero gradient (sgn of a complex input has one; raises).
+const UnaryGrad sign_grad{"SignBackward0", false, false, zero_grad};
+const UnaryGrad sgn_grad{"SgnBackward0", false, false, zero_grad};
+const UnaryGrad floor_grad{"FloorBackward0", false, false, zero_grad};
+const UnaryGrad ceil_grad{"CeilBackward0", false, false, zero_grad};
+const UnaryGrad round_grad{"RoundBackward0", false, false, zero_grad};
+const UnaryGrad trunc_grad{"TruncBackward0", false, false, zero_grad};
+
+// gelu'(x) = Phi(x) + x phi(x) (exact), or the derivative of
+// 0.5 x (1 + tanh(k (x + c x^3))), k = sqrt(2/pi), c = 0.044715.
+const UnaryGrad gelu_grad{"GeluBackward0", true, false, [](const Tensor& g, const Tensor& x, const Tensor&) {
+                            Tensor cdf = mul(add(erf(mul(x, 1 / std::numbers::sqrt2)), 1.0), 0.5);
+                            Tensor pdf = mul(exp(mul(sq(x), -0.5)), 1 / std::sqrt(2 * pi));
+                            return mul(g, add(cdf, mul(x, pdf)));
+                          }};
+const UnaryGrad gelu_tanh_grad{
+    "GeluBackward0", true, false, [](const Tensor& g, const Tensor& x, const Tensor&) {
+      const double k = std::sqrt(2 / pi), c = 0.044715;
+      Tensor x2 = sq(x);
+      Tensor t = tanh(mul(mul(x, add(mul(x2, c), 1.0)), k));
+      Tensor left = mul(add(t, 1.0), 0.5);
+      Tensor right = mul(mul(x, sub(1.0, sq(t))), mul(add(mul(x2, 3 * c), 1.0), 0.5 * k));
+      return mul(g, add(left, right));
+    }};
+
+// logit'(x) = 1 / (x (1 - x)); with eps, 0 outside [eps, 1 - eps] (where the
+// forward clamps), as torch.
+UnaryGrad logit_grad(double eps) {
+  return UnaryGrad{"LogitBackward0", true, false, [eps](const Tensor& g, const Tensor& x, const Tensor&) {
+                     Tensor d = mul(g, reciprocal(mul(x, sub(1.0, x))));
+                     if (eps < 0) return d;
+                     return where(logical_or(lt(x, Scalar(eps)), gt(x, Scalar(1 - eps))), Scalar(0.0), d);
+                   }};
+}
+
+}  // namespace kiln::unary_detail
