@@ -35,7 +35,8 @@ QR qr(const Tensor& A, const std::string& mode) {
   Tensor Q = colmajor_view(qbuf);
   if (rec)
     rec.finish("LinalgQrBackward0", {&Q, &R}, {Q, R}, [](autograd::FnNode& n, autograd::Grads& g) {
-      return autograd::Grads{grad::qr_backward(grad::unless_zero(g[0]), grad::unless_zero(g[1]), n.saved(0), n.saved(1))};
+      return autograd::Grads{
+          grad::qr_backward(grad::unless_zero(g[0]), grad::unless_zero(g[1]), n.saved(0), n.saved(1))};
     });
   return {Q, R};
 }
