@@ -211,4 +211,58 @@ std::pair<Tensor, Tensor> lstsq_backward(const Tensor& g, const Tensor& A, const
   return {gA, gB};
 }
 
+namespace {
+
+// Square A' = L U (no pivoting): gA' = L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T.
+Tensor lu_backward_square(const Tensor& gL, const Tensor& gU, const Tensor& L, const Tensor& U) {
+  const Tensor M = add(tril(mmul(mT(L), gL), -1), triu(mmul(gU, mT(U))));
+  const Tensor left = solve_triangular(mT(L), M, /*upper=*/true, /*left=*/true, /*unitriangular=*/true);
+  return solve_triangular(mT(U), left, /*upper=*/false, /*left=*/false);
+}
+
+}  // namespace
+
+Tensor lu_backward(const Tensor& gL, const Tensor& gU, const Tensor& P, const Tensor& L, const Tensor& U) {
+  const int64_t m = L.size(-2), n = U.size(-1);
+  Tensor gA;  // gradient with respect to P^T A
+  if (m == n) {
+    gA = lu_backward_square(gL, gU, L, U);
+  } else if (m > n) {
+    // P^T A = [A1; A2]: A1 = L1 U, and L2 = A2 U^-1.
+    const Tensor gA2 = solve_triangular(mT(U), gL.narrow(-2, n, m - n), /*upper=*/false, /*left=*/false);
+    const Tensor gU1 = sub(gU, mmul(mT(L.narrow(-2, n, m - n)), gA2));
+    const Tensor parts[2] = {lu_backward_square(gL.narrow(-2, 0, n), gU1, L.narrow(-2, 0, n), U), gA2};
+    gA = cat(parts, -2);
+  } else {
+    // P^T A = [A1, A2]: A1 = L U1, and U2 = L^-1 A2.
+    const Tensor gA2 = solve_triangular(mT(L), gU.narrow(-1, m, n - m), /*upper=*/true, /*left=*/true,
+                                        /*unitriangular=*/true);
+    const Tensor gL1 = sub(gL, mmul(gA2, mT(U.narrow(-1, m, n - m))));
+    const Tensor parts[2] = {lu_backward_square(gL1, gU.narrow(-1, 0, m), L, U.narrow(-1, 0, m)), gA2};
+    gA = cat(parts, -1);
+  }
+  return mmul(P, gA);
+}
+
+std::pair<Tensor, Tensor> lu_solve_backward(const Tensor& g, const Tensor& LU, const Tensor& pivots,
+                                            const Tensor& X, bool left, bool adjoint, bool needLU,
+                                            bool needB) {
+  // gB solves the transposed system; gA is the gradient with respect to
+  // A = P L U, carried to the packed factors.
+  const Tensor gB = lu_solve(LU, pivots, g, left, !adjoint);
+  Tensor gLU;
+  if (needLU) {
+    const Tensor gA = neg(left ? (adjoint ? mmul(X, mT(gB)) : mmul(gB, mT(X)))
+                               : (adjoint ? mmul(mT(gB), X) : mmul(mT(X), gB)));
+    const int64_t n = LU.size(-1);
+    const Tensor I = eye_of(n, LU);
+    // P = P I I^-T: lu_solve with unit factors applies only the row swaps.
+    const Tensor P = lu_solve(I, pivots, I, /*left=*/true, /*adjoint=*/true);
+    const Tensor L = add(tril(LU, -1), I), U = triu(LU);
+    const Tensor PtgA = mmul(mT(P), gA);
+    gLU = add(tril(mmul(PtgA, mT(U)), -1), triu(mmul(mT(L), PtgA)));
+  }
+  return {gLU, needB ? gB : Tensor()};
+}
+
 }  // namespace kiln::linalg::grad

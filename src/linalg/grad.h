@@ -49,6 +49,13 @@ Tensor pinv_backward(const Tensor& g, const Tensor& A, const Tensor& P);
 std::pair<Tensor, Tensor> lstsq_backward(const Tensor& g, const Tensor& A, const Tensor& B, const Tensor& X,
                                          bool vector_case, bool needA, bool needB);
 
+// A = P L U (L: m x k unit lower, U: k x n upper, k = min(m, n)).
+Tensor lu_backward(const Tensor& gL, const Tensor& gU, const Tensor& P, const Tensor& L, const Tensor& U);
+// lu_solve(LU, pivots, B, left, adjoint) = X: {gLU, gB}.
+std::pair<Tensor, Tensor> lu_solve_backward(const Tensor& g, const Tensor& LU, const Tensor& pivots,
+                                            const Tensor& X, bool left, bool adjoint, bool needLU,
+                                            bool needB);
+
 // The symmetric matrix whose `upper` (or lower) triangle A's is.
 Tensor symmetric_from(const Tensor& A, bool upper);
 // Folds a gradient G with respect to a symmetric matrix onto its read triangle.

@@ -257,3 +257,38 @@ def test_matches_torch_when_available():
     x = leaf(a)
     LA.det(x).backward()
     np.testing.assert_allclose(np.asarray(x.grad), ta.grad.numpy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5)])
+def test_lu_factors(shape):
+    k = min(shape)
+    a = RNG.standard_normal(shape)
+    check(lambda x: list(LA.lu(x))[1:], [a], [linear((shape[0], k)), linear((k, shape[1]))])
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5)])
+def test_lu_factor_packed(shape):
+    check(lambda x: [LA.lu_factor(x)[0]], [RNG.standard_normal(shape)], [linear(shape)])
+
+
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("adjoint", [False, True])
+def test_lu_solve(left, adjoint):
+    a = well_conditioned(3)
+    b = RNG.standard_normal((3, 2) if left else (2, 3))
+
+    def fn(x, y):
+        LU, piv = LA.lu_factor(x)
+        return [LA.lu_solve(LU, piv, y, left=left, adjoint=adjoint)]
+
+    check(fn, [a, b], [linear(b.shape)])
+    # the same against NumPy's solve of the system lu_solve solves
+    xa, xb = leaf(a), leaf(b)
+    w = RNG.standard_normal(b.shape)
+    ga, gb = grads(fn(xa, xb), [xa, xb], [w])
+    m = a.T if adjoint else a
+    X = np.linalg.solve(m, b) if left else b @ np.linalg.inv(m)
+    want_b = np.linalg.solve(m.T, w) if left else w @ np.linalg.inv(m).T
+    np.testing.assert_allclose(gb, want_b, rtol=1e-9, atol=1e-11)
+    gm = -want_b @ X.T if left else -X.T @ want_b
+    np.testing.assert_allclose(ga, gm.T if adjoint else gm, rtol=1e-9, atol=1e-11)
