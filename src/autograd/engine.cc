@@ -71,8 +71,12 @@ void add_into(std::vector<Tensor>& buf, uint32_t slot, const Tensor& g) {
 
 // Nodes reachable from the roots, with the number of edges into each.
 void count_dependencies(Walk& w, const std::vector<Node*>& roots) {
-  std::vector<Node*> stack(roots);
-  std::unordered_set<Node*> seen(roots.begin(), roots.end());
+  // Two outputs of one node may both be roots: walk that node once, or its
+  // edges would be counted twice and their targets never become ready.
+  std::unordered_set<Node*> seen;
+  std::vector<Node*> stack;
+  for (Node* r : roots)
+    if (seen.insert(r).second) stack.push_back(r);
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();

@@ -7,6 +7,7 @@
 // minor holding one (potrf is not called on it); eigh / eigvalsh raise.
 #include "kiln/linalg.h"
 #include "linalg/common.h"
+#include "linalg/grad.h"
 #include "ops/registry/all.h"
 
 namespace kiln::linalg {
@@ -14,6 +15,8 @@ using namespace detail;
 
 CholeskyEx cholesky_ex(const Tensor& A, bool upper, bool check_errors) {
   const char* op = "linalg.cholesky";
+  autograd::Record rec(op, {&A});
+  grad::no_complex(rec, A, op);
   check_dtype(A, op);
   check_matrix(A, op, true);
   const Shape batch = batch_shape(A);
@@ -21,6 +24,10 @@ CholeskyEx cholesky_ex(const Tensor& A, bool upper, bool check_errors) {
   Tensor nonfinite = zeros(batch, DType::UInt8, A.device());
   Tensor L = ops::linalg_cholesky(common_device(op, {&A}), A, upper, info, nonfinite);
   if (check_errors) check_infos(info, op, InfoKind::Cholesky, A, nonfinite.cpu().data<uint8_t>());
+  if (rec)
+    rec.finish("LinalgCholeskyExBackward0", {&L}, {L}, [upper](autograd::FnNode& n, autograd::Grads& g) {
+      return autograd::Grads{grad::cholesky_backward(g[0], n.saved(0), upper)};
+    });
   return {L, info};
 }
 
@@ -49,9 +56,38 @@ Eigh eigh_for(const Tensor& A, const std::string& UPLO, bool vectors, const char
 
 }  // namespace detail
 
-Eigh eigh(const Tensor& A, const std::string& UPLO) { return eigh_for(A, UPLO, true, "linalg.eigh"); }
+namespace {
+
+// eigh / eigvalsh, recorded. eigvalsh computes the eigenvectors too when
+// recording: its gradient is V diag(gL) V^T.
+Eigh eigh_recorded(const Tensor& A, const std::string& UPLO, bool vectors, const char* op) {
+  autograd::Record rec(op, {&A});
+  grad::no_complex(rec, A, op);
+  Eigh r = eigh_for(A, UPLO, vectors || bool(rec), op);
+  if (!rec) return r;
+  const bool upper = UPLO == "U" || UPLO == "u";
+  if (vectors) {
+    rec.finish("LinalgEighBackward0", {&r.eigenvalues, &r.eigenvectors}, {r.eigenvalues, r.eigenvectors},
+               [upper](autograd::FnNode& n, autograd::Grads& g) {
+                 return autograd::Grads{grad::eigh_backward(grad::unless_zero(g[0]), grad::unless_zero(g[1]),
+                                                            n.saved(0), n.saved(1), upper)};
+               });
+  } else {
+    rec.finish("LinalgEighBackward0", {&r.eigenvalues}, {r.eigenvectors},
+               [upper](autograd::FnNode& n, autograd::Grads& g) {
+                 const Tensor V = n.saved(0);
+                 return autograd::Grads{grad::eigh_backward(g[0], Tensor(), Tensor(), V, upper)};
+               });
+    r.eigenvectors = Tensor();
+  }
+  return r;
+}
+
+}  // namespace
+
+Eigh eigh(const Tensor& A, const std::string& UPLO) { return eigh_recorded(A, UPLO, true, "linalg.eigh"); }
 Tensor eigvalsh(const Tensor& A, const std::string& UPLO) {
-  return eigh_for(A, UPLO, false, "linalg.eigvalsh").eigenvalues;
+  return eigh_recorded(A, UPLO, false, "linalg.eigvalsh").eigenvalues;
 }
 
 }  // namespace kiln::linalg

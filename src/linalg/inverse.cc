@@ -5,16 +5,24 @@
 
 #include "kiln/linalg.h"
 #include "linalg/common.h"
+#include "linalg/grad.h"
 #include "ops/registry/all.h"
 
 namespace kiln::linalg {
 using namespace detail;
 
 InvEx inv_ex(const Tensor& A, bool check_errors) {
+  autograd::Record rec("linalg.inv", {&A});
+  grad::no_complex(rec, A, "linalg.inv");
   check_dtype(A, "linalg.inv");
   check_matrix(A, "linalg.inv", true);
   InvEx r = ops::linalg_inv(common_device("linalg.inv", {&A}), A);
   if (check_errors) check_infos(r.info, "linalg.inv", InfoKind::LU, A);
+  if (rec)
+    rec.finish("LinalgInvExBackward0", {&r.inverse}, {r.inverse},
+               [](autograd::FnNode& n, autograd::Grads& g) {
+                 return autograd::Grads{grad::inv_backward(g[0], n.saved(0))};
+               });
   return r;
 }
 
@@ -22,6 +30,8 @@ Tensor inv(const Tensor& A) { return inv_ex(A, true).inverse; }
 
 SolveEx solve_ex(const Tensor& A, const Tensor& B, bool left, bool check_errors) {
   const char* op = "linalg.solve";
+  autograd::Record rec(op, {&A, &B});
+  grad::no_complex(rec, A, op);
   check_dtype(A, op);
   check_dtype(B, op);
   check_same_dtype(A, B, op);
@@ -49,6 +59,13 @@ SolveEx solve_ex(const Tensor& A, const Tensor& B, bool left, bool check_errors)
   if (check_errors) check_infos(r.info, op, InfoKind::LU, A);
   if (!left) r.result = r.result.transpose(-2, -1);
   if (vector_case) r.result = r.result.squeeze(-1);
+  if (rec)
+    rec.finish("LinalgSolveExBackward0", {&r.result}, {A, r.result},
+               [left, vector_case](autograd::FnNode& n, autograd::Grads& g) {
+                 auto [gA, gB] = grad::solve_backward(g[0], n.saved(0), n.saved(1), left, vector_case,
+                                                      n.needs(0), n.needs(1));
+                 return autograd::Grads{gA, gB};
+               });
   return r;
 }
 

@@ -7,6 +7,7 @@
 // that is not there, gelsd/gelss call xerbla or never converge).
 #include "kiln/linalg.h"
 #include "linalg/common.h"
+#include "linalg/grad.h"
 #include "ops/registry/all.h"
 
 namespace kiln::linalg {
@@ -15,6 +16,8 @@ using namespace detail;
 Lstsq lstsq(const Tensor& A, const Tensor& B, std::optional<double> rcond,
             std::optional<std::string> driver_opt) {
   const char* op = "linalg.lstsq";
+  autograd::Record rec(op, {&A, &B});
+  grad::no_complex(rec, A, op);
   check_dtype(A, op);
   check_dtype(B, op);
   check_same_dtype(A, B, op);
@@ -27,6 +30,9 @@ Lstsq lstsq(const Tensor& A, const Tensor& B, std::optional<double> rcond,
   const bool vector_case = B.dim() == 1 || B.dim() == A.dim() - 1;
   const Tensor Bm = vector_case ? B.unsqueeze(-1) : B;
   const int64_t m = A.size(-2), n = A.size(-1), nrhs = Bm.size(-1);
+  KILN_CHECK(!rec || m >= n, NotImplementedError,
+             "[" << op << "] the derivative of the minimum-norm solution (A " << A.shape_str()
+                 << " with fewer rows than columns) is not implemented; use linalg.pinv(A) @ B");
   KILN_CHECK(Bm.size(-2) == m, ValueError,
              "[" << op << "] input.size(-2) should match other.size(-2), got A " << A.shape_str() << " and B "
                  << B.shape_str());
@@ -56,6 +62,15 @@ Lstsq lstsq(const Tensor& A, const Tensor& B, std::optional<double> rcond,
     solution = solution.squeeze(-1);
     if (residuals.numel() > 0) residuals = residuals.squeeze(-1);
   }
+  // The solution's derivative for full-rank A (residuals, rank and singular
+  // values carry none, as torch).
+  if (rec)
+    rec.finish("LinalgLstsqBackward0", {&solution}, {A, B, solution},
+               [vector_case](autograd::FnNode& n, autograd::Grads& g) {
+                 auto [gA, gB] = grad::lstsq_backward(g[0], n.saved(0), n.saved(1), n.saved(2), vector_case,
+                                                      n.needs(0), n.needs(1));
+                 return autograd::Grads{gA, gB};
+               });
   return {solution, residuals, rank, sv};
 }
 

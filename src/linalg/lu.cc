@@ -2,7 +2,9 @@
 // allocate, call the ops (kernels: cpu/ops/linalg_lu.cc) and raise on a
 // singular matrix where asked.
 #include "kiln/linalg.h"
+#include "kiln/shape.h"
 #include "linalg/common.h"
+#include "linalg/grad.h"
 #include "ops/registry/all.h"
 
 namespace kiln::linalg {
@@ -19,11 +21,23 @@ void check_pivot_flag(bool pivot, const char* op) {
 
 LUFactorEx lu_factor_ex(const Tensor& A, bool pivot, bool check_errors) {
   const char* op = "linalg.lu_factor";
+  autograd::Record rec(op, {&A});
+  grad::no_complex(rec, A, op);
   check_dtype(A, op);
   check_matrix(A, op, false);
   check_pivot_flag(pivot, op);
   LUFactorEx r = ops::linalg_lu_factor(common_device(op, {&A}), A);
   if (check_errors) check_infos(r.info, op, InfoKind::LUFactor, A);
+  if (rec) {
+    const PLU f = lu(A);  // P as a matrix for the formula (grad mode is off here)
+    rec.finish("LinalgLuFactorExBackward0", {&r.LU}, {f.P, f.L, f.U},
+               [](autograd::FnNode& n, autograd::Grads& g) {
+                 const Tensor L = n.saved(1), U = n.saved(2);
+                 const int64_t k = U.size(-2);
+                 const Tensor gL = tril(g[0], -1).narrow(-1, 0, k), gU = triu(g[0]).narrow(-2, 0, k);
+                 return autograd::Grads{grad::lu_backward(gL, gU, n.saved(0), L, U)};
+               });
+  }
   return r;
 }
 
@@ -34,6 +48,8 @@ LUFactor lu_factor(const Tensor& A, bool pivot) {
 
 PLU lu(const Tensor& A, bool pivot) {
   const char* op = "linalg.lu";
+  autograd::Record rec(op, {&A});
+  grad::no_complex(rec, A, op);
   check_dtype(A, op);
   check_matrix(A, op, false);
   check_pivot_flag(pivot, op);
@@ -43,11 +59,18 @@ PLU lu(const Tensor& A, bool pivot) {
   Tensor L = zeros(with_matrix(batch, m, k), A.dtype(), A.device());
   Tensor U = zeros(with_matrix(batch, k, n), A.dtype(), A.device());
   ops::linalg_lu(common_device(op, {&A}), A, P, L, U);
+  // P is locally constant: its gradient is zero (torch leaves it outside the graph).
+  if (rec)
+    rec.finish("LinalgLuBackward0", {&P, &L, &U}, {P, L, U}, [](autograd::FnNode& n, autograd::Grads& g) {
+      return autograd::Grads{grad::lu_backward(g[1], g[2], n.saved(0), n.saved(1), n.saved(2))};
+    });
   return {P, L, U};
 }
 
 Tensor lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool left, bool adjoint) {
   const char* op = "linalg.lu_solve";
+  autograd::Record rec(op, {&LU, &B});
+  grad::no_complex(rec, LU, op);
   check_dtype(LU, op);
   check_dtype(B, op);
   check_same_dtype(LU, B, op);
@@ -78,7 +101,15 @@ Tensor lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool le
   }
   const Tensor X =
       ops::linalg_lu_solve(common_device(op, {&LU, &pivots, &B}), LU, pivots, Bl, batch, left, adjoint);
-  return left ? X : X.transpose(-2, -1);
+  Tensor out = left ? X : X.transpose(-2, -1);
+  if (rec)
+    rec.finish("LinalgLuSolveBackward0", {&out}, {LU, pivots, out},
+               [left, adjoint](autograd::FnNode& n, autograd::Grads& g) {
+                 auto [gLU, gB] = grad::lu_solve_backward(g[0], n.saved(0), n.saved(1), n.saved(2), left,
+                                                          adjoint, n.needs(0), n.needs(1));
+                 return autograd::Grads{gLU, gB};
+               });
+  return out;
 }
 
 }  // namespace kiln::linalg

@@ -5,6 +5,7 @@
 // gesdd's scaling into xerbla (printing) or its iteration into an endless loop.
 #include "kiln/linalg.h"
 #include "linalg/common.h"
+#include "linalg/grad.h"
 #include "ops/registry/all.h"
 
 namespace kiln::linalg {
@@ -66,8 +67,42 @@ Tensor svdvals_for(const Tensor& A, const char* op) {
 
 }  // namespace detail
 
-SVD svd(const Tensor& A, bool full_matrices) { return svd_for(A, full_matrices, "linalg.svd"); }
-Tensor svdvals(const Tensor& A) { return svdvals_for(A, "linalg.svdvals"); }
+SVD svd(const Tensor& A, bool full_matrices) {
+  const char* op = "linalg.svd";
+  autograd::Record rec(op, {&A});
+  grad::no_complex(rec, A, op);
+  SVD r = svd_for(A, full_matrices, op);
+  if (rec) {
+    const bool extra = full_matrices && A.size(-1) != A.size(-2);
+    rec.finish("LinalgSvdBackward0", {&r.U, &r.S, &r.Vh}, {r.U, r.S, r.Vh},
+               [extra](autograd::FnNode& n, autograd::Grads& g) {
+                 const Tensor gU = grad::unless_zero(g[0]), gVh = grad::unless_zero(g[2]);
+                 // As torch: the extra singular vectors of the full SVD are arbitrary.
+                 if (extra && (gU.defined() || gVh.defined()))
+                   throw NotImplementedError(
+                       "[linalg.svd] the derivative through U or Vh with full_matrices=True of a non-square "
+                       "matrix is not implemented; use full_matrices=False");
+                 const Tensor S = n.saved(1);
+                 const int64_t k = S.size(-1);
+                 const Tensor U = n.saved(0).narrow(-1, 0, k), Vh = n.saved(2).narrow(-2, 0, k);
+                 return autograd::Grads{grad::svd_backward(gU, grad::unless_zero(g[1]), gVh, U, S, Vh)};
+               });
+  }
+  return r;
+}
+
+Tensor svdvals(const Tensor& A) {
+  const char* op = "linalg.svdvals";
+  autograd::Record rec(op, {&A});
+  grad::no_complex(rec, A, op);
+  if (!rec) return svdvals_for(A, op);
+  // Recording: the gradient U diag(gS) Vh needs the singular vectors.
+  SVD r = svd_for(A, false, op);
+  rec.finish("LinalgSvdBackward0", {&r.S}, {r.U, r.Vh}, [](autograd::FnNode& n, autograd::Grads& g) {
+    return autograd::Grads{grad::svd_backward(Tensor(), g[0], Tensor(), n.saved(0), Tensor(), n.saved(1))};
+  });
+  return r.S;
+}
 
 namespace {
 
@@ -83,6 +118,8 @@ double default_rtol(DType d, int64_t m, int64_t n, std::optional<double> atol, s
 
 Tensor pinv(const Tensor& A, std::optional<double> atol, std::optional<double> rtol, bool hermitian) {
   const char* op = "linalg.pinv";
+  autograd::Record rec(op, {&A});
+  grad::no_complex(rec, A, op);
   check_dtype(A, op);
   check_matrix(A, op, hermitian);
   const Shape batch = batch_shape(A);
@@ -108,7 +145,16 @@ Tensor pinv(const Tensor& A, std::optional<double> atol, std::optional<double> r
   const Tensor vb = Vh.transpose(-2, -1).contiguous();  // column-major: Vh (k x n, ld k) or Q (n x n, ld n)
   const Tensor sc = S.contiguous();
   ops::linalg_pinv(common_device(op, {&A}), ub, vb, sc, at, rt, hermitian, out);
-  return colmajor_view(out);
+  Tensor P = colmajor_view(out);
+  // The closed form holds where the rank is locally constant (full rank).
+  if (rec)
+    rec.finish("LinalgPinvBackward0", {&P}, {A, P}, [hermitian](autograd::FnNode& n, autograd::Grads& g) {
+      if (!hermitian) return autograd::Grads{grad::pinv_backward(g[0], n.saved(0), n.saved(1))};
+      // Hermitian: the lower triangle defines the matrix.
+      const Tensor G = grad::pinv_backward(g[0], grad::symmetric_from(n.saved(0), false), n.saved(1));
+      return autograd::Grads{grad::fold_to_triangle(G, false)};
+    });
+  return P;
 }
 
 Tensor matrix_rank(const Tensor& A, std::optional<double> atol, std::optional<double> rtol, bool hermitian) {
