@@ -262,6 +262,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 
 void scaled_dot_product_attention_out(const Tensor& q, const Tensor& k, const Tensor& v,
                                       const AttentionOptions& opt, const Tensor& out) {
+  autograd::Record rec(kOp, {&q, &k, &v, &opt.attn_mask});
+  rec.no_out(out);
+  autograd::wrote(out);
   run({.q = q,
        .k = k,
        .v = v,

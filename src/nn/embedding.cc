@@ -21,6 +21,9 @@ void check_indices(const Tensor& idx) {
 }  // namespace
 
 void embedding_out(const Tensor& indices, const Tensor& weight, const Tensor& row_scale, const Tensor& out) {
+  autograd::Record rec("embedding", {&indices, &weight, &row_scale});
+  rec.no_out(out);
+  autograd::wrote(out);
   KILN_CHECK(weight.dim() == 2, ValueError, "[embedding] weight must be [V, H], got " << weight.shape_str());
   const DType wt = weight.dtype();
   KILN_CHECK(nn_detail::is_compute_float(wt) || is_fp8(wt), TypeError,

@@ -123,12 +123,18 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 }
 
 void rms_norm_out(const Tensor& x, const Tensor& weight, double eps, const Tensor& out) {
+  autograd::Record rec("rms_norm", {&x, &weight});
+  rec.no_out(out);
+  autograd::wrote(out);
   KILN_CHECK(x.dim() >= 1, ValueError, "[rms_norm] input must have at least one dim");
   norm_into(x, weight, Tensor(), eps, out, x.size(-1), true, "rms_norm");
 }
 
 void layer_norm_out(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                     const Tensor& out) {
+  autograd::Record rec("layer_norm", {&x, &weight, &bias});
+  rec.no_out(out);
+  autograd::wrote(out);
   KILN_CHECK(x.dim() >= 1, ValueError, "[layer_norm] input must have at least one dim");
   norm_into(x, weight, bias, eps, out, x.size(-1), false, "layer_norm");
 }

@@ -10,6 +10,9 @@
 namespace kiln {
 
 void swiglu_out(const Tensor& gate, const Tensor& up, const Tensor& out) {
+  autograd::Record rec("swiglu", {&gate, &up});
+  rec.no_out(out);
+  autograd::wrote(out);
   nn_detail::check_float(gate, "swiglu", "gate");
   KILN_CHECK(up.dtype() == gate.dtype() && up.sizes() == gate.sizes(), ValueError,
              "[swiglu] up " << up.shape_str() << " " << name(up.dtype()) << " must match gate "

@@ -94,6 +94,9 @@ void run(const Tensor& x, const Tensor& w, const detail::WeightScale& ws, const 
 
 void linear_out(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& weight_scale,
                 const Tensor& out, Fp8Codes codes, const Fp8Subnormals* subnormals) {
+  autograd::Record rec("linear", {&x, &weight, &bias});
+  rec.no_out(out);
+  autograd::wrote(out);
   const Dims d = check_linear(x, weight, bias);
   if (subnormals) detail::check_subnormal_list(*subnormals, weight.dtype(), 1, d.N, d.K, "linear");
   const detail::WeightScale ws = detail::classify_weight_scale(weight_scale, d.N, d.K, "linear");
