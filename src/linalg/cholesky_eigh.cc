@@ -73,10 +73,12 @@ Eigh eigh_recorded(const Tensor& A, const std::string& UPLO, bool vectors, const
                                                             n.saved(0), n.saved(1), upper)};
                });
   } else {
-    rec.finish("LinalgEighBackward0", {&r.eigenvalues}, {r.eigenvectors},
+    // The eigenvectors are an output of the node (not returned), so that a
+    // double backward differentiates through them.
+    rec.finish("LinalgEighBackward0", {&r.eigenvalues, &r.eigenvectors}, {r.eigenvalues, r.eigenvectors},
                [upper](autograd::FnNode& n, autograd::Grads& g) {
-                 const Tensor V = n.saved(0);
-                 return autograd::Grads{grad::eigh_backward(g[0], Tensor(), Tensor(), V, upper)};
+                 return autograd::Grads{grad::eigh_backward(grad::unless_zero(g[0]), grad::unless_zero(g[1]),
+                                                            n.saved(0), n.saved(1), upper)};
                });
     r.eigenvectors = Tensor();
   }

@@ -1,6 +1,9 @@
 // linalg.lu_factor / lu_factor_ex / lu / lu_solve front-ends: validate,
 // allocate, call the ops (kernels: cpu/ops/linalg_lu.cc) and raise on a
 // singular matrix where asked.
+#include <algorithm>
+
+#include "kiln/binary.h"
 #include "kiln/linalg.h"
 #include "kiln/shape.h"
 #include "linalg/common.h"
@@ -30,10 +33,15 @@ LUFactorEx lu_factor_ex(const Tensor& A, bool pivot, bool check_errors) {
   if (check_errors) check_infos(r.info, op, InfoKind::LUFactor, A);
   if (rec) {
     const PLU f = lu(A);  // P as a matrix for the formula (grad mode is off here)
-    rec.finish("LinalgLuFactorExBackward0", {&r.LU}, {f.P, f.L, f.U},
+    // L and U are read off the saved output LU with recorded ops, so that a
+    // double backward differentiates through them.
+    rec.finish("LinalgLuFactorExBackward0", {&r.LU}, {f.P, r.LU},
                [](autograd::FnNode& n, autograd::Grads& g) {
-                 const Tensor L = n.saved(1), U = n.saved(2);
-                 const int64_t k = U.size(-2);
+                 const Tensor LU = n.saved(1);  // [*, m, n]
+                 const int64_t m = LU.size(-2), k = std::min(m, LU.size(-1));
+                 const Tensor L =
+                     add(tril(LU, -1).narrow(-1, 0, k), eye(m, k, LU.dtype(), LU.device()));  // [*, m, k]
+                 const Tensor U = triu(LU).narrow(-2, 0, k);                                  // [*, k, n]
                  const Tensor gL = tril(g[0], -1).narrow(-1, 0, k), gU = triu(g[0]).narrow(-2, 0, k);
                  return autograd::Grads{grad::lu_backward(gL, gU, n.saved(0), L, U)};
                });

@@ -96,11 +96,16 @@ Tensor svdvals(const Tensor& A) {
   autograd::Record rec(op, {&A});
   grad::no_complex(rec, A, op);
   if (!rec) return svdvals_for(A, op);
-  // Recording: the gradient U diag(gS) Vh needs the singular vectors.
+  // Recording: the gradient U diag(gS) Vh needs the singular vectors. They are
+  // outputs of the node (as torch's svdvals records linalg_svd), so that a
+  // double backward differentiates through them.
   SVD r = svd_for(A, false, op);
-  rec.finish("LinalgSvdBackward0", {&r.S}, {r.U, r.Vh}, [](autograd::FnNode& n, autograd::Grads& g) {
-    return autograd::Grads{grad::svd_backward(Tensor(), g[0], Tensor(), n.saved(0), Tensor(), n.saved(1))};
-  });
+  rec.finish("LinalgSvdBackward0", {&r.U, &r.S, &r.Vh}, {r.U, r.S, r.Vh},
+             [](autograd::FnNode& n, autograd::Grads& g) {
+               return autograd::Grads{grad::svd_backward(grad::unless_zero(g[0]), grad::unless_zero(g[1]),
+                                                         grad::unless_zero(g[2]), n.saved(0), n.saved(1),
+                                                         n.saved(2))};
+             });
   return r.S;
 }
 
