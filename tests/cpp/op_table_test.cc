@@ -644,5 +644,209 @@ TEST(Autograd, GradcheckEveryOpTableEntry) {
               raised_no_derivative.size());
 }
 
+// ---- second-order gradcheck (torch's gradgradcheck idea) ------------------
+
+// Ops whose backward formulas are not twice differentiable yet: their double
+// backward (create_graph=true, then a gradient of the gradient) raises
+// NotImplementedError. Checked, so an op that starts to pass must leave the list.
+const std::set<std::string>& no_double_backward_yet() {
+  static const std::set<std::string> ops = {
+#include "op_table/no_double_backward_yet.inc"
+  };
+  return ops;
+}
+
+struct GradgradResult {
+  std::string failure;  // "" when it passed (or did not apply)
+  bool applied = false;
+  bool raised = false;  // the double backward raised NotImplementedError
+  std::string raised_what;
+};
+
+// With g = grad(out, inputs, v, create_graph=true) and F = sum_i <g_i, w_i>
+// (random w): autograd's dF/d(inputs) and dF/dv against central differences
+// of F computed by a first-order backward (no create_graph), for up to 8
+// elements of each float input and of v.
+GradgradResult gradgradcheck(const Entry& e, ShapeClass c, std::mt19937_64& rng) {
+  GradgradResult r;
+  Entry plain = e;
+  plain.specials.clear();
+  Inputs in;
+  for (const InputSpec& s : e.shapes(c)) {
+    InputSpec flat = s;
+    if (flat.layout == InputSpec::Expanded) flat.layout = InputSpec::Contiguous;
+    make_input(flat, DType::Float64, plain, rng, in);
+  }
+  std::vector<size_t> leaves;
+  for (size_t i = 0; i < in.tensors.size(); ++i)
+    if (in.tensors[i].dtype() == DType::Float64 && in.tensors[i].numel() > 0) leaves.push_back(i);
+  if (leaves.empty()) return r;
+  // The first-order gradients of sum(out * v) at `tensors`, as leaves `wrt`.
+  auto forward = [&](const std::vector<Tensor>& tensors, std::vector<Tensor>& wrt) {
+    std::vector<Tensor> args = tensors;
+    wrt.clear();
+    for (size_t i : leaves) {
+      args[i] = args[i].detach();
+      args[i].requires_grad_(true);
+      wrt.push_back(args[i]);
+    }
+    return e.call(args);
+  };
+  auto first = [&](const Tensor& out, const std::vector<Tensor>& wrt, const Tensor& v, bool create_graph) {
+    if (!out.defined() || !out.requires_grad()) return std::vector<Tensor>{};
+    const Tensor outs[1] = {out}, vs[1] = {v};
+    return autograd::grad(outs, wrt, vs, create_graph, create_graph, /*allow_unused=*/true);
+  };
+  Tensor out;
+  std::vector<Tensor> wrt;
+  try {
+    autograd::NoGradGuard no_grad;
+    out = e.call(in.tensors);
+  } catch (const std::exception&) {
+    return r;  // the op does not take these inputs in float64
+  }
+  // float64 results only: second differences need its precision
+  if (!out.defined() || out.dtype() != DType::Float64 || out.numel() == 0) return r;
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  std::vector<double> v(size_t(out.numel()));
+  for (double& x : v) x = dist(rng);
+  Tensor vt = from_values(v, out.sizes(), out.dtype());
+  vt.requires_grad_(true);
+  Tensor recorded;
+  try {
+    recorded = forward(in.tensors, wrt);
+  } catch (const std::exception&) {
+    return r;  // the first-order gradcheck reports these
+  }
+  std::vector<Tensor> g;
+  try {
+    g = first(recorded, wrt, vt, /*create_graph=*/true);
+  } catch (const NotImplementedError& ex) {
+    r.applied = r.raised = true;  // (ops without a first derivative are skipped above)
+    r.raised_what = ex.what();
+    return r;
+  } catch (const std::exception&) {
+    return r;  // the first-order gradcheck reports these
+  }
+  if (g.empty()) return r;
+  r.applied = true;
+  std::vector<std::vector<double>> w(g.size());
+  Tensor f;
+  for (size_t li = 0; li < g.size(); ++li) {
+    if (!g[li].defined()) continue;
+    w[li].resize(size_t(g[li].numel()));
+    for (double& x : w[li]) x = dist(rng);
+    // A gradient that does not require grad is constant in inputs and v: its
+    // second derivatives are 0, which the differences below check.
+    if (!g[li].requires_grad()) continue;
+    const Tensor term = sum(mul(g[li], from_values(w[li], g[li].sizes(), g[li].dtype())));
+    f = f.defined() ? add(f, term) : term;
+  }
+  std::vector<Tensor> gg_wrt = wrt;
+  gg_wrt.push_back(vt);
+  std::vector<Tensor> gg(gg_wrt.size());
+  if (f.defined()) {
+    try {
+      const Tensor fs[1] = {f};
+      gg = autograd::grad(fs, gg_wrt, {}, false, false, /*allow_unused=*/true);
+    } catch (const NotImplementedError& ex) {
+      r.raised = true;
+      r.raised_what = ex.what();
+      return r;
+    } catch (const std::exception& ex) {
+      r.failure = std::string("double backward threw: ") + ex.what();
+      return r;
+    }
+  }
+  // F at inputs/v moved by delta in one element (input == leaves.size(): v).
+  auto objective = [&](size_t li, int64_t element, double delta) {
+    std::vector<Tensor> moved = in.tensors;
+    Tensor vm = vt.detach();
+    if (li < leaves.size()) {
+      Tensor x = in.tensors[leaves[li]].to(DType::Float64).contiguous().clone();
+      x.data<double>()[element] += delta;
+      moved[leaves[li]] = x;
+    } else {
+      vm = vm.clone();
+      vm.data<double>()[element] += delta;
+    }
+    std::vector<Tensor> leaves_m;
+    const Tensor out_m = forward(moved, leaves_m);
+    const std::vector<Tensor> gm = first(out_m, leaves_m, vm, false);
+    double total = 0;
+    for (size_t k = 0; k < gm.size() && k < w.size(); ++k) {
+      if (!gm[k].defined() || w[k].empty()) continue;
+      const std::vector<cdouble> gv = values_of(gm[k]);
+      for (size_t j = 0; j < gv.size(); ++j) total += gv[j].real() * w[k][j];
+    }
+    return total;
+  };
+  for (size_t li = 0; li < gg_wrt.size(); ++li) {
+    const int64_t n = gg_wrt[li].numel();
+    const std::vector<cdouble> analytic =
+        gg[li].defined() ? values_of(gg[li]) : std::vector<cdouble>(size_t(n), 0.0);
+    const std::string what = li < leaves.size() ? "input " + std::to_string(leaves[li]) : std::string("v");
+    if (int64_t(analytic.size()) != n) {
+      r.failure = what + ": second-order gradient has " + std::to_string(analytic.size()) +
+                  " elements, want " + std::to_string(n);
+      return r;
+    }
+    for (int k = 0; k < 8 && k < n; ++k) {
+      const int64_t j = n <= 8 ? k : std::uniform_int_distribution<int64_t>(0, n - 1)(rng);
+      const double x = li < leaves.size() ? in.values[leaves[li]][size_t(j)] : v[size_t(j)];
+      const double h = 1e-6 * std::max(1.0, std::fabs(x));
+      const double numeric = (objective(li, j, h) - objective(li, j, -h)) / (2 * h);
+      const double a = analytic[size_t(j)].real();
+      if (!std::isfinite(numeric)) continue;
+      if (std::fabs(a - numeric) > 1e-5 + 1e-3 * std::fabs(numeric)) {
+        std::ostringstream os;
+        os << std::setprecision(12) << what << " element " << j << " (x = " << x << "): autograd " << a
+           << ", central difference " << numeric;
+        r.failure = os.str();
+        return r;
+      }
+    }
+  }
+  return r;
+}
+
+// Every differentiable entry with a derivative, float64, odd shapes: its
+// double backward against central differences of its first-order gradient.
+// An op listed in op_table/no_double_backward_yet.inc must raise for at least
+// one of its entries (others may pass, e.g. linalg_svd with
+// full_matrices=False); no entry may return a wrong second derivative.
+TEST(Autograd, GradgradcheckOpTableFamilies) {
+  int checked = 0;
+  std::set<std::string> nondifferentiable, raised;
+  for (const ops::OpInfo& op : ops::all_ops())
+    if (op.nondifferentiable()) nondifferentiable.insert(op.name);
+  for (const Entry& e : entries()) {
+    if (nondifferentiable.count(e.op) || no_derivative_yet().count(e.op) || e.host_only) continue;
+    const bool floats = std::any_of(e.dtypes.begin(), e.dtypes.end(),
+                                    [](DType d) { return d == DType::Float32 || d == DType::Float64; });
+    if (!floats || e.shapes(ShapeClass::Odd).empty()) continue;
+    std::mt19937_64 rng(seed_of(e.op) ^ 0x9e3779b97f4a7c15ull);
+    SCOPED_TRACE(e.op);
+    const GradgradResult r = gradgradcheck(e, ShapeClass::Odd, rng);
+    if (!r.applied) continue;
+    if (r.raised) {
+      raised.insert(e.op);
+      EXPECT_TRUE(no_double_backward_yet().count(e.op))
+          << e.op << " double backward raised: " << r.raised_what
+          << " (fix its formula, or list it in op_table/no_double_backward_yet.inc)";
+      continue;
+    }
+    EXPECT_EQ(r.failure, "");
+    ++checked;
+  }
+  for (const std::string& op : no_double_backward_yet())
+    EXPECT_TRUE(raised.count(op)) << op
+                                  << "'s double backward raises no more: remove it from "
+                                     "op_table/no_double_backward_yet.inc";
+  EXPECT_GT(checked, 0);
+  std::printf("[gradgradcheck] %d cases checked, %zu ops without a double backward yet\n", checked,
+              raised.size());
+}
+
 }  // namespace
 }  // namespace op_table
