@@ -9,6 +9,7 @@ void init_tensor(nb::module_& m);   // tensor.cc (+ dtype, factories, interop, r
 void init_unary(nb::module_& m);    // unary.cc
 void init_unary_extra(nb::module_& m);  // unary_extra.cc: acos, erf, digamma, nan_to_num, ...
 void init_binary(nb::module_& m);   // binary.cc
+void init_complex(nb::module_& m);  // complex.cc: conj, real, imag, angle, complex, polar
 void init_binary_extra(nb::module_& m);  // binary_extra.cc: hypot, logaddexp, gcd, isclose, ...
 void init_reduce(nb::module_& m);   // reduce.cc
 void init_index(nb::module_& m);    // index.cc: indexing, gather/scatter, sort/topk, bincount
@@ -32,6 +33,7 @@ NB_MODULE(_C, m) {
   init_unary(m);
   init_unary_extra(m);
   init_binary(m);
+  init_complex(m);
   init_binary_extra(m);
   init_reduce(m);
   init_index(m);

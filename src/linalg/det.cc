@@ -11,7 +11,6 @@ using namespace detail;
 Tensor det(const Tensor& A) {
   const char* op = "linalg.det";
   autograd::Record rec(op, {&A});
-  grad::no_complex(rec, A, op);
   check_dtype(A, op);
   check_matrix(A, op, true);
   Tensor out = empty(batch_shape(A), A.dtype(), A.device());
@@ -33,6 +32,7 @@ SlogDet slogdet(const Tensor& A) {
   Tensor sign = empty(batch, A.dtype(), A.device());
   Tensor logabs = empty(batch, to_real(A.dtype()), A.device());
   ops::linalg_slogdet(common_device(op, {&A}), A, sign, logabs);
+  // The sign of a complex determinant moves with A: no formula for it yet.
   // The sign of a real determinant is locally constant: no gradient flows from it.
   if (rec)
     rec.finish("LinalgSlogdetBackward0", {&sign, &logabs}, {A}, [](autograd::FnNode& n, autograd::Grads& g) {

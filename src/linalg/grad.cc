@@ -1,6 +1,7 @@
 #include "linalg/grad.h"
 
 #include "kiln/binary.h"
+#include "kiln/complex.h"
 #include "kiln/error.h"
 #include "kiln/linalg.h"
 #include "kiln/matmul.h"
@@ -13,6 +14,9 @@ namespace kiln::linalg::grad {
 namespace {
 
 Tensor mT(const Tensor& x) { return x.transpose(-2, -1); }
+// The conjugate transpose (mT for real x): complex gradients are conjugated,
+// torch's convention, so inv, det, solve use A^H where the real formula has A^T.
+Tensor mH(const Tensor& x) { return is_complex(x.dtype()) ? conj(mT(x)) : mT(x); }
 Tensor mmul(const Tensor& a, const Tensor& b) { return matmul(a, b); }
 // [*] -> [*, 1, 1]
 Tensor as_matrix(const Tensor& x) { return x.unsqueeze(-1).unsqueeze(-1); }
@@ -43,27 +47,27 @@ Tensor fold_to_triangle(const Tensor& G, bool upper) {
 
 Tensor inv_backward(const Tensor& g, const Tensor& Ainv) {
   // d(A^-1) = -A^-1 dA A^-1
-  return neg(mmul(mmul(mT(Ainv), g), mT(Ainv)));
+  return neg(mmul(mmul(mH(Ainv), g), mH(Ainv)));
 }
 
 Tensor det_backward(const Tensor& g, const Tensor& det, const Tensor& A) {
   // d det = det tr(A^-1 dA)
-  return mul(as_matrix(mul(g, det)), mT(inv(A)));
+  return mul(as_matrix(mul(g, is_complex(det.dtype()) ? conj(det) : det)), mH(inv(A)));
 }
 
-Tensor logabsdet_backward(const Tensor& g, const Tensor& A) { return mul(as_matrix(g), mT(inv(A))); }
+Tensor logabsdet_backward(const Tensor& g, const Tensor& A) { return mul(as_matrix(g), mH(inv(A))); }
 
 std::pair<Tensor, Tensor> solve_backward(const Tensor& g, const Tensor& A, const Tensor& X, bool left,
                                          bool vector_case, bool needA, bool needB) {
-  // left: X = A^-1 B, gB = A^-T g, gA = -gB X^T; right: X = B A^-1, gB = g A^-T,
-  // gA = -X^T gB. solve's vector rule classifies g (shaped as X) as it did B.
-  const Tensor gB = solve(mT(A), g, left);
+  // left: X = A^-1 B, gB = A^-H g, gA = -gB X^H; right: X = B A^-1, gB = g A^-H,
+  // gA = -X^H gB (^H: ^T for real dtypes). solve's vector rule classifies g (shaped as X) as it did B.
+  const Tensor gB = solve(mH(A), g, left);
   Tensor gA;
   if (needA) {
     if (vector_case)
-      gA = neg(mmul(gB.unsqueeze(-1), X.unsqueeze(-2)));
+      gA = neg(mmul(gB.unsqueeze(-1), mH(X.unsqueeze(-1))));
     else
-      gA = neg(left ? mmul(gB, mT(X)) : mmul(mT(X), gB));
+      gA = neg(left ? mmul(gB, mH(X)) : mmul(mH(X), gB));
   }
   return {gA, needB ? gB : Tensor()};
 }
@@ -71,10 +75,10 @@ std::pair<Tensor, Tensor> solve_backward(const Tensor& g, const Tensor& A, const
 std::pair<Tensor, Tensor> solve_triangular_backward(const Tensor& g, const Tensor& A, const Tensor& X,
                                                     bool upper, bool left, bool unitriangular, bool needA,
                                                     bool needB) {
-  const Tensor gB = solve_triangular(mT(A), g, !upper, left, unitriangular);
+  const Tensor gB = solve_triangular(mH(A), g, !upper, left, unitriangular);
   Tensor gA;
   if (needA) {
-    const Tensor full = neg(left ? mmul(gB, mT(X)) : mmul(mT(X), gB));
+    const Tensor full = neg(left ? mmul(gB, mH(X)) : mmul(mH(X), gB));
     // Only A's triangle (without its diagonal when unitriangular) is read.
     const int64_t off = unitriangular ? 1 : 0;
     gA = upper ? triu(full, off) : tril(full, -off);

@@ -47,27 +47,51 @@ Tensor mul_plain(In a, In b, const Tensor& out, const Tensor* self) {
 
 // d(a + alpha b) = (g, alpha g); d(a - alpha b) = (g, -alpha g); d(ab) = (g b, g a)
 // (conjugated for complex operands, torch's convention).
+// The gradient g times the constant c: conj(c) for a complex c.
+Tensor scaled(const Tensor& g, const Scalar& c) {
+  if (c.is_complex()) {
+    const complex128 z = c.to_complex();
+    return mul(g, Scalar(complex128(z.real(), -z.imag())));
+  }
+  return c.to_double() == 1.0 ? g : mul(g, c);
+}
+
 const bin::GradSpec& add_grad(const Scalar& alpha) {
   static thread_local bin::GradSpec spec;
-  spec = bin::GradSpec{"AddBackward0", false, false, false, [alpha](const bin::GradArgs& x) {
-                         return autograd::Grads{x.needs_a() ? x.g : Tensor(),
-                                                x.needs_b() ? (!alpha.is_complex() && alpha.to_double() == 1.0 ? x.g : mul(x.g, alpha)) : Tensor()};
-                       }};
+  spec = bin::GradSpec{
+      "AddBackward0",
+      false,
+      false,
+      false,
+      [alpha](const bin::GradArgs& x) {
+        return autograd::Grads{x.needs_a() ? x.g : Tensor(), x.needs_b() ? scaled(x.g, alpha) : Tensor()};
+      },
+      true};
   return spec;
 }
 const bin::GradSpec& sub_grad(const Scalar& alpha) {
   static thread_local bin::GradSpec spec;
-  spec = bin::GradSpec{"SubBackward0", false, false, false, [alpha](const bin::GradArgs& x) {
+  spec = bin::GradSpec{"SubBackward0",
+                       false,
+                       false,
+                       false,
+                       [alpha](const bin::GradArgs& x) {
                          return autograd::Grads{x.needs_a() ? x.g : Tensor(),
-                                                x.needs_b() ? (!alpha.is_complex() && alpha.to_double() == 1.0 ? neg(x.g) : mul(x.g, Scalar(-alpha.to_double())))
-                                                            : Tensor()};
-                       }};
+                                                x.needs_b() ? neg(scaled(x.g, alpha)) : Tensor()};
+                       },
+                       true};
   return spec;
 }
-const bin::GradSpec kMulGrad{"MulBackward0", true, true, false, [](const bin::GradArgs& x) {
-                               return autograd::Grads{x.needs_a() ? mul(x.g, x.b) : Tensor(),
-                                                      x.needs_b() ? mul(x.g, x.a) : Tensor()};
-                             }};
+const bin::GradSpec kMulGrad{"MulBackward0",
+                             true,
+                             true,
+                             false,
+                             [](const bin::GradArgs& x) {
+                               return autograd::Grads{
+                                   x.needs_a() ? mul(x.g, bin::conj_if_complex(x.b)) : Tensor(),
+                                   x.needs_b() ? mul(x.g, bin::conj_if_complex(x.a)) : Tensor()};
+                             },
+                             true};
 
 Tensor mul_impl(In a, In b, const Tensor& out, const Tensor* self) {
   return bin::run_recorded("mul", &kMulGrad, a, b, out, self, mul_plain);

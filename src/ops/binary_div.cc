@@ -72,14 +72,20 @@ Mode parse_mode(std::string_view m) {
                    std::string(m) + "'");
 }
 
-// d(a / b) = (g / b, -g (a / b) / b). The rounded quotients are piecewise
+// d(a / b) = (g / b, -g (a / b) / b) (conjugated for complex operands). The rounded quotients are piecewise
 // constant: zero gradients, as torch. remainder and fmod: a - b * q with q the
 // floored (remainder) or truncated (fmod) quotient, so (g, -g q).
-const bin::GradSpec kDivGrad{"DivBackward0", true, true, false, [](const bin::GradArgs& x) {
-                               return autograd::Grads{
-                                   x.needs_a() ? div(x.g, x.b) : Tensor(),
-                                   x.needs_b() ? neg(mul(x.g, div(div(x.a, x.b), x.b))) : Tensor()};
-                             }};
+const bin::GradSpec kDivGrad{
+    "DivBackward0",
+    true,
+    true,
+    false,
+    [](const bin::GradArgs& x) {
+      return autograd::Grads{
+          x.needs_a() ? div(x.g, bin::conj_if_complex(x.b)) : Tensor(),
+          x.needs_b() ? neg(mul(x.g, bin::conj_if_complex(div(div(x.a, x.b), x.b)))) : Tensor()};
+    },
+    true};
 const bin::GradSpec kRoundedDivGrad{"DivBackward2", false, false, false, [](const bin::GradArgs& x) {
                                       return autograd::Grads{x.needs_a() ? zeros_like(x.g) : Tensor(),
                                                              x.needs_b() ? zeros_like(x.g) : Tensor()};

@@ -1,5 +1,6 @@
 #include "ops/binary_grad.h"
 
+#include "kiln/complex.h"
 #include "kiln/unary.h"
 
 namespace kiln::bin {
@@ -16,6 +17,8 @@ Tensor as_tensor(In x, DType result, Device d) {
 }
 
 }  // namespace
+
+Tensor conj_if_complex(const Tensor& t) { return is_complex(t.dtype()) ? conj(t) : t; }
 
 // d(a^b)/da = b a^(b-1), zero where b == 0 (so 0^0 gives 0, not 0 * inf);
 // d(a^b)/db = a^b log(a), zero where a == 0 and b >= 0 (the limit from a > 0).

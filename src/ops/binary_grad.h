@@ -40,6 +40,9 @@ using Impl = std::function<Tensor(In a, In b, const Tensor& out, const Tensor* s
 Tensor run_recorded(const char* op, const GradSpec* spec, In a, In b, const Tensor& out, const Tensor* self,
                     const Impl& impl);
 
+// conj(t) for a complex t, else t itself (no copy).
+Tensor conj_if_complex(const Tensor& t);
+
 // pow's gradients (torch's pow_backward_self / pow_backward_exponent) for base
 // a and exponent b, reading x.g and x.result; shared by pow and float_power.
 autograd::Grads pow_grads(const GradArgs& x, const Tensor& a, const Tensor& b);

@@ -11,7 +11,9 @@ namespace kiln {
 namespace {
 
 // d var / dx = 2 (x - mean) / (N - correction); d std / dx = that / (2 std),
-// 0 where std is 0 (as torch); the mean output adds g / N.
+// 0 where std is 0 (as torch); the mean output adds g / N. Right for complex x
+// too: var = sum |x - mean|^2 / (N - correction), and the gradient of |w|^2 in
+// torch's convention is 2 w (g is real).
 Tensor moments_backward(const autograd::Grads& g, const Tensor& x, const Tensor& result,
                         const std::vector<bool>& mask, bool keepdim, double correction, bool take_sqrt,
                         bool want_mean, double n) {
@@ -43,7 +45,6 @@ std::pair<Tensor, Tensor> moments(const char* op, const Tensor& x, const DimList
   const Op<ops::Moments>& kernel =
       want_mean ? (take_sqrt ? ops::std_mean : ops::var_mean) : (take_sqrt ? ops::std : ops::var);
   autograd::Record rec(op, {&x});
-  if (rec) rgrad::reject_complex_grad(x.dtype(), op);
   kernel(common_device(op, {&x, &v, &m}), x, mask, correction, v, m);
   if (rec) {
     const char* node = want_mean ? (take_sqrt ? "StdMeanBackward0" : "VarMeanBackward0")

@@ -6,6 +6,7 @@
 
 #include "kiln/binary.h"
 #include "kiln/unary.h"
+#include "kiln/unary_extra.h"
 #include "ops/reduce_dims.h"
 #include "ops/reduce_grad.h"
 #include "ops/registry/all.h"
@@ -16,9 +17,11 @@ namespace {
 // torch's vector-norm derivative: p = 0 has none; p = 1 gives sign(x); p = 2
 // x / norm; +-inf splits g evenly among the |x| equal to the norm; other p
 // sign(x) |x|^(p-1) / norm^(p-1). Where the norm is 0 the gradient is 0.
+// Complex x: sgn(x) = x / |x| in place of sign(x) (torch's convention).
 Tensor norm_backward(const Tensor& g, const Tensor& x, const Tensor& out, double p,
                      const std::vector<bool>& mask, bool keepdim) {
   if (p == 0) return zeros_like(x);
+  auto sign = [](const Tensor& t) { return is_complex(t.dtype()) ? sgn(t) : kiln::sign(t); };
   const Tensor gu = rgrad::unreduce(g, mask, keepdim);  // reduced dims as 1
   const Tensor o = rgrad::unreduce(out, mask, keepdim);
   if (p == 1) return mul(sign(x), gu);
@@ -63,7 +66,6 @@ Tensor norm(const Tensor& x_in, double p, const DimList& dim, bool keepdim, std:
                     name(x_in.dtype()));
   if (std::isnan(p)) throw ValueError("[norm] p must not be NaN");
   autograd::Record rec("norm", {&x_in});
-  if (rec) rgrad::reject_complex_grad(dtype.value_or(x_in.dtype()), "norm");
   const Tensor x = dtype ? x_in.to(*dtype) : x_in;
   const std::vector<bool> mask = reduce_mask(dim, x.dim(), "norm");
   if (p == -std::numeric_limits<double>::infinity()) require_nonempty(x, mask, false, "norm");

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kiln/binary.h"
+#include "kiln/complex.h"
 #include "ops/reduce_dims.h"
 #include "ops/reduce_grad.h"
 #include "ops/registry/all.h"
@@ -58,7 +59,9 @@ Tensor prod_backward(const Tensor& g, const Tensor& x, const Tensor& out, const 
       prod(where(is_zero, Scalar(1.0), x), dims, /*keepdim=*/true);  // product of the non-zeros
   const Tensor no_zero = div(o, where(is_zero, Scalar(1.0), x));     // x's shape
   const Tensor one_zero = where(logical_and(is_zero, eq(zeros_in, Scalar(int64_t(1)))), others, Scalar(0.0));
-  return mul(rgrad::unreduce(g, mask, keepdim), where(eq(zeros_in, Scalar(int64_t(0))), no_zero, one_zero));
+  // Holomorphic in each element: conjugated for complex x (torch's convention).
+  const Tensor d = where(eq(zeros_in, Scalar(int64_t(0))), no_zero, one_zero);
+  return mul(rgrad::unreduce(g, mask, keepdim), is_complex(d.dtype()) ? conj(d) : d);
 }
 
 }  // namespace
@@ -75,7 +78,6 @@ Tensor prod(const Tensor& x_in, const DimList& dim, bool keepdim, std::optional<
   reject_fp8(x_in, "prod");
   if (dtype && is_fp8(*dtype)) throw TypeError(std::string("[prod] unsupported dtype ") + name(*dtype));
   autograd::Record rec("prod", {&x_in});
-  if (rec) rgrad::reject_complex_grad(dtype.value_or(x_in.dtype()), "prod");
   const Tensor x = dtype ? x_in.to(*dtype) : x_in;
   const std::vector<bool> mask = reduce_mask(dim, x.dim(), "prod");
   Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), natural_sum_dtype(x.dtype()), x.device());

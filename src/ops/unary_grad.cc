@@ -8,6 +8,7 @@
 #include <numbers>
 
 #include "kiln/binary.h"
+#include "kiln/complex.h"
 #include "kiln/unary.h"
 #include "kiln/unary_extra.h"
 
@@ -15,11 +16,14 @@ namespace kiln::unary_detail {
 
 void finish_unary(autograd::Record& rec, const char* op, const UnaryGrad& spec, const Tensor& x,
                   Tensor& out) {
-  if ((is_complex(x.dtype()) || is_complex(out.dtype())) && !spec.complex_ok)
+  const bool cplx = is_complex(x.dtype()) || is_complex(out.dtype());
+  if (cplx && spec.complex == UnaryGrad::None)
     throw NotImplementedError(std::string("[") + op + "] complex gradients are not implemented in kiln yet");
+  const bool wrap = cplx && spec.complex == UnaryGrad::Holomorphic;
   rec.finish(spec.node, {&out}, {spec.save_x ? x : Tensor(), spec.save_result ? out : Tensor()},
-             [f = spec.formula](autograd::FnNode& n, autograd::Grads& g) {
+             [f = spec.formula, wrap](autograd::FnNode& n, autograd::Grads& g) {
                if (!n.needs(0) || !g[0].defined()) return autograd::Grads{Tensor()};
+               if (wrap) return autograd::Grads{conj(f(conj(g[0]), n.saved(0), n.saved(1)))};
                return autograd::Grads{f(g[0], n.saved(0), n.saved(1))};
              });
 }
@@ -86,68 +90,93 @@ double bessel_i1(double x) {
   const UnaryGrad fn##_grad{name, sx, sy,       \
                             [](const Tensor& g, const Tensor& x, const Tensor& y) -> Tensor body, cplx};
 
-KILN_GRAD(exp, "ExpBackward0", false, true, false, { return mul(g, y); })
-KILN_GRAD(exp2, "Exp2Backward0", false, true, false, { return mul(g, mul(y, kLn2)); })
-KILN_GRAD(expm1, "Expm1Backward0", false, true, false, { return mul(g, add(y, 1.0)); })
-KILN_GRAD(log, "LogBackward0", true, false, false, { return mul(g, reciprocal(x)); })
-KILN_GRAD(log2, "Log2Backward0", true, false, false, { return mul(g, mul(reciprocal(x), 1 / kLn2)); })
-KILN_GRAD(log10, "Log10Backward0", true, false, false, { return mul(g, mul(reciprocal(x), 1 / kLn10)); })
-KILN_GRAD(log1p, "Log1PBackward0", true, false, false, { return mul(g, reciprocal(add(x, 1.0))); })
-KILN_GRAD(sqrt, "SqrtBackward0", false, true, false, { return mul(g, mul(reciprocal(y), 0.5)); })
-KILN_GRAD(rsqrt, "RsqrtBackward0", false, true, false, { return mul(g, mul(mul(sq(y), y), -0.5)); })
-KILN_GRAD(reciprocal, "ReciprocalBackward0", false, true, false, { return mul(g, mul(sq(y), -1.0)); })
-KILN_GRAD(sin, "SinBackward0", true, false, false, { return mul(g, cos(x)); })
-KILN_GRAD(cos, "CosBackward0", true, false, false, { return mul(g, mul(sin(x), -1.0)); })
-KILN_GRAD(tan, "TanBackward0", false, true, false, { return mul(g, add(sq(y), 1.0)); })
-KILN_GRAD(tanh, "TanhBackward0", false, true, false, { return mul(g, sub(1.0, sq(y))); })
-KILN_GRAD(sigmoid, "SigmoidBackward0", false, true, false, { return mul(g, mul(y, sub(1.0, y))); })
+KILN_GRAD(exp, "ExpBackward0", false, true, UnaryGrad::Holomorphic, { return mul(g, y); })
+KILN_GRAD(exp2, "Exp2Backward0", false, true, UnaryGrad::Holomorphic, { return mul(g, mul(y, kLn2)); })
+KILN_GRAD(expm1, "Expm1Backward0", false, true, UnaryGrad::Holomorphic, { return mul(g, add(y, 1.0)); })
+KILN_GRAD(log, "LogBackward0", true, false, UnaryGrad::Holomorphic, { return mul(g, reciprocal(x)); })
+KILN_GRAD(log2, "Log2Backward0", true, false, UnaryGrad::Holomorphic,
+          { return mul(g, mul(reciprocal(x), 1 / kLn2)); })
+KILN_GRAD(log10, "Log10Backward0", true, false, UnaryGrad::Holomorphic,
+          { return mul(g, mul(reciprocal(x), 1 / kLn10)); })
+KILN_GRAD(log1p, "Log1PBackward0", true, false, UnaryGrad::Holomorphic,
+          { return mul(g, reciprocal(add(x, 1.0))); })
+KILN_GRAD(sqrt, "SqrtBackward0", false, true, UnaryGrad::Holomorphic,
+          { return mul(g, mul(reciprocal(y), 0.5)); })
+KILN_GRAD(rsqrt, "RsqrtBackward0", false, true, UnaryGrad::Holomorphic,
+          { return mul(g, mul(mul(sq(y), y), -0.5)); })
+KILN_GRAD(reciprocal, "ReciprocalBackward0", false, true, UnaryGrad::Holomorphic,
+          { return mul(g, mul(sq(y), -1.0)); })
+KILN_GRAD(sin, "SinBackward0", true, false, UnaryGrad::Holomorphic, { return mul(g, cos(x)); })
+KILN_GRAD(cos, "CosBackward0", true, false, UnaryGrad::Holomorphic, { return mul(g, mul(sin(x), -1.0)); })
+KILN_GRAD(tan, "TanBackward0", false, true, UnaryGrad::Holomorphic, { return mul(g, add(sq(y), 1.0)); })
+KILN_GRAD(tanh, "TanhBackward0", false, true, UnaryGrad::Holomorphic, { return mul(g, sub(1.0, sq(y))); })
+KILN_GRAD(sigmoid, "SigmoidBackward0", false, true, UnaryGrad::Holomorphic,
+          { return mul(g, mul(y, sub(1.0, y))); })
 // silu'(x) = s (1 + x (1 - s)), s = sigmoid(x)
-KILN_GRAD(silu, "SiluBackward0", true, false, false, {
+KILN_GRAD(silu, "SiluBackward0", true, false, UnaryGrad::Holomorphic, {
   Tensor s = sigmoid(x);
   return mul(g, mul(s, add(mul(x, sub(1.0, s)), 1.0)));
 })
-KILN_GRAD(neg, "NegBackward0", false, false, true, { return mul(g, -1.0); })
-// abs'(0) = sign(0) = 0, as torch
-KILN_GRAD(abs, "AbsBackward0", true, false, false, { return mul(g, sign(x)); })
-KILN_GRAD(relu, "ReluBackward0", false, true, false, { return mul(g, gt(y, Scalar(0.0))); })
-KILN_GRAD(frac, "FracBackward0", false, false, false, { return g; })
-KILN_GRAD(acos, "AcosBackward0", true, false, false, { return mul(g, mul(rsqrt(sub(1.0, sq(x))), -1.0)); })
-KILN_GRAD(asin, "AsinBackward0", true, false, false, { return mul(g, rsqrt(sub(1.0, sq(x)))); })
-KILN_GRAD(atan, "AtanBackward0", true, false, false, { return mul(g, reciprocal(add(sq(x), 1.0))); })
-KILN_GRAD(acosh, "AcoshBackward0", true, false, false, { return mul(g, rsqrt(sub(sq(x), 1.0))); })
-KILN_GRAD(asinh, "AsinhBackward0", true, false, false, { return mul(g, rsqrt(add(sq(x), 1.0))); })
-KILN_GRAD(atanh, "AtanhBackward0", true, false, false, { return mul(g, reciprocal(sub(1.0, sq(x)))); })
-KILN_GRAD(cosh, "CoshBackward0", true, false, false, { return mul(g, sinh(x)); })
-KILN_GRAD(sinh, "SinhBackward0", true, false, false, { return mul(g, cosh(x)); })
-KILN_GRAD(erf, "ErfBackward0", true, false, false,
+KILN_GRAD(neg, "NegBackward0", false, false, UnaryGrad::Holomorphic, { return mul(g, -1.0); })
+// abs'(0) = sign(0) = 0, as torch; complex: g z / |z| (g is real), 0 at 0
+KILN_GRAD(abs, "AbsBackward0", true, false, UnaryGrad::Own,
+          { return mul(g, is_complex(x.dtype()) ? sgn(x) : sign(x)); })
+KILN_GRAD(relu, "ReluBackward0", false, true, UnaryGrad::None, { return mul(g, gt(y, Scalar(0.0))); })
+KILN_GRAD(frac, "FracBackward0", false, false, UnaryGrad::None, { return g; })
+KILN_GRAD(acos, "AcosBackward0", true, false, UnaryGrad::Holomorphic,
+          { return mul(g, mul(rsqrt(sub(1.0, sq(x))), -1.0)); })
+KILN_GRAD(asin, "AsinBackward0", true, false, UnaryGrad::Holomorphic,
+          { return mul(g, rsqrt(sub(1.0, sq(x)))); })
+KILN_GRAD(atan, "AtanBackward0", true, false, UnaryGrad::Holomorphic,
+          { return mul(g, reciprocal(add(sq(x), 1.0))); })
+// complex: 1 / (sqrt(z - 1) sqrt(z + 1)), the principal branch (1 / sqrt(z^2 - 1) differs for Re z < 0)
+KILN_GRAD(acosh, "AcoshBackward0", true, false, UnaryGrad::Holomorphic, {
+  if (is_complex(x.dtype())) return mul(g, mul(rsqrt(sub(x, 1.0)), rsqrt(add(x, 1.0))));
+  return mul(g, rsqrt(sub(sq(x), 1.0)));
+})
+KILN_GRAD(asinh, "AsinhBackward0", true, false, UnaryGrad::Holomorphic,
+          { return mul(g, rsqrt(add(sq(x), 1.0))); })
+KILN_GRAD(atanh, "AtanhBackward0", true, false, UnaryGrad::Holomorphic,
+          { return mul(g, reciprocal(sub(1.0, sq(x)))); })
+KILN_GRAD(cosh, "CoshBackward0", true, false, UnaryGrad::Holomorphic, { return mul(g, sinh(x)); })
+KILN_GRAD(sinh, "SinhBackward0", true, false, UnaryGrad::Holomorphic, { return mul(g, cosh(x)); })
+KILN_GRAD(erf, "ErfBackward0", true, false, UnaryGrad::None,
           { return mul(g, mul(exp(mul(sq(x), -1.0)), 2 / std::sqrt(pi))); })
-KILN_GRAD(erfc, "ErfcBackward0", true, false, false,
+KILN_GRAD(erfc, "ErfcBackward0", true, false, UnaryGrad::None,
           { return mul(g, mul(exp(mul(sq(x), -1.0)), -2 / std::sqrt(pi))); })
-KILN_GRAD(erfinv, "ErfinvBackward0", false, true, false,
+KILN_GRAD(erfinv, "ErfinvBackward0", false, true, UnaryGrad::None,
           { return mul(g, mul(exp(sq(y)), std::sqrt(pi) / 2)); })
-KILN_GRAD(lgamma, "LgammaBackward0", true, false, false, { return mul(g, digamma(x)); })
-KILN_GRAD(digamma, "DigammaBackward0", true, false, false, {
+KILN_GRAD(lgamma, "LgammaBackward0", true, false, UnaryGrad::None, { return mul(g, digamma(x)); })
+KILN_GRAD(digamma, "DigammaBackward0", true, false, UnaryGrad::None, {
   no_create_graph("digamma", "polygamma(1, x)");
   return mul(g, map_f64(x, trigamma));
 })
-KILN_GRAD(i0, "I0Backward0", true, false, false, {
+KILN_GRAD(i0, "I0Backward0", true, false, UnaryGrad::None, {
   no_create_graph("i0", "i1");
   return mul(g, map_f64(x, bessel_i1));
 })
 // sinc'(x) = (cos(pi x) - sinc(x)) / x, and 0 at x = 0
-KILN_GRAD(sinc, "SincBackward0", true, false, false, {
+KILN_GRAD(sinc, "SincBackward0", true, false, UnaryGrad::None, {
   Tensor d = div(sub(cos(mul(x, pi)), sinc(x)), x);
   return mul(g, where(eq(x, Scalar(0.0)), Scalar(0.0), d));
 })
-KILN_GRAD(deg2rad, "Deg2RadBackward0", false, false, false, { return mul(g, pi / 180); })
-KILN_GRAD(rad2deg, "Rad2DegBackward0", false, false, false, { return mul(g, 180 / pi); })
-KILN_GRAD(square, "PowBackward0", true, false, false, { return mul(g, mul(x, 2.0)); })
-KILN_GRAD(nan_to_num, "NanToNumBackward0", true, false, false, { return mul(g, isfinite(x)); })
+KILN_GRAD(deg2rad, "Deg2RadBackward0", false, false, UnaryGrad::None, { return mul(g, pi / 180); })
+KILN_GRAD(rad2deg, "Rad2DegBackward0", false, false, UnaryGrad::None, { return mul(g, 180 / pi); })
+KILN_GRAD(square, "PowBackward0", true, false, UnaryGrad::Holomorphic, { return mul(g, mul(x, 2.0)); })
+KILN_GRAD(nan_to_num, "NanToNumBackward0", true, false, UnaryGrad::None, { return mul(g, isfinite(x)); })
 #undef KILN_GRAD
 
-// Piecewise constant: zero gradient (sgn of a complex input has one; raises).
+// Piecewise constant: zero gradient.
 const UnaryGrad sign_grad{"SignBackward0", false, false, zero_grad};
-const UnaryGrad sgn_grad{"SgnBackward0", false, false, zero_grad};
+// sgn of a complex z = z / |z|: (g - Re(g conj(sgn)) sgn) / |z|, 0 at z = 0 (torch's sgn_backward).
+const UnaryGrad sgn_grad{"SgnBackward0", true, true,
+                         [](const Tensor& g, const Tensor& x, const Tensor& y) {
+                           if (!is_complex(x.dtype())) return zeros_like(g);
+                           const Tensor a = abs(x);
+                           const Tensor d = div(sub(g, mul(real(mul(g, conj(y))), y)), a);
+                           return where(eq(a, Scalar(0.0)), Scalar(0.0), d);
+                         },
+                         UnaryGrad::Own};
 const UnaryGrad floor_grad{"FloorBackward0", false, false, zero_grad};
 const UnaryGrad ceil_grad{"CeilBackward0", false, false, zero_grad};
 const UnaryGrad round_grad{"RoundBackward0", false, false, zero_grad};

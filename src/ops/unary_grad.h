@@ -18,9 +18,12 @@ struct UnaryGrad {
   const char* node;  // torch's node name, e.g. "ExpBackward0"
   bool save_x = false, save_result = false;
   UnaryFormula formula;
-  // The formula is right for complex inputs too; otherwise a complex input
-  // that requires grad raises rather than give a wrong gradient.
-  bool complex_ok = false;
+  // How the formula serves complex inputs (torch's convention: the gradient
+  // of z is dL/dRe(z) + i dL/dIm(z)). None: a complex input that requires
+  // grad raises rather than give a wrong gradient. Holomorphic: the formula
+  // is g * f'(z), and the gradient is g * conj(f'(z)), computed as
+  // conj(formula(conj(g))). Own: the formula handles complex inputs itself.
+  enum Complex { None, Holomorphic, Own } complex = None;
 };
 
 // Puts spec's node on out = op(x) (rec is active).

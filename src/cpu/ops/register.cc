@@ -9,6 +9,7 @@ void register_kernels() {
   register_unary_predicates_kernels();
   register_unary_special_kernels();
   register_unary_extra_kernels();
+  register_complex_kernels();
   register_softmax_kernels();
   register_reduce_kernels();
   register_sort_kernels();

@@ -13,6 +13,7 @@ void register_unary_rounding_kernels();
 void register_unary_predicates_kernels();
 void register_unary_special_kernels();
 void register_unary_extra_kernels();
+void register_complex_kernels();
 void register_softmax_kernels();
 void register_reduce_kernels();
 void register_sort_kernels();

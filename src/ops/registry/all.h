@@ -13,6 +13,7 @@
 #include "core/random_ops.h"
 #include "ops/registry/binary.h"
 #include "ops/registry/binary_extra.h"
+#include "ops/registry/complex.h"
 #include "ops/registry/index.h"
 #include "ops/registry/linalg.h"
 #include "ops/registry/matmul.h"
@@ -35,6 +36,7 @@
   KILN_OPS_UNARY_PREDICATES(X) \
   KILN_OPS_UNARY_SPECIAL(X)    \
   KILN_OPS_UNARY_EXTRA(X)      \
+  KILN_OPS_COMPLEX(X)          \
   KILN_OPS_BINARY(X)           \
   KILN_OPS_BINARY_EXTRA(X)     \
   KILN_OPS_SOFTMAX(X)          \
