@@ -40,7 +40,8 @@ int run_train(const TrainOptions& opt) {
     std::fprintf(stderr, "kiln bench train: no python next to the kiln binary; pass --python PATH\n");
     return 1;
   }
-  std::string args = "--repeat " + std::to_string(opt.repeat) + " --threads " + std::to_string(kiln::num_threads());
+  std::string args =
+      "--repeat " + std::to_string(opt.repeat) + " --threads " + std::to_string(kiln::num_threads());
   if (opt.quick) args += " --quick";
   if (!opt.peer_python.empty()) args += " --peer-python " + quoted(opt.peer_python);
   if (!opt.json) std::fprintf(stderr, "kiln bench train: running %s -m kiln.bench_train ...\n", py.c_str());
@@ -58,9 +59,10 @@ int run_train(const TrainOptions& opt) {
   doc["machine"] = machine;
   doc["python"] = {{"executable", py}, {"python_version", pr.doc.value("python_version", std::string())}};
   doc.erase("python_version");
-  const std::string header = std::string("kiln ") + kiln::kVersion + " bench train: " +
-                             sys::system_info().cpu_model + ", " + std::to_string(kiln::num_threads()) +
-                             " threads" + (opt.quick ? "; --quick: a smoke run, not a measurement" : "");
+  const std::string header = std::string("kiln ") + kiln::kVersion +
+                             " bench train: " + sys::system_info().cpu_model + ", " +
+                             std::to_string(kiln::num_threads()) + " threads" +
+                             (opt.quick ? "; --quick: a smoke run, not a measurement" : "");
   bench::emit_report(doc, opt.out, opt.json, header, "");
   return 0;
 }
@@ -69,8 +71,9 @@ int run_train(const TrainOptions& opt) {
 
 Command add_bench_train(CLI::App& bench) {
   auto opt = std::make_shared<TrainOptions>();
-  CLI::App* app = bench.add_subcommand(
-      "train", "Training step times from Python: an MLP epoch on the digits and a transformer-ish block, beside torch.");
+  CLI::App* app = bench.add_subcommand("train",
+                                       "Training step times from Python: an MLP epoch on the digits and a "
+                                       "transformer-ish block, beside torch.");
   bench::CommonDefaults d;
   d.repeat = 5;
   d.quick_repeat = 1;
