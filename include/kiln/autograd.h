@@ -46,7 +46,10 @@ using Hook = std::function<Tensor(const Tensor&)>;  // returns a replacement or 
 // outputs to the gradients of its inputs.
 class Node : public std::enable_shared_from_this<Node> {
  public:
-  virtual ~Node() = default;
+  Node();
+  virtual ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
   virtual std::string name() const = 0;
   // grads: one per output (undefined where none flowed); returns one per
   // input (undefined where the input needs none).
@@ -62,6 +65,11 @@ class Node : public std::enable_shared_from_this<Node> {
   // non-leaf), run before apply, in registration order.
   std::vector<std::vector<std::pair<int, Hook>>> output_hooks;
 };
+
+// Nodes alive in this process (all threads): a graph that backward() or the
+// last reference to its outputs released must bring this back down; tests use
+// it to catch graphs kept alive by reference cycles.
+int64_t live_node_count();
 
 // ---- grad mode -------------------------------------------------------------
 

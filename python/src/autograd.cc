@@ -42,6 +42,9 @@ void init_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
                    })
       .def("__repr__", [](const autograd::Node& n) { return "<" + n.name() + ">"; });
 
+  m.def("_autograd_live_nodes", &autograd::live_node_count,
+        "Autograd nodes alive in this process (a test hook: a freed graph brings it back down).");
+
   cls.def_prop_rw(
          "requires_grad", [](const Tensor& t) { return t.requires_grad(); },
          [](Tensor& t, bool v) { t.requires_grad_(v); },

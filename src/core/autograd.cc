@@ -15,6 +15,15 @@ std::shared_ptr<Node> make_grad_accumulator(const Tensor& leaf);
 // slot += g (a fresh tensor, never aliasing g's buffer when slot was empty).
 void accumulate_into(Tensor& slot, const Tensor& g);
 
+namespace {
+std::atomic<int64_t> g_live_nodes{0};
+}  // namespace
+
+// Only nodes pay for the count: nothing is recorded when no input requires grad.
+Node::Node() { g_live_nodes.fetch_add(1, std::memory_order_relaxed); }
+Node::~Node() { g_live_nodes.fetch_sub(1, std::memory_order_relaxed); }
+int64_t live_node_count() { return g_live_nodes.load(std::memory_order_relaxed); }
+
 namespace detail {
 
 constinit thread_local bool t_grad_enabled = true;

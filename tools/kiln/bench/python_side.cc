@@ -71,7 +71,7 @@ PythonRun run_python_script(const std::string& python, const std::string& script
   return r;
 }
 
-PythonRun run_python_bench(const std::string& python, const std::string& args) {
+PythonRun run_python_module(const std::string& python, const std::string& module, const std::string& args) {
   PythonRun r;
   // stderr goes to a temp file so a traceback can be summarized in one line.
   char err_path[] = "/tmp/kiln-bench-py-XXXXXX";
@@ -82,7 +82,7 @@ PythonRun run_python_bench(const std::string& python, const std::string& args) {
   }
   close(fd);
   const std::string cmd =
-      shell_quote(python) + " -m kiln.bench " + args + " --json 2>" + shell_quote(err_path);
+      shell_quote(python) + " -m " + module + " " + args + " --json 2>" + shell_quote(err_path);
   std::string out;
   if (FILE* p = popen(cmd.c_str(), "r")) {
     char buf[4096];
@@ -102,7 +102,7 @@ PythonRun run_python_bench(const std::string& python, const std::string& args) {
         std::fclose(e);
       }
       r.why =
-          python + " -m kiln.bench exited with " + std::to_string(code) + (last.empty() ? "" : ": " + last);
+          python + " -m " + module + " exited with " + std::to_string(code) + (last.empty() ? "" : ": " + last);
     }
   } else {
     r.why = "cannot run " + python;
@@ -112,9 +112,9 @@ PythonRun run_python_bench(const std::string& python, const std::string& args) {
   try {
     r.doc = nlohmann::json::parse(out);
     r.ok = r.doc.is_object() && r.doc.contains("results");
-    if (!r.ok) r.why = "kiln.bench printed JSON without a results list";
+    if (!r.ok) r.why = module + " printed JSON without a results list";
   } catch (const std::exception& e) {
-    r.why = std::string("kiln.bench printed no valid JSON: ") + e.what();
+    r.why = module + " printed no valid JSON: " + e.what();
   }
   return r;
 }

@@ -27,8 +27,14 @@ struct PythonRun {
 PythonRun run_python_script(const std::string& python, const std::string& script, const nlohmann::json& input,
                             const std::string& who);
 
+// Runs `python -m <module> <args> --json` and parses its stdout (a JSON object
+// with a "results" list).
+PythonRun run_python_module(const std::string& python, const std::string& module, const std::string& args);
+
 // Runs `python -m kiln.bench <args> --json` and parses its stdout.
-PythonRun run_python_bench(const std::string& python, const std::string& args);
+inline PythonRun run_python_bench(const std::string& python, const std::string& args) {
+  return run_python_module(python, "kiln.bench", args);
+}
 
 // Draws `doc` (a bench command's JSON) into the PNG `out_png` with
 // `python -m kiln.bench_plot` (matplotlib). Returns "" on success, else why not.
