@@ -55,8 +55,8 @@ void swiglu_out(const Tensor& gate, const Tensor& up, const Tensor& out);
 // widened, multiplied by row_scale[v] (a [V] or [V, 1] float tensor, or undefined),
 // and returned as out_dtype (default float32; bfloat16/float16 allowed). Other
 // tables return their own dtype unless out_dtype says otherwise.
-// padding_idx only matters for gradients, so it is not taken. Out-of-range
-// indices throw IndexError.
+// The overload with padding_idx (kiln/embedding.h) keeps that row's gradient
+// zero. Out-of-range indices throw IndexError.
 Tensor embedding(const Tensor& indices, const Tensor& weight, const Tensor& row_scale = Tensor(),
                  std::optional<DType> out_dtype = std::nullopt);
 // out: [indices.numel(), H] or [..., H], contiguous.

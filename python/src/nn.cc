@@ -4,15 +4,17 @@
 // kiln.sample, with torch's argument names.
 #include "kiln/nn.h"
 
-#include <climits>
-#include <string>
-
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/tuple.h>
 
+#include <climits>
+#include <string>
+
 #include "bind_util.h"
 #include "kiln/attention.h"
+#include "kiln/embedding.h"
 #include "kiln/kv_cache.h"
+#include "kiln/loss.h"
 #include "kiln/sampling.h"
 #include "kiln/softmax.h"
 
@@ -128,6 +130,23 @@ void init_nn(nb::module_& m) {
       },
       "input"_a, "target"_a, "reduction"_a = "mean");
   m.def(
+      "nn_functional_nll_loss",
+      [](nb::handle x, nb::handle target, nb::handle weight, int64_t ignore_index, nb::handle reduction) {
+        return kiln::nll_loss(to_tensor(x), to_tensor(target), opt_tensor(weight), ignore_index,
+                              std::string(utf8(reduction, "nll_loss", "reduction")));
+      },
+      "input"_a, "target"_a, "weight"_a = nb::none(), "ignore_index"_a = -100, "reduction"_a = "mean");
+  m.def(
+      "nn_functional_cross_entropy",
+      [](nb::handle x, nb::handle target, nb::handle weight, int64_t ignore_index, nb::handle reduction,
+         double label_smoothing) {
+        return kiln::cross_entropy(to_tensor(x), to_tensor(target), opt_tensor(weight), ignore_index,
+                                   std::string(utf8(reduction, "cross_entropy", "reduction")),
+                                   label_smoothing);
+      },
+      "input"_a, "target"_a, "weight"_a = nb::none(), "ignore_index"_a = -100, "reduction"_a = "mean",
+      "label_smoothing"_a = 0.0);
+  m.def(
       "nn_functional_silu_and_mul",
       [](nb::handle gate, nb::handle up) { return kiln::swiglu(to_tensor(gate), to_tensor(up)); }, "gate"_a,
       "up"_a, "silu(gate) * up, fused (the SwiGLU MLP).");
@@ -137,12 +156,16 @@ void init_nn(nb::module_& m) {
       "up"_a, "silu(gate) * up, fused (the SwiGLU MLP).");
   m.def(
       "nn_functional_embedding",
-      [](nb::handle input, nb::handle weight, nb::handle row_scale, nb::handle dtype) {
+      [](nb::handle input, nb::handle weight, std::optional<int64_t> padding_idx, nb::handle row_scale,
+         nb::handle dtype) {
+        if (padding_idx)
+          return kiln::embedding(to_tensor(input), to_tensor(weight), *padding_idx, opt_tensor(row_scale),
+                                 to_optional_dtype(dtype));
         return kiln::embedding(to_tensor(input), to_tensor(weight), opt_tensor(row_scale),
                                to_optional_dtype(dtype));
       },
-      "input"_a, "weight"_a, nb::kw_only(), "row_scale"_a = nb::none(), "dtype"_a = nb::none(),
-      "F.embedding; FP8 tables are widened and scaled per row (row_scale [V]).");
+      "input"_a, "weight"_a, "padding_idx"_a = nb::none(), nb::kw_only(), "row_scale"_a = nb::none(),
+      "dtype"_a = nb::none(), "F.embedding; FP8 tables are widened and scaled per row (row_scale [V]).");
 
   // ---- rotary embeddings ----
   m.def(

@@ -8,7 +8,9 @@
 #include <cmath>
 #include <string>
 
+#include "core/autograd_record.h"
 #include "kiln/error.h"
+#include "nn/attention_grad.h"
 #include "ops/registry/all.h"
 
 namespace kiln {
@@ -213,20 +215,56 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   KILN_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(), TypeError,
              "[" << kOp << "] query, key and value must have one dtype, got " << name(q.dtype()) << ", "
                  << name(k.dtype()) << ", " << name(v.dtype()));
-  return run({.q = q,
-              .k = k,
-              .v = v,
-              .attn_mask = attn_mask,
-              .is_causal = is_causal,
-              .scale = scale,
-              .enable_gqa = enable_gqa,
-              .dropout_p = float(dropout_p),
-              .gen = gen,
-              .out_dtype = q.dtype()});
+  autograd::Record rec(kOp, {&q, &k, &v, &attn_mask});
+  const Request req{.q = q,
+                    .k = k,
+                    .v = v,
+                    .attn_mask = attn_mask,
+                    .is_causal = is_causal,
+                    .scale = scale,
+                    .enable_gqa = enable_gqa,
+                    .dropout_p = float(dropout_p),
+                    .gen = gen,
+                    .out_dtype = q.dtype()};
+  if (rec) {
+    KILN_CHECK(dropout_p == 0.0, NotImplementedError,
+               "[" << kOp << "] gradients with dropout_p > 0 are not implemented in kiln");
+    KILN_CHECK(!attn_mask.defined() || !attn_mask.requires_grad(), NotImplementedError,
+               "[" << kOp << "] gradients for attn_mask are not implemented in kiln");
+  }
+  Tensor out = run(req);
+  if (rec) {
+    const Problem p = plan_problem(req);
+    sdpa_grad::Spec spec{.nd = p.nd,
+                         .batch = p.batch,
+                         .Hkv = p.Hkv,
+                         .Hout = p.Hout,
+                         .groups = p.Hout / std::max<int64_t>(p.Hkv, 1),
+                         .L = p.L,
+                         .S = p.S,
+                         .E = p.E,
+                         .Ev = p.Ev,
+                         .scale = p.scale,
+                         .causal = is_causal};
+    if (!enable_gqa || p.Hq == p.Hkv) spec.groups = 1;
+    const Tensor lse = sdpa_grad::logsumexp_rows(q, k, attn_mask, spec);  // [*batch, Hout, L, 1]
+    rec.finish("ScaledDotProductAttentionBackward0", {&out}, {q, k, v, attn_mask, out, lse},
+               [spec](autograd::FnNode& n, autograd::Grads& g) {
+                 const bool needs[3] = {n.needs(0), n.needs(1), n.needs(2)};
+                 std::vector<Tensor> r = sdpa_grad::backward(n.saved(0), n.saved(1), n.saved(2), n.saved(3),
+                                                             n.saved(4), n.saved(5), g[0], spec, needs);
+                 r.push_back(Tensor());  // attn_mask
+                 return r;
+               });
+  }
+  return out;
 }
 
 void scaled_dot_product_attention_out(const Tensor& q, const Tensor& k, const Tensor& v,
                                       const AttentionOptions& opt, const Tensor& out) {
+  autograd::Record rec(kOp, {&q, &k, &v, &opt.attn_mask});
+  rec.no_out(out);
+  autograd::wrote(out);
   run({.q = q,
        .k = k,
        .v = v,

@@ -1,7 +1,9 @@
 // Rotary position embedding front-ends: inv_freq, the cos/sin tables and the
 // rotation of [..., T, H, D] activations. They check arguments, prepare the
 // float32 tables and call the ops (ops/registry/nn.h).
+#include "core/autograd_record.h"
 #include "kiln/nn.h"
+#include "kiln/unary.h"
 #include "nn/nn_util.h"
 #include "ops/registry/all.h"
 
@@ -62,6 +64,10 @@ void rope_cos_sin_out(int64_t start, const Tensor& inv_freq, const Tensor& cos, 
 
 void apply_rotary_emb_(const Tensor& x, const Tensor& cos, const Tensor& sin, bool interleaved) {
   const char* op = "apply_rotary_emb";
+  if (autograd::inplace_needs_grad("apply_rotary_emb_", x, {&cos, &sin})) {
+    autograd::rebase_inplace(x, apply_rotary_emb(x, cos, sin, interleaved));
+    return;
+  }
   nn_detail::check_float(x, op, "x");
   KILN_CHECK(x.dim() >= 2, ValueError,
              "[" << op << "] x must be [..., T, H, D] or [T, D], got " << x.shape_str());
@@ -84,8 +90,20 @@ void apply_rotary_emb_(const Tensor& x, const Tensor& cos, const Tensor& sin, bo
 
 Tensor apply_rotary_emb(const Tensor& x, const Tensor& cos, const Tensor& sin, bool interleaved) {
   nn_detail::check_float(x, "apply_rotary_emb", "x");
+  autograd::Record rec("apply_rotary_emb", {&x, &cos, &sin});
+  // The tables are float32 constants of the positions (rope_cos_sin makes them).
+  KILN_CHECK(!rec || (!cos.requires_grad() && !sin.requires_grad()), NotImplementedError,
+             "[apply_rotary_emb] gradients for cos and sin are not implemented in kiln");
   Tensor y = x.clone();
   apply_rotary_emb_(y, cos, sin, interleaved);
+  // A rotation: its adjoint rotates back by the opposite angle (sin negated).
+  if (rec)
+    rec.finish("ApplyRotaryEmbBackward0", {&y}, {cos, sin},
+               [interleaved](autograd::FnNode& n, autograd::Grads& g) {
+                 return autograd::Grads{
+                     apply_rotary_emb(g[0].contiguous(), n.saved(0), neg(n.saved(1)), interleaved), Tensor(),
+                     Tensor()};
+               });
   return y;
 }
 

@@ -3,6 +3,8 @@
 // (ops/registry/matmul.h); 3-D x 3-D is a batched matmul.
 #include "kiln/grouped_mm.h"
 
+#include "core/autograd_record.h"
+#include "kiln/binary.h"
 #include "kiln/error.h"
 #include "kiln/matmul.h"
 #include "ops/linear_common.h"
@@ -39,8 +41,61 @@ Tensor check_offs(const Tensor& offs, int64_t groups, int64_t total, const char*
 
 }  // namespace
 
+namespace {
+
+Tensor grouped_mm_forward(const Tensor& a, const Tensor& b, const Tensor& offs, const Tensor& bias,
+                          const Tensor& b_scale, std::optional<DType> out_dtype);
+
+// The gradients of grouped_mm are grouped_mms themselves (in float32, or
+// float64): each form's transposed products group the same rows or columns.
+autograd::Grads grouped_mm_grads(autograd::FnNode& n, const Tensor& gy) {
+  const Tensor a = n.saved(0), b = n.saved(1), offs = n.saved(2), b_scale = n.saved(3);
+  const DType acc = a.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+  const Tensor g = gy.to(acc), af = a.to(acc);
+  Tensor bf = b.to(acc);
+  if (is_fp8(b.dtype()) && b_scale.defined())
+    bf = mul(bf, b_scale.to(acc).reshape({b.size(0), 1, b.size(2)}));
+  autograd::Grads r(4);
+  const bool ga = n.needs(0), gb = n.needs(1), gbias = n.needs(3);
+  if (a.dim() == 3 && b.dim() == 3) {  // [G, M, K] x [G, K, N]
+    if (ga) r[0] = matmul(g, bf.transpose(1, 2));
+    if (gb) r[1] = matmul(af.transpose(1, 2), g);
+  } else if (a.dim() == 2 && b.dim() == 3) {  // rows of a [T, K] grouped; b [G, K, N]; g [T, N]
+    if (ga) r[0] = grouped_mm(g, bf.transpose(1, 2), offs);                                   // [T, K]
+    if (gb) r[1] = grouped_mm(af.t(), g, offs);                                               // [G, K, N]
+    if (gbias) r[3] = grouped_mm(ones({1, g.size(0)}, acc, g.device()), g, offs).squeeze(1);  // [G, N]
+  } else if (a.dim() == 3) {                     // a [G, M, K], columns of b [K, T] grouped; g [M, T]
+    if (ga) r[0] = grouped_mm(g, bf.t(), offs);  // [G, M, K]
+    if (gb) r[1] = grouped_mm(af.transpose(1, 2), g, offs);  // [K, T]
+  } else {                                       // a [M, T], b [T, N], contraction grouped; g [G, M, N]
+    if (ga) r[0] = grouped_mm(g, bf.t(), offs);  // [M, T]
+    if (gb) r[1] = grouped_mm(af.t(), g, offs);  // [T, N]
+  }
+  return r;
+}
+
+}  // namespace
+
 Tensor grouped_mm(const Tensor& a, const Tensor& b, const Tensor& offs, const Tensor& bias,
                   const Tensor& b_scale, std::optional<DType> out_dtype) {
+  autograd::Record rec("grouped_mm", {&a, &b, &offs, &bias, &b_scale});
+  KILN_CHECK(!rec || !b_scale.defined() || !b_scale.requires_grad(), NotImplementedError,
+             "[grouped_mm] gradients for b_scale are not implemented in kiln");
+  Tensor out = grouped_mm_forward(a, b, offs, bias, b_scale, out_dtype);
+  if (rec)
+    rec.finish("GroupedMmBackward0", {&out}, {a, b, offs, b_scale},
+               [](autograd::FnNode& n, autograd::Grads& g) {
+                 autograd::Grads r = grouped_mm_grads(n, g[0]);
+                 r.push_back(Tensor());  // b_scale
+                 return r;
+               });
+  return out;
+}
+
+namespace {
+
+Tensor grouped_mm_forward(const Tensor& a, const Tensor& b, const Tensor& offs, const Tensor& bias,
+                          const Tensor& b_scale, std::optional<DType> out_dtype) {
   KILN_CHECK(a.defined() && b.defined(), ValueError, "[grouped_mm] mat_a and mat_b must be defined");
   KILN_CHECK(a.dim() == 2 || a.dim() == 3, ValueError,
              "[grouped_mm] mat_a must be 2-D or 3-D, got shape " << a.shape_str());
@@ -127,4 +182,5 @@ Tensor grouped_mm(const Tensor& a, const Tensor& b, const Tensor& offs, const Te
   return y.to(od);
 }
 
+}  // namespace
 }  // namespace kiln

@@ -4,8 +4,11 @@
 // the blocked GEMM.
 #include "kiln/linear.h"
 
+#include "core/autograd_record.h"
 #include "kiln/binary.h"
 #include "kiln/error.h"
+#include "kiln/matmul.h"
+#include "kiln/quantize.h"
 #include "ops/linear_common.h"
 #include "ops/registry/all.h"
 
@@ -91,6 +94,9 @@ void run(const Tensor& x, const Tensor& w, const detail::WeightScale& ws, const 
 
 void linear_out(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& weight_scale,
                 const Tensor& out, Fp8Codes codes, const Fp8Subnormals* subnormals) {
+  autograd::Record rec("linear", {&x, &weight, &bias});
+  rec.no_out(out);
+  autograd::wrote(out);
   const Dims d = check_linear(x, weight, bias);
   if (subnormals) detail::check_subnormal_list(*subnormals, weight.dtype(), 1, d.N, d.K, "linear");
   const detail::WeightScale ws = detail::classify_weight_scale(weight_scale, d.N, d.K, "linear");
@@ -129,12 +135,36 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const T
                                          << y.shape_str());
     return add(y, bias.to(y.dtype()));
   }
+  autograd::Record rec("linear", {&x, &weight, &bias});
   const Dims d = check_linear(x, weight, bias);
   const detail::WeightScale ws = detail::classify_weight_scale(weight_scale, d.N, d.K, "linear");
   Shape shape = x.sizes();
   shape.back() = d.N;
   Tensor out = empty(shape, x.dtype(), x.device());
   run(x, weight, ws, bias, out);
+  if (rec) {
+    KILN_CHECK(!weight_scale.defined() || !weight_scale.requires_grad(), NotImplementedError,
+               "[linear] gradients for weight_scale are not implemented in kiln");
+    // y = x @ W^T + b with W the (dequantized) weight; an FP8 weight is frozen.
+    rec.finish("LinearBackward0", {&out}, {x, weight, weight_scale},
+               [](autograd::FnNode& n, autograd::Grads& g) {
+                 const Tensor& gy = g[0];  // [..., N]
+                 const DType acc = gy.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+                 autograd::Grads r(3);
+                 if (n.needs(0)) {
+                   const Tensor w = n.saved(1), scale = n.saved(2);
+                   const Tensor wf = scale.defined() ? dequantize(w, scale, acc) : w.to(acc);  // [N, K]
+                   r[0] = matmul(gy.to(acc), wf);                                              // [..., K]
+                 }
+                 if (n.needs(1)) {
+                   const Tensor x = n.saved(0);
+                   const int64_t K = x.size(-1), N = gy.size(-1);
+                   r[1] = matmul(gy.to(acc).reshape({-1, N}).t(), x.to(acc).reshape({-1, K}));  // [N, K]
+                 }
+                 if (n.needs(2)) r[2] = gy.to(acc);  // summed to [N] by the engine
+                 return r;
+               });
+  }
   return out;
 }
 

@@ -3,6 +3,7 @@
 // rows when the right operand is shared) or on [B, M, K] x [B, K, N].
 #include "kiln/matmul.h"
 
+#include "core/autograd_record.h"
 #include "kiln/error.h"
 #include "ops/elementwise.h"
 #include "ops/registry/all.h"
@@ -63,9 +64,32 @@ Tensor matmul_impl(const Tensor& a, const Tensor& b, const char* name) {
   return r;
 }
 
+// d/da and d/db of matmul(a, b) for any ranks: the 1-D operands are
+// promoted as the forward does; the engine sums batch broadcasting away.
+autograd::Grads matmul_grads(autograd::FnNode& n, const Tensor& g) {
+  const Tensor a = n.saved(0), b = n.saved(1);
+  const bool a1 = a.dim() == 1, b1 = b.dim() == 1;
+  const Tensor A = a1 ? a.unsqueeze(0) : a;   // [..., M, K]
+  const Tensor B = b1 ? b.unsqueeze(-1) : b;  // [..., K, N]
+  Tensor G = g;                               // [..., M, N]
+  if (a1) G = G.unsqueeze(b1 ? G.dim() : G.dim() - 1);
+  if (b1) G = G.unsqueeze(-1);
+  Tensor ga, gb;
+  if (n.needs(0)) {
+    ga = matmul(G, B.transpose(-1, -2));  // [..., M, K]
+    if (a1) ga = ga.squeeze(-2);
+  }
+  if (n.needs(1)) {
+    gb = matmul(A.transpose(-1, -2), G);  // [..., K, N]
+    if (b1) gb = gb.squeeze(-1);
+  }
+  return {ga, gb};
+}
+
 }  // namespace
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  autograd::Record rec("mm", {&a, &b});
   check_pair(a, b, "mm");
   KILN_CHECK(a.dim() == 2 && b.dim() == 2, ValueError,
              "[mm] expects 2-D operands, got " << a.shape_str() << " and " << b.shape_str());
@@ -74,6 +98,9 @@ Tensor mm(const Tensor& a, const Tensor& b) {
                             << a.size(1) << " vs " << b.size(0) << ")");
   Tensor out = empty({a.size(0), b.size(1)}, a.dtype(), a.device());
   ops::mm(common_device("mm", {&a, &b, &out}), a, b, out);
+  if (rec)
+    rec.finish("MmBackward0", {&out}, {a, b},
+               [](autograd::FnNode& n, autograd::Grads& g) { return matmul_grads(n, g[0]); });
   return out;
 }
 
@@ -83,12 +110,22 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
              "[bmm] expects 3-D operands, got " << a.shape_str() << " and " << b.shape_str());
   KILN_CHECK(a.size(0) == b.size(0) && a.size(2) == b.size(1), ValueError,
              "[bmm] shapes " << a.shape_str() << " and " << b.shape_str() << " cannot be multiplied");
-  return matmul_impl(a, b, "bmm");
+  autograd::Record rec("bmm", {&a, &b});
+  Tensor out = matmul_impl(a, b, "bmm");
+  if (rec)
+    rec.finish("BmmBackward0", {&out}, {a, b},
+               [](autograd::FnNode& n, autograd::Grads& g) { return matmul_grads(n, g[0]); });
+  return out;
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   check_pair(a, b, "matmul");
-  return matmul_impl(a, b, "matmul");
+  autograd::Record rec("matmul", {&a, &b});
+  Tensor out = matmul_impl(a, b, "matmul");
+  if (rec)
+    rec.finish("MatmulBackward0", {&out}, {a, b},
+               [](autograd::FnNode& n, autograd::Grads& g) { return matmul_grads(n, g[0]); });
+  return out;
 }
 
 }  // namespace kiln

@@ -2,6 +2,7 @@
 // scales' shapes, then the op (ops/registry/matmul.h).
 #include "kiln/scaled_mm.h"
 
+#include "core/autograd_record.h"
 #include "kiln/error.h"
 #include "ops/linear_common.h"
 #include "ops/registry/all.h"
@@ -41,6 +42,12 @@ Tensor scaled_mm(const Tensor& a, const Tensor& b, const Tensor& scale_a, const 
                  const Tensor& bias, const Tensor& scale_result, std::optional<DType> out_dtype,
                  bool use_fast_accum) {
   (void)use_fast_accum;  // accumulation is always float32 here
+  // mat1 and mat2 are FP8 (frozen): only the bias carries a gradient.
+  autograd::Record rec("scaled_mm", {&a, &b, &scale_a, &scale_b, &bias, &scale_result});
+  KILN_CHECK(!rec || (!scale_a.requires_grad() && !scale_b.requires_grad() &&
+                      !(scale_result.defined() && scale_result.requires_grad()) &&
+                      !(scale_result.defined() && bias.defined() && bias.requires_grad())),
+             NotImplementedError, "[scaled_mm] gradients for the scales are not implemented in kiln");
   KILN_CHECK(a.defined() && b.defined(), ValueError, "[scaled_mm] mat1 and mat2 must be defined");
   KILN_CHECK(a.dim() == 2, ValueError, "[scaled_mm] mat1 must be a matrix, got shape " << a.shape_str());
   KILN_CHECK(b.dim() == 2, ValueError, "[scaled_mm] mat2 must be a matrix, got shape " << b.shape_str());
@@ -76,11 +83,17 @@ Tensor scaled_mm(const Tensor& a, const Tensor& b, const Tensor& scale_a, const 
   }
 
   Tensor out = empty({M, N}, od, a.device());
-  if (M == 0 || N == 0) return out;
-
-  const Tensor sa = detail::f32_contiguous(scale_a), sb = detail::f32_contiguous(scale_b);
-  ops::scaled_mm(common_device("scaled_mm", {&a, &b, &sa, &sb, &bias, &scale_result, &out}), a, b, sa, sb,
-                 scheme, bias, scale_result, out);
+  if (M > 0 && N > 0) {
+    const Tensor sa = detail::f32_contiguous(scale_a), sb = detail::f32_contiguous(scale_b);
+    ops::scaled_mm(common_device("scaled_mm", {&a, &b, &sa, &sb, &bias, &scale_result, &out}), a, b, sa, sb,
+                   scheme, bias, scale_result, out);
+  }
+  if (rec)  // d bias: the output gradient summed over the rows (by the engine)
+    rec.finish("ScaledMmBackward0", {&out}, {}, [](autograd::FnNode& n, autograd::Grads& g) {
+      autograd::Grads r(6);
+      if (n.needs(4)) r[4] = g[0].to(DType::Float32);
+      return r;
+    });
   return out;
 }
 
