@@ -16,7 +16,7 @@ from . import _C
 from . import nn
 from .nn import functional as F
 
-_ARCHS = ("LlamaForCausalLM",)
+_ARCHS = ("llama", "LlamaForCausalLM")
 
 
 def _frozen_linear(weight):
@@ -144,9 +144,11 @@ def load_trainable(path_or_default=None, dtype=_C.float32, trainable=True):
     if not os.path.exists(path):
         raise FileNotFoundError(f"[load_trainable] no such file: '{path}'")
     cfg = _C.io_load_config(path)
-    arch = (cfg.get("architectures") or [""])[0]
-    if arch not in _ARCHS:
-        raise NotImplementedError(f"[load_trainable] builds {', '.join(_ARCHS)}; '{path}' is {arch or 'unknown'}")
+    arch = cfg.get("architecture") or (cfg.get("architectures") or [""])[0]
+    plain = not cfg.get("num_experts") and not cfg.get("qk_norm") and not cfg.get("attention_bias")
+    if arch not in _ARCHS or not plain:
+        raise NotImplementedError(f"[load_trainable] builds the Llama architecture (no MoE, QK-norm or attention "
+                                  f"bias); '{path}' is {arch or 'unknown'}")
     g = _C.io_GGUFFile(path)
     by_hf = {g.hf_name(n): n for n in g.tensor_names if g.hf_name(n) is not None}
 
