@@ -193,7 +193,6 @@ def _parser():
     p.add_argument("--grad-accum", type=int, default=1, help="micro-batches per step (default 1)")
     p.add_argument("--seq-len", type=int, default=128, help="tokens per sequence (default 128)")
     p.add_argument("--seed", type=int, default=0, help="data order, split and LoRA init (default 0)")
-    p.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"), help="compute dtype")
     p.add_argument("--out", required=True, help="output directory (adapter, checkpoints)")
     p.add_argument("--save-every", type=int, default=0, help="checkpoint every N steps (default: only at the end)")
     p.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
@@ -206,7 +205,7 @@ def main(argv=None):
     from .llm_train import load_trainable
 
     _C.manual_seed(a.seed)
-    model = load_trainable(None if a.model == "default" else a.model, dtype=getattr(_C, a.dtype))
+    model = load_trainable(None if a.model == "default" else a.model, dtype=_C.float32)
     eval_ex = None
     if a.eval_data:
         eval_ex = data.load_examples(a.eval_data, model.tokenizer, a.seq_len)
