@@ -113,7 +113,7 @@ def train(model, data_or_examples, steps=100, lr=2e-4, batch=4, seq_len=128, gra
     else:
         examples = []
         for x in data_or_examples:
-            examples.extend(data.text_windows(tok.encode(x) if isinstance(x, str) else list(x), seq_len))
+            examples.extend(data.text_windows(tok.encode(x, add_special_tokens=True) if isinstance(x, str) else list(x), seq_len))
     if eval_examples is None:
         train_ex, eval_ex = data.split(examples, eval_fraction, seed)
     else:

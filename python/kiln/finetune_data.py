@@ -48,15 +48,13 @@ def load_examples(path, tokenizer, seq_len):
                     if "messages" in rec:
                         ids = tokenizer.apply_chat_template(rec["messages"], tokenize=True)
                     elif "text" in rec:
-                        ids = tokenizer.encode(rec["text"])
+                        ids = tokenizer.encode(rec["text"], add_special_tokens=True)
                     else:
                         raise ValueError(f"[finetune] {fn}:{n}: a line needs 'messages' or 'text'")
                     examples.extend(text_windows(list(ids), seq_len))
             else:
-                ids = tokenizer.encode(f.read())
-                bos = tokenizer.bos_token_id
-                if bos is not None and bos >= 0:
-                    ids = [bos] + list(ids)
+                # add_special_tokens: the tokenizer's own post-processor (BOS where the model wants one).
+                ids = tokenizer.encode(f.read(), add_special_tokens=True)
                 examples.extend(text_windows(list(ids), seq_len))
     if not examples:
         raise ValueError(f"[finetune] {path} gave no training example of 2 or more tokens")

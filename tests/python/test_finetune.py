@@ -191,3 +191,18 @@ def test_checkpoint_resume_matches_straight_run(path, tmp_path):
     resumed = run(3, tmp_path / "b", True, 0)
     for n, p in straight.items():
         np.testing.assert_allclose(resumed[n].numpy(), p.numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_chat_jsonl_rendered_with_template(path, tmp_path):
+    tok = kiln.Tokenizer.from_file(path)
+    msgs = [{"role": "user", "content": "Where do swallows go?"}, {"role": "assistant", "content": "South."}]
+    f = tmp_path / "chat.jsonl"
+    f.write_text(json.dumps({"messages": msgs}) + "\n\n" + json.dumps({"text": SENTENCE}) + "\n")
+    ex = fd.load_examples(str(f), tok, 256)
+    assert len(ex) == 2
+    text = tok.decode(ex[0])
+    assert "<|im_start|>user\nWhere do swallows go?<|im_end|>" in text
+    assert text.endswith("<|im_start|>assistant\nSouth.<|im_end|>\n")
+    assert tok.decode(ex[1]) == SENTENCE
+    long = fd.load_examples(str(f), tok, 8)
+    assert all(len(w) <= 9 for w in long) and len(long) > 2
