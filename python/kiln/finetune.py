@@ -178,8 +178,9 @@ def _parser():
         description="LoRA fine-tuning of a Llama-architecture GGUF model (the default: SmolLM2-135M-Instruct) on "
                     "plain text or chat JSONL ({\"messages\": [...]} per line). Writes a PEFT adapter "
                     "(adapter_config.json + adapter_model.safetensors) and resumable checkpoints to --out.")
-    p.add_argument("model", help="a .gguf file, or 'default' for the default model")
-    p.add_argument("data", help="a .txt file, a .jsonl file, or a directory of them")
+    p.add_argument("paths", nargs="+", metavar="[MODEL] DATA",
+                   help="MODEL: a .gguf file or \"default\" (the default model, also used when only DATA is "
+                        "given); DATA: a .txt file, a .jsonl file, or a directory of them")
     p.add_argument("--eval-data", help="held-out text/JSONL (default: --eval-fraction of DATA)")
     p.add_argument("--eval-fraction", type=float, default=0.1, help="share of DATA held out (default 0.1)")
     p.add_argument("--lora-rank", type=int, default=8, help="LoRA rank r (default 8)")
@@ -201,7 +202,11 @@ def _parser():
 
 
 def main(argv=None):
-    a = _parser().parse_args(argv)
+    p = _parser()
+    a = p.parse_args(argv)
+    if len(a.paths) > 2:
+        p.error("expected [MODEL] DATA")
+    a.model, a.data = (a.paths if len(a.paths) == 2 else ["default", a.paths[0]])
     from .llm_train import load_trainable
 
     _C.manual_seed(a.seed)

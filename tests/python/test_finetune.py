@@ -206,3 +206,21 @@ def test_chat_jsonl_rendered_with_template(path, tmp_path):
     assert tok.decode(ex[1]) == SENTENCE
     long = fd.load_examples(str(f), tok, 8)
     assert all(len(w) <= 9 for w in long) and len(long) > 2
+
+
+def test_cli_help():
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "kiln.finetune", "--help"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "--lora-rank" in r.stdout and '"default"' in r.stdout, r.stderr
+    r = subprocess.run([sys.executable, "-m", "kiln.finetune", "a", "b", "c", "--out", "x"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2 and "[MODEL] DATA" in r.stderr
+    import shutil
+
+    if shutil.which("kiln") is None:
+        pytest.skip("kiln CLI not on PATH")
+    r = subprocess.run(["kiln", "finetune", "--help"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "--lora-rank" in r.stdout, r.stderr
+    assert "finetune" in subprocess.run(["kiln", "--help"], capture_output=True, text=True, timeout=120).stdout
