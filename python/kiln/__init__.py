@@ -73,3 +73,9 @@ _grouped_mm = _C._grouped_mm
 # The Python packages (they read _C's names and the grad-mode helpers above).
 from . import nn, optim  # noqa: E402,F401
 from .serialization import load, save  # noqa: E402,F401
+
+# A trainable (kiln.nn.Module) form of the default model family, for fine-tuning.
+from .llm_train import load_trainable as _load_trainable  # noqa: E402
+
+llm.load_trainable = _load_trainable  # noqa: F821  (kiln.llm is made above)
+llm.__all__.append("load_trainable")  # noqa: F821

@@ -10,7 +10,7 @@ for _attr in dir(_C):
         globals()[_attr[3:]] = getattr(_C, _attr)
 del _attr, _deeper
 
-from . import functional, init, utils  # noqa: E402
+from . import functional, init, lora, utils  # noqa: E402
 from .container import ModuleDict, ModuleList, Sequential  # noqa: E402
 from .layers import (  # noqa: E402
     GELU,
