@@ -1,5 +1,7 @@
 """kiln.nn.functional: the functions bound as ``_C.nn_functional_<name>`` plus the
-activations, dropout and cross_entropy written with kiln's public ops (so they
+activations and dropout written with kiln's public ops (cross_entropy and
+nll_loss are the C++ ones: class indices or probabilities, weight, ignore_index,
+label_smoothing) (so they
 record autograd history wherever those ops have derivatives)."""
 
 from .. import _C
@@ -44,25 +46,3 @@ def dropout(input, p=0.5, training=True, inplace=False, generator=None):
         keep = _C.rand(*input.shape, generator=generator) >= p
         out = input * (keep.to(input.dtype) * (1.0 / (1.0 - p)))
     return input.copy_(out) if inplace else out
-
-
-def cross_entropy(input, target, reduction="mean", ignore_index=-100, label_smoothing=0.0):
-    """Cross entropy of logits input [N, C] (or [C]) against class indices target [N]
-    (torch.nn.functional.cross_entropy for integer targets)."""
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"[cross_entropy] {reduction} is not a valid value for reduction")
-    if target.dtype.is_floating_point:
-        raise NotImplementedError("[cross_entropy] class-probability targets are not implemented in kiln yet")
-    logp = _C.log_softmax(input, -1)
-    n_cls = input.shape[-1]
-    valid = target != ignore_index
-    safe = _C.where(valid, target, 0)
-    nll = -_C.gather(logp, -1, safe.unsqueeze(-1)).squeeze(-1)
-    if label_smoothing > 0.0:
-        nll = (1.0 - label_smoothing) * nll - (label_smoothing / n_cls) * logp.sum(-1)
-    nll = nll * valid.to(nll.dtype)
-    if reduction == "none":
-        return nll
-    if reduction == "sum":
-        return nll.sum()
-    return nll.sum() / valid.sum().to(nll.dtype)

@@ -232,12 +232,13 @@ class MSELoss(Module):
 
 
 class CrossEntropyLoss(Module):
-    def __init__(self, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
         super().__init__()
+        self.weight = weight
         self.ignore_index = ignore_index
         self.reduction = reduction
         self.label_smoothing = label_smoothing
 
     def forward(self, input, target):
-        return F.cross_entropy(input, target, reduction=self.reduction, ignore_index=self.ignore_index,
-                               label_smoothing=self.label_smoothing)
+        return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)
