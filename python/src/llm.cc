@@ -285,11 +285,16 @@ void init_llm(nb::module_& m) {
         "Where the default model's GGUF is cached (whether or not it has been fetched yet).");
   m.def(
       "llm_load",
-      [](nb::handle path_arg, nb::handle dtype, nb::handle max_context, nb::handle kv_dtype) {
+      [](nb::handle path_arg, nb::handle dtype, nb::handle max_context, nb::handle kv_dtype, nb::handle adapter) {
         kiln::llm::LoadOptions o;
         o.weights = kiln::llm::weight_format_from_name(std::string(kiln::py::utf8(dtype, "llm", "dtype")));
         o.max_context = int_arg(max_context, "max_context", /*clamp=*/false);
         if (!kv_dtype.is_none()) o.kv_dtype = kiln::py::to_dtype(kv_dtype);
+        if (!adapter.is_none()) {
+          o.adapter = kiln::py::to_path(adapter, "llm");
+          struct stat ast {};
+          if (::stat(o.adapter.c_str(), &ast) != 0) kiln::throw_os_error("llm", o.adapter, errno);
+        }
         std::string p = path_arg.is_none() ? std::string() : kiln::py::to_path(path_arg, "llm");
         // A path that is not there: FileNotFoundError / PermissionError with the OS's reason.
         struct stat st {};
@@ -303,8 +308,11 @@ void init_llm(nb::module_& m) {
         return Model::load(p, o);
       },
       "path"_a = nb::none(), "dtype"_a = "fp8", "max_context"_a = 0, "kv_dtype"_a = nb::none(),
-      "Loads a model: a .gguf file or a Hugging Face / kiln model directory (None or \"default\": the "
-      "default model, SmolLM2-135M-Instruct, fetched on first use). dtype: the linear weights "
+      "adapter"_a = nb::none(),
+      "Loads a model: a .gguf file, a Hugging Face / kiln model directory or a LoRA adapter directory "
+      "(run on the base model it names) (None or \"default\": the "
+      "default model, SmolLM2-135M-Instruct, fetched on first use). adapter: a LoRA adapter directory "
+      "(PEFT's layout) merged into the weights at load. dtype: the linear weights "
       "as fp8 (per-row e4m3fn), bf16 or f32. max_context: KV-cache positions (0: the length the model "
       "was trained for, lowered to what fits in memory); one whose cache cannot fit in the memory "
       "available is a ValueError naming the bytes it needs.");

@@ -9,6 +9,7 @@
 #include "kiln/error.h"
 #include "kiln/io/gguf.h"
 #include "kiln/io/gguf_tokenizer.h"
+#include "llm/lora_adapter.h"
 #include "llm/transformer.h"
 
 namespace kiln::llm {
@@ -104,9 +105,38 @@ auto with_context(const std::string& path, F&& fn) {
 
 }  // namespace
 
+namespace {
+
+// The base model's tensors, with the adapter (when one is given) merged in.
+std::unique_ptr<detail::TensorSource> with_adapter(std::unique_ptr<detail::TensorSource> src,
+                                                   const LoadOptions& options) {
+  if (options.adapter.empty()) return src;
+  return detail::lora_source(std::move(src), detail::load_lora_adapter(options.adapter));
+}
+
+}  // namespace
+
+std::string lora_adapter_base(const std::string& dir) {
+  std::error_code ec;
+  if (!detail::is_lora_adapter_dir(dir) || fs::exists(fs::path(dir) / "config.json", ec)) return {};
+  return detail::lora_base_model_path(detail::load_lora_adapter(dir));
+}
+
 std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& options) {
   std::error_code ec;
   KILN_CHECK(fs::exists(path, ec), ValueError, "[llm] model path " << path << " does not exist");
+  if (!options.adapter.empty())
+    KILN_CHECK(detail::is_lora_adapter_dir(options.adapter), ValueError,
+               "[llm] adapter " << options.adapter << " is not a directory holding adapter_config.json");
+  if (const std::string base = lora_adapter_base(path); !base.empty()) {
+    // An adapter directory alone: the base model it names, with it merged.
+    KILN_CHECK(options.adapter.empty(), ValueError,
+               "[llm] " << path << " is an adapter directory; give its base model as MODEL to add --adapter "
+                        << options.adapter);
+    LoadOptions o = options;
+    o.adapter = path;
+    return load(base, o);
+  }
   return with_context(path, [&]() -> std::unique_ptr<Model> {
     if (fs::is_regular_file(path, ec) && has_gguf_magic(path)) {
       const io::GGUFFile g = io::GGUFFile::open(path);
@@ -117,7 +147,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
       } catch (const Error&) {
         // A GGUF without a (supported) tokenizer still runs on token ids.
       }
-      auto src = detail::gguf_source(path);
+      auto src = with_adapter(detail::gguf_source(path), options);
       return std::make_unique<detail::Transformer>(cfg, *src, options, std::move(tok), path);
     }
     KILN_CHECK(!fs::is_regular_file(path, ec) || fs::path(path).extension() == ".safetensors" ||
@@ -130,7 +160,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
     const io::ModelConfig cfg = io::load_hf_config(dir.string());
     std::optional<Tokenizer> tok;
     if (fs::exists(dir / "tokenizer.json", ec)) tok = Tokenizer::from_file((dir / "tokenizer.json").string());
-    auto src = detail::safetensors_source(path);
+    auto src = with_adapter(detail::safetensors_source(path), options);
     return std::make_unique<detail::Transformer>(cfg, *src, options, std::move(tok), path);
   });
 }

@@ -134,6 +134,55 @@ def test_peft_layout_and_round_trip(model, path, ids, tmp_path):
     assert not np.array_equal(want, _logits(kiln.llm.load_trainable(path), ids))
 
 
+def test_adapter_directory_runs_in_the_runtime(model, path, ids, tmp_path):
+    # kiln.llm.load(ADAPTER_DIR) loads the base model the adapter names with
+    # the adapter merged (W + alpha / r * B @ A): the trained model's logits.
+    lora.apply(model, r=4, alpha=8, target=("q_proj", "v_proj", "down_proj"), seed=4)
+    _randomize_b(model, seed=5)
+    want = _logits(model, ids)
+    base = _logits(kiln.llm.load_trainable(path), ids)
+    lora.save_pretrained(model, tmp_path)
+    for lm in (kiln.llm.load(tmp_path, dtype="f32", max_context=256, kv_dtype=kiln.float32),
+               kiln.llm.load(path, dtype="f32", max_context=256, kv_dtype=kiln.float32, adapter=tmp_path)):
+        got = lm.logits(ids).numpy()
+        assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
+        assert np.abs(got - base).max() > 100 * np.abs(got - want).max()  # the adapter did change them
+    with pytest.raises(ValueError, match="adapter"):
+        kiln.llm.load(tmp_path, adapter=tmp_path)
+    cfg = json.loads((tmp_path / "adapter_config.json").read_text())
+    (tmp_path / "adapter_config.json").write_text(json.dumps({**cfg, "use_dora": True}))
+    with pytest.raises(NotImplementedError, match="use_dora"):
+        kiln.llm.load(tmp_path)
+    (tmp_path / "adapter_config.json").write_text(json.dumps({**cfg, "base_model_name_or_path": "org/none"}))
+    with pytest.raises(ValueError, match="not a local path"):
+        kiln.llm.load(tmp_path)
+
+
+def test_cli_generate_on_adapter_directory(model, path, tmp_path):
+    import shutil
+    import subprocess
+
+    if shutil.which("kiln") is None:
+        pytest.skip("kiln CLI not on PATH")
+    lora.apply(model, r=4, alpha=8, seed=6)
+    _randomize_b(model, seed=7)
+    lora.save_pretrained(model, tmp_path / "adapter")
+    args = ["-n", "6", "--temperature", "0", "--dtype", "f32", "-q", "Hello"]
+    on = subprocess.run(["kiln", "generate", str(tmp_path / "adapter"), *args], capture_output=True, text=True,
+                        timeout=300)
+    assert on.returncode == 0, on.stderr
+    same = subprocess.run(["kiln", "generate", path, "--adapter", str(tmp_path / "adapter"), *args],
+                          capture_output=True, text=True, timeout=300)
+    assert same.returncode == 0 and same.stdout == on.stdout, same.stderr
+    # kiln convert writes the merged model, which generates the same text.
+    conv = subprocess.run(["kiln", "convert", str(tmp_path / "adapter"), str(tmp_path / "merged"), "--dtype", "f32"],
+                          capture_output=True, text=True, timeout=300)
+    assert conv.returncode == 0, conv.stderr
+    merged = subprocess.run(["kiln", "generate", str(tmp_path / "merged"), *args], capture_output=True, text=True,
+                            timeout=300)
+    assert merged.returncode == 0 and merged.stdout == on.stdout, merged.stderr
+
+
 def test_merge_matches_unmerged(model, ids):
     lora.apply(model, r=8, alpha=16, target=("q_proj", "v_proj", "o_proj"), seed=2)
     _randomize_b(model, seed=3)

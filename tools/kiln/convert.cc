@@ -107,7 +107,9 @@ int run_convert(ConvertFlags& c) {
   if (ec) throw ValueError("cannot create " + tmp + ": " + ec.message());
   std::string summary;
   try {
-    summary = write_converted(src, *model, tmp, c.model.quiet);
+    // An adapter directory's config and tokenizer are its base model's.
+    const std::string base = llm::lora_adapter_base(src);
+    summary = write_converted(base.empty() ? src : base, *model, tmp, c.model.quiet);
     if (fs::exists(out)) fs::remove_all(out);
     fs::rename(tmp, out);
   } catch (...) {

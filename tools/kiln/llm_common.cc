@@ -34,6 +34,10 @@ void add_model_flags(CLI::App& app, ModelFlags& f, bool with_quiet) {
       ->check(non_negative_int64());
   app.add_option("--threads", f.threads, "Worker threads (0: one per core, or KILN_NUM_THREADS)")
       ->check(non_negative());
+  app.add_option("--adapter", f.adapter,
+                 "A LoRA adapter directory (adapter_config.json + adapter_model.safetensors, as kiln finetune "
+                 "writes it) merged into MODEL's weights at load")
+      ->check(CLI::ExistingDirectory);
   if (with_quiet) app.add_flag("-q,--quiet", f.quiet, "No progress, load or stats lines on stderr");
 }
 
@@ -115,7 +119,8 @@ std::string resolve_tokenizer_path(const std::string& arg, bool quiet) {
 
 const char* const kModelConvention =
     "MODEL is a .gguf file, a Hugging Face model directory, a directory `kiln convert` wrote, or "
-    "\"default\" (SmolLM2-135M-Instruct, fetched into the cache on first use); without one, a command "
+    "\"default\" (SmolLM2-135M-Instruct, fetched into the cache on first use), or a LoRA adapter directory "
+    "(kiln finetune --out DIR), which runs on the base model it names; without one, a command "
     "uses the default model. --threads 0 (the default) means KILN_NUM_THREADS, else one thread per core.";
 
 std::unique_ptr<llm::Model> load_model(const ModelFlags& f) {
@@ -124,6 +129,7 @@ std::unique_ptr<llm::Model> load_model(const ModelFlags& f) {
   llm::LoadOptions lo;
   lo.weights = llm::weight_format_from_name(f.dtype);
   lo.max_context = f.context;
+  lo.adapter = f.adapter;
   const bool tty = ::isatty(2) != 0;
   if (!f.quiet && tty) {
     lo.progress = [last = -1](int64_t done, int64_t total) mutable {

@@ -22,6 +22,7 @@ struct ModelFlags {
   int64_t context = 0;  // 0: the runtime's choice
   int threads = 0;      // 0: the pool's default
   bool quiet = false;   // no progress or load lines on stderr
+  std::string adapter;  // a LoRA adapter directory merged at load, or empty
 };
 void add_model_flags(CLI::App& app, ModelFlags& f, bool with_quiet = true);
 

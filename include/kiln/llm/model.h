@@ -64,12 +64,22 @@ struct LoadOptions {
   DType kv_dtype = DType::BFloat16;
   // Called as weights are prepared: (bytes done, bytes in all). May be empty.
   std::function<void(int64_t, int64_t)> progress;
+  // A LoRA adapter directory in PEFT's layout (adapter_config.json +
+  // adapter_model.safetensors, as kiln finetune writes it), merged into the
+  // weights it adapts at load (W + lora_alpha / r * B @ A). Empty: none.
+  std::string adapter;
 };
+
+// The base model a LoRA adapter directory names (base_model_name_or_path, as
+// a path; ValueError when it is not a local one), or "" when `dir` is not an
+// adapter directory (no adapter_config.json, or a config.json beside it).
+std::string lora_adapter_base(const std::string& dir);
 
 class Model {
  public:
-  // Loads PATH (a .gguf file or a model directory). Errors are kiln exceptions
-  // with one-line messages naming the file ("[llm] ...").
+  // Loads PATH (a .gguf file, a model directory, or a LoRA adapter directory,
+  // which loads the base model it names with the adapter merged). Errors are
+  // kiln exceptions with one-line messages naming the file ("[llm] ...").
   static std::unique_ptr<Model> load(const std::string& path, const LoadOptions& options = {});
   // Builds a model from a config and tensors under Hugging Face names (as a
   // checkpoint would hold them, or as named_weights() gives them), without
