@@ -273,3 +273,28 @@ def test_cli_help():
     r = subprocess.run(["kiln", "finetune", "--help"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "--lora-rank" in r.stdout, r.stderr
     assert "finetune" in subprocess.run(["kiln", "--help"], capture_output=True, text=True, timeout=120).stdout
+
+
+def test_peft_loads_kiln_adapter(model, path, ids, tmp_path):
+    # PEFT's own loader on kiln's adapter, over the base model as transformers
+    # reads it (kiln convert's directory): the same logits as kiln's.
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    peft = pytest.importorskip("peft")
+    import shutil
+    import subprocess
+
+    if shutil.which("kiln") is None:
+        pytest.skip("kiln CLI not on PATH")
+    r = subprocess.run(["kiln", "convert", path, str(tmp_path / "hf"), "--dtype", "f32", "-q"], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lora.apply(model, r=4, alpha=8, target=("q_proj", "v_proj", "down_proj"), seed=8)
+    _randomize_b(model, seed=9)
+    want = _logits(model, ids)
+    lora.save_pretrained(model, tmp_path / "adapter")
+    base = transformers.AutoModelForCausalLM.from_pretrained(str(tmp_path / "hf"), torch_dtype=torch.float32)
+    pm = peft.PeftModel.from_pretrained(base, str(tmp_path / "adapter"))
+    with torch.no_grad():
+        got = pm(torch.tensor([ids])).logits[0].numpy()
+    assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max() * 10
