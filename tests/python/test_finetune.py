@@ -297,4 +297,4 @@ def test_peft_loads_kiln_adapter(model, path, ids, tmp_path):
     pm = peft.PeftModel.from_pretrained(base, str(tmp_path / "adapter"))
     with torch.no_grad():
         got = pm(torch.tensor([ids])).logits[0].numpy()
-    assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max() * 10
+    assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
