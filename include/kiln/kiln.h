@@ -7,6 +7,7 @@
 #include "kiln/attention.h"
 #include "kiln/binary.h"
 #include "kiln/binary_extra.h"
+#include "kiln/conv.h"
 #include "kiln/blas_env.h"
 #include "kiln/dtype.h"
 #include "kiln/grouped_mm.h"

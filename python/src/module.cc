@@ -21,6 +21,7 @@ void init_linalg(nb::module_& m);   // linalg.cc: kiln.linalg
 void init_llm(nb::module_& m);      // llm.cc: kiln.llm (load, LanguageModel, Generation)
 void init_shape(nb::module_& m);  // shape.cc: cat, stack, the split family
 void init_optim(nb::module_& m);  // optim.cc: the fused optimizer steps (kiln.optim)
+void init_conv(nb::module_& m);  // conv.cc: convolutions (kiln.nn.functional.conv*)
 namespace kiln::py {
 void register_error_translators();  // errors.cc
 }
@@ -40,6 +41,7 @@ NB_MODULE(_C, m) {
   init_io(m);
   init_matmul(m);
   init_nn(m);
+  init_conv(m);
   init_tokenizer(m);
   init_linalg(m);
   init_llm(m);

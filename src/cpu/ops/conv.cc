@@ -1,0 +1,245 @@
+// CPU kernels of convolution and convolution_backward_weight
+// (ops/registry/conv.h) by im2col / col2im and OpenBLAS gemm: per (image,
+// group), the patches of the larger-spatial tensor become the columns of a
+// [C_g * k, L] matrix that one gemm multiplies with the weight. The
+// transposed direction runs the same matrices backwards (gemm then col2im).
+// Work is split over (image, group) items (forward) or groups (weight
+// gradient, images summed in order), so the bits do not depend on the
+// thread count.
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "cpu/gemm.h"
+#include "cpu/ops/register.h"
+#include "kiln/thread_pool.h"
+#include "ops/registry/all.h"
+
+namespace kiln::cpu {
+namespace {
+
+using ops::ConvParams;
+
+// The patch geometry: `big` spatial sizes S (the side the kernel slides
+// over), `small` sizes O (one column per position), kernel K; position o
+// reads big index o * stride - padding + k * dilation.
+struct Geo {
+  int64_t S[3], O[3], K[3], s[3], p[3], d[3];
+  int64_t big() const { return S[0] * S[1] * S[2]; }
+  int64_t small() const { return O[0] * O[1] * O[2]; }
+  int64_t kn() const { return K[0] * K[1] * K[2]; }
+  // A 1x1x1 kernel with stride 1 and no padding: the columns are x itself.
+  bool identity() const {
+    for (int i = 0; i < 3; ++i)
+      if (K[i] != 1 || s[i] != 1 || p[i] != 0 || S[i] != O[i]) return false;
+    return true;
+  }
+};
+
+// Spatial sizes of t [N, C, *nd], padded to 3 at the front.
+void spatial3(const Tensor& t, int64_t* out) {
+  const int nd = t.dim() - 2;
+  for (int i = 0; i < 3; ++i) out[i] = i < 3 - nd ? 1 : t.size(2 + i - (3 - nd));
+}
+
+Geo make_geo(const Tensor& big, const Tensor& small, const Tensor& weight, const ConvParams& p) {
+  Geo g{};
+  spatial3(big, g.S);
+  spatial3(small, g.O);
+  spatial3(weight, g.K);
+  for (int i = 0; i < 3; ++i) {
+    g.s[i] = p.stride[size_t(i)];
+    g.p[i] = p.padding[size_t(i)];
+    g.d[i] = p.dilation[size_t(i)];
+  }
+  return g;
+}
+
+// col [C * kn, small] from x [C, big]; positions outside x read 0.
+template <typename T>
+void im2col(const T* x, int64_t C, const Geo& g, T* col) {
+  T* dst = col;
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t k0 = 0; k0 < g.K[0]; ++k0)
+      for (int64_t k1 = 0; k1 < g.K[1]; ++k1)
+        for (int64_t k2 = 0; k2 < g.K[2]; ++k2)
+          for (int64_t o0 = 0; o0 < g.O[0]; ++o0) {
+            const int64_t i0 = o0 * g.s[0] - g.p[0] + k0 * g.d[0];
+            if (i0 < 0 || i0 >= g.S[0]) {
+              std::fill(dst, dst + g.O[1] * g.O[2], T(0));
+              dst += g.O[1] * g.O[2];
+              continue;
+            }
+            for (int64_t o1 = 0; o1 < g.O[1]; ++o1, dst += g.O[2]) {
+              const int64_t i1 = o1 * g.s[1] - g.p[1] + k1 * g.d[1];
+              if (i1 < 0 || i1 >= g.S[1]) {
+                std::fill(dst, dst + g.O[2], T(0));
+                continue;
+              }
+              const T* row = x + ((c * g.S[0] + i0) * g.S[1] + i1) * g.S[2];
+              const int64_t off = k2 * g.d[2] - g.p[2];
+              for (int64_t o2 = 0; o2 < g.O[2]; ++o2) {
+                const int64_t i2 = o2 * g.s[2] + off;
+                dst[o2] = i2 >= 0 && i2 < g.S[2] ? row[i2] : T(0);
+              }
+            }
+          }
+}
+
+// The adjoint of im2col: x [C, big] += col [C * kn, small] scattered back.
+template <typename T>
+void col2im(const T* col, int64_t C, const Geo& g, T* x) {
+  const T* src = col;
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t k0 = 0; k0 < g.K[0]; ++k0)
+      for (int64_t k1 = 0; k1 < g.K[1]; ++k1)
+        for (int64_t k2 = 0; k2 < g.K[2]; ++k2)
+          for (int64_t o0 = 0; o0 < g.O[0]; ++o0) {
+            const int64_t i0 = o0 * g.s[0] - g.p[0] + k0 * g.d[0];
+            if (i0 < 0 || i0 >= g.S[0]) {
+              src += g.O[1] * g.O[2];
+              continue;
+            }
+            for (int64_t o1 = 0; o1 < g.O[1]; ++o1, src += g.O[2]) {
+              const int64_t i1 = o1 * g.s[1] - g.p[1] + k1 * g.d[1];
+              if (i1 < 0 || i1 >= g.S[1]) continue;
+              T* row = x + ((c * g.S[0] + i0) * g.S[1] + i1) * g.S[2];
+              const int64_t off = k2 * g.d[2] - g.p[2];
+              for (int64_t o2 = 0; o2 < g.O[2]; ++o2) {
+                const int64_t i2 = o2 * g.s[2] + off;
+                if (i2 >= 0 && i2 < g.S[2]) row[i2] += src[o2];
+              }
+            }
+          }
+}
+
+// C[M, N] (ldc N) = A[M, K] @ op(B) + beta * C; op(B) = B^T ([N, K]) when b_trans.
+template <typename T>
+void gemm_t(bool b_trans, int64_t M, int64_t N, int64_t K, const T* A, const T* B, T beta, T* C) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    if (beta == T(0)) std::fill(C, C + M * N, T(0));
+    return;
+  }
+  const int64_t ldb = b_trans ? K : N;
+  if constexpr (std::is_same_v<T, float>)
+    sgemm(b_trans, M, N, K, 1.0f, A, K, B, ldb, beta, C, N);
+  else
+    dgemm(b_trans, M, N, K, 1.0, A, K, B, ldb, beta, C, N);
+}
+
+template <typename T>
+void convolution_t(const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvParams& p,
+                   const Tensor& out) {
+  const int64_t N = input.size(0), G = p.groups;
+  const int64_t Cin_g = input.size(1) / G, Cout_g = out.size(1) / G;
+  // Forward: patches of the input, one column per output position; transposed:
+  // the output is the side the kernel slides over.
+  const Geo g = p.transposed ? make_geo(out, input, weight, p) : make_geo(input, out, weight, p);
+  const int64_t kn = g.kn(), in_sp = p.transposed ? g.small() : g.big(),
+                out_sp = p.transposed ? g.big() : g.small();
+  const T* x = input.data<T>();
+  const T* w = weight.data<T>();
+  T* y = out.data<T>();
+  // Transposed: weight [C_in, C_out_g * kn] per group, transposed once to
+  // [C_out_g * kn, C_in_g] so the gemm's A is row-major.
+  std::vector<T> wt;
+  if (p.transposed) {
+    const int64_t R = Cout_g * kn;
+    wt.resize(size_t(G * R * Cin_g));
+    for (int64_t gr = 0; gr < G; ++gr)
+      for (int64_t c = 0; c < Cin_g; ++c)
+        for (int64_t r = 0; r < R; ++r) wt[size_t((gr * R + r) * Cin_g + c)] = w[(gr * Cin_g + c) * R + r];
+  }
+  const bool ident = g.identity();
+  parallel_for(0, N * G, 1, [&](int64_t i0, int64_t i1) {
+    std::vector<T> col;
+    for (int64_t item = i0; item < i1; ++item) {
+      const int64_t n = item / G, gr = item % G;
+      const T* xi = x + (n * input.size(1) + gr * Cin_g) * in_sp;
+      T* yi = y + (n * out.size(1) + gr * Cout_g) * out_sp;
+      if (!p.transposed) {
+        const T* cp = xi;
+        if (!ident) {
+          col.resize(size_t(Cin_g * kn * out_sp));
+          im2col(xi, Cin_g, g, col.data());
+          cp = col.data();
+        }
+        gemm_t<T>(false, Cout_g, out_sp, Cin_g * kn, w + gr * Cout_g * Cin_g * kn, cp, T(0), yi);
+      } else if (ident) {
+        gemm_t<T>(false, Cout_g, out_sp, Cin_g, wt.data() + gr * Cout_g * Cin_g, xi, T(0), yi);
+      } else {
+        col.resize(size_t(Cout_g * kn * in_sp));
+        gemm_t<T>(false, Cout_g * kn, in_sp, Cin_g, wt.data() + gr * Cout_g * kn * Cin_g, xi, T(0),
+                  col.data());
+        std::fill(yi, yi + Cout_g * out_sp, T(0));
+        col2im(col.data(), Cout_g, g, yi);
+      }
+      if (bias.defined()) {
+        const T* b = bias.data<T>() + gr * Cout_g;
+        for (int64_t c = 0; c < Cout_g; ++c)
+          for (int64_t j = 0; j < out_sp; ++j) yi[c * out_sp + j] += b[c];
+      }
+    }
+  });
+}
+
+// grad_weight [C_a, C_s_g, *k] per group = sum over images of
+// a [C_a_g, small] @ im2col(src)^T, src the side the kernel slides over
+// (forward: the input, a = grad_output; transposed: src = grad_output, a = the input).
+template <typename T>
+void convolution_backward_weight_t(const Tensor& input, const Tensor& grad_output, const ConvParams& p,
+                                   const Tensor& grad_weight) {
+  const Tensor& src = p.transposed ? grad_output : input;
+  const Tensor& a = p.transposed ? input : grad_output;
+  const int64_t N = input.size(0), G = p.groups;
+  const int64_t Cs_g = src.size(1) / G, Ca_g = a.size(1) / G;
+  const Geo g = make_geo(src, a, grad_weight, p);
+  const int64_t kn = g.kn(), big = g.big(), small = g.small();
+  const T* sp = src.data<T>();
+  const T* ap = a.data<T>();
+  T* gw = grad_weight.data<T>();
+  const bool ident = g.identity();
+  const int64_t per_group = Ca_g * Cs_g * kn;
+  std::fill(gw, gw + G * per_group, T(0));
+  parallel_for(0, G, 1, [&](int64_t g0, int64_t g1) {
+    std::vector<T> col;
+    for (int64_t gr = g0; gr < g1; ++gr)
+      for (int64_t n = 0; n < N; ++n) {
+        const T* si = sp + (n * src.size(1) + gr * Cs_g) * big;
+        const T* cp = si;
+        if (!ident) {
+          col.resize(size_t(Cs_g * kn * small));
+          im2col(si, Cs_g, g, col.data());
+          cp = col.data();
+        }
+        gemm_t<T>(true, Ca_g, Cs_g * kn, small, ap + (n * a.size(1) + gr * Ca_g) * small, cp, T(1),
+                  gw + gr * per_group);
+      }
+  });
+}
+
+void convolution(const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvParams& p,
+                 const Tensor& out) {
+  if (out.numel() == 0) return;
+  if (input.dtype() == DType::Float64) return convolution_t<double>(input, weight, bias, p, out);
+  convolution_t<float>(input, weight, bias, p, out);
+}
+
+void convolution_backward_weight(const Tensor& input, const Tensor& grad_output, const ConvParams& p,
+                                 const Tensor& grad_weight) {
+  if (grad_weight.numel() == 0) return;
+  if (input.dtype() == DType::Float64)
+    return convolution_backward_weight_t<double>(input, grad_output, p, grad_weight);
+  convolution_backward_weight_t<float>(input, grad_output, p, grad_weight);
+}
+
+}  // namespace
+
+void register_conv_kernels() {
+  ops::convolution.set_kernel(DeviceKind::CPU, convolution);
+  ops::convolution_backward_weight.set_kernel(DeviceKind::CPU, convolution_backward_weight);
+}
+
+}  // namespace kiln::cpu
