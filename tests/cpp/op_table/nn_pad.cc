@@ -76,12 +76,16 @@ double cast_fill(double v, DType d) {
   return v;  // 2.0 and 0.0: exact in every dtype walked
 }
 
-// `base`: the odd shape (an unbatched one for the non-constant modes when
-// unbatched); empty: a zero batch in front; transposed and expanded forms.
-std::function<std::vector<InputSpec>(ShapeClass)> pad_shapes(Shape base) {
-  return [base](ShapeClass c) -> std::vector<InputSpec> {
+// `base`: the odd shape; empty: its batch made 0 (an unbatched input, one
+// dim more than the pad's or fewer, gets a zero batch in front); transposed and
+// expanded forms.
+std::function<std::vector<InputSpec>(ShapeClass)> pad_shapes(Shape base, size_t pad_len) {
+  return [base, pad_len](ShapeClass c) -> std::vector<InputSpec> {
     Shape empty = base, one = base;
-    empty.insert(empty.begin(), 0);
+    if (base.size() <= pad_len / 2 + 1)
+      empty.insert(empty.begin(), 0);
+    else
+      empty[0] = 0;
     one[0] = 1;
     switch (c) {
       case ShapeClass::Empty:
@@ -104,7 +108,7 @@ Entry pad_entry(PadMode mode, Shape base, std::vector<int64_t> pads, double valu
   Entry e;
   e.op = "pad";
   e.dtypes = std::move(dtypes);
-  e.shapes = pad_shapes(base);
+  e.shapes = pad_shapes(base, pads.size());
   e.call = [mode, pads, value](const std::vector<Tensor>& x) {
     return mode == PadMode::Constant ? pad(x[0], pads, mode, value) : pad(x[0], pads, mode);
   };
@@ -129,7 +133,7 @@ Entry pad_backward_entry(PadMode mode, Shape base, std::vector<int64_t> pads) {
   Entry e;
   e.op = "pad_backward";
   e.dtypes = kFloats;
-  e.shapes = pad_shapes(padded(base, pads));
+  e.shapes = pad_shapes(padded(base, pads), pads.size());
   auto input_shape = [pads](Shape s) {
     for (size_t k = 0; k < pads.size() / 2; ++k) s[s.size() - 1 - k] -= pads[2 * k] + pads[2 * k + 1];
     return s;
