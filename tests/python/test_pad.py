@@ -131,6 +131,24 @@ def test_large_plane_3d():
                                    rtol=1e-5, atol=1e-5)
 
 
+def test_backward_bits_do_not_depend_on_thread_count():
+    # Each input-gradient element sums its sources in one fixed order.
+    x = leaf(RNG.standard_normal((4, 3, 40, 50)).astype(np.float32))
+    g = kt(RNG.standard_normal((4, 3, 40 + 39 + 30, 50 + 45 + 2)).astype(np.float32))
+    results = []
+    n0 = kiln.get_num_threads()
+    try:
+        for n in (1, max(n0, 3)):
+            kiln.set_num_threads(n)
+            for mode, pad in [("replicate", (45, 2, 39, 30)), ("reflect", (45, 2, 39, 30))]:
+                (gx,) = kiln.autograd.grad([F.pad(x, pad, mode=mode)], [x], [g])
+                results.append(np.asarray(gx).copy())
+    finally:
+        kiln.set_num_threads(n0)
+    np.testing.assert_array_equal(results[0], results[2])
+    np.testing.assert_array_equal(results[1], results[3])
+
+
 @pytest.mark.parametrize("mode,shape,pad", CASES)
 def test_gradient_is_the_adjoint(mode, shape, pad):
     x = RNG.standard_normal(shape)
