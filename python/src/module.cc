@@ -22,6 +22,7 @@ void init_llm(nb::module_& m);      // llm.cc: kiln.llm (load, LanguageModel, Ge
 void init_shape(nb::module_& m);  // shape.cc: cat, stack, the split family
 void init_optim(nb::module_& m);  // optim.cc: the fused optimizer steps (kiln.optim)
 void init_conv(nb::module_& m);  // conv.cc: convolutions (kiln.nn.functional.conv*)
+void init_pad(nb::module_& m);    // pad.cc: F.pad, pixel_shuffle, pixel_unshuffle
 namespace kiln::py {
 void register_error_translators();  // errors.cc
 }
@@ -47,6 +48,7 @@ NB_MODULE(_C, m) {
   init_llm(m);
   init_shape(m);
   init_optim(m);
+  init_pad(m);
   // kiln.special names of ops bound above by other areas (torch.special.softmax ...).
   for (const char* f : {"softmax", "log_softmax", "logsumexp"})
     m.attr((std::string("special_") + f).c_str()) = m.attr(f);

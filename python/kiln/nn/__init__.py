@@ -31,4 +31,5 @@ from .layers import (  # noqa: E402
     Tanh,
 )
 from .module import Module  # noqa: E402
+from .padding import *  # noqa: E402,F401,F403
 from .parameter import Parameter  # noqa: E402

@@ -24,6 +24,7 @@ void register_kernels() {
   register_factories_kernels();
   register_shape_kernels();
   register_conv_kernels();
+  register_pad_kernels();
 }
 
 }  // namespace kiln::cpu

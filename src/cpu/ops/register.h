@@ -28,5 +28,6 @@ void register_random_kernels();
 void register_factories_kernels();
 void register_shape_kernels();
 void register_conv_kernels();
+void register_pad_kernels();
 
 }  // namespace kiln::cpu

@@ -19,6 +19,7 @@
 #include "ops/registry/linalg.h"
 #include "ops/registry/matmul.h"
 #include "ops/registry/nn.h"
+#include "ops/registry/pad.h"
 #include "ops/registry/reduce.h"
 #include "ops/registry/shape.h"
 #include "ops/registry/softmax.h"
@@ -51,6 +52,7 @@
   KILN_OPS_FACTORIES(X)        \
   KILN_OPS_SHAPE(X)            \
   KILN_OPS_CONV(X)             \
+  KILN_OPS_PAD(X)              \
   /* each new family adds its list above this line */
 
 namespace kiln::ops {
