@@ -31,3 +31,4 @@ from .layers import (  # noqa: E402
 )
 from .module import Module  # noqa: E402
 from .parameter import Parameter  # noqa: E402
+from .pooling import *  # noqa: E402,F401,F403
