@@ -26,6 +26,7 @@
 #include "kiln/kv_cache.h"
 #include "kiln/nn.h"
 #include "kiln/pad.h"
+#include "kiln/pool.h"
 #include "kiln/sampling.h"
 #include "kiln/scalar.h"
 #include "kiln/shape.h"

@@ -33,3 +33,4 @@ from .layers import (  # noqa: E402
 from .module import Module  # noqa: E402
 from .padding import *  # noqa: E402,F401,F403
 from .parameter import Parameter  # noqa: E402
+from .pooling import *  # noqa: E402,F401,F403

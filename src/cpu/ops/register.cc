@@ -17,6 +17,7 @@ void register_kernels() {
   register_binary_kernels();
   register_binary_extra_kernels();
   register_nn_kernels();
+  register_pool_kernels();
   register_matmul_kernels();
   register_copy_kernels();
   register_linalg_kernels();

@@ -21,6 +21,7 @@ void register_index_kernels();
 void register_binary_kernels();
 void register_binary_extra_kernels();
 void register_nn_kernels();
+void register_pool_kernels();
 void register_matmul_kernels();
 void register_copy_kernels();
 void register_linalg_kernels();

@@ -20,6 +20,7 @@
 #include "ops/registry/matmul.h"
 #include "ops/registry/nn.h"
 #include "ops/registry/pad.h"
+#include "ops/registry/pool.h"
 #include "ops/registry/reduce.h"
 #include "ops/registry/shape.h"
 #include "ops/registry/softmax.h"
@@ -46,6 +47,7 @@
   KILN_OPS_SORT(X)             \
   KILN_OPS_INDEX(X)            \
   KILN_OPS_NN(X)               \
+  KILN_OPS_POOL(X)             \
   KILN_OPS_MATMUL(X)           \
   KILN_OPS_LINALG(X)           \
   KILN_OPS_RANDOM(X)           \
