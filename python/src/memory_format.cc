@@ -32,7 +32,7 @@ MemoryFormat to_memory_format(nb::handle h, const char* op, MemoryFormat fallbac
   if (h.is_none()) return fallback;
   if (nb::isinstance<PyMemoryFormat>(h)) return nb::cast<PyMemoryFormat&>(h).value;
   // torch.channels_last and friends, by name, so torch code runs unchanged.
-  if (std::string(nb::type_name(h.type()).c_str()) == "torch.memory_format") {
+  if (std::string(nb::str(nb::getattr(h.type(), "__name__")).c_str()) == "memory_format") {
     const std::string s = nb::str(h).c_str();
     for (MemoryFormat f : kFormats)
       if (s == std::string("torch.") + memory_format_name(f)) return f;

@@ -591,7 +591,7 @@ Tensor Tensor::to(Device device) const {
   allocator_for(here, "to");
   Tensor out;
   try {
-    out = empty_like(*this, dtype_, device);
+    out = empty(sizes(), dtype_, device);
   } catch (const NotImplementedError&) {
     allocator_for(device, "to");  // say "[to] ..." rather than "[empty] ..."
     throw;

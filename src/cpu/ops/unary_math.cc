@@ -4,7 +4,6 @@
 // cpu/unary_scalar.h over the strided loop. Bool and integer inputs compute
 // in float32, f16/bf16 in float (narrowed on store), f64 in double, complex
 // where the op has a complex form.
-#include "core/dense_layout.h"
 #include "cpu/ops/loops.h"
 #include "cpu/ops/register.h"
 #include "cpu/unary.h"
@@ -16,11 +15,8 @@ namespace {
 // out = K(x); out has x's shape and the dtype the front-end chose (may be x).
 template <UOp K>
 void run(const Tensor& x, const Tensor& out) {
-  // Contiguous, or one dense layout shared by x and out (channels last): one
-  // flat run over memory.
-  const bool flat = (x.is_contiguous() && out.is_contiguous()) ||
-                    (std::ranges::equal(x.strides(), out.strides()) && is_non_overlapping_and_dense(out));
-  if (x.dtype() == out.dtype() && flat && unary_has_kernel(K, x.dtype())) {
+  if (x.dtype() == out.dtype() && x.is_contiguous() && out.is_contiguous() &&
+      unary_has_kernel(K, x.dtype())) {
     unary_contiguous(K, x.dtype(), x.data_ptr(), out.data_ptr(), x.numel());
     return;
   }
