@@ -1,6 +1,7 @@
 // Factories (empty, zeros, ones, full, arange, linspace, logspace, eye, the *_like
 // family, tensor), random numbers (rand, randn, randint, Generator, manual_seed).
 #include "bind_util.h"
+#include "memory_format.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -65,10 +66,23 @@ Device like_device(const Tensor& t, nb::handle device, const char* op) {
   return device.is_none() ? t.device() : check_device(device, op);
 }
 
-Tensor like(const Tensor& t, std::optional<DType> dtype, nb::handle device, const char* op) {
+// memory_format= as torch: preserve_format (the default) keeps t's layout.
+Tensor like(const Tensor& t, std::optional<DType> dtype, nb::handle device, const char* op,
+            nb::handle memory_format = nb::none()) {
   const Device dev = like_device(t, device, op);
   const DType d = dtype.value_or(t.dtype());
-  return allocating(op, t.sizes(), d, [&] { return empty(t.sizes(), d, dev); });
+  const MemoryFormat f = to_memory_format(memory_format, op);
+  return allocating(op, t.sizes(), d, [&] { return empty_like(t, d, dev, f); });
+}
+
+// r (row-major, of t's shape) laid out as memory_format= says for a *_like of t:
+// preserve_format (the default) keeps t's layout, as empty_like(t).
+Tensor laid_out_like(const Tensor& t, Tensor r, const char* op, nb::handle memory_format) {
+  const MemoryFormat f = to_memory_format(memory_format, op);
+  if (f == MemoryFormat::Contiguous || (f == MemoryFormat::Preserve && t.is_contiguous())) return r;
+  Tensor out = empty_like(t, r.dtype(), r.device(), f);
+  out.copy_(r);
+  return out;
 }
 
 // A range bound: a real number (complex bounds are refused, as torch).
@@ -103,14 +117,16 @@ void init_factories(nb::module_& m) {
   // ---- shape factories: f(*size, dtype=None, device=None) ----
   m.def(
       "empty",
-      [](nb::args size, std::optional<DType> dtype, nb::handle device, bool requires_grad) {
+      [](nb::args size, std::optional<DType> dtype, nb::handle device, bool requires_grad,
+         nb::handle memory_format) {
         const Device dev = check_device(device, "empty");
         const Shape shape = shape_from_args(size, "empty");
         const DType d = dtype.value_or(kDefaultFloat);
-        return leaf(allocating("empty", shape, d, [&] { return empty(shape, d, dev); }), requires_grad);
+        const MemoryFormat f = to_memory_format(memory_format, "empty", MemoryFormat::Contiguous);
+        return leaf(allocating("empty", shape, d, [&] { return empty(shape, d, dev, f); }), requires_grad);
       },
       "size"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false,
-      "An uninitialized tensor of the given size.");
+      "memory_format"_a = nb::none(), "An uninitialized tensor of the given size.");
   m.def(
       "zeros",
       [](nb::args size, std::optional<DType> dtype, nb::handle device, bool requires_grad) {
@@ -157,56 +173,61 @@ void init_factories(nb::module_& m) {
   // ---- *_like ----
   m.def(
       "empty_like",
-      [](const Tensor& t, std::optional<DType> dtype, nb::handle device, bool requires_grad) {
-        return leaf(like(t, dtype, device, "empty_like"), requires_grad);
+      [](const Tensor& t, std::optional<DType> dtype, nb::handle device, bool requires_grad, nb::handle mf) {
+        return leaf(like(t, dtype, device, "empty_like", mf), requires_grad);
       },
-      "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
+      "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false,
+      "memory_format"_a = nb::none());
   m.def(
       "zeros_like",
-      [](const Tensor& t, std::optional<DType> dtype, nb::handle device, bool requires_grad) {
-        return leaf(like(t, dtype, device, "zeros_like").fill_(Scalar(int64_t(0))), requires_grad);
+      [](const Tensor& t, std::optional<DType> dtype, nb::handle device, bool requires_grad, nb::handle mf) {
+        return leaf(like(t, dtype, device, "zeros_like", mf).fill_(Scalar(int64_t(0))), requires_grad);
       },
-      "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
+      "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false,
+      "memory_format"_a = nb::none());
   m.def(
       "ones_like",
-      [](const Tensor& t, std::optional<DType> dtype, nb::handle device, bool requires_grad) {
-        return leaf(like(t, dtype, device, "ones_like").fill_(Scalar(int64_t(1))), requires_grad);
+      [](const Tensor& t, std::optional<DType> dtype, nb::handle device, bool requires_grad, nb::handle mf) {
+        return leaf(like(t, dtype, device, "ones_like", mf).fill_(Scalar(int64_t(1))), requires_grad);
       },
-      "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false);
+      "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false,
+      "memory_format"_a = nb::none());
   m.def(
       "full_like",
       [](const Tensor& t, nb::handle fill_value, std::optional<DType> dtype, nb::handle device,
-         bool requires_grad) {
+         bool requires_grad, nb::handle mf) {
         const Scalar v = to_scalar(fill_value, "full_like");
         check_fits(v, dtype.value_or(t.dtype()), "full_like", "fill_value");
-        return leaf(like(t, dtype, device, "full_like").fill_(v), requires_grad);
+        return leaf(like(t, dtype, device, "full_like", mf).fill_(v), requires_grad);
       },
       "input"_a, "fill_value"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
-      "requires_grad"_a = false);
+      "requires_grad"_a = false, "memory_format"_a = nb::none());
   m.def(
       "rand_like",
       [](const Tensor& t, std::optional<DType> dtype, std::optional<Generator*> g, nb::handle device,
-         bool requires_grad) {
+         bool requires_grad, nb::handle mf) {
         const Device dev = like_device(t, device, "rand_like");
         const DType d = dtype.value_or(t.dtype());
-        return leaf(
-            allocating("rand_like", t.sizes(), d, [&] { return rand(t.sizes(), d, gen_ptr(g), dev); }),
-            requires_grad);
+        const Tensor r =
+            allocating("rand_like", t.sizes(), d, [&] { return rand(t.sizes(), d, gen_ptr(g), dev); });
+        // The values are drawn in row-major order, then laid out as memory_format says.
+        return leaf(laid_out_like(t, r, "rand_like", mf), requires_grad);
       },
       "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "generator"_a = nb::none(), "device"_a = nb::none(),
-      "requires_grad"_a = false);
+      "requires_grad"_a = false, "memory_format"_a = nb::none());
   m.def(
       "randn_like",
       [](const Tensor& t, std::optional<DType> dtype, std::optional<Generator*> g, nb::handle device,
-         bool requires_grad) {
+         bool requires_grad, nb::handle mf) {
         const Device dev = like_device(t, device, "randn_like");
         const DType d = dtype.value_or(t.dtype());
-        return leaf(
-            allocating("randn_like", t.sizes(), d, [&] { return randn(t.sizes(), d, gen_ptr(g), dev); }),
-            requires_grad);
+        const Tensor r =
+            allocating("randn_like", t.sizes(), d, [&] { return randn(t.sizes(), d, gen_ptr(g), dev); });
+        // The values are drawn in row-major order, then laid out as memory_format says.
+        return leaf(laid_out_like(t, r, "randn_like", mf), requires_grad);
       },
       "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "generator"_a = nb::none(), "device"_a = nb::none(),
-      "requires_grad"_a = false);
+      "requires_grad"_a = false, "memory_format"_a = nb::none());
 
   // ---- ranges ----
   m.def(

@@ -24,6 +24,7 @@ void init_optim(nb::module_& m);  // optim.cc: the fused optimizer steps (kiln.o
 void init_conv(nb::module_& m);  // conv.cc: convolutions (kiln.nn.functional.conv*)
 void init_pad(nb::module_& m);    // pad.cc: F.pad, pixel_shuffle, pixel_unshuffle
 void init_pool(nb::module_& m);   // pool.cc: max/avg/adaptive pooling (kiln.nn.functional)
+void init_memory_format(nb::module_& m);  // memory_format.cc: kiln.channels_last, ...
 namespace kiln::py {
 void register_error_translators();  // errors.cc
 }
@@ -51,6 +52,7 @@ NB_MODULE(_C, m) {
   init_optim(m);
   init_pad(m);
   init_pool(m);
+  init_memory_format(m);
   // kiln.special names of ops bound above by other areas (torch.special.softmax ...).
   for (const char* f : {"softmax", "log_softmax", "logsumexp"})
     m.attr((std::string("special_") + f).c_str()) = m.attr(f);

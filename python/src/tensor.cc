@@ -6,6 +6,7 @@
 #include <string>
 
 #include "bind_util.h"
+#include "memory_format.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -65,6 +66,7 @@ Tensor to_impl(const Tensor& t, nb::args args, nb::kwargs kwargs) {
   std::optional<DType> dtype;
   std::optional<Device> device;
   bool copy = false;
+  MemoryFormat format = MemoryFormat::Preserve;
   for (nb::handle a : args) {
     if (is_tensor(a)) {
       const Tensor& other = nb::cast<const Tensor&>(a);
@@ -98,13 +100,19 @@ Tensor to_impl(const Tensor& t, nb::args args, nb::kwargs kwargs) {
     if (key == "dtype") dtype = to_optional_dtype(v);
     else if (key == "device") device = to_optional_device(v, "to");
     else if (key == "copy") copy = nb::cast<bool>(v);
+    else if (key == "memory_format") format = to_memory_format(v, "to");
     else if (key == "non_blocking") continue;
     else throw TypeError("[to] unexpected keyword argument '" + key + "'");
   }
   const Tensor on = device ? t.to(*device) : t;  // t itself on its own device
   const DType d = dtype.value_or(t.dtype());
-  if (d == t.dtype()) return copy && on.storage() == t.storage() ? t.clone() : on;
-  return on.to(d);
+  // memory_format= lays out a copy that is made anyway, or makes one when t is
+  // not laid out so (torch's rule).
+  if (d == t.dtype()) {
+    if (copy && on.storage() == t.storage()) return clone(t, format);
+    return to(on, d, format);
+  }
+  return to(on, d, format);
 }
 
 // `self` when r is the very view self wraps (t.to("cpu") is t, as torch), else r.
@@ -203,7 +211,9 @@ void init_tensor(nb::module_& m) {
       }, "dim"_a = nb::none())
       .def("storage_offset", &Tensor::offset)
       .def("element_size", [](const Tensor& t) { return t.itemsize(); })
-      .def("is_contiguous", &Tensor::is_contiguous)
+      .def("is_contiguous", [](const Tensor& t, nb::handle f) {
+        return is_contiguous(t, to_memory_format(f, "is_contiguous", MemoryFormat::Contiguous));
+      }, "memory_format"_a = nb::none())
       .def("is_floating_point", [](const Tensor& t) { return is_floating(t.dtype()); })
       .def("is_complex", [](const Tensor& t) { return is_complex(t.dtype()); })
       .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); })
@@ -277,8 +287,12 @@ void init_tensor(nb::module_& m) {
       .def("flatten", &Tensor::flatten, "start_dim"_a = 0, "end_dim"_a = -1)
       .def("ravel", [](const Tensor& t) { return t.reshape({-1}); })
       // ---- copies and conversions ----
-      .def("contiguous", &Tensor::contiguous)
-      .def("clone", &Tensor::clone)
+      .def("contiguous", [](const Tensor& t, nb::handle f) {
+        return contiguous(t, to_memory_format(f, "contiguous", MemoryFormat::Contiguous));
+      }, "memory_format"_a = nb::none())
+      .def("clone", [](const Tensor& t, nb::handle f) {
+        return clone(t, to_memory_format(f, "clone"));
+      }, "memory_format"_a = nb::none())
       .def("to", [](nb::handle self, nb::args args, nb::kwargs kwargs) {
         return self_when_same(self, to_impl(nb::cast<const Tensor&>(self), args, kwargs));
       }, "args"_a, "kwargs"_a, "A copy on another device or dtype; the tensor itself when it is already there.")

@@ -77,8 +77,7 @@ Tensor full(const Shape& shape, const Scalar& value, DType dtype, Device device)
 
 Tensor full(const Shape& shape, const Scalar& value) { return full(shape, value, value.promotion_dtype()); }
 
-Tensor empty_like(const Tensor& t) { return empty(t.sizes(), t.dtype(), t.device()); }
-Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), t.dtype(), t.device()); }
+// empty_like and zeros_like keep t's layout: core/memory_format.cc.
 Tensor scalar_tensor(const Scalar& value, DType dtype, Device device) {
   return full({}, value, dtype, device);
 }

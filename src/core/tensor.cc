@@ -7,6 +7,7 @@
 #include "core/autograd_record.h"
 #include "core/checked_math.h"
 #include "kiln/allocator.h"
+#include "kiln/memory_format.h"
 
 namespace kiln {
 
@@ -577,22 +578,10 @@ Tensor Tensor::flatten(int start_dim, int end_dim) const {
 
 // ---- copies -----------------------------------------------------------------
 
+// clone, to(dtype) and the memory-format forms are in core/memory_format.cc.
 Tensor Tensor::contiguous() const {
   if (is_contiguous()) return *this;
-  return clone();
-}
-
-Tensor Tensor::clone() const {
-  Tensor out = empty(sizes(), dtype_, device());
-  out.copy_(*this);
-  return out;
-}
-
-Tensor Tensor::to(DType dtype) const {
-  if (dtype == dtype_) return *this;
-  Tensor out = empty(sizes(), dtype, device());
-  out.copy_(*this);
-  return out;
+  return kiln::clone(*this, MemoryFormat::Contiguous);
 }
 
 Tensor Tensor::to(Device device) const {

@@ -2,6 +2,7 @@
 // rotation of [..., T, H, D] activations. They check arguments, prepare the
 // float32 tables and call the ops (ops/registry/nn.h).
 #include "core/autograd_record.h"
+#include "kiln/memory_format.h"
 #include "kiln/nn.h"
 #include "kiln/unary.h"
 #include "nn/nn_util.h"
@@ -94,7 +95,9 @@ Tensor apply_rotary_emb(const Tensor& x, const Tensor& cos, const Tensor& sin, b
   // The tables are float32 constants of the positions (rope_cos_sin makes them).
   KILN_CHECK(!rec || (!cos.requires_grad() && !sin.requires_grad()), NotImplementedError,
              "[apply_rotary_emb] gradients for cos and sin are not implemented in kiln");
-  Tensor y = x.clone();
+  // A row-major copy: the kernel needs a unit-stride last dim (clone() would keep
+  // a transposed x transposed).
+  Tensor y = kiln::clone(x, MemoryFormat::Contiguous);
   apply_rotary_emb_(y, cos, sin, interleaved);
   // A rotation: its adjoint rotates back by the opposite angle (sin negated).
   if (rec)

@@ -3,6 +3,7 @@
 #include "ops/binary_common.h"
 
 #include "core/autograd_record.h"
+#include "core/dense_layout.h"
 
 namespace kiln {
 
@@ -130,7 +131,7 @@ Tensor make_dest(const char* op, const Shape& shape, DType result, const Tensor&
       if (in && in->defined() && in->requires_grad()) autograd::detail::throw_no_derivative(op);
   const Device dev = operands_device(op, inputs, target);
   if (device) *device = dev;
-  if (!target) return empty(shape, result, dev);
+  if (!target) return empty_following(shape, result, dev, inputs);  // the inputs' layout
   if (!same(shape, target->shape())) {
     if (self)
       throw ValueError(std::string("[") + op + "] output with shape " + self->shape_str() +

@@ -5,6 +5,7 @@
 #include "kiln/complex.h"
 
 #include "core/autograd_record.h"
+#include "core/dense_layout.h"
 #include "kiln/binary.h"
 #include "kiln/shape.h"
 #include "kiln/unary.h"
@@ -35,7 +36,7 @@ Tensor unary_node(const char* op, const char* node, const Tensor& x, bool save_x
 }
 
 Tensor run_unary(const Op<ops::Unary>& k, const Tensor& x, DType out_dtype) {
-  Tensor out = empty(x.sizes(), out_dtype, x.device());
+  Tensor out = empty_following(x.sizes(), out_dtype, x.device(), {&x});
   k(x.device(), x, out);
   return out;
 }
@@ -47,7 +48,7 @@ Tensor make_complex(const char* op, const Op<ops::MakeComplex>& k, const Tensor&
                     name(a.dtype()) + " and " + name(b.dtype()));
   const Shape shapes[2] = {a.sizes(), b.sizes()};
   const Shape s = broadcast_shapes(shapes);
-  Tensor out = empty(s, to_complex(a.dtype()), a.device());
+  Tensor out = empty_following(s, to_complex(a.dtype()), a.device(), {&a, &b});
   k(common_device(op, {&a, &b, &out}), a.expand(s), b.expand(s), out);
   return out;
 }

@@ -8,6 +8,7 @@
 #include <cfloat>
 #include <cmath>
 
+#include "core/dense_layout.h"
 #include "ops/registry/all.h"
 #include "ops/unary_common.h"
 #include "ops/unary_grad.h"
@@ -30,7 +31,7 @@ DType float_result(const char* op, DType d, bool complex) {
 
 template <typename Sig, typename... P>
 Tensor float_op(const Op<Sig>& k, const Tensor& x, const char* op, bool complex, P... p) {
-  Tensor out = empty(x.sizes(), float_result(op, x.dtype(), complex), x.device());
+  Tensor out = empty_following(x.sizes(), float_result(op, x.dtype(), complex), x.device(), {&x});
   k(x.device(), x, out, p...);
   return out;
 }
@@ -47,7 +48,7 @@ Tensor& float_op_(const Op<Sig>& k, const UnaryGrad& grad, Fn fn, Tensor& x, con
 
 Tensor predicate(const Op<ops::Unary>& k, const Tensor& x, const char* op, DTypeSet accepts) {
   check_dtype(op, x.dtype(), accepts);
-  Tensor out = empty(x.sizes(), DType::Bool, x.device());
+  Tensor out = empty_following(x.sizes(), DType::Bool, x.device(), {&x});
   k(x.device(), x, out);
   return out;
 }
@@ -127,7 +128,8 @@ Tensor& frac_(Tensor& x) {
 Tensor square(const Tensor& x) {
   if (is_fp8(x.dtype())) unsupported("square", x.dtype());
   return recorded("square", unary_detail::square_grad, x, [&] {
-    Tensor out = empty(x.sizes(), x.dtype() == DType::Bool ? DType::Int64 : x.dtype(), x.device());
+    Tensor out =
+        empty_following(x.sizes(), x.dtype() == DType::Bool ? DType::Int64 : x.dtype(), x.device(), {&x});
     ops::square(x.device(), x, out);
     return out;
   });
@@ -144,7 +146,7 @@ Tensor& square_(Tensor& x) {
 Tensor sgn(const Tensor& x) {
   check_dtype("sgn", x.dtype(), kBoolSet | kIntSet | kFloatSet | kComplexSet);
   return recorded("sgn", unary_detail::sgn_grad, x, [&] {
-    Tensor out = empty(x.sizes(), x.dtype(), x.device());
+    Tensor out = empty_following(x.sizes(), x.dtype(), x.device(), {&x});
     ops::sgn(x.device(), x, out);
     return out;
   });
@@ -176,7 +178,7 @@ Tensor nan_to_num(const Tensor& x, double nan, std::optional<double> posinf, std
   if (is_integral(x.dtype(), true)) return x.clone();
   const double m = finite_max(x.dtype());
   return recorded("nan_to_num", unary_detail::nan_to_num_grad, x, [&] {
-    Tensor out = empty(x.sizes(), x.dtype(), x.device());
+    Tensor out = empty_following(x.sizes(), x.dtype(), x.device(), {&x});
     ops::nan_to_num(x.device(), x, out, nan, posinf.value_or(m), neginf.value_or(-m));
     return out;
   });

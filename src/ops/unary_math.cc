@@ -2,6 +2,7 @@
 // gelu): the result dtype is float32 for bool and integer inputs, else x's
 // (complex where torch has a complex form); the kernels are the ops of
 // ops/registry/unary.h.
+#include "core/dense_layout.h"
 #include "kiln/unary.h"
 #include "ops/registry/all.h"
 #include "ops/unary_common.h"
@@ -39,7 +40,7 @@ template <typename Sig, typename... P>
 Tensor unary_op(const Op<Sig>& kernel, const UnaryGrad& grad, const Tensor& x, const char* op, Accepts a,
                 P... p) {
   return recorded(op, grad, x, [&] {
-    Tensor out = empty(x.sizes(), float_result(a, op, x.dtype()), x.device());
+    Tensor out = empty_following(x.sizes(), float_result(a, op, x.dtype()), x.device(), {&x});
     kernel(x.device(), x, out, p...);
     return out;
   });

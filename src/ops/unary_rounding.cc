@@ -1,6 +1,7 @@
 // floor, ceil, round (half to even, optional decimals), trunc. Integer inputs
 // are returned as copies, as torch; bool, complex and FP8 are TypeErrors. The
 // kernels (floating inputs) are the ops of ops/registry/unary.h.
+#include "core/dense_layout.h"
 #include "kiln/unary.h"
 #include "ops/registry/all.h"
 #include "ops/unary_common.h"
@@ -25,7 +26,7 @@ Tensor rounding(const Rounding& kernel, const UnaryGrad& grad, const Tensor& x, 
   check_dtype(op, x.dtype());
   if (is_integral(x.dtype(), false)) return x.clone();
   return recorded(op, grad, x, [&] {
-    Tensor out = empty(x.sizes(), x.dtype(), x.device());
+    Tensor out = empty_following(x.sizes(), x.dtype(), x.device(), {&x});
     kernel(common_device(op, {&x, &out}), x, out);
     return out;
   });
@@ -60,7 +61,7 @@ Tensor round(const Tensor& x, int decimals) {
   if (decimals == 0 && is_integral(x.dtype(), false)) return x.clone();
   if (decimals != 0) check_decimals(x, "round");
   return recorded("round", unary_detail::round_grad, x, [&] {
-    Tensor out = empty(x.sizes(), x.dtype(), x.device());
+    Tensor out = empty_following(x.sizes(), x.dtype(), x.device(), {&x});
     ops::round(common_device("round", {&x, &out}), x, out, decimals);
     return out;
   });

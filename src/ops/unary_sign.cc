@@ -1,5 +1,6 @@
 // Sign and magnitude ops that keep integer dtypes: neg, abs, sign, relu. The
 // kernels are the ops of ops/registry/unary.h.
+#include "core/dense_layout.h"
 #include "kiln/unary.h"
 #include "ops/registry/all.h"
 #include "ops/unary_common.h"
@@ -36,7 +37,7 @@ void check_relu(const Tensor& x, const char* op) {
 Tensor neg(const Tensor& x) {
   check_neg(x, "neg");
   return recorded("neg", unary_detail::neg_grad, x, [&] {
-    Tensor out = empty(x.sizes(), x.dtype(), x.device());
+    Tensor out = empty_following(x.sizes(), x.dtype(), x.device(), {&x});
     ops::neg(common_device("neg", {&x, &out}), x, out);
     return out;
   });
@@ -51,7 +52,7 @@ Tensor& neg_(Tensor& x) {
 
 Tensor abs(const Tensor& x) {
   return recorded("abs", unary_detail::abs_grad, x, [&] {
-    Tensor out = empty(x.sizes(), to_real(x.dtype()), x.device());
+    Tensor out = empty_following(x.sizes(), to_real(x.dtype()), x.device(), {&x});
     ops::abs(common_device("abs", {&x, &out}), x, out);
     return out;
   });
@@ -66,7 +67,7 @@ Tensor& abs_(Tensor& x) {
 Tensor sign(const Tensor& x) {
   check_sign(x, "sign");
   return recorded("sign", unary_detail::sign_grad, x, [&] {
-    Tensor out = empty(x.sizes(), x.dtype(), x.device());
+    Tensor out = empty_following(x.sizes(), x.dtype(), x.device(), {&x});
     ops::sign(common_device("sign", {&x, &out}), x, out);
     return out;
   });
@@ -83,7 +84,7 @@ Tensor& sign_(Tensor& x) {
 Tensor relu(const Tensor& x) {
   check_relu(x, "relu");
   return recorded("relu", unary_detail::relu_grad, x, [&] {
-    Tensor out = empty(x.sizes(), x.dtype(), x.device());
+    Tensor out = empty_following(x.sizes(), x.dtype(), x.device(), {&x});
     ops::relu(common_device("relu", {&x, &out}), x, out);
     return out;
   });

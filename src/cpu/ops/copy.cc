@@ -6,6 +6,7 @@
 #include "core/cast.h"
 #include "core/convert.h"
 #include "core/copy_ops.h"
+#include "core/dense_layout.h"
 #include "core/strided_loop.h"
 #include "cpu/ops/register.h"
 #include "kiln/thread_pool.h"
@@ -36,7 +37,11 @@ void cast_loop(const StridedLoop& loop) {
 // dst = src (same shape, no overlap), converting dtypes.
 void copy(const Tensor& dst, const Tensor& src) {
   const int64_t n = dst.numel();
-  if (dst.is_contiguous() && src.is_contiguous()) {
+  // Contiguous, or one dense layout on both sides (a channels-last clone): the
+  // elements are the same flat run of memory.
+  const bool flat = (dst.is_contiguous() && src.is_contiguous()) ||
+                    (std::ranges::equal(dst.strides(), src.strides()) && is_non_overlapping_and_dense(dst));
+  if (flat) {
     if (src.dtype() == dst.dtype()) {
       char* d = static_cast<char*>(dst.data_ptr());
       const char* s = static_cast<const char*>(src.data_ptr());
