@@ -31,3 +31,4 @@ from .layers import (  # noqa: E402
 )
 from .module import Module  # noqa: E402
 from .parameter import Parameter  # noqa: E402
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: E402
