@@ -24,7 +24,6 @@
 #include "kiln/scaled_mm.h"
 #include "kiln/kv_cache.h"
 #include "kiln/nn.h"
-#include "kiln/interpolate.h"
 #include "kiln/sampling.h"
 #include "kiln/scalar.h"
 #include "kiln/shape.h"

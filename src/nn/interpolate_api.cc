@@ -31,7 +31,8 @@ Tensor interpolate(const Tensor& input, const std::vector<int64_t>& size,
              "[interpolate] only one of size or scale_factor should be defined");
   KILN_CHECK(!size.empty() || !scale_factor.empty(), ValueError,
              "[interpolate] either size or scale_factor should be defined");
-  const Shape spatial(input.sizes().begin() + 2, input.sizes().end());
+  const Shape in_shape = input.sizes();
+  const Shape spatial(in_shape.begin() + 2, in_shape.end());
   KILN_CHECK(size.empty() || int(size.size()) == nd, ValueError,
              "[interpolate] input and output must have the same number of spatial dimensions, but got input "
                  << input.shape_str() << " and output size "

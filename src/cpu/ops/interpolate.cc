@@ -202,7 +202,7 @@ void resample(const Tensor& src, const Tensor& dst, Mode mode, const ops::Resamp
   const DType acc = src.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
   const int nd = src.dim() - 2;
   const Tensor s = src.to(acc).contiguous();
-  std::vector<int64_t> cur(src.sizes().begin(), src.sizes().end());
+  std::vector<int64_t> cur = src.sizes();
   std::vector<T> a(s.data<T>(), s.data<T>() + s.numel()), b;
   for (int d = 0; d < nd; ++d) {
     const int64_t from = cur[size_t(d) + 2], to = dst.size(d + 2);
