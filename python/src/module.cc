@@ -20,6 +20,7 @@ void init_tokenizer(nb::module_& m);  // tokenizer.cc: Tokenizer, StreamDecoder,
 void init_linalg(nb::module_& m);   // linalg.cc: kiln.linalg
 void init_llm(nb::module_& m);      // llm.cc: kiln.llm (load, LanguageModel, Generation)
 void init_shape(nb::module_& m);  // shape.cc: cat, stack, the split family
+void init_interpolate(nb::module_& m);  // interpolate.cc: interpolate, upsample_*
 void init_optim(nb::module_& m);  // optim.cc: the fused optimizer steps (kiln.optim)
 void init_conv(nb::module_& m);  // conv.cc: convolutions (kiln.nn.functional.conv*)
 void init_pad(nb::module_& m);    // pad.cc: F.pad, pixel_shuffle, pixel_unshuffle
@@ -53,6 +54,7 @@ NB_MODULE(_C, m) {
   init_pad(m);
   init_pool(m);
   init_memory_format(m);
+  init_interpolate(m);
   // kiln.special names of ops bound above by other areas (torch.special.softmax ...).
   for (const char* f : {"softmax", "log_softmax", "logsumexp"})
     m.attr((std::string("special_") + f).c_str()) = m.attr(f);

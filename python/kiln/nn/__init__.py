@@ -34,3 +34,4 @@ from .module import Module  # noqa: E402
 from .padding import *  # noqa: E402,F401,F403
 from .parameter import Parameter  # noqa: E402
 from .pooling import *  # noqa: E402,F401,F403
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: E402

@@ -26,6 +26,7 @@ void register_kernels() {
   register_shape_kernels();
   register_conv_kernels();
   register_pad_kernels();
+  register_interpolate_kernels();
 }
 
 }  // namespace kiln::cpu

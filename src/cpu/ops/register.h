@@ -30,5 +30,6 @@ void register_factories_kernels();
 void register_shape_kernels();
 void register_conv_kernels();
 void register_pad_kernels();
+void register_interpolate_kernels();
 
 }  // namespace kiln::cpu

@@ -16,6 +16,7 @@
 #include "ops/registry/complex.h"
 #include "ops/registry/conv.h"
 #include "ops/registry/index.h"
+#include "ops/registry/interpolate.h"
 #include "ops/registry/linalg.h"
 #include "ops/registry/matmul.h"
 #include "ops/registry/nn.h"
@@ -55,6 +56,7 @@
   KILN_OPS_SHAPE(X)            \
   KILN_OPS_CONV(X)             \
   KILN_OPS_PAD(X)              \
+  KILN_OPS_INTERPOLATE(X)      \
   /* each new family adds its list above this line */
 
 namespace kiln::ops {

@@ -1,0 +1,245 @@
+// CPU kernels of the resampling ops (ops/registry/interpolate.h). Every mode
+// is separable: along each spatial dim an output index reads a few input
+// indices with weights (a gather table built from torch's source-index
+// formulas), so the forward is one gather pass per dim. The backward is the
+// transposed table: each input-gradient element sums the output gradients
+// that read it, in output order, so no two threads write one element and the
+// bits do not depend on the thread count.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "cpu/ops/register.h"
+#include "kiln/thread_pool.h"
+#include "ops/registry/all.h"
+
+namespace kiln::cpu {
+namespace {
+
+enum class Mode { Nearest, Linear, Cubic, Area };
+
+// Output index o reads taps [start[o], start[o + 1]) of (idx, w).
+template <class T>
+struct Table {
+  std::vector<int64_t> start{0}, idx;
+  std::vector<T> w;
+  void add(int64_t i, T wt) {
+    idx.push_back(i);
+    w.push_back(wt);
+  }
+  void close() { start.push_back(int64_t(idx.size())); }
+};
+
+// torch's area_pixel_compute_scale: the step between source indices.
+template <class T>
+T pixel_scale(int64_t in, int64_t out, bool align_corners, double scale) {
+  if (align_corners) return out > 1 ? T(in - 1) / T(out - 1) : T(0);
+  return scale > 0 ? T(1.0 / scale) : T(in) / T(out);
+}
+
+// torch's area_pixel_compute_source_index.
+template <class T>
+T source_index(T scale, int64_t o, bool align_corners, bool cubic) {
+  if (align_corners) return scale * T(o);
+  const T s = scale * (T(o) + T(0.5)) - T(0.5);
+  return (!cubic && s < T(0)) ? T(0) : s;
+}
+
+template <class T>
+T cubic1(T x, T a) {  // |x| <= 1
+  return ((a + 2) * x - (a + 3)) * x * x + 1;
+}
+template <class T>
+T cubic2(T x, T a) {  // 1 < |x| < 2
+  return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+}
+
+// The antialiased filter (torch's _upsample_*_aa): the triangle or the Keys
+// cubic (a = -0.5) stretched by the scale when downsampling, normalized.
+template <class T>
+void antialias_taps(Table<T>& t, Mode mode, int64_t in, int64_t out, const ops::ResampleOptions& o,
+                    double sc) {
+  const T scale = pixel_scale<T>(in, out, o.align_corners, sc);
+  const T half = mode == Mode::Cubic ? T(2) : T(1);  // interp_size / 2
+  const T support = scale >= T(1) ? half * scale : half;
+  const T invscale = scale >= T(1) ? T(1) / scale : T(1);
+  std::vector<T> ws;
+  for (int64_t i = 0; i < out; ++i) {
+    const T center = scale * (T(i) + T(0.5));
+    const int64_t xmin = std::max<int64_t>(int64_t(center - support + T(0.5)), 0);
+    const int64_t xsize = std::min<int64_t>(int64_t(center + support + T(0.5)), in) - xmin;
+    ws.assign(size_t(std::max<int64_t>(xsize, 0)), T(0));
+    T total = 0;
+    for (int64_t j = 0; j < xsize; ++j) {
+      T x = std::abs((T(j + xmin) - center + T(0.5)) * invscale);
+      T w = 0;
+      if (mode == Mode::Cubic)
+        w = x < T(1) ? cubic1(x, T(-0.5)) : x < T(2) ? cubic2(x, T(-0.5)) : T(0);
+      else
+        w = x < T(1) ? T(1) - x : T(0);
+      ws[size_t(j)] = w;
+      total += w;
+    }
+    for (int64_t j = 0; j < xsize; ++j)
+      t.add(xmin + j, total != T(0) ? ws[size_t(j)] / total : ws[size_t(j)]);
+    t.close();
+  }
+}
+
+// The gather table of one dim, from torch's index formulas in T (float for
+// float32 and the 16-bit dtypes, as torch's opmath).
+template <class T>
+Table<T> make_table(Mode mode, int nd, int64_t in, int64_t out, const ops::ResampleOptions& o, double sc) {
+  Table<T> t;
+  if (o.antialias && (mode == Mode::Linear || mode == Mode::Cubic)) {
+    antialias_taps(t, mode, in, out, o, sc);
+    return t;
+  }
+  for (int64_t i = 0; i < out; ++i) {
+    switch (mode) {
+      case Mode::Nearest: {
+        // torch's nearest_idx / nearest_exact_idx in float for 2 spatial
+        // dims (same size: a copy; twice the size: i / 2), its generic
+        // floor(scale * i) in T for 1 and 3 (no same-size shortcut).
+        const float s = sc > 0 ? float(1.0 / sc) : float(in) / float(out);
+        const T st = sc > 0 ? T(1.0 / sc) : T(in) / T(out);
+        int64_t src;
+        if (o.exact)
+          src = std::min(int64_t(std::floor(float((double(i) + 0.5) * double(s)))), in - 1);
+        else if (nd != 2)
+          src = std::min(int64_t(std::floor(st * T(i))), in - 1);
+        else if (out == in)
+          src = i;
+        else if (out == 2 * in)
+          src = i >> 1;
+        else
+          src = std::min(int64_t(std::floor(float(i) * s)), in - 1);
+        t.add(src, T(1));
+        break;
+      }
+      case Mode::Linear: {
+        if (out == in) {  // torch copies when the size is unchanged
+          t.add(i, T(1));
+          break;
+        }
+        const T real = source_index(pixel_scale<T>(in, out, o.align_corners, sc), i, o.align_corners, false);
+        const int64_t i0 = std::min(int64_t(std::floor(real)), in - 1);
+        const T l1 = std::min(std::max(real - T(i0), T(0)), T(1));
+        t.add(i0, T(1) - l1);
+        t.add(i0 + (i0 < in - 1 ? 1 : 0), l1);
+        break;
+      }
+      case Mode::Cubic: {
+        const T real = source_index(pixel_scale<T>(in, out, o.align_corners, sc), i, o.align_corners, true);
+        const int64_t i0 = std::min(int64_t(std::floor(real)), in - 1);
+        const T x = std::min(std::max(real - T(i0), T(0)), T(1));
+        const T a = T(-0.75);
+        const T c[4] = {cubic2(x + T(1), a), cubic1(x, a), cubic1(T(1) - x, a), cubic2(T(2) - x, a)};
+        for (int k = 0; k < 4; ++k) t.add(std::clamp<int64_t>(i0 - 1 + k, 0, in - 1), c[k]);
+        break;
+      }
+      case Mode::Area: {  // adaptive average pooling's window
+        const int64_t s = (i / out) * in + ((i % out) * in) / out;
+        const int64_t e = 1 + ((i + 1) * in - 1) / out;
+        for (int64_t k = s; k < e; ++k) t.add(k, T(1) / T(e - s));
+        break;
+      }
+    }
+    t.close();
+  }
+  return t;
+}
+
+// The transposed table over `in` indices: input index k gathers the output
+// indices that read it, in increasing order.
+template <class T>
+Table<T> transpose(const Table<T>& f, int64_t in) {
+  const int64_t out = int64_t(f.start.size()) - 1;
+  Table<T> t;
+  std::vector<int64_t> count(size_t(in) + 1, 0);
+  for (int64_t i : f.idx) ++count[size_t(i) + 1];
+  t.start.assign(size_t(in) + 1, 0);
+  for (int64_t k = 0; k < in; ++k) t.start[size_t(k) + 1] = t.start[size_t(k)] + count[size_t(k) + 1];
+  t.idx.resize(f.idx.size());
+  t.w.resize(f.w.size());
+  std::vector<int64_t> fill(t.start.begin(), t.start.end() - 1);
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t j = f.start[size_t(o)]; j < f.start[size_t(o) + 1]; ++j) {
+      const int64_t k = f.idx[size_t(j)];
+      t.idx[size_t(fill[size_t(k)])] = o;
+      t.w[size_t(fill[size_t(k)]++)] = f.w[size_t(j)];
+    }
+  return t;
+}
+
+// dst[a, o, b] = sum over taps of w * src[a, idx, b]; src [outer, lin, inner],
+// dst [outer, lout, inner], both contiguous.
+template <class T>
+void gather_pass(const T* src, T* dst, int64_t outer, int64_t lin, int64_t inner, const Table<T>& t) {
+  const int64_t lout = int64_t(t.start.size()) - 1;
+  const int64_t taps = std::max<int64_t>(1, int64_t(t.idx.size()) / std::max<int64_t>(lout, 1));
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(inner * taps, 1));
+  parallel_for(0, outer * lout, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t a = r / lout, o = r % lout;
+      T* d = dst + r * inner;
+      std::fill(d, d + inner, T(0));
+      for (int64_t j = t.start[size_t(o)]; j < t.start[size_t(o) + 1]; ++j) {
+        const T w = t.w[size_t(j)];
+        const T* s = src + (a * lin + t.idx[size_t(j)]) * inner;
+        for (int64_t b = 0; b < inner; ++b) d[b] += w * s[b];
+      }
+    }
+  });
+}
+
+// Resamples src [N, C, *from] into dst [N, C, *to]; the tables map the
+// forward's input sizes to its output sizes (transposed when backward).
+template <class T>
+void resample(const Tensor& src, const Tensor& dst, Mode mode, const ops::ResampleOptions& o, bool backward) {
+  if (dst.numel() == 0) return;
+  const DType acc = src.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+  const int nd = src.dim() - 2;
+  const Tensor s = src.to(acc).contiguous();
+  std::vector<int64_t> cur = src.sizes();
+  std::vector<T> a(s.data<T>(), s.data<T>() + s.numel()), b;
+  for (int d = 0; d < nd; ++d) {
+    const int64_t from = cur[size_t(d) + 2], to = dst.size(d + 2);
+    const int64_t fin = backward ? to : from, fout = backward ? from : to;  // the forward's sizes
+    Table<T> t = make_table<T>(mode, nd, fin, fout, o, o.scales[size_t(d)]);
+    if (backward) t = transpose(t, fin);
+    int64_t outer = 1, inner = 1;
+    for (int k = 0; k < d + 2; ++k) outer *= cur[size_t(k)];
+    for (int k = d + 3; k < nd + 2; ++k) inner *= cur[size_t(k)];
+    b.assign(size_t(outer * to * inner), T(0));
+    gather_pass(a.data(), b.data(), outer, from, inner, t);
+    cur[size_t(d) + 2] = to;
+    a.swap(b);
+  }
+  Tensor(dst).copy_(from_buffer_copy(a.data(), dst.sizes(), acc));
+}
+
+template <Mode mode, bool backward>
+void kernel(const Tensor& src, const Tensor& dst, const ops::ResampleOptions& o) {
+  if (src.dtype() == DType::Float64)
+    resample<double>(src, dst, mode, o, backward);
+  else
+    resample<float>(src, dst, mode, o, backward);
+}
+
+}  // namespace
+
+void register_interpolate_kernels() {
+  constexpr auto cpu = DeviceKind::CPU;
+  ops::upsample_nearest.set_kernel(cpu, kernel<Mode::Nearest, false>);
+  ops::upsample_nearest_backward.set_kernel(cpu, kernel<Mode::Nearest, true>);
+  ops::upsample_linear.set_kernel(cpu, kernel<Mode::Linear, false>);
+  ops::upsample_linear_backward.set_kernel(cpu, kernel<Mode::Linear, true>);
+  ops::upsample_bicubic2d.set_kernel(cpu, kernel<Mode::Cubic, false>);
+  ops::upsample_bicubic2d_backward.set_kernel(cpu, kernel<Mode::Cubic, true>);
+  ops::upsample_area.set_kernel(cpu, kernel<Mode::Area, false>);
+  ops::upsample_area_backward.set_kernel(cpu, kernel<Mode::Area, true>);
+}
+
+}  // namespace kiln::cpu
