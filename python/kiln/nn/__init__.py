@@ -29,5 +29,7 @@ from .layers import (  # noqa: E402
     Softmax,
     Tanh,
 )
+from .fold import Fold, Unfold  # noqa: E402
 from .module import Module  # noqa: E402
+from .normalization import GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: E402
 from .parameter import Parameter  # noqa: E402

@@ -23,6 +23,8 @@ void register_kernels() {
   register_random_kernels();
   register_factories_kernels();
   register_shape_kernels();
+  register_fold_kernels();
+  register_group_norm_kernels();
 }
 
 }  // namespace kiln::cpu

@@ -27,5 +27,7 @@ void register_linalg_kernels();
 void register_random_kernels();
 void register_factories_kernels();
 void register_shape_kernels();
+void register_fold_kernels();
+void register_group_norm_kernels();
 
 }  // namespace kiln::cpu

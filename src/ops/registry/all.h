@@ -14,6 +14,8 @@
 #include "ops/registry/binary.h"
 #include "ops/registry/binary_extra.h"
 #include "ops/registry/complex.h"
+#include "ops/registry/fold.h"
+#include "ops/registry/group_norm.h"
 #include "ops/registry/index.h"
 #include "ops/registry/linalg.h"
 #include "ops/registry/matmul.h"
@@ -49,6 +51,8 @@
   KILN_OPS_RANDOM(X)           \
   KILN_OPS_FACTORIES(X)        \
   KILN_OPS_SHAPE(X)            \
+  KILN_OPS_FOLD(X)             \
+  KILN_OPS_GROUP_NORM(X)       \
   /* each new family adds its list above this line */
 
 namespace kiln::ops {
