@@ -15,6 +15,8 @@
 #include "kiln/linear.h"
 #include "kiln/optim.h"
 #include "kiln/embedding.h"
+#include "kiln/fold.h"
+#include "kiln/group_norm.h"
 #include "kiln/loss.h"
 #include "kiln/matmul.h"
 #include "kiln/moe.h"

@@ -26,6 +26,7 @@ void init_conv(nb::module_& m);  // conv.cc: convolutions (kiln.nn.functional.co
 void init_pad(nb::module_& m);    // pad.cc: F.pad, pixel_shuffle, pixel_unshuffle
 void init_pool(nb::module_& m);   // pool.cc: max/avg/adaptive pooling (kiln.nn.functional)
 void init_memory_format(nb::module_& m);  // memory_format.cc: kiln.channels_last, ...
+void init_norm_fold(nb::module_& m);  // norm_fold.cc: group_norm, instance_norm, unfold, fold
 namespace kiln::py {
 void register_error_translators();  // errors.cc
 }
@@ -55,6 +56,7 @@ NB_MODULE(_C, m) {
   init_pool(m);
   init_memory_format(m);
   init_interpolate(m);
+  init_norm_fold(m);
   // kiln.special names of ops bound above by other areas (torch.special.softmax ...).
   for (const char* f : {"softmax", "log_softmax", "logsumexp"})
     m.attr((std::string("special_") + f).c_str()) = m.attr(f);

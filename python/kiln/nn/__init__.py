@@ -30,8 +30,10 @@ from .layers import (  # noqa: E402
     Softmax,
     Tanh,
 )
+from .fold import Fold, Unfold  # noqa: E402
 from .module import Module  # noqa: E402
 from .padding import *  # noqa: E402,F401,F403
+from .normalization import GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: E402
 from .parameter import Parameter  # noqa: E402
 from .pooling import *  # noqa: E402,F401,F403
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: E402

@@ -27,6 +27,8 @@ void register_kernels() {
   register_conv_kernels();
   register_pad_kernels();
   register_interpolate_kernels();
+  register_fold_kernels();
+  register_group_norm_kernels();
 }
 
 }  // namespace kiln::cpu

@@ -31,5 +31,7 @@ void register_shape_kernels();
 void register_conv_kernels();
 void register_pad_kernels();
 void register_interpolate_kernels();
+void register_fold_kernels();
+void register_group_norm_kernels();
 
 }  // namespace kiln::cpu

@@ -15,6 +15,8 @@
 #include "ops/registry/binary_extra.h"
 #include "ops/registry/complex.h"
 #include "ops/registry/conv.h"
+#include "ops/registry/fold.h"
+#include "ops/registry/group_norm.h"
 #include "ops/registry/index.h"
 #include "ops/registry/interpolate.h"
 #include "ops/registry/linalg.h"
@@ -57,6 +59,8 @@
   KILN_OPS_CONV(X)             \
   KILN_OPS_PAD(X)              \
   KILN_OPS_INTERPOLATE(X)      \
+  KILN_OPS_FOLD(X)             \
+  KILN_OPS_GROUP_NORM(X)       \
   /* each new family adds its list above this line */
 
 namespace kiln::ops {
