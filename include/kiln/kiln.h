@@ -8,6 +8,7 @@
 #include "kiln/binary.h"
 #include "kiln/binary_extra.h"
 #include "kiln/blas_env.h"
+#include "kiln/dropout.h"
 #include "kiln/dtype.h"
 #include "kiln/grouped_mm.h"
 #include "kiln/index.h"

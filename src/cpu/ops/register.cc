@@ -23,6 +23,7 @@ void register_kernels() {
   register_random_kernels();
   register_factories_kernels();
   register_shape_kernels();
+  register_dropout_kernels();
 }
 
 }  // namespace kiln::cpu

@@ -27,5 +27,6 @@ void register_linalg_kernels();
 void register_random_kernels();
 void register_factories_kernels();
 void register_shape_kernels();
+void register_dropout_kernels();
 
 }  // namespace kiln::cpu

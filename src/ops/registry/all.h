@@ -14,6 +14,7 @@
 #include "ops/registry/binary.h"
 #include "ops/registry/binary_extra.h"
 #include "ops/registry/complex.h"
+#include "ops/registry/dropout.h"
 #include "ops/registry/index.h"
 #include "ops/registry/linalg.h"
 #include "ops/registry/matmul.h"
@@ -49,6 +50,7 @@
   KILN_OPS_RANDOM(X)           \
   KILN_OPS_FACTORIES(X)        \
   KILN_OPS_SHAPE(X)            \
+  KILN_OPS_DROPOUT(X)          \
   /* each new family adds its list above this line */
 
 namespace kiln::ops {
