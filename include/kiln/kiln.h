@@ -9,6 +9,7 @@
 #include "kiln/binary_extra.h"
 #include "kiln/conv.h"
 #include "kiln/blas_env.h"
+#include "kiln/dropout.h"
 #include "kiln/dtype.h"
 #include "kiln/grouped_mm.h"
 #include "kiln/index.h"

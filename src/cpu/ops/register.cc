@@ -29,6 +29,7 @@ void register_kernels() {
   register_interpolate_kernels();
   register_fold_kernels();
   register_group_norm_kernels();
+  register_dropout_kernels();
 }
 
 }  // namespace kiln::cpu

@@ -33,5 +33,6 @@ void register_pad_kernels();
 void register_interpolate_kernels();
 void register_fold_kernels();
 void register_group_norm_kernels();
+void register_dropout_kernels();
 
 }  // namespace kiln::cpu

@@ -17,6 +17,7 @@
 #include "ops/registry/conv.h"
 #include "ops/registry/fold.h"
 #include "ops/registry/group_norm.h"
+#include "ops/registry/dropout.h"
 #include "ops/registry/index.h"
 #include "ops/registry/interpolate.h"
 #include "ops/registry/linalg.h"
@@ -61,6 +62,7 @@
   KILN_OPS_INTERPOLATE(X)      \
   KILN_OPS_FOLD(X)             \
   KILN_OPS_GROUP_NORM(X)       \
+  KILN_OPS_DROPOUT(X)          \
   /* each new family adds its list above this line */
 
 namespace kiln::ops {
