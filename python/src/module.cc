@@ -21,6 +21,7 @@ void init_linalg(nb::module_& m);   // linalg.cc: kiln.linalg
 void init_llm(nb::module_& m);      // llm.cc: kiln.llm (load, LanguageModel, Generation)
 void init_shape(nb::module_& m);  // shape.cc: cat, stack, the split family
 void init_optim(nb::module_& m);  // optim.cc: the fused optimizer steps (kiln.optim)
+void init_dropout(nb::module_& m);  // dropout.cc: F.dropout and its channel / alpha forms
 namespace kiln::py {
 void register_error_translators();  // errors.cc
 }
@@ -45,6 +46,7 @@ NB_MODULE(_C, m) {
   init_llm(m);
   init_shape(m);
   init_optim(m);
+  init_dropout(m);
   // kiln.special names of ops bound above by other areas (torch.special.softmax ...).
   for (const char* f : {"softmax", "log_softmax", "logsumexp"})
     m.attr((std::string("special_") + f).c_str()) = m.attr(f);

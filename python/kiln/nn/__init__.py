@@ -12,10 +12,10 @@ del _attr, _deeper
 
 from . import functional, init, lora, utils  # noqa: E402
 from .container import ModuleDict, ModuleList, Sequential  # noqa: E402
+from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout  # noqa: E402
 from .layers import (  # noqa: E402
     GELU,
     CrossEntropyLoss,
-    Dropout,
     Embedding,
     Identity,
     LayerNorm,
