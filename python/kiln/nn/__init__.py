@@ -13,10 +13,10 @@ del _attr, _deeper
 from . import functional, init, lora, utils  # noqa: E402
 from .container import ModuleDict, ModuleList, Sequential  # noqa: E402
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d  # noqa: E402
+from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout  # noqa: E402
 from .layers import (  # noqa: E402
     GELU,
     CrossEntropyLoss,
-    Dropout,
     Embedding,
     Identity,
     LayerNorm,

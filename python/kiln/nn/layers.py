@@ -1,5 +1,5 @@
 """kiln.nn's layers (torch.nn's names, arguments, parameter names and default
-initialisation): Linear, Embedding, LayerNorm, RMSNorm, Dropout, Identity, the
+initialisation): Linear, Embedding, LayerNorm, RMSNorm, Identity, the
 activations and the losses."""
 
 import math
@@ -135,21 +135,6 @@ class RMSNorm(Module):
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
-
-
-class Dropout(Module):
-    def __init__(self, p=0.5, inplace=False):
-        super().__init__()
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"[Dropout] dropout probability has to be between 0 and 1, but got {p}")
-        self.p = p
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.dropout(input, self.p, self.training, self.inplace)
-
-    def extra_repr(self):
-        return f"p={self.p}, inplace={self.inplace}"
 
 
 class ReLU(Module):
