@@ -23,47 +23,6 @@ def _tuple(v, n, name):
     return v
 
 
-def _pad_indices(size, left, right, mode):
-    """The source index of each position of a dim of `size` padded by
-    (left, right) in `mode`, as numpy.pad's reflect / edge / wrap."""
-    out = []
-    for i in range(-left, size + right):
-        if mode == "replicate":
-            j = min(max(i, 0), size - 1)
-        elif mode == "circular":
-            j = i % size
-        else:  # reflect: mirror about the end elements, which are not repeated
-            period = 2 * (size - 1)
-            j = i % period if period > 0 else 0
-            if j >= size:
-                j = period - j
-        out.append(j)
-    return out
-
-
-def _pad_nonzero(x, pads, mode):
-    """x [..., *spatial] padded by pads [(left, right) per spatial dim] in a
-    non-zero padding mode, with index_select (one gather per dim, so autograd
-    flows through it)."""
-    nd = len(pads)
-    for i, (left, right) in enumerate(pads):
-        dim = x.dim() - nd + i
-        size = x.shape[dim]
-        if mode == "reflect" and (left >= size or right >= size):
-            raise ValueError(
-                f"[pad] padding ({left}, {right}) should be less than the input dimension {size} for reflect"
-            )
-        if mode == "circular" and (left > size or right > size):
-            raise ValueError(f"[pad] padding ({left}, {right}) may wrap around the input dimension {size} at most once")
-        if mode == "replicate" and size == 0 and left + right > 0:
-            raise ValueError("[pad] replicate padding of an empty dimension")
-        if left == 0 and right == 0:
-            continue
-        index = _C.tensor(_pad_indices(size, left, right, mode), dtype=_C.int64, device=x.device)
-        x = _C.index_select(x, dim, index)
-    return x
-
-
 class _ConvNd(Module):
     _transposed = False
 
@@ -159,8 +118,9 @@ class _Conv(_ConvNd):
     def forward(self, input):
         conv = getattr(F, f"conv{self._nd}d")
         if self.padding_mode != "zeros":
-            # Padded here with index_select until kiln has F.pad's non-zero modes.
-            x = _pad_nonzero(input, self._pads, self.padding_mode)
+            # F.pad takes (left, right) pairs from the last dim backwards.
+            pads = tuple(v for pair in reversed(self._pads) for v in pair)
+            x = F.pad(input, pads, mode=self.padding_mode)
             return conv(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
         return conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
