@@ -137,6 +137,19 @@ def test_sharded_checkpoint_with_old_attention_names(vae, ref, tmp_path):
         close(other.decode(ref["latents"]), vae.decode(ref["latents"]), rel=1e-6)
 
 
+def test_half_precision_variant_is_cast_to_float32(tmp_path):
+    shutil.copy(os.path.join(MODEL, "config.json"), tmp_path)
+    state = kiln.load(os.path.join(MODEL, "diffusion_pytorch_model.safetensors"))
+    kiln.save({k: v.to(kiln.float16) for k, v in state.items()},
+              str(tmp_path / "diffusion_pytorch_model.fp16.safetensors"))
+    with pytest.raises(FileNotFoundError, match="diffusion_pytorch_model.safetensors"):
+        AutoencoderKL.from_pretrained(str(tmp_path))
+    m = AutoencoderKL.from_pretrained(str(tmp_path), variant="fp16")
+    for k, v in m.state_dict().items():
+        assert v.dtype == kiln.float32
+        np.testing.assert_array_equal(v.numpy(), state[k].numpy().astype(np.float16).astype(np.float32))
+
+
 def test_errors(vae, tmp_path):
     with pytest.raises(FileNotFoundError, match="config.json"):
         AutoencoderKL.from_pretrained(str(tmp_path))
@@ -205,6 +218,13 @@ def test_cli_help_and_errors(tmp_path):
     r = subprocess.run(["kiln", "vae", "encode", "--help"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "--tile-size" in r.stdout, r.stderr
     assert "vae" in subprocess.run(["kiln", "--help"], capture_output=True, text=True, timeout=120).stdout
+
+
+def test_cli_without_pillow_says_what_to_install(tmp_path):
+    code = ("import sys; sys.modules['PIL'] = None; from kiln.vae import main; "
+            f"sys.exit(main(['encode', {MODEL!r}, 'in.png', {str(tmp_path / 'z.safetensors')!r}]))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1 and "pip install pillow" in r.stderr, r.stderr
 
 
 # ---- live comparison with diffusers ----
