@@ -72,6 +72,7 @@ _grouped_mm = _C._grouped_mm
 
 # The Python packages (they read _C's names and the grad-mode helpers above).
 from . import nn, optim  # noqa: E402,F401
+from . import models  # noqa: E402,F401  (image VAEs written with kiln.nn)
 from .serialization import load, save  # noqa: E402,F401
 
 # A trainable (kiln.nn.Module) form of the default model family, for fine-tuning.

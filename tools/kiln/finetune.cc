@@ -11,8 +11,14 @@
 
 namespace kiln::cli {
 
-int maybe_exec_finetune(int argc, char** argv) {
-  if (argc < 2 || std::strcmp(argv[1], "finetune") != 0) return -1;
+int maybe_exec_python_command(int argc, char** argv) {
+  if (argc < 2) return -1;
+  // kiln <command> -> python -m <module>
+  static constexpr const char* kCommands[][2] = {{"finetune", "kiln.finetune"}, {"vae", "kiln.vae"}};
+  const char* module = nullptr;
+  for (const auto& c : kCommands)
+    if (std::strcmp(argv[1], c[0]) == 0) module = c[1];
+  if (module == nullptr) return -1;
   std::vector<std::string> pythons;
   // An installed kiln sits in a venv's bin/ next to its python: use that one.
   char self[PATH_MAX];
@@ -26,7 +32,7 @@ int maybe_exec_finetune(int argc, char** argv) {
   }
   pythons.push_back("python3");
   std::vector<char*> args;
-  std::string m = "-m", mod = "kiln.finetune";
+  std::string m = "-m", mod = module;
   args.push_back(nullptr);  // the interpreter, filled in below
   args.push_back(m.data());
   args.push_back(mod.data());
@@ -36,7 +42,7 @@ int maybe_exec_finetune(int argc, char** argv) {
     args[0] = py.data();
     ::execvp(py.c_str(), args.data());  // returns only on failure
   }
-  std::fprintf(stderr, "kiln finetune: could not run python3 -m kiln.finetune: %s\n", std::strerror(errno));
+  std::fprintf(stderr, "kiln %s: could not run python3 -m %s: %s\n", argv[1], module, std::strerror(errno));
   return 127;
 }
 

@@ -39,7 +39,7 @@ int report_output_error(const std::string& command, int status) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (const int status = kiln::cli::maybe_exec_finetune(argc, argv); status >= 0) return status;
+  if (const int status = kiln::cli::maybe_exec_python_command(argc, argv); status >= 0) return status;
   kiln::cli::maybe_restart_for_openblas();  // before any GEMM or LAPACK call
   CLI::App app{"kiln: tensors, FP8 and LLM kernels for the CPU.", "kiln"};
   app.set_version_flag("--version", std::string("kiln ") + kiln::kVersion);
@@ -52,9 +52,12 @@ int main(int argc, char** argv) {
   commands.push_back(kiln::cli::add_chat(app));
   commands.push_back(kiln::cli::add_perplexity(app));
   commands.push_back(kiln::cli::add_convert(app));
-  // Listed for --help; `kiln finetune ...` runs python -m kiln.finetune before parsing.
+  // Listed for --help; `kiln finetune|vae ...` run python -m kiln.finetune|vae before parsing.
   app.add_subcommand("finetune",
                      "LoRA fine-tuning in Python (python -m kiln.finetune; see kiln finetune --help).");
+  app.add_subcommand("vae",
+                     "Encode images to latents / decode latents to PNG with a diffusers AutoencoderKL "
+                     "(python -m kiln.vae; see kiln vae --help).");
   CLI::App* bench = app.add_subcommand("bench", "Measure kiln's speed against the machine's memory roof.");
   bench->require_subcommand(0, 1);
   commands.push_back(kiln::cli::add_bench_ops(*bench));
