@@ -24,8 +24,10 @@ Size2 pair(nb::handle h, const char* op, const char* what) {
 }
 
 }  // namespace
+}  // namespace kiln::py
 
 void init_norm_fold(nb::module_& m) {
+  using namespace kiln::py;
   m.def(
       "nn_functional_group_norm",
       [](nb::handle x, int64_t num_groups, nb::handle weight, nb::handle bias, double eps) {
@@ -71,5 +73,3 @@ void init_norm_fold(nb::module_& m) {
       },
       "input"_a, "output_size"_a, "kernel_size"_a, "dilation"_a = 1, "padding"_a = 0, "stride"_a = 1);
 }
-
-}  // namespace kiln::py
