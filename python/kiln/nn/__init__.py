@@ -18,6 +18,7 @@ from .layers import (  # noqa: E402
     CrossEntropyLoss,
     Dropout,
     Embedding,
+    Flatten,
     Identity,
     LayerNorm,
     Linear,
