@@ -1,10 +1,10 @@
-"""The torch half of ``kiln.bench_train``: the same MLP and transformer-ish block in
+"""The torch half of ``kiln.bench_train``: the same MLP, CNN and transformer-ish block in
 torch, timed the same way. It imports numpy and torch only, never kiln, so that
 ``python -m kiln.bench_train --peer-python PATH`` can run it as a script under an
 interpreter that has torch but no kiln: it then reads the weights, data and batch
 order from the .npz named on its command line and the config as JSON on stdin,
-and prints {"torch_version", "threads", "mlp_epoch_s": [...], "block_step_s":
-{name: [...]}} as JSON.
+and prints {"torch_version", "threads", "mlp_epoch_s": [...], "cnn_epoch_s": [...],
+"block_step_s": {name: [...]}} as JSON.
 """
 
 import json
@@ -25,9 +25,21 @@ def _mlp(torch, weights, dropout):
     return m
 
 
-def mlp_epoch_s(torch, weights, x, y, orders, lr, dropout):
-    """Seconds of each epoch of Adam on the MLP over the given batch orders."""
-    model = _mlp(torch, weights, dropout)
+def _cnn(torch, weights):
+    """kiln.examples.train_digits.make_cnn in torch: [N, 1, 8, 8] -> [N, 10]."""
+    nn = torch.nn
+    c1, c2 = weights["0.weight"].shape[0], weights["3.weight"].shape[0]
+    m = nn.Sequential(nn.Conv2d(1, c1, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                      nn.Conv2d(c1, c2, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                      nn.Flatten(), nn.Linear(c2 * 2 * 2, 10))
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            p.copy_(torch.from_numpy(weights[name]))
+    return m
+
+
+def epoch_s(torch, model, x, y, orders, lr):
+    """Seconds of each epoch of Adam on `model` over the given batch orders."""
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = torch.nn.CrossEntropyLoss()
     xt, yt = torch.from_numpy(x), torch.from_numpy(y)
@@ -73,6 +85,7 @@ def run(torch, cfg, arrays):
         torch.set_num_threads(cfg["threads"])
     torch.manual_seed(0)
     weights = {k[len("mlp/"):]: arrays[k] for k in arrays if k.startswith("mlp/")}
+    cnn = {k[len("cnn/"):]: arrays[k] for k in arrays if k.startswith("cnn/")}
     n = len(arrays["x"])
     bs = cfg["batch_size"]
     orders = []
@@ -80,7 +93,10 @@ def run(torch, cfg, arrays):
         perm = arrays["order"][e]
         orders.append([perm[i:i + bs] for i in range(0, n, bs)])
     doc = {"torch_version": torch.__version__, "threads": torch.get_num_threads(),
-           "mlp_epoch_s": mlp_epoch_s(torch, weights, arrays["x"], arrays["y"], orders, cfg["lr"], cfg["dropout"]),
+           "mlp_epoch_s": epoch_s(torch, _mlp(torch, weights, cfg["dropout"]), arrays["x"], arrays["y"], orders,
+                                  cfg["lr"]),
+           "cnn_epoch_s": epoch_s(torch, _cnn(torch, cnn), arrays["x"].reshape(-1, 1, 8, 8), arrays["y"], orders,
+                                  cfg["cnn_lr"]),
            "block_step_s": {}}
     for case in cfg["blocks"]:
         pre = "block/" + case["name"] + "/"

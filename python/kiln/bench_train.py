@@ -8,6 +8,10 @@ side (``peer_median_s["torch"]``, ``speedup_vs_torch`` = torch time / kiln time)
   the 1437 training rows of scikit-learn's digits (random rows of the same shape
   when scikit-learn is missing). torch starts from kiln's initial weights and
   sees the same batches in the same order.
+* ``cnn digits epoch``: the same for the example's CNN (the rows as [1, 8, 8]
+  images, Conv2d(1, 32, 3, padding=1)-ReLU-MaxPool2d(2)-Conv2d(32, 64, 3,
+  padding=1)-ReLU-MaxPool2d(2)-Flatten-Linear(256, 10), Adam lr 3e-3, batches
+  of 32).
 * ``block fwd+bwd ...``: one forward+backward step of a transformer-ish block,
   x + Wo(attention(split(Wqkv(rms_norm(x))))), softmax attention over H heads,
   loss mean(y**2), at a few sizes.
@@ -64,15 +68,14 @@ def _block_arrays(b, t, d, h):
     }
 
 
-def _kiln_mlp_epochs(kiln, weights, x, y, orders):
+def _kiln_epochs(kiln, model, weights, x, y, orders, lr):
+    """Seconds of each epoch of Adam on `model` (its weights set from `weights`)."""
     from . import nn
-    from .examples import train_digits
 
-    model = train_digits.make_mlp(dropout=DROPOUT)
     with kiln.no_grad():
         for name, p in model.named_parameters():
             p.copy_(kiln.tensor(weights[name]))
-    opt = kiln.optim.Adam(model.parameters(), lr=LR)
+    opt = kiln.optim.Adam(model.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss()
     xt, yt = kiln.tensor(x), kiln.tensor(y)
     out = []
@@ -157,23 +160,32 @@ def bench_train(repeat, quick, threads, peer_python=None):
     kiln.manual_seed(0)
     init = train_digits.make_mlp(dropout=DROPOUT)
     weights = {n: p.detach().numpy().copy() for n, p in init.named_parameters()}
+    kiln.manual_seed(0)
+    cnn_weights = {n: p.detach().numpy().copy() for n, p in train_digits.make_cnn().named_parameters()}
+    cnn_lr = train_digits.MODELS["cnn"][2]
     perms = np.stack([np.random.RandomState(e).permutation(len(x)) for e in range(epochs)])
     orders = [[perm[i:i + BATCH] for i in range(0, len(x), BATCH)] for perm in perms]
     arrays = {"x": x, "y": y, "order": perms}
     arrays.update({"mlp/" + n: w for n, w in weights.items()})
+    arrays.update({"cnn/" + n: w for n, w in cnn_weights.items()})
     cases = []
     for b, t, d, h in blocks:
         name = f"B{b} T{t} D{d} H{h}"
         cases.append({"name": name, "batch": b, "seq": t, "dim": d, "heads": h})
         arrays.update({f"block/{name}/{k}": v for k, v in _block_arrays(b, t, d, h).items()})
 
-    mlp_name = "mlp digits epoch"
-    try:
-        ep = _kiln_mlp_epochs(kiln, weights, x, y, orders)[1:]
-        results.append(_entry(mlp_name, "s/epoch", ep, {"data": source, "rows": len(x), "batch_size": BATCH,
+    mlp_name, cnn_name = "mlp digits epoch", "cnn digits epoch"
+    epoch_cases = [
+        (mlp_name, lambda: train_digits.make_mlp(dropout=DROPOUT), weights, x, LR),
+        (cnn_name, train_digits.make_cnn, cnn_weights, train_digits.as_input(x, "cnn"), cnn_lr),
+    ]
+    for name, make, w, xs, lr in epoch_cases:
+        try:
+            ep = _kiln_epochs(kiln, make(), w, xs, y, orders, lr)[1:]
+            results.append(_entry(name, "s/epoch", ep, {"data": source, "rows": len(x), "batch_size": BATCH,
                                                         "steps_per_epoch": len(orders[0])}))
-    except NotImplementedError as e:
-        missing.append({"name": mlp_name, "why": str(e).splitlines()[0]})
+        except NotImplementedError as e:
+            missing.append({"name": name, "why": str(e).splitlines()[0]})
     for case in cases:
         name = "block fwd+bwd " + case["name"]
         pre = "block/" + case["name"] + "/"
@@ -185,14 +197,14 @@ def bench_train(repeat, quick, threads, peer_python=None):
             missing.append({"name": name, "why": str(e).splitlines()[0]})
 
     cfg = {"threads": kiln.get_num_threads(), "epochs": epochs, "batch_size": BATCH, "lr": LR, "dropout": DROPOUT,
-           "steps": steps, "blocks": cases}
+           "cnn_lr": cnn_lr, "steps": steps, "blocks": cases}
     peer, why = _torch_side(cfg, arrays, peer_python)
     peers = {}
     if peer is None:
         missing.append({"name": "peer torch", "why": why})
     else:
         peers["torch"] = {"version": peer["torch_version"], "threads": peer["threads"]}
-        timed = {mlp_name: peer["mlp_epoch_s"][1:]}
+        timed = {mlp_name: peer["mlp_epoch_s"][1:], cnn_name: peer["cnn_epoch_s"][1:]}
         timed.update({"block fwd+bwd " + n: s[1:] for n, s in peer["block_step_s"].items()})
         for r in results:
             if r["name"] in timed:
@@ -226,7 +238,8 @@ def _print_table(doc):
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m kiln.bench_train", description=__doc__.splitlines()[0])
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--repeat", type=int, default=5, help="timed epochs of the MLP; 5x as many block steps (default 5)")
+    p.add_argument("--repeat", type=int, default=5,
+                   help="timed epochs of the MLP and the CNN; 5x as many block steps (default 5)")
     p.add_argument("--quick", action="store_true", help="one epoch, tiny block: a smoke run, not a measurement")
     p.add_argument("--threads", type=int, default=0, help="kiln (and torch) threads (default: kiln's)")
     p.add_argument("--peer-python", default=None, help="a Python with torch, when torch is not importable here")

@@ -16,15 +16,16 @@ def _check_doc(doc, repeat):
     names = [r["name"] for r in doc["results"]]
     missing = [m["name"] for m in doc["missing"]]
     assert "mlp digits epoch" in names + missing
+    assert "cnn digits epoch" in names + missing
     assert "block fwd+bwd B2 T16 D32 H2" in names + missing
     for r in doc["results"]:
         assert r["min_s"] <= r["median_s"] <= r["max_s"]
         assert r["median_s"] > 0
         for peer, t in r["peer_median_s"].items():
             assert r["speedup_vs_" + peer] == pytest.approx(t / r["median_s"])
-    mlp = [r for r in doc["results"] if r["name"] == "mlp digits epoch"]
-    if mlp:
-        assert mlp[0]["repeat"] == repeat and mlp[0]["steps_per_epoch"] == 45  # ceil(1438 / 32)
+    for r in doc["results"]:
+        if r["name"] in ("mlp digits epoch", "cnn digits epoch"):
+            assert r["repeat"] == repeat and r["steps_per_epoch"] == 45  # ceil(1438 / 32)
     if "torch" not in doc["peers"]:
         assert "peer torch" in missing
     else:

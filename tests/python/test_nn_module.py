@@ -316,3 +316,18 @@ def test_detach_makes_a_tensor_without_history():
     assert not d.requires_grad and d.is_leaf
     c = d.clone()
     assert not c.requires_grad and c.grad_fn is None
+
+
+def test_flatten_like_torch():
+    x = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
+    xt = kiln.tensor(x, requires_grad=True)
+    y = nn.Flatten()(xt)
+    assert tuple(y.shape) == (2, 60)
+    np.testing.assert_array_equal(y.detach().numpy(), x.reshape(2, 60))
+    np.testing.assert_array_equal(nn.Flatten(0, 2)(kiln.tensor(x)).numpy(), x.reshape(24, 5))
+    np.testing.assert_array_equal(nn.Flatten(-2)(kiln.tensor(x)).numpy(), x.reshape(2, 3, 20))
+    (y * kiln.tensor(np.arange(120, dtype=np.float32).reshape(2, 60))).sum().backward()
+    np.testing.assert_array_equal(xt.grad.numpy(), np.arange(120, dtype=np.float32).reshape(x.shape))
+    assert repr(nn.Flatten()) == "Flatten(start_dim=1, end_dim=-1)"
+    with pytest.raises(ValueError, match="flatten"):
+        nn.Flatten(3, 1)(kiln.tensor(x))

@@ -1,5 +1,5 @@
-# End-to-end training on the CPU: kiln.examples.train_digits (an MLP on
-# scikit-learn's 8x8 digits, Adam, dropout, mini-batches) must reach 97% test
+# End-to-end training on the CPU: kiln.examples.train_digits (an MLP and a small
+# CNN on scikit-learn's 8x8 digits, Adam, mini-batches) must reach 97% test
 # accuracy, and the same seed must give the same run. Skips without
 # scikit-learn (KILN_WITH_SKLEARN=1 scripts/setup installs it).
 import pytest
@@ -41,3 +41,22 @@ def test_same_seed_same_run():
     b = _train(epochs=2, seed=3)
     assert a["losses"] == b["losses"]
     assert a["test_accuracy"] == b["test_accuracy"]
+
+
+def test_cnn_reaches_97_percent_on_digits():
+    r = _train(model="cnn", seed=0)  # 12 epochs, Adam lr 3e-3
+    assert len(r["losses"]) == 12
+    assert r["losses"][-1] < r["losses"][0] / 10
+    assert r["test_accuracy"] >= 0.97, r
+
+
+def test_cnn_same_seed_same_run():
+    a = _train(model="cnn", epochs=1, seed=3)
+    b = _train(model="cnn", epochs=1, seed=3)
+    assert a["losses"] == b["losses"]
+    assert a["test_accuracy"] == b["test_accuracy"]
+
+
+def test_unknown_model_is_a_value_error():
+    with pytest.raises(ValueError, match="train_digits"):
+        train_digits.train(model="rnn")

@@ -1,5 +1,5 @@
 // `kiln bench train`: training figures, measured by the Python module
-// kiln.bench_train (an MLP epoch on the 8x8 digits and a transformer-ish block's
+// kiln.bench_train (MLP and CNN epochs on the 8x8 digits and a transformer-ish block's
 // forward+backward step, each beside torch where torch is there) under the
 // interpreter next to kiln, with this machine's description added. Training is
 // driven from Python (kiln.nn, kiln.optim), so that is where it is timed.
@@ -72,13 +72,13 @@ int run_train(const TrainOptions& opt) {
 Command add_bench_train(CLI::App& bench) {
   auto opt = std::make_shared<TrainOptions>();
   CLI::App* app = bench.add_subcommand("train",
-                                       "Training step times from Python: an MLP epoch on the digits and a "
+                                       "Training step times from Python: MLP and CNN epochs on the digits and a "
                                        "transformer-ish block, beside torch.");
   bench::CommonDefaults d;
   d.repeat = 5;
   d.quick_repeat = 1;
   d.warmup = -1;
-  d.timed = "MLP epochs (and 5x as many block steps)";
+  d.timed = "MLP and CNN epochs (and 5x as many block steps)";
   bench::add_common_options(*app, *opt, d);
   add_threads_option(*app, opt->threads);
   app->add_option("--python", opt->python, "Python with kiln installed (default: a python next to kiln)");

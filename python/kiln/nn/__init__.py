@@ -18,6 +18,7 @@ from .layers import (  # noqa: E402
     GELU,
     CrossEntropyLoss,
     Embedding,
+    Flatten,
     Identity,
     LayerNorm,
     Linear,

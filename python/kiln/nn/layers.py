@@ -1,5 +1,5 @@
 """kiln.nn's layers (torch.nn's names, arguments, parameter names and default
-initialisation): Linear, Embedding, LayerNorm, RMSNorm, Identity, the
+initialisation): Linear, Embedding, LayerNorm, RMSNorm, Identity, Flatten, the
 activations and the losses."""
 
 import math
@@ -21,6 +21,22 @@ class Identity(Module):
 
     def forward(self, input):
         return input
+
+
+class Flatten(Module):
+    """Flattens dims start_dim..end_dim into one (torch.nn.Flatten: from dim 1 by
+    default, so a batch [N, C, H, W] becomes [N, C*H*W])."""
+
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim = start_dim
+        self.end_dim = end_dim
+
+    def forward(self, input):
+        return input.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self):
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
 class Linear(Module):
