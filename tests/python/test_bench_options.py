@@ -18,6 +18,7 @@ COMMANDS = {
     "moe": (True, 10, 3, 2),
     "softmax": (True, 30, 3, 2),
     "attention": (True, 20, 3, 2),
+    "conv": (True, 5, 3, 1),
     "sample": (True, 15, 3, 2),
     "linalg": (True, 5, 2, 1),
     "generate": (True, 3, None, None),
@@ -81,6 +82,7 @@ QUICK_RUNS = {
     "linalg": ["--filter", "no-such-case", "--no-python"],
     "softmax": ["--filter", "no-such-case"],
     "attention": ["--filter", "no-such-case"],
+    "conv": ["--filter", "no-such-case"],
     "sample": [],
 }
 

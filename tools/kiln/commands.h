@@ -20,6 +20,7 @@ Command add_bench_load(CLI::App& bench);  // bench_load.cc
 std::vector<Command> add_bench_matmul(CLI::App& bench);  // bench_matmul.cc: linear, scaled_mm, moe
 Command add_bench_softmax(CLI::App& bench);    // bench_softmax.cc
 Command add_bench_attention(CLI::App& bench);  // bench_attention.cc
+Command add_bench_conv(CLI::App& bench);       // bench_conv.cc
 Command add_bench_sample(CLI::App& bench);     // bench_sample.cc
 Command add_tokenize(CLI::App& parent);   // tokenize.cc
 Command add_bench_tokenizer(CLI::App& bench);  // bench_tokenizer.cc

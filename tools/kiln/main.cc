@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
   for (auto& c : kiln::cli::add_bench_matmul(*bench)) commands.push_back(c);
   commands.push_back(kiln::cli::add_bench_softmax(*bench));
   commands.push_back(kiln::cli::add_bench_attention(*bench));
+  commands.push_back(kiln::cli::add_bench_conv(*bench));
   commands.push_back(kiln::cli::add_bench_sample(*bench));
   commands.push_back(kiln::cli::add_bench_tokenizer(*bench));
   commands.push_back(kiln::cli::add_bench_linalg(*bench));
