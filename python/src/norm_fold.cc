@@ -73,3 +73,6 @@ void init_norm_fold(nb::module_& m) {
 }
 
 }  // namespace kiln::py
+
+// module.cc declares the init functions at global scope.
+void init_norm_fold(nb::module_& m) { kiln::py::init_norm_fold(m); }
