@@ -4,7 +4,7 @@ Run with a Python that has torch, kiln on its path:
     PYTHONPATH=.venv/lib/python3.11/site-packages python_with_torch scripts/conv_peer.py [--threads 2]
 Each case times the forward and forward + backward (gradients of input and
 weight for a given output gradient) of both libraries on the same float32
-data, interleaved, and prints the medians and kiln's speed relative to torch
+data, called in turn, and prints the medians and kiln's speed relative to torch
 (> 1: kiln is faster).
 """
 
@@ -31,15 +31,21 @@ CASES = [
 ]
 
 
-def median_time(fn, reps, warmup=2):
+def median_times(fa, fb, reps, warmup=2):
+    """Medians of fa's and fb's times, the two called in turn (a busy machine slows both alike)."""
     for _ in range(warmup):
-        fn()
-    ts = []
+        fa()
+        fb()
+    ta, tb = [], []
     for _ in range(reps):
         t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+        fa()
+        t1 = time.perf_counter()
+        fb()
+        t2 = time.perf_counter()
+        ta.append(t1 - t0)
+        tb.append(t2 - t1)
+    return statistics.median(ta), statistics.median(tb)
 
 
 def main():
@@ -91,10 +97,8 @@ def main():
         def k_fb():
             kiln.autograd.grad([kfn(kxr, kwr, **kw)], [kxr, kwr], [kg])
 
-        kf = median_time(k_fwd, a.reps)
-        tf = median_time(t_fwd, a.reps)
-        kb = median_time(k_fb, a.reps)
-        tb = median_time(t_fb, a.reps)
+        kf, tf = median_times(k_fwd, t_fwd, a.reps)
+        kb, tb = median_times(k_fb, t_fb, a.reps)
         print(f"{name:28s} {kf*1e3:8.2f}ms {tf*1e3:8.2f}ms {tf/kf:6.2f}  {kb*1e3:8.2f}ms {tb*1e3:8.2f}ms {tb/kb:6.2f}"
               f"  (max|diff| {err:.1e})", flush=True)
 

@@ -128,6 +128,62 @@ void gemm_t(bool b_trans, int64_t M, int64_t N, int64_t K, const T* A, const T* 
     dgemm(b_trans, M, N, K, 1.0, A, K, B, ldb, beta, C, N);
 }
 
+// C[M, N] (ldc) = A[M, K] (lda) @ op(B) + beta * C; op(B) = B^T ([N, K], ldb) when b_trans.
+template <typename T>
+void gemm_ld(bool b_trans, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda, const T* B, int64_t ldb,
+             T beta, T* C, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>)
+    sgemm(b_trans, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+  else
+    dgemm(b_trans, M, N, K, 1.0, A, lda, B, ldb, beta, C, ldc);
+}
+
+// Output positions per gemm of the blocked forward path, and per accumulation
+// step of the blocked weight gradient: fixed, so no block moves with the
+// thread count, and the patch columns of a block stay in cache.
+constexpr int64_t kCols = 256, kWeightCols = 1024;
+
+// col [C * kn, p1 - p0]: the patch columns of output positions [p0, p1) of
+// x [C, *Q] (Q the source side: the big one forward, the small one
+// transposed, where a column gathers the inputs that reach its position).
+template <typename T>
+void im2col_cols(const T* x, int64_t C, const Geo& g, bool transposed, int64_t p0, int64_t p1, T* col) {
+  const int64_t* R = transposed ? g.S : g.O;
+  const int64_t* Q = transposed ? g.O : g.S;
+  const int64_t n = p1 - p0, qsp = Q[0] * Q[1] * Q[2];
+  T* dst = col;
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t k0 = 0; k0 < g.K[0]; ++k0)
+      for (int64_t k1 = 0; k1 < g.K[1]; ++k1)
+        for (int64_t k2 = 0; k2 < g.K[2]; ++k2, dst += n)
+          for (int64_t p = p0; p < p1;) {
+            // One run of positions along the last dim.
+            const int64_t a2 = p % R[2], a1 = p / R[2] % R[1], a0 = p / (R[1] * R[2]);
+            const int64_t seg = std::min(p1 - p, R[2] - a2);
+            T* d = dst + (p - p0);
+            const int64_t q0 = conv_source(g, transposed, 0, a0, k0);
+            const int64_t q1 = q0 < 0 ? -1 : conv_source(g, transposed, 1, a1, k1);
+            if (q1 < 0) {
+              std::fill(d, d + seg, T(0));
+            } else {
+              const T* row = x + c * qsp + (q0 * Q[1] + q1) * Q[2];
+              if (!transposed) {
+                const int64_t off = k2 * g.d[2] - g.p[2];
+                for (int64_t j = 0; j < seg; ++j) {
+                  const int64_t q2 = (a2 + j) * g.s[2] + off;
+                  d[j] = q2 >= 0 && q2 < Q[2] ? row[q2] : T(0);
+                }
+              } else {
+                for (int64_t j = 0; j < seg; ++j) {
+                  const int64_t q2 = conv_source(g, true, 2, a2 + j, k2);
+                  d[j] = q2 >= 0 ? row[q2] : T(0);
+                }
+              }
+            }
+            p += seg;
+          }
+}
+
 // im2col / col2im over channel blocks on the pool (inline when nested):
 // each channel's rows are its own, so the bits do not depend on the split.
 template <typename T>
@@ -153,6 +209,48 @@ bool split_items(int64_t items) {
   return items % t == 0 || items >= 4 * t;
 }
 
+// Forward, or transposed with unit strides: per (image, group, block of
+// output positions), the block's patch columns (im2col_cols) times the
+// weight [C_out_g, C_in_g * kn] (transposed: w[c_in, c_out, k] read as
+// [c_out][c_in, k]) straight into the output block.
+template <typename T>
+void convolution_blocked(const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvParams& p,
+                         const Geo& g, const Tensor& out) {
+  const int64_t N = input.size(0), G = p.groups, C_in = input.size(1), C_out = out.size(1);
+  const int64_t Cin_g = C_in / G, Cout_g = C_out / G, kn = g.kn(), K = Cin_g * kn;
+  const int64_t in_sp = p.transposed ? g.small() : g.big(), out_sp = p.transposed ? g.big() : g.small();
+  const T* x = input.data<T>();
+  const T* w = weight.data<T>();
+  T* y = out.data<T>();
+  std::vector<T> wt;
+  if (p.transposed) {
+    wt.resize(size_t(C_out * K));
+    for (int64_t gr = 0; gr < G; ++gr)
+      for (int64_t ci = 0; ci < Cin_g; ++ci)
+        for (int64_t co = 0; co < Cout_g; ++co)
+          for (int64_t k = 0; k < kn; ++k)
+            wt[size_t((gr * Cout_g + co) * K + ci * kn + k)] = w[((gr * Cin_g + ci) * Cout_g + co) * kn + k];
+    w = wt.data();
+  }
+  const int64_t blocks = (out_sp + kCols - 1) / kCols;
+  parallel_for(0, N * G * blocks, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<T> col;
+    for (int64_t it = b0; it < b1; ++it) {
+      const int64_t blk = it % blocks, ng = it / blocks, n = ng / G, gr = ng % G;
+      const int64_t p0 = blk * kCols, p1 = std::min(out_sp, p0 + kCols);
+      col.resize(size_t(K * (p1 - p0)));
+      im2col_cols(x + (n * C_in + gr * Cin_g) * in_sp, Cin_g, g, p.transposed, p0, p1, col.data());
+      T* yb = y + (n * C_out + gr * Cout_g) * out_sp + p0;
+      gemm_ld<T>(false, Cout_g, p1 - p0, K, w + gr * Cout_g * K, K, col.data(), p1 - p0, T(0), yb, out_sp);
+      if (bias.defined()) {
+        const T* b = bias.data<T>() + gr * Cout_g;
+        for (int64_t c = 0; c < Cout_g; ++c)
+          for (int64_t j = 0; j < p1 - p0; ++j) yb[c * out_sp + j] += b[c];
+      }
+    }
+  });
+}
+
 template <typename T>
 void convolution_t(const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvParams& p,
                    const Tensor& out) {
@@ -170,6 +268,9 @@ void convolution_t(const Tensor& input, const Tensor& weight, const Tensor& bias
                           out.size(1), y);
   const int64_t kn = g.kn(), in_sp = p.transposed ? g.small() : g.big(),
                 out_sp = p.transposed ? g.big() : g.small();
+  const bool unit_stride = g.s[0] == 1 && g.s[1] == 1 && g.s[2] == 1;
+  if (!identity(g) && (!p.transposed || unit_stride))
+    return convolution_blocked<T>(input, weight, bias, p, g, out);
   // Transposed: weight [C_in, C_out_g * kn] per group, transposed once to
   // [C_out_g * kn, C_in_g] so the gemm's A is row-major.
   std::vector<T> wt;
@@ -238,6 +339,24 @@ void convolution_backward_weight_t(const Tensor& input, const Tensor& grad_outpu
   const bool ident = identity(g);
   const int64_t per_group = Ca_g * Cs_g * kn;
   std::fill(gw, gw + G * per_group, T(0));
+  if (!ident && !split_items(G)) {
+    // Blocks of output positions in order, each gemm threaded: the patch
+    // columns of one block, never those of a whole image.
+    std::vector<T> col;
+    for (int64_t gr = 0; gr < G; ++gr)
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t p0 = 0; p0 < small; p0 += kWeightCols) {
+          const int64_t p1 = std::min(small, p0 + kWeightCols), m = p1 - p0;
+          const T* si = sp + (n * src.size(1) + gr * Cs_g) * big;
+          col.resize(size_t(Cs_g * kn * m));
+          parallel_for(0, Cs_g, 1, [&](int64_t c0, int64_t c1) {
+            im2col_cols(si + c0 * big, c1 - c0, g, false, p0, p1, col.data() + c0 * kn * m);
+          });
+          gemm_ld<T>(true, Ca_g, Cs_g * kn, m, ap + (n * a.size(1) + gr * Ca_g) * small + p0, small,
+                     col.data(), m, T(1), gw + gr * per_group, Cs_g * kn);
+        }
+    return;
+  }
   auto run = [&](int64_t g0, int64_t g1) {
     std::vector<T> col;
     for (int64_t gr = g0; gr < g1; ++gr)

@@ -21,6 +21,20 @@ struct ConvGeo {
   int64_t kn() const { return K[0] * K[1] * K[2]; }
 };
 
+// The source index that patch entry k of output coordinate r reads along dim i,
+// or -1: forward outputs (the small side) read the big side at r * s - p + k * d;
+// transposed outputs (the big side) read the small position o with
+// o * s - p + k * d == r.
+inline int64_t conv_source(const ConvGeo& g, bool transposed, int i, int64_t r, int64_t k) {
+  if (!transposed) {
+    const int64_t q = r * g.s[i] - g.p[i] + k * g.d[i];
+    return q >= 0 && q < g.S[i] ? q : -1;
+  }
+  const int64_t t = r + g.p[i] - k * g.d[i];
+  if (t < 0 || t % g.s[i] != 0 || t / g.s[i] >= g.O[i]) return -1;
+  return t / g.s[i];
+}
+
 // Whether the direct kernels take a convolution whose big side has big_cg
 // channels per group and whose small side small_cg.
 inline bool conv_direct_fits(int64_t big_cg, int64_t small_cg) { return big_cg == 1 && small_cg <= 8; }

@@ -32,19 +32,6 @@ void gemm_ld(bool b_trans, int64_t M, int64_t N, int64_t K, const T* A, int64_t 
     dgemm(b_trans, M, N, K, 1.0, A, lda, B, ldb, beta, C, ldc);
 }
 
-// The source index a patch entry k of row coordinate r reads along dim i, or -1:
-// forward rows (small side) read the big side at r * s - p + k * d; transposed
-// rows (big side) read the small position o with o * s - p + k * d == r.
-int64_t source(const ConvGeo& g, bool transposed, int i, int64_t r, int64_t k) {
-  if (!transposed) {
-    const int64_t q = r * g.s[i] - g.p[i] + k * g.d[i];
-    return q >= 0 && q < g.S[i] ? q : -1;
-  }
-  const int64_t t = r + g.p[i] - k * g.d[i];
-  if (t < 0 || t % g.s[i] != 0 || t / g.s[i] >= g.O[i]) return -1;
-  return t / g.s[i];
-}
-
 // col [r1 - r0, kn * C]: row r's patch of x [*Q, C] (Q the source side), kn
 // blocks of C channels, zeros where the patch leaves x.
 template <typename T>
@@ -55,11 +42,11 @@ void build_rows(const T* x, int64_t C, const ConvGeo& g, bool transposed, int64_
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t a2 = r % R[2], a1 = r / R[2] % R[1], a0 = r / (R[1] * R[2]);
     for (int64_t k0 = 0; k0 < g.K[0]; ++k0) {
-      const int64_t q0 = source(g, transposed, 0, a0, k0);
+      const int64_t q0 = conv_source(g, transposed, 0, a0, k0);
       for (int64_t k1 = 0; k1 < g.K[1]; ++k1) {
-        const int64_t q1 = q0 < 0 ? -1 : source(g, transposed, 1, a1, k1);
+        const int64_t q1 = q0 < 0 ? -1 : conv_source(g, transposed, 1, a1, k1);
         for (int64_t k2 = 0; k2 < g.K[2]; ++k2, dst += C) {
-          const int64_t q2 = q1 < 0 ? -1 : source(g, transposed, 2, a2, k2);
+          const int64_t q2 = q1 < 0 ? -1 : conv_source(g, transposed, 2, a2, k2);
           if (q2 < 0)
             std::fill(dst, dst + C, T(0));
           else
@@ -106,6 +93,22 @@ void conv_nhwc_t(const Tensor& input, const Tensor& weight, const Tensor& bias, 
         A = col.data();
       }
       T* yr = y + (n * out_sp + r0) * C_out;
+      if constexpr (std::is_same_v<T, float>) {
+        // kiln's packed GEMM: AVX-512 where OpenBLAS may run AVX2 kernels.
+        GemvArgs ga;
+        ga.w = wp.data();
+        ga.ldw = K;
+        ga.N = C_out;
+        ga.K = K;
+        ga.x = A;
+        ga.ldx = K;
+        ga.M = r1 - r0;
+        ga.y = yr;
+        ga.ldy = C_out;
+        ga.bias = b;
+        gemm_packed(DType::Float32, ga);
+        continue;
+      }
       gemm_ld<T>(true, r1 - r0, C_out, K, A, K, wp.data(), K, T(0), yr, C_out);
       if (b)
         for (int64_t r = 0; r < r1 - r0; ++r)
