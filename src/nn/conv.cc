@@ -136,6 +136,13 @@ bool takes_channels_last(MemoryFormat fmt, const Conv& c, const Device& device) 
   return fmt != MemoryFormat::Contiguous && c.groups == 1 && device.is_cpu();
 }
 
+// The layout the CPU kernels run in: fmt, or channels-last for float32 4-d / 5-d.
+MemoryFormat kernel_format(MemoryFormat fmt, const Tensor& input, DType acc) {
+  if (fmt != MemoryFormat::Contiguous || acc != DType::Float32) return fmt;
+  if (input.dim() == 4) return MemoryFormat::ChannelsLast;
+  return input.dim() == 5 ? MemoryFormat::ChannelsLast3d : fmt;
+}
+
 DType compute_dtype(DType d) { return d == DType::Float64 ? DType::Float64 : DType::Float32; }
 
 // input [N, C, *] (batched, checked by the caller).
@@ -196,15 +203,18 @@ Tensor convolution_batched(const Tensor& input, const Tensor& weight, const Tens
   // A channels-last input or weight gives a channels-last output, as torch's;
   // the CPU kernels take channels-last tensors directly when groups = 1.
   const MemoryFormat fmt = output_format(input, weight);
-  const bool cl = takes_channels_last(fmt, c, device);
-  Tensor out = cl ? empty(out_shape, acc, input.device(), fmt) : empty(out_shape, acc, input.device());
+  // float32 row-major images also run channels-last (two copies): its kernel
+  // is the faster one.
+  const MemoryFormat kfmt = kernel_format(fmt, input, acc);
+  const bool cl = takes_channels_last(kfmt, c, device);
+  Tensor out = cl ? empty(out_shape, acc, input.device(), kfmt) : empty(out_shape, acc, input.device());
   if (out.numel() > 0) {
     const Tensor b = bias.defined() ? bias.to(acc).contiguous() : Tensor();
-    const Tensor x = cl ? contiguous(input.to(acc), fmt) : input.to(acc).contiguous();
+    const Tensor x = cl ? contiguous(input.to(acc), kfmt) : input.to(acc).contiguous();
     ops::convolution(device, x, weight.to(acc).contiguous(), b, c.params(), out);
   }
   if (out.dtype() != input.dtype()) out = out.to(input.dtype());
-  if (fmt != MemoryFormat::Contiguous) out = contiguous(out, fmt);
+  out = fmt != MemoryFormat::Contiguous ? contiguous(out, fmt) : out.contiguous();
   if (rec) {
     std::vector<int> bias_dims{0};
     for (int i = 0; i < c.nd; ++i) bias_dims.push_back(i + 2);
@@ -270,7 +280,8 @@ Tensor convolution_backward_weight(const Tensor& input, const Tensor& grad_outpu
   if (gw.numel() > 0) {
     if (input.numel() == 0 || grad_output.numel() == 0)
       gw.fill_(Scalar(0.0));
-    else if (const MemoryFormat fmt = output_format(input, grad_output); takes_channels_last(fmt, c, device))
+    else if (const MemoryFormat fmt = kernel_format(output_format(input, grad_output), input, acc);
+             takes_channels_last(fmt, c, device))
       ops::convolution_backward_weight(device, contiguous(input.to(acc), fmt),
                                        contiguous(grad_output.to(acc), fmt), c.params(), gw);
     else
