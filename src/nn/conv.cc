@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/autograd_record.h"
+#include "kiln/memory_format.h"
 #include "kiln/reduce.h"
 #include "nn/nn_util.h"
 #include "ops/registry/all.h"
@@ -91,7 +92,10 @@ Conv make_conv(int nd, const std::vector<int64_t>& stride, const std::vector<int
 
 // The gradient of the input (sizes `in`) of a convolution c with weight w,
 // given the gradient g of its output: the convolution of the other direction.
-Tensor grad_input(const Tensor& g, const Tensor& w, const Shape& in, const Conv& c) {
+Tensor grad_input(const Tensor& g_in, const Tensor& w, const Shape& in, const Conv& c,
+                  MemoryFormat fmt = MemoryFormat::Contiguous) {
+  // A channels-last input gets a channels-last gradient, as torch's.
+  const Tensor g = fmt != MemoryFormat::Contiguous ? contiguous(g_in, fmt) : g_in;
   if (!c.transposed) {
     // The rows of the input no window reached: output_padding restores them.
     std::vector<int64_t> op(size_t(c.nd));
@@ -119,6 +123,24 @@ void check_dtypes(const Tensor& a, const Tensor& b, const char* op, const char* 
   KILN_CHECK(a.dtype() == b.dtype(), TypeError,
              "[" << op << "] " << an << " type (" << name(a.dtype()) << ") and " << bn << " type ("
                  << name(b.dtype()) << ") should be the same");
+}
+
+// ChannelsLast (3d) when input or weight (4-d or 5-d) is laid out so, else Contiguous.
+MemoryFormat output_format(const Tensor& input, const Tensor& weight) {
+  if (input.dim() != 4 && input.dim() != 5) return MemoryFormat::Contiguous;
+  const MemoryFormat f = suggest_memory_format(input);
+  return f != MemoryFormat::Contiguous ? f : suggest_memory_format(weight);
+}
+
+bool takes_channels_last(MemoryFormat fmt, const Conv& c, const Device& device) {
+  return fmt != MemoryFormat::Contiguous && c.groups == 1 && device.is_cpu();
+}
+
+// The layout the CPU kernels run in: fmt, or channels-last for float32 4-d / 5-d.
+MemoryFormat kernel_format(MemoryFormat fmt, const Tensor& input, DType acc) {
+  if (fmt != MemoryFormat::Contiguous || acc != DType::Float32) return fmt;
+  if (input.dim() == 4) return MemoryFormat::ChannelsLast;
+  return input.dim() == 5 ? MemoryFormat::ChannelsLast3d : fmt;
 }
 
 DType compute_dtype(DType d) { return d == DType::Float64 ? DType::Float64 : DType::Float32; }
@@ -178,12 +200,21 @@ Tensor convolution_batched(const Tensor& input, const Tensor& weight, const Tens
   const Device device = common_device("convolution", {&input, &weight, &bias});
   autograd::Record rec("convolution", {&input, &weight, &bias});
   const DType acc = compute_dtype(input.dtype());
-  Tensor out = empty(out_shape, acc, input.device());
+  // A channels-last input or weight gives a channels-last output, as torch's;
+  // the CPU kernels take channels-last tensors directly when groups = 1.
+  const MemoryFormat fmt = output_format(input, weight);
+  // float32 row-major images also run channels-last (two copies): its kernel
+  // is the faster one.
+  const MemoryFormat kfmt = kernel_format(fmt, input, acc);
+  const bool cl = takes_channels_last(kfmt, c, device);
+  Tensor out = cl ? empty(out_shape, acc, input.device(), kfmt) : empty(out_shape, acc, input.device());
   if (out.numel() > 0) {
     const Tensor b = bias.defined() ? bias.to(acc).contiguous() : Tensor();
-    ops::convolution(device, input.to(acc).contiguous(), weight.to(acc).contiguous(), b, c.params(), out);
+    const Tensor x = cl ? contiguous(input.to(acc), kfmt) : input.to(acc).contiguous();
+    ops::convolution(device, x, weight.to(acc).contiguous(), b, c.params(), out);
   }
   if (out.dtype() != input.dtype()) out = out.to(input.dtype());
+  out = fmt != MemoryFormat::Contiguous ? contiguous(out, fmt) : out.contiguous();
   if (rec) {
     std::vector<int> bias_dims{0};
     for (int i = 0; i < c.nd; ++i) bias_dims.push_back(i + 2);
@@ -191,7 +222,7 @@ Tensor convolution_batched(const Tensor& input, const Tensor& weight, const Tens
                [c, bias_dims, has_bias = bias.defined()](autograd::FnNode& n, autograd::Grads& g) {
                  const Tensor x = n.saved(0), w = n.saved(1);
                  autograd::Grads r(3);
-                 if (n.needs(0)) r[0] = grad_input(g[0], w, x.sizes(), c);
+                 if (n.needs(0)) r[0] = grad_input(g[0], w, x.sizes(), c, output_format(x, w));
                  if (n.needs(1)) r[1] = backward_weight(x, g[0], w.sizes(), c);
                  if (has_bias && n.needs(2)) r[2] = sum(g[0], bias_dims);
                  return r;
@@ -249,6 +280,10 @@ Tensor convolution_backward_weight(const Tensor& input, const Tensor& grad_outpu
   if (gw.numel() > 0) {
     if (input.numel() == 0 || grad_output.numel() == 0)
       gw.fill_(Scalar(0.0));
+    else if (const MemoryFormat fmt = kernel_format(output_format(input, grad_output), input, acc);
+             takes_channels_last(fmt, c, device))
+      ops::convolution_backward_weight(device, contiguous(input.to(acc), fmt),
+                                       contiguous(grad_output.to(acc), fmt), c.params(), gw);
     else
       ops::convolution_backward_weight(device, input.to(acc).contiguous(), grad_output.to(acc).contiguous(),
                                        c.params(), gw);

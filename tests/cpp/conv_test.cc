@@ -11,6 +11,7 @@
 
 #include "kiln/autograd.h"
 #include "kiln/binary.h"
+#include "kiln/memory_format.h"
 #include "kiln/random.h"
 #include "kiln/reduce.h"
 #include "kiln/thread_pool.h"
@@ -44,6 +45,37 @@ TEST(Conv, SameBitsForAnyThreadCount) {
     EXPECT_TRUE(same_bits(outs[0], outs[i])) << i;
     EXPECT_TRUE(same_bits(gws[0], gws[i])) << i;
     EXPECT_TRUE(same_bits(gts[0], gts[i])) << i;
+  }
+}
+
+// One image and one group (threads split inside it), depthwise (the direct
+// kernels) and channels-last (row blocks): the same bits at any thread count.
+TEST(Conv, SameBitsForAnyThreadCountInsideOneImage) {
+  const int before = num_threads();
+  const Tensor x = rnd({1, 5, 37, 41}, 11), w = rnd({7, 5, 3, 3}, 12), g = rnd({1, 7, 19, 21}, 13);
+  const Tensor xd = rnd({2, 6, 300}, 14), wd = rnd({6, 1, 4}, 15), gd = rnd({2, 6, 303}, 16);
+  const Tensor xc = contiguous(x, MemoryFormat::ChannelsLast), gc = contiguous(g, MemoryFormat::ChannelsLast);
+  std::vector<std::vector<Tensor>> r;
+  for (int nt : {1, 2, 3}) {
+    set_num_threads(nt);
+    r.push_back({conv2d(x, w, Tensor(), {2}, {1}), conv_transpose2d(g, w, Tensor(), {2}, {1}),
+                 convolution_backward_weight(x, g, w.sizes(), {2}, {1}, {1}, false, {0}, 1),
+                 conv1d(xd, wd, Tensor(), {1}, {3}, {1}, 6),
+                 conv_transpose1d(gd, wd, Tensor(), {1}, {3}, {0}, 6),
+                 convolution_backward_weight(xd, gd, wd.sizes(), {1}, {3}, {1}, false, {0}, 6),
+                 conv2d(xc, w, Tensor(), {2}, {1}), conv_transpose2d(gc, w, Tensor(), {2}, {1}),
+                 convolution_backward_weight(xc, gc, w.sizes(), {2}, {1}, {1}, false, {0}, 1)});
+  }
+  set_num_threads(before);
+  for (size_t i = 1; i < r.size(); ++i)
+    for (size_t j = 0; j < r[0].size(); ++j) EXPECT_TRUE(same_bits(r[0][j], r[i][j])) << i << " " << j;
+  // The channels-last results keep the format and agree with the row-major ones.
+  EXPECT_TRUE(is_contiguous(r[0][6], MemoryFormat::ChannelsLast));
+  for (size_t j = 0; j < 3; ++j) {
+    const Tensor a = r[0][j].contiguous(), b = r[0][j + 6].contiguous();
+    const float* pa = a.data<float>();
+    const float* pb = b.data<float>();
+    for (int64_t i = 0; i < a.numel(); ++i) ASSERT_NEAR(pa[i], pb[i], 1e-4) << j << " " << i;
   }
 }
 

@@ -133,6 +133,13 @@ CONV_CASES = [
     ((1, 4, 6, 5), (8, 2, 2, 3), dict(stride=(1, 2), padding=2, groups=2)),
     ((2, 2, 4, 5, 5), (2, 1, 2, 3, 2), dict(stride=(1, 2, 1), padding=(1, 1, 0), dilation=(1, 1, 2), groups=2)),
     ((1, 2, 3, 4, 3), (3, 2, 1, 1, 1), dict()),
+    # one input channel per group: the direct kernels (causal padding, strides, dilations, multipliers)
+    ((2, 6, 13), (6, 1, 4), dict(padding=3, groups=6)),
+    ((1, 3, 17), (6, 1, 3), dict(stride=2, padding=5, dilation=2, groups=3)),
+    ((2, 1, 9), (8, 1, 2), dict(stride=3, padding=1)),
+    ((1, 2, 7, 8), (4, 1, 3, 2), dict(stride=2, padding=(2, 1), dilation=(2, 1), groups=2)),
+    ((1, 2, 4, 5, 6), (2, 1, 2, 3, 3), dict(stride=(1, 2, 2), padding=1, groups=2)),
+    ((1, 2, 40), (18, 1, 3), dict(padding=1, groups=2)),  # 9 per group: the gemm path
 ]
 
 
@@ -168,6 +175,10 @@ TRANSPOSE_CASES = [
     ((2, 2, 3, 4), (2, 3, 3, 2), dict(stride=(2, 1), padding=(1, 0), output_padding=(1, 0), dilation=(1, 2))),
     ((1, 3, 3, 3), (3, 1, 3, 3), dict(stride=2, padding=1, groups=3)),
     ((1, 2, 2, 3, 2), (2, 2, 2, 2, 3), dict(stride=2, output_padding=(1, 0, 1))),
+    # one output channel per group: the direct kernels
+    ((2, 4, 9), (4, 1, 3), dict(padding=3, dilation=2, groups=4)),
+    ((1, 4, 6), (4, 1, 3), dict(stride=2, padding=1, output_padding=1, groups=2)),
+    ((1, 3, 4, 5), (3, 1, 2, 3), dict(stride=(2, 3), padding=(0, 1), dilation=(2, 1), groups=3)),
 ]
 
 
@@ -401,3 +412,41 @@ def test_conv_module_state_dict_loads_into_torch():
     tm.load_state_dict({k: torch.tensor(npy(v)) for k, v in m.state_dict().items()})
     x = RNG.standard_normal((1, 2, 5, 4))
     np.testing.assert_allclose(npy(m(kiln.tensor(x))), tm(torch.tensor(x)).detach().numpy(), rtol=1e-12)
+
+
+CHANNELS_LAST_CASES = [
+    # (input shape, weight shape, kwargs, memory format)
+    ((2, 3, 7, 6), (4, 3, 3, 2), dict(stride=(2, 1), padding=(1, 2), dilation=(1, 2)), "channels_last"),
+    ((1, 5, 5, 4), (6, 5, 1, 1), dict(), "channels_last"),  # 1x1: rows read in place
+    ((1, 4, 6, 5), (8, 2, 2, 3), dict(stride=(1, 2), padding=2, groups=2), "channels_last"),
+    ((2, 2, 4, 5, 3), (3, 2, 2, 3, 2), dict(stride=(1, 2, 1), padding=1), "channels_last_3d"),
+]
+
+
+@pytest.mark.parametrize("xs,ws,kw,fmt", CHANNELS_LAST_CASES)
+def test_conv_channels_last_keeps_the_format(xs, ws, kw, fmt):
+    # torch returns channels-last outputs and input gradients for channels-last inputs.
+    mf = getattr(kiln, fmt)
+    x, w, b = RNG.standard_normal(xs), RNG.standard_normal(ws), RNG.standard_normal(ws[0])
+    xt = kiln.tensor(x).contiguous(memory_format=mf)
+    xt.requires_grad_()
+    wt, bt = leaf(w), leaf(b)
+    out = _conv_fn(len(xs) - 2)(xt, wt, bt, **kw)
+    assert out.is_contiguous(memory_format=mf)
+    np.testing.assert_allclose(npy(out), np_conv(x, w, b, **kw), rtol=1e-10, atol=1e-10)
+    g = RNG.standard_normal(tuple(out.shape))
+    out.backward(kiln.tensor(g).contiguous(memory_format=mf))
+    gx, gw, gb = np_conv_grads(x, w, g, **kw)
+    assert xt.grad.is_contiguous(memory_format=mf)
+    np.testing.assert_allclose(npy(xt.grad), gx, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(npy(wt.grad), gw, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(npy(bt.grad), gb, rtol=1e-10, atol=1e-10)
+
+
+def test_conv_transpose_channels_last_keeps_the_format():
+    x, w = RNG.standard_normal((2, 3, 4, 5)), RNG.standard_normal((3, 2, 3, 2))
+    kw = dict(stride=2, padding=1, output_padding=1)
+    xt = kiln.tensor(x).contiguous(memory_format=kiln.channels_last)
+    out = F.conv_transpose2d(xt, kiln.tensor(w), **kw)
+    assert out.is_contiguous(memory_format=kiln.channels_last)
+    np.testing.assert_allclose(npy(out), np_conv_transpose(x, w, **kw), rtol=1e-10, atol=1e-10)

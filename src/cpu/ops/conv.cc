@@ -4,14 +4,20 @@
 // [C_g * k, L] matrix that one gemm multiplies with the weight. The
 // transposed direction runs the same matrices backwards (gemm then col2im).
 // Work is split over (image, group) items (forward) or groups (weight
-// gradient, images summed in order), so the bits do not depend on the
-// thread count.
+// gradient, images summed in order) when there are enough of them, else
+// inside each item (im2col / col2im by channel, the gemm by blocks of its
+// output), so the bits do not depend on the thread count. One channel per
+// group on the sliding side (depthwise) goes to conv_direct.h's kernels,
+// channels-last tensors with groups = 1 (the front-end passes them through)
+// to conv_nhwc.h's.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
 #include <vector>
 
 #include "cpu/gemm.h"
+#include "cpu/ops/conv_direct.h"
+#include "cpu/ops/conv_nhwc.h"
 #include "cpu/ops/register.h"
 #include "kiln/thread_pool.h"
 #include "ops/registry/all.h"
@@ -21,21 +27,14 @@ namespace {
 
 using ops::ConvParams;
 
-// The patch geometry: `big` spatial sizes S (the side the kernel slides
-// over), `small` sizes O (one column per position), kernel K; position o
-// reads big index o * stride - padding + k * dilation.
-struct Geo {
-  int64_t S[3], O[3], K[3], s[3], p[3], d[3];
-  int64_t big() const { return S[0] * S[1] * S[2]; }
-  int64_t small() const { return O[0] * O[1] * O[2]; }
-  int64_t kn() const { return K[0] * K[1] * K[2]; }
-  // A 1x1x1 kernel with stride 1 and no padding: the columns are x itself.
-  bool identity() const {
-    for (int i = 0; i < 3; ++i)
-      if (K[i] != 1 || s[i] != 1 || p[i] != 0 || S[i] != O[i]) return false;
-    return true;
-  }
-};
+using Geo = ConvGeo;
+
+// A 1x1x1 kernel with stride 1 and no padding: the columns are x itself.
+bool identity(const Geo& g) {
+  for (int i = 0; i < 3; ++i)
+    if (g.K[i] != 1 || g.s[i] != 1 || g.p[i] != 0 || g.S[i] != g.O[i]) return false;
+  return true;
+}
 
 // Spatial sizes of t [N, C, *nd], padded to 3 at the front.
 void spatial3(const Tensor& t, int64_t* out) {
@@ -129,6 +128,129 @@ void gemm_t(bool b_trans, int64_t M, int64_t N, int64_t K, const T* A, const T* 
     dgemm(b_trans, M, N, K, 1.0, A, K, B, ldb, beta, C, N);
 }
 
+// C[M, N] (ldc) = A[M, K] (lda) @ op(B) + beta * C; op(B) = B^T ([N, K], ldb) when b_trans.
+template <typename T>
+void gemm_ld(bool b_trans, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda, const T* B, int64_t ldb,
+             T beta, T* C, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>)
+    sgemm(b_trans, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+  else
+    dgemm(b_trans, M, N, K, 1.0, A, lda, B, ldb, beta, C, ldc);
+}
+
+// Output positions per gemm of the blocked forward path, and per accumulation
+// step of the blocked weight gradient: fixed, so no block moves with the
+// thread count, and the patch columns of a block stay in cache.
+constexpr int64_t kCols = 256, kWeightCols = 1024;
+
+// col [C * kn, p1 - p0]: the patch columns of output positions [p0, p1) of
+// x [C, *Q] (Q the source side: the big one forward, the small one
+// transposed, where a column gathers the inputs that reach its position).
+template <typename T>
+void im2col_cols(const T* x, int64_t C, const Geo& g, bool transposed, int64_t p0, int64_t p1, T* col) {
+  const int64_t* R = transposed ? g.S : g.O;
+  const int64_t* Q = transposed ? g.O : g.S;
+  const int64_t n = p1 - p0, qsp = Q[0] * Q[1] * Q[2];
+  T* dst = col;
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t k0 = 0; k0 < g.K[0]; ++k0)
+      for (int64_t k1 = 0; k1 < g.K[1]; ++k1)
+        for (int64_t k2 = 0; k2 < g.K[2]; ++k2, dst += n)
+          for (int64_t p = p0; p < p1;) {
+            // One run of positions along the last dim.
+            const int64_t a2 = p % R[2], a1 = p / R[2] % R[1], a0 = p / (R[1] * R[2]);
+            const int64_t seg = std::min(p1 - p, R[2] - a2);
+            T* d = dst + (p - p0);
+            const int64_t q0 = conv_source(g, transposed, 0, a0, k0);
+            const int64_t q1 = q0 < 0 ? -1 : conv_source(g, transposed, 1, a1, k1);
+            if (q1 < 0) {
+              std::fill(d, d + seg, T(0));
+            } else {
+              const T* row = x + c * qsp + (q0 * Q[1] + q1) * Q[2];
+              if (!transposed) {
+                const int64_t off = k2 * g.d[2] - g.p[2];
+                for (int64_t j = 0; j < seg; ++j) {
+                  const int64_t q2 = (a2 + j) * g.s[2] + off;
+                  d[j] = q2 >= 0 && q2 < Q[2] ? row[q2] : T(0);
+                }
+              } else {
+                for (int64_t j = 0; j < seg; ++j) {
+                  const int64_t q2 = conv_source(g, true, 2, a2 + j, k2);
+                  d[j] = q2 >= 0 ? row[q2] : T(0);
+                }
+              }
+            }
+            p += seg;
+          }
+}
+
+// im2col / col2im over channel blocks on the pool (inline when nested):
+// each channel's rows are its own, so the bits do not depend on the split.
+template <typename T>
+void im2col_par(const T* x, int64_t C, const Geo& g, T* col) {
+  parallel_for(0, C, 1, [&](int64_t c0, int64_t c1) {
+    im2col(x + c0 * g.big(), c1 - c0, g, col + c0 * g.kn() * g.small());
+  });
+}
+template <typename T>
+void col2im_par(const T* col, int64_t C, const Geo& g, T* x) {
+  parallel_for(0, C, 1, [&](int64_t c0, int64_t c1) {
+    std::fill(x + c0 * g.big(), x + c1 * g.big(), T(0));
+    col2im(col + c0 * g.kn() * g.small(), c1 - c0, g, x + c0 * g.big());
+  });
+}
+
+// Whether `items` independent (image, group) items split over the pool
+// evenly enough; otherwise the items run one after another, each threaded
+// inside (im2col, gemm, col2im): with one image and one group the item split
+// would leave all threads but one idle.
+bool split_items(int64_t items) {
+  const int64_t t = num_threads();
+  return items % t == 0 || items >= 4 * t;
+}
+
+// Forward, or transposed with unit strides: per (image, group, block of
+// output positions), the block's patch columns (im2col_cols) times the
+// weight [C_out_g, C_in_g * kn] (transposed: w[c_in, c_out, k] read as
+// [c_out][c_in, k]) straight into the output block.
+template <typename T>
+void convolution_blocked(const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvParams& p,
+                         const Geo& g, const Tensor& out) {
+  const int64_t N = input.size(0), G = p.groups, C_in = input.size(1), C_out = out.size(1);
+  const int64_t Cin_g = C_in / G, Cout_g = C_out / G, kn = g.kn(), K = Cin_g * kn;
+  const int64_t in_sp = p.transposed ? g.small() : g.big(), out_sp = p.transposed ? g.big() : g.small();
+  const T* x = input.data<T>();
+  const T* w = weight.data<T>();
+  T* y = out.data<T>();
+  std::vector<T> wt;
+  if (p.transposed) {
+    wt.resize(size_t(C_out * K));
+    for (int64_t gr = 0; gr < G; ++gr)
+      for (int64_t ci = 0; ci < Cin_g; ++ci)
+        for (int64_t co = 0; co < Cout_g; ++co)
+          for (int64_t k = 0; k < kn; ++k)
+            wt[size_t((gr * Cout_g + co) * K + ci * kn + k)] = w[((gr * Cin_g + ci) * Cout_g + co) * kn + k];
+    w = wt.data();
+  }
+  const int64_t blocks = (out_sp + kCols - 1) / kCols;
+  parallel_for(0, N * G * blocks, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<T> col;
+    for (int64_t it = b0; it < b1; ++it) {
+      const int64_t blk = it % blocks, ng = it / blocks, n = ng / G, gr = ng % G;
+      const int64_t p0 = blk * kCols, p1 = std::min(out_sp, p0 + kCols);
+      col.resize(size_t(K * (p1 - p0)));
+      im2col_cols(x + (n * C_in + gr * Cin_g) * in_sp, Cin_g, g, p.transposed, p0, p1, col.data());
+      T* yb = y + (n * C_out + gr * Cout_g) * out_sp + p0;
+      gemm_ld<T>(false, Cout_g, p1 - p0, K, w + gr * Cout_g * K, K, col.data(), p1 - p0, T(0), yb, out_sp);
+      if (bias.defined()) {
+        const T* b = bias.data<T>() + gr * Cout_g;
+        for (int64_t c = 0; c < Cout_g; ++c)
+          for (int64_t j = 0; j < p1 - p0; ++j) yb[c * out_sp + j] += b[c];
+      }
+    }
+  });
+}
+
 template <typename T>
 void convolution_t(const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvParams& p,
                    const Tensor& out) {
@@ -137,11 +259,18 @@ void convolution_t(const Tensor& input, const Tensor& weight, const Tensor& bias
   // Forward: patches of the input, one column per output position; transposed:
   // the output is the side the kernel slides over.
   const Geo g = p.transposed ? make_geo(out, input, weight, p) : make_geo(input, out, weight, p);
-  const int64_t kn = g.kn(), in_sp = p.transposed ? g.small() : g.big(),
-                out_sp = p.transposed ? g.big() : g.small();
   const T* x = input.data<T>();
   const T* w = weight.data<T>();
   T* y = out.data<T>();
+  if (conv_takes_nhwc(input, out, G)) return conv_nhwc(input, weight, bias, p, g, out);
+  if (p.transposed ? conv_direct_fits(Cout_g, Cin_g) : conv_direct_fits(Cin_g, Cout_g))
+    return conv_direct<T>(x, w, bias.defined() ? bias.data<T>() : nullptr, p, g, N, input.size(1),
+                          out.size(1), y);
+  const int64_t kn = g.kn(), in_sp = p.transposed ? g.small() : g.big(),
+                out_sp = p.transposed ? g.big() : g.small();
+  const bool unit_stride = g.s[0] == 1 && g.s[1] == 1 && g.s[2] == 1;
+  if (!identity(g) && (!p.transposed || unit_stride))
+    return convolution_blocked<T>(input, weight, bias, p, g, out);
   // Transposed: weight [C_in, C_out_g * kn] per group, transposed once to
   // [C_out_g * kn, C_in_g] so the gemm's A is row-major.
   std::vector<T> wt;
@@ -152,8 +281,8 @@ void convolution_t(const Tensor& input, const Tensor& weight, const Tensor& bias
       for (int64_t c = 0; c < Cin_g; ++c)
         for (int64_t r = 0; r < R; ++r) wt[size_t((gr * R + r) * Cin_g + c)] = w[(gr * Cin_g + c) * R + r];
   }
-  const bool ident = g.identity();
-  parallel_for(0, N * G, 1, [&](int64_t i0, int64_t i1) {
+  const bool ident = identity(g);
+  auto run = [&](int64_t i0, int64_t i1) {
     std::vector<T> col;
     for (int64_t item = i0; item < i1; ++item) {
       const int64_t n = item / G, gr = item % G;
@@ -163,7 +292,7 @@ void convolution_t(const Tensor& input, const Tensor& weight, const Tensor& bias
         const T* cp = xi;
         if (!ident) {
           col.resize(size_t(Cin_g * kn * out_sp));
-          im2col(xi, Cin_g, g, col.data());
+          im2col_par(xi, Cin_g, g, col.data());
           cp = col.data();
         }
         gemm_t<T>(false, Cout_g, out_sp, Cin_g * kn, w + gr * Cout_g * Cin_g * kn, cp, T(0), yi);
@@ -173,16 +302,21 @@ void convolution_t(const Tensor& input, const Tensor& weight, const Tensor& bias
         col.resize(size_t(Cout_g * kn * in_sp));
         gemm_t<T>(false, Cout_g * kn, in_sp, Cin_g, wt.data() + gr * Cout_g * kn * Cin_g, xi, T(0),
                   col.data());
-        std::fill(yi, yi + Cout_g * out_sp, T(0));
-        col2im(col.data(), Cout_g, g, yi);
+        col2im_par(col.data(), Cout_g, g, yi);
       }
       if (bias.defined()) {
         const T* b = bias.data<T>() + gr * Cout_g;
-        for (int64_t c = 0; c < Cout_g; ++c)
-          for (int64_t j = 0; j < out_sp; ++j) yi[c * out_sp + j] += b[c];
+        parallel_for(0, Cout_g, 1, [&](int64_t c0, int64_t c1) {
+          for (int64_t c = c0; c < c1; ++c)
+            for (int64_t j = 0; j < out_sp; ++j) yi[c * out_sp + j] += b[c];
+        });
       }
     }
-  });
+  };
+  if (split_items(N * G))
+    parallel_for(0, N * G, 1, run);
+  else
+    run(0, N * G);
 }
 
 // grad_weight [C_a, C_s_g, *k] per group = sum over images of
@@ -196,14 +330,34 @@ void convolution_backward_weight_t(const Tensor& input, const Tensor& grad_outpu
   const int64_t N = input.size(0), G = p.groups;
   const int64_t Cs_g = src.size(1) / G, Ca_g = a.size(1) / G;
   const Geo g = make_geo(src, a, grad_weight, p);
-  const int64_t kn = g.kn(), big = g.big(), small = g.small();
   const T* sp = src.data<T>();
   const T* ap = a.data<T>();
   T* gw = grad_weight.data<T>();
-  const bool ident = g.identity();
+  if (conv_takes_nhwc(src, a, G)) return conv_nhwc_weight(src, a, p, g, grad_weight);
+  if (conv_direct_fits(Cs_g, Ca_g)) return conv_direct_weight<T>(sp, ap, p, g, N, src.size(1), a.size(1), gw);
+  const int64_t kn = g.kn(), big = g.big(), small = g.small();
+  const bool ident = identity(g);
   const int64_t per_group = Ca_g * Cs_g * kn;
   std::fill(gw, gw + G * per_group, T(0));
-  parallel_for(0, G, 1, [&](int64_t g0, int64_t g1) {
+  if (!ident && !split_items(G)) {
+    // Blocks of output positions in order, each gemm threaded: the patch
+    // columns of one block, never those of a whole image.
+    std::vector<T> col;
+    for (int64_t gr = 0; gr < G; ++gr)
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t p0 = 0; p0 < small; p0 += kWeightCols) {
+          const int64_t p1 = std::min(small, p0 + kWeightCols), m = p1 - p0;
+          const T* si = sp + (n * src.size(1) + gr * Cs_g) * big;
+          col.resize(size_t(Cs_g * kn * m));
+          parallel_for(0, Cs_g, 1, [&](int64_t c0, int64_t c1) {
+            im2col_cols(si + c0 * big, c1 - c0, g, false, p0, p1, col.data() + c0 * kn * m);
+          });
+          gemm_ld<T>(true, Ca_g, Cs_g * kn, m, ap + (n * a.size(1) + gr * Ca_g) * small + p0, small,
+                     col.data(), m, T(1), gw + gr * per_group, Cs_g * kn);
+        }
+    return;
+  }
+  auto run = [&](int64_t g0, int64_t g1) {
     std::vector<T> col;
     for (int64_t gr = g0; gr < g1; ++gr)
       for (int64_t n = 0; n < N; ++n) {
@@ -211,13 +365,17 @@ void convolution_backward_weight_t(const Tensor& input, const Tensor& grad_outpu
         const T* cp = si;
         if (!ident) {
           col.resize(size_t(Cs_g * kn * small));
-          im2col(si, Cs_g, g, col.data());
+          im2col_par(si, Cs_g, g, col.data());
           cp = col.data();
         }
         gemm_t<T>(true, Ca_g, Cs_g * kn, small, ap + (n * a.size(1) + gr * Ca_g) * small, cp, T(1),
                   gw + gr * per_group);
       }
-  });
+  };
+  if (split_items(G))
+    parallel_for(0, G, 1, run);
+  else
+    run(0, G);
 }
 
 void convolution(const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvParams& p,
