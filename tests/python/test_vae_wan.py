@@ -1,0 +1,134 @@
+"""kiln.models.AutoencoderKLWan against diffusers: the committed tiny fixture
+(tests/data/vae, written by scripts/make_wan_vae_fixture.py with diffusers) holds a
+random-weight Wan video VAE and diffusers' encode / decode outputs on it; a live
+comparison runs where diffusers is installed."""
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import kiln
+from kiln.models import AutoencoderKLWan
+from kiln.models.wan_vae_blocks import CausalConv3d, FrameCache
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "data", "vae")
+MODEL = os.path.join(DATA, "tiny_autoencoder_kl_wan")
+OUTPUTS = os.path.join(DATA, "tiny_autoencoder_kl_wan_outputs.safetensors")
+
+
+def close(got, want, rel=1e-4):
+    got = got.numpy() if isinstance(got, kiln.Tensor) else np.asarray(got)
+    want = want.numpy() if isinstance(want, kiln.Tensor) else np.asarray(want)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=rel, atol=rel * float(np.abs(want).max()))
+
+
+@pytest.fixture(scope="module")
+def vae():
+    return AutoencoderKLWan.from_pretrained(MODEL)
+
+
+@pytest.fixture(scope="module")
+def ref():
+    return kiln.load(OUTPUTS)
+
+
+def test_state_dict_keys_are_diffusers(vae):
+    on_disk = kiln.load(os.path.join(MODEL, "diffusion_pytorch_model.safetensors"))
+    assert sorted(vae.state_dict()) == sorted(on_disk)
+    for k, v in on_disk.items():
+        np.testing.assert_array_equal(vae.state_dict()[k].numpy(), v.numpy())
+    assert not any(p.requires_grad for p in vae.parameters())
+    assert vae.temporal_scale == 2 and vae.spatial_scale == 4
+
+
+def test_decode_matches_diffusers(vae, ref):
+    with kiln.no_grad():
+        out = vae.decode(ref["latents"])
+    assert list(out.shape) == [1, 3, 5, 16, 16]  # 1 + (3 - 1) * 2 frames
+    close(out, ref["decode"])
+    assert float(out.abs().max()) == 1.0  # the clamp to [-1, 1] is part of decode
+
+
+def test_encode_matches_diffusers(vae, ref):
+    with kiln.no_grad():
+        dist = vae.encode(ref["video"])
+    assert list(dist.mean.shape) == [1, 4, 5, 4, 4]  # 1 + (9 - 1) / 2 latent frames
+    close(dist.mean, ref["encode_mean"])
+    close(dist.logvar, ref["encode_logvar"])
+
+
+def test_causal_conv_chunks_equal_one_pass():
+    # A FrameCache carries the past between chunks: frames fed 1, 2, 1 at a time give
+    # what one causally padded pass over all 4 frames gives (a float64 direct reference).
+    kiln.manual_seed(0)
+    conv = CausalConv3d(2, 3, 3, padding=1)
+    x = kiln.randn(1, 2, 4, 5, 5)
+    with kiln.no_grad():
+        cache = FrameCache()
+        chunks = [conv(x.narrow(2, s, n), cache) for s, n in ((0, 1), (1, 2), (3, 1))]
+        got = kiln.cat(chunks, 2).numpy()
+    w, b, xs = conv.weight.numpy().astype(np.float64), conv.bias.numpy(), x.numpy().astype(np.float64)
+    xp = np.pad(xs, ((0, 0), (0, 0), (2, 0), (1, 1), (1, 1)))
+    want = np.zeros((1, 3, 4, 5, 5))
+    for t in range(4):
+        for i in range(5):
+            for j in range(5):
+                patch = xp[0, :, t:t + 3, i:i + 3, j:j + 3]  # [Cin, 3, 3, 3]
+                want[0, :, t, i, j] = np.tensordot(w, patch, axes=([1, 2, 3, 4], [0, 1, 2, 3])) + b
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_latent_normalisation(vae):
+    z = kiln.randn(1, 4, 2, 3, 3)
+    mean = np.array([0.1, -0.2, 0.3, -0.4]).reshape(1, 4, 1, 1, 1)
+    std = np.array([1.5, 0.5, 2.0, 1.25]).reshape(1, 4, 1, 1, 1)
+    s = vae.scale_latents(z)
+    close(s, (z.numpy() - mean) / std)
+    close(vae.unscale_latents(s), z)
+
+
+def test_errors(vae, tmp_path):
+    with pytest.raises(ValueError, match=r"\[AutoencoderKLWan.decode\].*\[1, 4, 3, 4\]"):
+        vae.decode(kiln.zeros(1, 4, 3, 4))
+    with pytest.raises(ValueError, match=r"\[AutoencoderKLWan.encode\]"):
+        vae.encode(kiln.zeros(1, 4, 1, 8, 8))
+    with pytest.raises(FileNotFoundError, match="no config.json"):
+        AutoencoderKLWan.from_pretrained(str(tmp_path))
+    with pytest.raises(ValueError, match="describes a AutoencoderKL"):
+        AutoencoderKLWan.from_pretrained(os.path.join(DATA, "tiny_autoencoder_kl"))
+    d = tmp_path / "residual"
+    shutil.copytree(MODEL, d)
+    cfg = json.loads((d / "config.json").read_text())
+    cfg.update(is_residual=True, patch_size=2)
+    (d / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match="is_residual"):
+        AutoencoderKLWan.from_pretrained(str(d))
+
+
+def test_matches_diffusers_live(tmp_path):
+    torch = pytest.importorskip("torch")
+    diffusers = pytest.importorskip("diffusers")
+    torch.manual_seed(5)
+    ref = diffusers.AutoencoderKLWan(base_dim=8, z_dim=3, dim_mult=[1, 2, 2, 2], num_res_blocks=2,
+                                     temperal_downsample=[True, True, False]).eval()
+    with torch.no_grad():
+        for name, p in ref.named_parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    ref.save_pretrained(str(tmp_path / "vae"))
+    mine = AutoencoderKLWan.from_pretrained(str(tmp_path / "vae"))
+    g = torch.Generator().manual_seed(1)
+    video = torch.rand(1, 3, 9, 16, 24, generator=g) * 2 - 1
+    latents = torch.randn(1, 3, 3, 2, 3, generator=g)
+    with torch.no_grad():
+        dist = ref.encode(video).latent_dist
+        dec = ref.decode(latents).sample
+    with kiln.no_grad():
+        got = mine.encode(kiln.tensor(video.numpy()))
+        out = mine.decode(kiln.tensor(latents.numpy()))
+    close(got.mean, dist.mean.numpy())
+    close(got.logvar, dist.logvar.numpy())
+    close(out, dec.numpy())
