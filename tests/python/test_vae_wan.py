@@ -6,6 +6,8 @@ comparison runs where diffusers is installed."""
 import json
 import os
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -132,3 +134,45 @@ def test_matches_diffusers_live(tmp_path):
     close(got.mean, dist.mean.numpy())
     close(got.logvar, dist.logvar.numpy())
     close(out, dec.numpy())
+
+
+# ---- CLI (kiln vae picks the class from config.json) ----
+
+def _run(*args):
+    return subprocess.run([sys.executable, "-m", "kiln.vae", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_cli_video_round_trip(vae, tmp_path):
+    Image = pytest.importorskip("PIL.Image")
+    rng = np.random.default_rng(2)
+    pixels = rng.integers(0, 256, (5, 16, 12, 3), dtype=np.uint8)  # [T, H, W, 3]
+    (tmp_path / "frames").mkdir()
+    for t in range(5):
+        Image.fromarray(pixels[t], "RGB").save(tmp_path / "frames" / f"f{t:02d}.png")
+    r = _run("encode", MODEL, str(tmp_path / "frames"), str(tmp_path / "z.safetensors"))
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.splitlines()[-1] == "kiln vae encode: chunk 2/2"
+    z = kiln.load(str(tmp_path / "z.safetensors"))["latents"]
+    x = kiln.tensor(pixels.transpose(3, 0, 1, 2)[None].astype(np.float32) / 127.5 - 1.0)  # [1, 3, T, H, W]
+    with kiln.no_grad():
+        close(z, vae.scale_latents(vae.encode(x).mode()))
+    assert list(z.shape) == [1, 4, 3, 4, 3]
+
+    r = _run("decode", MODEL, str(tmp_path / "z.safetensors"), str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.splitlines()[-1] == "kiln vae decode: latent frame 3/3"
+    with kiln.no_grad():
+        want = vae.decode(vae.unscale_latents(z)).numpy()[0]  # [3, T, H, W]
+    names = sorted(os.listdir(tmp_path / "out"))
+    assert names == [f"{t:04d}.png" for t in range(5)]
+    for t, n in enumerate(names):
+        got = np.asarray(Image.open(tmp_path / "out" / n))
+        assert got.shape == (16, 12, 3) and got.dtype == np.uint8
+        expect = np.rint((want[:, t] + 1) * 127.5).transpose(1, 2, 0)
+        assert np.abs(got.astype(np.float64) - expect).max() <= 1
+
+
+def test_cli_wan_refuses_tiling(tmp_path):
+    kiln.save({"latents": kiln.zeros(1, 4, 1, 2, 2)}, str(tmp_path / "z.safetensors"))
+    r = _run("decode", MODEL, str(tmp_path / "z.safetensors"), str(tmp_path / "out"), "--tiled")
+    assert r.returncode == 1 and "not supported for AutoencoderKLWan" in r.stderr

@@ -76,29 +76,34 @@ class AutoencoderKLWan(Module):
         if x.dim() != 5 or x.shape[1] != channels or x.shape[2] < 1:
             raise ValueError(f"[AutoencoderKLWan.{what}] expected [N, {channels}, T >= 1, H, W], got {list(x.shape)}")
 
-    def encode(self, x):
+    def encode(self, x, progress=None):
         """x [N, in_channels, T, H, W] (in [-1, 1]) -> DiagonalGaussianDistribution over
         [N, z_dim, 1 + (T - 1) / temporal_scale, H / s, W / s]; T - 1 should be a multiple
-        of temporal_scale, and H, W of s."""
+        of temporal_scale, and H, W of s. progress(done, total) is called per chunk."""
         self._check_input(x, self.config["in_channels"], "encode")
         cache, outs = FrameCache(), []
         t = x.shape[2]
         starts = [0] + list(range(1, t, _ENCODE_CHUNK))
-        for s in starts:
+        for i, s in enumerate(starts):
             n = 1 if s == 0 else min(_ENCODE_CHUNK, t - s)
             outs.append(self.encoder(x.narrow(2, s, n), cache))  # [N, 2z, t', h, w]
+            if progress is not None:
+                progress(i + 1, len(starts))
         h = self.quant_conv(outs[0] if len(outs) == 1 else _C.cat(outs, 2))
         return DiagonalGaussianDistribution(h)
 
-    def decode(self, z):
+    def decode(self, z, progress=None):
         """z [N, z_dim, t, h, w] (VAE latents: unscale_latents() first for a diffusion
         model's) -> video [N, out_channels, 1 + (t - 1) * temporal_scale, h * s, w * s],
-        clamped to [-1, 1]. Decodes one latent frame at a time."""
+        clamped to [-1, 1]. Decodes one latent frame at a time; progress(done, total) is
+        called per latent frame."""
         self._check_input(z, self.config["z_dim"], "decode")
         cache, outs = FrameCache(), []
         z = self.post_quant_conv(z)
         for i in range(z.shape[2]):
             outs.append(self.decoder(z.narrow(2, i, 1), cache))  # [N, C, 1 or temporal_scale, H, W]
+            if progress is not None:
+                progress(i + 1, z.shape[2])
         out = outs[0] if len(outs) == 1 else _C.cat(outs, 2)
         return out.clamp(-1.0, 1.0)
 
