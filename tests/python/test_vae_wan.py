@@ -1,7 +1,7 @@
-"""kiln.models.AutoencoderKLWan against diffusers: the committed tiny fixture
-(tests/data/vae, written by scripts/make_wan_vae_fixture.py with diffusers) holds a
-random-weight Wan video VAE and diffusers' encode / decode outputs on it; a live
-comparison runs where diffusers is installed."""
+"""kiln.models.AutoencoderKLWan against diffusers: the committed tiny fixtures
+(tests/data/vae, written by scripts/make_wan_vae_fixture.py with diffusers) hold
+random-weight Wan 2.1 and Wan 2.2 TI2V (residual, patched) video VAEs and diffusers'
+encode / decode outputs on them; a live comparison runs where diffusers is installed."""
 
 import json
 import os
@@ -19,6 +19,8 @@ from kiln.models.wan_vae_blocks import CausalConv3d, FrameCache
 DATA = os.path.join(os.path.dirname(__file__), "..", "data", "vae")
 MODEL = os.path.join(DATA, "tiny_autoencoder_kl_wan")
 OUTPUTS = os.path.join(DATA, "tiny_autoencoder_kl_wan_outputs.safetensors")
+MODEL22 = os.path.join(DATA, "tiny_autoencoder_kl_wan22")
+OUTPUTS22 = os.path.join(DATA, "tiny_autoencoder_kl_wan22_outputs.safetensors")
 
 
 def close(got, want, rel=1e-4):
@@ -102,28 +104,65 @@ def test_errors(vae, tmp_path):
         AutoencoderKLWan.from_pretrained(str(tmp_path))
     with pytest.raises(ValueError, match="describes a AutoencoderKL"):
         AutoencoderKLWan.from_pretrained(os.path.join(DATA, "tiny_autoencoder_kl"))
-    d = tmp_path / "residual"
+    d = tmp_path / "patched"
     shutil.copytree(MODEL, d)
     cfg = json.loads((d / "config.json").read_text())
-    cfg.update(is_residual=True, patch_size=2)
+    cfg.update(patch_size=2)  # 3 channels are not whole 2x2 patches
     (d / "config.json").write_text(json.dumps(cfg))
-    with pytest.raises(ValueError, match="is_residual"):
+    with pytest.raises(ValueError, match="patch_size"):
         AutoencoderKLWan.from_pretrained(str(d))
+    with pytest.raises(ValueError, match=r"\[AutoencoderKLWan.encode\].*\[N, 3, T >= 1, H, W\]"):
+        AutoencoderKLWan.from_pretrained(MODEL22).encode(kiln.zeros(1, 12, 1, 8, 8))
 
 
-def test_matches_diffusers_live(tmp_path):
+# ---- Wan 2.2 TI2V-5B layout: residual blocks, 2x2 patches ----
+
+def test_wan22_residual_layout_matches_diffusers():
+    vae = AutoencoderKLWan.from_pretrained(MODEL22)
+    on_disk = kiln.load(os.path.join(MODEL22, "diffusion_pytorch_model.safetensors"))
+    assert sorted(vae.state_dict()) == sorted(on_disk)
+    assert vae.spatial_scale == 8 and vae.temporal_scale == 2
+    ref = kiln.load(OUTPUTS22)
+    with kiln.no_grad():
+        dist = vae.encode(ref["video"])
+        out = vae.decode(ref["latents"])
+    assert list(dist.mean.shape) == [1, 4, 3, 2, 2]
+    close(dist.mean, ref["encode_mean"])
+    close(dist.logvar, ref["encode_logvar"])
+    assert list(out.shape) == [1, 3, 5, 16, 16]
+    close(out, ref["decode"])
+
+
+def test_patchify_round_trip_and_layout():
+    from kiln.models.wan_vae_residual import patchify, unpatchify
+
+    x = np.arange(2 * 3 * 2 * 4 * 6, dtype=np.float32).reshape(2, 3, 2, 4, 6)
+    p = patchify(kiln.tensor(x), 2).numpy()
+    assert p.shape == (2, 12, 2, 2, 3)
+    # channel c * 4 + dw * 2 + dh holds pixel (2 * i + dh, 2 * j + dw)
+    for c in range(3):
+        for dh in range(2):
+            for dw in range(2):
+                np.testing.assert_array_equal(p[:, c * 4 + dw * 2 + dh], x[:, c, :, dh::2, dw::2])
+    np.testing.assert_array_equal(unpatchify(kiln.tensor(p), 2).numpy(), x)
+
+
+@pytest.mark.parametrize("residual", [False, True], ids=["wan21", "wan22_residual"])
+def test_matches_diffusers_live(tmp_path, residual):
     torch = pytest.importorskip("torch")
     diffusers = pytest.importorskip("diffusers")
     torch.manual_seed(5)
+    extra = dict(is_residual=True, patch_size=2, in_channels=12, out_channels=12) if residual else {}
     ref = diffusers.AutoencoderKLWan(base_dim=8, z_dim=3, dim_mult=[1, 2, 2, 2], num_res_blocks=2,
-                                     temperal_downsample=[True, True, False]).eval()
+                                     temperal_downsample=[True, True, False], **extra).eval()
     with torch.no_grad():
-        for name, p in ref.named_parameters():
+        for p in ref.parameters():
             p.add_(0.1 * torch.randn_like(p))
     ref.save_pretrained(str(tmp_path / "vae"))
     mine = AutoencoderKLWan.from_pretrained(str(tmp_path / "vae"))
     g = torch.Generator().manual_seed(1)
-    video = torch.rand(1, 3, 9, 16, 24, generator=g) * 2 - 1
+    scale = 16 if residual else 8
+    video = torch.rand(1, 3, 9, 2 * scale, 3 * scale, generator=g) * 2 - 1
     latents = torch.randn(1, 3, 3, 2, 3, generator=g)
     with torch.no_grad():
         dist = ref.encode(video).latent_dist

@@ -1,5 +1,5 @@
 """kiln.models.AutoencoderKLWan: the Wan 2.1 video VAE (also the VAE of Wan 2.2's 14B
-models), loaded from a diffusers-format directory into kiln.nn modules. encode()
+models) and Wan 2.2 TI2V-5B's residual, 2x2-patched one, loaded from a diffusers-format directory into kiln.nn modules. encode()
 gives a DiagonalGaussianDistribution over video latents, decode() the video.
 
 Both run causally chunk by chunk along time, as diffusers does: encode takes the
@@ -15,6 +15,7 @@ from .._grad_mode import no_grad
 from ..nn import Module
 from .autoencoder_kl import DiagonalGaussianDistribution, _read_state_dict
 from .wan_vae_blocks import CausalConv3d, Decoder3d, Encoder3d, FrameCache
+from .wan_vae_residual import patchify, unpatchify
 
 _ENCODE_CHUNK = 4  # frames per encoder chunk after the first frame
 
@@ -22,16 +23,18 @@ _ENCODE_CHUNK = 4  # frames per encoder chunk after the first frame
 class AutoencoderKLWan(Module):
     """diffusers' AutoencoderKLWan with the same constructor arguments (config.json keys)
     and state_dict keys. Videos are [N, C, T, H, W] in [-1, 1]; latents are
-    [N, z_dim, 1 + (T - 1) / 2**sum(temperal_downsample), H / 2**(levels-1), W / ...]."""
+    [N, z_dim, 1 + (T - 1) / temporal_scale, H / spatial_scale, W / spatial_scale] with
+    temporal_scale = 2**sum(temperal_downsample), spatial_scale = patch_size * 2**(levels-1)."""
 
     def __init__(self, base_dim=96, decoder_base_dim=None, z_dim=16, dim_mult=(1, 2, 4, 4), num_res_blocks=2,
                  attn_scales=(), temperal_downsample=(False, True, True), dropout=0.0, latents_mean=None,
                  latents_std=None, is_residual=False, in_channels=3, out_channels=3, patch_size=None,
                  scale_factor_temporal=4, scale_factor_spatial=8, **unused):
         super().__init__()
-        if is_residual or patch_size not in (None, 1):
-            raise ValueError("[AutoencoderKLWan] is_residual / patch_size (the Wan 2.2 TI2V-5B VAE layout) "
-                             f"are not supported (is_residual={is_residual}, patch_size={patch_size})")
+        p = int(patch_size or 1)
+        if in_channels % (p * p) or out_channels % (p * p):
+            raise ValueError(f"[AutoencoderKLWan] in_channels {in_channels} / out_channels {out_channels} must be "
+                             f"multiples of patch_size**2 = {p * p}")
         if len(temperal_downsample) != len(dim_mult) - 1:
             raise ValueError(f"[AutoencoderKLWan] temperal_downsample has {len(temperal_downsample)} entries "
                              f"for {len(dim_mult)} levels (expected {len(dim_mult) - 1})")
@@ -43,14 +46,15 @@ class AutoencoderKLWan(Module):
             patch_size=patch_size, scale_factor_temporal=scale_factor_temporal,
             scale_factor_spatial=scale_factor_spatial)
         self.encoder = Encoder3d(in_channels, base_dim, 2 * z_dim, dim_mult, num_res_blocks, attn_scales,
-                                 temperal_downsample)
+                                 temperal_downsample, is_residual)
         self.quant_conv = CausalConv3d(2 * z_dim, 2 * z_dim, 1)
         self.post_quant_conv = CausalConv3d(z_dim, z_dim, 1)
         self.decoder = Decoder3d(decoder_base_dim or base_dim, z_dim, dim_mult, num_res_blocks,
-                                 list(temperal_downsample)[::-1], out_channels)
+                                 list(temperal_downsample)[::-1], out_channels, is_residual)
+        self.patch_size = p
         # Frames per latent frame (after the first) and pixels per latent position.
         self.temporal_scale = 2 ** sum(bool(t) for t in temperal_downsample)
-        self.spatial_scale = 2 ** (len(dim_mult) - 1)
+        self.spatial_scale = p * 2 ** (len(dim_mult) - 1)
 
     # ---- latent normalisation (the diffusion model's latent space) ----
     def _mean_std(self, z):  # [1, z_dim, 1, 1, 1] each, in z's dtype
@@ -80,7 +84,8 @@ class AutoencoderKLWan(Module):
         """x [N, in_channels, T, H, W] (in [-1, 1]) -> DiagonalGaussianDistribution over
         [N, z_dim, 1 + (T - 1) / temporal_scale, H / s, W / s]; T - 1 should be a multiple
         of temporal_scale, and H, W of s. progress(done, total) is called per chunk."""
-        self._check_input(x, self.config["in_channels"], "encode")
+        self._check_input(x, self.config["in_channels"] // self.patch_size**2, "encode")
+        x = patchify(x, self.patch_size)  # [N, C * p * p, T, H / p, W / p]
         cache, outs = FrameCache(), []
         t = x.shape[2]
         starts = [0] + list(range(1, t, _ENCODE_CHUNK))
@@ -101,11 +106,11 @@ class AutoencoderKLWan(Module):
         cache, outs = FrameCache(), []
         z = self.post_quant_conv(z)
         for i in range(z.shape[2]):
-            outs.append(self.decoder(z.narrow(2, i, 1), cache))  # [N, C, 1 or temporal_scale, H, W]
+            outs.append(self.decoder(z.narrow(2, i, 1), cache, i == 0))  # [N, C, 1 or temporal_scale, H, W]
             if progress is not None:
                 progress(i + 1, z.shape[2])
         out = outs[0] if len(outs) == 1 else _C.cat(outs, 2)
-        return out.clamp(-1.0, 1.0)
+        return unpatchify(out, self.patch_size).clamp(-1.0, 1.0)
 
     def forward(self, sample, sample_posterior=False, generator=None):
         dist = self.encode(sample)

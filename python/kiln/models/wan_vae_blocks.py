@@ -197,7 +197,7 @@ class UpBlock(Module):
             [ResidualBlock(in_dim if i == 0 else out_dim, out_dim) for i in range(num_res_blocks + 1)])
         self.upsamplers = ModuleList([Resample(out_dim, upsample_mode)]) if upsample_mode else None
 
-    def forward(self, x, cache=None):
+    def forward(self, x, cache=None, first_chunk=False):
         for r in self.resnets:
             x = r(x, cache)
         if self.upsamplers is not None:
@@ -209,18 +209,25 @@ class Encoder3d(Module):
     """[N, in_channels, T, H, W] -> [N, z_dim, 1 + (T - 1) / 2**sum(temperal_downsample),
     H / 2**(levels-1), W / 2**(levels-1)] (z_dim here is twice the latent channels)."""
 
-    def __init__(self, in_channels, dim, z_dim, dim_mult, num_res_blocks, attn_scales, temperal_downsample):
+    def __init__(self, in_channels, dim, z_dim, dim_mult, num_res_blocks, attn_scales, temperal_downsample,
+                 is_residual=False):
         super().__init__()
+        from .wan_vae_residual import ResidualDownBlock
+
         dims = [dim * u for u in [1] + list(dim_mult)]
         self.conv_in = CausalConv3d(in_channels, dims[0], 3, padding=1)
         blocks, scale = [], 1.0
         for i, (in_dim, out_dim) in enumerate(zip(dims[:-1], dims[1:])):
+            down = i != len(dim_mult) - 1
+            if is_residual:
+                blocks.append(ResidualDownBlock(in_dim, out_dim, num_res_blocks, down and temperal_downsample[i], down))
+                continue
             for _ in range(num_res_blocks):
                 blocks.append(ResidualBlock(in_dim, out_dim))
                 if scale in attn_scales:
                     blocks.append(AttentionBlock(out_dim))
                 in_dim = out_dim
-            if i != len(dim_mult) - 1:
+            if down:
                 blocks.append(Resample(out_dim, "downsample3d" if temperal_downsample[i] else "downsample2d"))
                 scale /= 2.0
         self.down_blocks = ModuleList(blocks)
@@ -240,28 +247,34 @@ class Decoder3d(Module):
     """[N, z_dim, t, h, w] -> [N, out_channels, 1 + (t - 1) * 2**sum(temperal_upsample),
     h * 2**(levels-1), w * 2**(levels-1)] when fed chunk by chunk."""
 
-    def __init__(self, dim, z_dim, dim_mult, num_res_blocks, temperal_upsample, out_channels):
+    def __init__(self, dim, z_dim, dim_mult, num_res_blocks, temperal_upsample, out_channels, is_residual=False):
         super().__init__()
+        from .wan_vae_residual import ResidualUpBlock
+
         dims = [dim * u for u in [dim_mult[-1]] + list(dim_mult)[::-1]]
         self.conv_in = CausalConv3d(z_dim, dims[0], 3, padding=1)
         self.mid_block = MidBlock(dims[0])
         blocks = []
         for i, (in_dim, out_dim) in enumerate(zip(dims[:-1], dims[1:])):
+            up = i != len(dim_mult) - 1
+            if is_residual:
+                blocks.append(ResidualUpBlock(in_dim, out_dim, num_res_blocks, up and temperal_upsample[i], up))
+                continue
             if i > 0:
                 in_dim //= 2  # the previous level's upsampler halved the channels
             mode = None
-            if i != len(dim_mult) - 1:
+            if up:
                 mode = "upsample3d" if temperal_upsample[i] else "upsample2d"
             blocks.append(UpBlock(in_dim, out_dim, num_res_blocks, mode))
         self.up_blocks = ModuleList(blocks)
         self.norm_out = RMSNorm(dims[-1])
         self.conv_out = CausalConv3d(dims[-1], out_channels, 3, padding=1)
 
-    def forward(self, x, cache=None):
+    def forward(self, x, cache=None, first_chunk=False):
         x = self.conv_in(x, cache)
         x = self.mid_block(x, cache)
         for b in self.up_blocks:
-            x = b(x, cache)
+            x = b(x, cache, first_chunk)
         return self.conv_out(F.silu(self.norm_out(x)), cache)
 
 
