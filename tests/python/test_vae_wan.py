@@ -14,7 +14,7 @@ import pytest
 
 import kiln
 from kiln.models import AutoencoderKLWan
-from kiln.models.wan_vae_blocks import CausalConv3d, FrameCache
+from kiln.models.wan_vae_blocks import CausalConv3d, FrameCache, RMSNorm
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data", "vae")
 MODEL = os.path.join(DATA, "tiny_autoencoder_kl_wan")
@@ -84,6 +84,47 @@ def test_causal_conv_chunks_equal_one_pass():
                 patch = xp[0, :, t:t + 3, i:i + 3, j:j + 3]  # [Cin, 3, 3, 3]
                 want[0, :, t, i, j] = np.tensordot(w, patch, axes=([1, 2, 3, 4], [0, 1, 2, 3])) + b
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_rms_norm_against_numpy_and_in_half_precision():
+    kiln.manual_seed(1)
+    norm = RMSNorm(4)
+    with kiln.no_grad():
+        norm.gamma.copy_(kiln.tensor(np.array([0.5, 1.0, 1.5, -2.0], dtype=np.float32).reshape(4, 1, 1, 1)))
+    x = kiln.randn(2, 4, 3, 2, 2)
+    xs, g = x.numpy().astype(np.float64), norm.gamma.numpy().astype(np.float64)
+    want = xs / np.sqrt((xs * xs).sum(1, keepdims=True)) * 2.0 * g
+    close(norm(x), want, rel=1e-5)
+    # 4 * 300**2 overflows float16: the norm is taken in float32, as diffusers does.
+    big = kiln.full((1, 4, 1, 1, 1), 300.0, dtype=kiln.float16)
+    out = norm.to(kiln.float16)(big)
+    assert out.dtype == kiln.float16
+    np.testing.assert_allclose(out.float().numpy().ravel(), [0.5, 1.0, 1.5, -2.0])
+
+
+def test_decode_one_latent_frame_at_a_time(vae, ref, monkeypatch):
+    # Memory stays bounded because the decoder only ever sees one latent frame (and the
+    # encoder 1 + 4-frame chunks), each causal conv keeping at most 2 past frames.
+    seen, kept = [], []
+    decoder, encoder = vae.decoder.forward, vae.encoder.forward
+
+    def record(fn):
+        def run(x, cache=None, *rest):
+            seen.append(x.shape[2])
+            out = fn(x, cache, *rest)
+            kept.append(max(v.shape[2] for v in cache._state.values() if not isinstance(v, str)))
+            return out
+        return run
+
+    monkeypatch.setattr(vae.decoder, "forward", record(decoder))
+    with kiln.no_grad():
+        vae.decode(ref["latents"])
+    assert seen == [1, 1, 1] and max(kept) == 2
+    seen.clear()
+    monkeypatch.setattr(vae.encoder, "forward", record(encoder))
+    with kiln.no_grad():
+        vae.encode(ref["video"])
+    assert seen == [1, 4, 4] and max(kept) == 2
 
 
 def test_latent_normalisation(vae):

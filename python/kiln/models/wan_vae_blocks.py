@@ -69,8 +69,11 @@ class RMSNorm(Module):
         self.gamma = Parameter(_C.ones(dim, 1, 1) if images else _C.ones(dim, 1, 1, 1))
 
     def forward(self, x):
-        norm = (x * x).sum(1, keepdim=True).sqrt().clamp_min(1e-12)  # [N, 1, ...]
-        return x / norm * self.scale * self.gamma
+        # Half-precision inputs are normalised in float32 (a sum of squares over C overflows or
+        # rounds badly in them), as diffusers does.
+        xf = x.float() if x.dtype in (_C.bfloat16, _C.float16) else x
+        norm = (xf * xf).sum(1, keepdim=True).sqrt().clamp_min(1e-12)  # [N, 1, ...]
+        return (xf / norm).to(x.dtype) * self.scale * self.gamma
 
 
 class ResidualBlock(Module):
