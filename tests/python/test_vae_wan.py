@@ -141,6 +141,8 @@ def test_errors(vae, tmp_path):
         vae.decode(kiln.zeros(1, 4, 3, 4))
     with pytest.raises(ValueError, match=r"\[AutoencoderKLWan.encode\]"):
         vae.encode(kiln.zeros(1, 4, 1, 8, 8))
+    with pytest.raises(ValueError, match=r"\[AutoencoderKLWan.encode\] \[1, 3, 6, 16, 16\].*multiple of 2"):
+        vae.encode(kiln.zeros(1, 3, 6, 16, 16))  # the last 1-frame chunk cannot be halved in time
     with pytest.raises(FileNotFoundError, match="no config.json"):
         AutoencoderKLWan.from_pretrained(str(tmp_path))
     with pytest.raises(ValueError, match="describes a AutoencoderKL"):

@@ -82,9 +82,14 @@ class AutoencoderKLWan(Module):
 
     def encode(self, x, progress=None):
         """x [N, in_channels, T, H, W] (in [-1, 1]) -> DiagonalGaussianDistribution over
-        [N, z_dim, 1 + (T - 1) / temporal_scale, H / s, W / s]; T - 1 should be a multiple
-        of temporal_scale, and H, W of s. progress(done, total) is called per chunk."""
+        [N, z_dim, 1 + (T - 1) / temporal_scale, H / s, W / s]; T - 1 must be a multiple
+        of temporal_scale, and H, W should be multiples of s. progress(done, total) is
+        called per chunk."""
         self._check_input(x, self.config["in_channels"] // self.patch_size**2, "encode")
+        if (x.shape[2] - 1) % self.temporal_scale:
+            # A shorter last chunk leaves a temporal down-sampler fewer frames than its kernel.
+            raise ValueError(f"[AutoencoderKLWan.encode] {list(x.shape)}: T - 1 = {x.shape[2] - 1} frames must be a "
+                             f"multiple of {self.temporal_scale} (temporal_scale)")
         x = patchify(x, self.patch_size)  # [N, C * p * p, T, H / p, W / p]
         cache, outs = FrameCache(), []
         t = x.shape[2]
