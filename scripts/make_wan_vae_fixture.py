@@ -88,7 +88,8 @@ def main():
     save_file(outputs(vae, 7), os.path.join(out_dir, "tiny_autoencoder_kl_wan_outputs.safetensors"))
     vae = build(1, residual=True)
     vae.save_pretrained(os.path.join(out_dir, "tiny_autoencoder_kl_wan22"), safe_serialization=True)
-    save_file(outputs(vae, 8, frames=5, latent_hw=2), os.path.join(out_dir, "tiny_autoencoder_kl_wan22_outputs.safetensors"))
+    save_file(outputs(vae, 8, frames=5, latent_hw=2),
+              os.path.join(out_dir, "tiny_autoencoder_kl_wan22_outputs.safetensors"))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """kiln.models.AutoencoderKLWan: the Wan 2.1 video VAE (also the VAE of Wan 2.2's 14B
-models) and Wan 2.2 TI2V-5B's residual, 2x2-patched one, loaded from a diffusers-format directory into kiln.nn modules. encode()
-gives a DiagonalGaussianDistribution over video latents, decode() the video.
+models) and Wan 2.2 TI2V-5B's residual, 2x2-patched one, loaded from a diffusers-format
+directory into kiln.nn modules. encode() gives a DiagonalGaussianDistribution over
+video latents, decode() the video.
 
 Both run causally chunk by chunk along time, as diffusers does: encode takes the
 first frame alone and then 4 frames at a time, decode one latent frame at a time,
