@@ -4,7 +4,7 @@ Run it with a Python that has torch + diffusers (neither is a kiln dependency):
     python scripts/make_wan_vae_fixture.py [OUT_DIR]
 OUT_DIR defaults to tests/data/vae. It writes
   OUT_DIR/tiny_autoencoder_kl_wan/{config.json, diffusion_pytorch_model.safetensors}
-      a Wan 2.1-layout video VAE (base_dim 8, dim_mult (1, 2, 2), one residual
+      a Wan 2.1-layout video VAE (base_dim 4, dim_mult (1, 2, 2), one residual
       block per level, temporal down/up-sampling at one level, z_dim 4) with
       seeded random weights (norm gammas and biases too, so every parameter
       matters to the outputs),
@@ -45,7 +45,7 @@ def build(seed, residual=False):
         )
     else:
         vae = AutoencoderKLWan(
-            base_dim=8,
+            base_dim=4,
             z_dim=4,
             dim_mult=[1, 2, 2],
             num_res_blocks=1,
