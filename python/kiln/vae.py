@@ -1,15 +1,21 @@
 """`kiln vae` (python -m kiln.vae): encode PNG images to latents and decode latents
-to PNG images with a diffusers-format AutoencoderKL (kiln.models.AutoencoderKL).
+to PNG images with a diffusers-format AutoencoderKL (kiln.models.AutoencoderKL), or
+videos (directories of frame images) with an AutoencoderKLWan (kiln.models.AutoencoderKLWan).
 
   kiln vae encode VAE_DIR image.png latents.safetensors
   kiln vae decode VAE_DIR latents.safetensors out.png
+  kiln vae encode WAN_VAE_DIR frames/ latents.safetensors
+  kiln vae decode WAN_VAE_DIR latents.safetensors out_frames/
 
 Images are 8-bit RGB, mapped to [-1, 1]. Latents are stored under the key
-"latents" as [N, C, h, w] float32, in the diffusion model's space
-((z - shift_factor) * scaling_factor) unless --raw is given.
+"latents" as [N, C, h, w] ([N, C, t, h, w] for video) float32, in the diffusion
+model's space ((z - shift_factor) * scaling_factor, or (z - latents_mean) /
+latents_std for Wan) unless --raw is given. The VAE class is picked from the
+directory's config.json (_class_name).
 """
 
 import argparse
+import json
 import os
 import sys
 
@@ -41,19 +47,65 @@ def write_image(x, path):
     _pil().fromarray(a, "RGB").save(path)
 
 
-def _progress(what, enabled):
+_IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
+
+
+def read_video(path):
+    """A directory of frame images (taken in name order) -> [1, 3, T, H, W] float32 in [-1, 1];
+    a single image file is a one-frame video."""
+    if not os.path.isdir(path):
+        return read_image(path).unsqueeze(2)
+    names = sorted(n for n in os.listdir(path) if n.lower().endswith(_IMAGE_EXTS))
+    if not names:
+        raise FileNotFoundError(f"no frame images ({', '.join(_IMAGE_EXTS)}) in {path}")
+    frames = [read_image(os.path.join(path, n)) for n in names]  # [1, 3, H, W] each
+    for n, f in zip(names, frames):
+        if list(f.shape) != list(frames[0].shape):
+            raise ValueError(f"frame {n} is {f.shape[3]}x{f.shape[2]}, the first frame "
+                             f"{frames[0].shape[3]}x{frames[0].shape[2]}")
+    return _C.stack(frames, 2)
+
+
+def write_video(x, path):
+    """x [3, T, H, W] in [-1, 1] -> path/0000.png, path/0001.png, ... (the directory is created)."""
+    os.makedirs(path, exist_ok=True)
+    for t in range(x.shape[1]):
+        write_image(x[:, t], os.path.join(path, f"{t:04d}.png"))
+
+
+def _progress(what, unit, enabled):
     if not enabled:
         return None
 
     def report(done, total):
-        print(f"kiln vae {what}: tile {done}/{total}", file=sys.stderr, flush=True)
+        print(f"kiln vae {what}: {unit} {done}/{total}", file=sys.stderr, flush=True)
 
     return report
 
 
-def _load(a):
-    from .models import AutoencoderKL
+def _class_name(vae_dir):
+    for d in (vae_dir, os.path.join(vae_dir, "vae")):
+        cfg = os.path.join(d, "config.json")
+        if os.path.isfile(cfg):
+            with open(cfg, encoding="utf-8") as f:
+                return json.load(f).get("_class_name", "AutoencoderKL")
+    return "AutoencoderKL"  # from_pretrained names the missing file
 
+
+def _is_wan(vae):
+    from .models import AutoencoderKLWan
+
+    return isinstance(vae, AutoencoderKLWan)
+
+
+def _load(a):
+    from .models import AutoencoderKL, AutoencoderKLWan
+
+    if _class_name(a.vae_dir) == "AutoencoderKLWan":
+        if a.tiled or a.tile_size is not None or a.overlap is not None:
+            raise ValueError("--tiled / --tile-size / --overlap are not supported for AutoencoderKLWan "
+                             "(it runs frame chunk by frame chunk instead)")
+        return AutoencoderKLWan.from_pretrained(a.vae_dir)
     vae = AutoencoderKL.from_pretrained(a.vae_dir)
     if a.tiled or a.tile_size is not None:
         vae.enable_tiling(a.tile_size, a.overlap)
@@ -62,9 +114,10 @@ def _load(a):
 
 def _encode(a):
     vae = _load(a)
-    x = read_image(a.input)
+    wan = _is_wan(vae)
+    x = read_video(a.input) if wan else read_image(a.input)
     with no_grad():
-        dist = vae.encode(x, progress=_progress("encode", not a.quiet))
+        dist = vae.encode(x, progress=_progress("encode", "chunk" if wan else "tile", not a.quiet))
         if a.sample:
             z = dist.sample(_C.Generator(a.seed))
         else:
@@ -84,14 +137,18 @@ def _decode(a):
         z = next(iter(tensors.values()))
     else:
         raise ValueError(f"{a.input} has no tensor '{a.key}' (it has {', '.join(sorted(tensors))}); pick one with --key")
-    if z.dim() == 3:
+    wan = _is_wan(vae)
+    if z.dim() == (4 if wan else 3):
         z = z.unsqueeze(0)
     z = z.float()
     with no_grad():
         if not a.raw:
             z = vae.unscale_latents(z)
-        img = vae.decode(z, progress=_progress("decode", not a.quiet))
-    if img.shape[0] == 1:
+        img = vae.decode(z, progress=_progress("decode", "latent frame" if wan else "tile", not a.quiet))
+    if wan:
+        for i in range(img.shape[0]):
+            write_video(img[i], a.output if img.shape[0] == 1 else f"{a.output.rstrip(os.sep)}-{i}")
+    elif img.shape[0] == 1:
         write_image(img[0], a.output)
     else:
         stem, ext = os.path.splitext(a.output)
@@ -107,7 +164,10 @@ def _parser():
                     "(a directory with config.json and diffusion_pytorch_model.safetensors, or a pipeline "
                     "directory with a vae/ subfolder). Images are RGB files (PNG written); pixels map to [-1, 1]. "
                     "Latents are a safetensors file with a [N, C, h, w] float32 tensor 'latents', "
-                    "h and w being H and W divided by 2**(levels-1) (8 for Stable Diffusion's VAE).",
+                    "h and w being H and W divided by 2**(levels-1) (8 for Stable Diffusion's VAE). "
+                    "With an AutoencoderKLWan directory (config.json's _class_name) the input and output are "
+                    "videos: directories of frame images (read in name order, written as 0000.png, ...), "
+                    "and latents are [N, C, t, h, w] with t = 1 + (T - 1) / 4 for Wan 2.1's VAE.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Tiling (--tiled) cuts the input into overlapping tiles of --tile-size pixels that are run "
                "one by one and cross-faded (as diffusers' enable_tiling), bounding memory for large images; "
@@ -115,7 +175,7 @@ def _parser():
     sub = p.add_subparsers(dest="command", required=True, metavar="{encode,decode}")
 
     def common(q):
-        q.add_argument("vae_dir", metavar="VAE_DIR", help="diffusers AutoencoderKL directory")
+        q.add_argument("vae_dir", metavar="VAE_DIR", help="diffusers AutoencoderKL or AutoencoderKLWan directory")
         q.add_argument("--tiled", action="store_true", help="run tile by tile when the input exceeds one tile")
         q.add_argument("--tile-size", type=int, default=None,
                        help="tile size in image pixels (implies --tiled; default: the config's sample_size)")
@@ -123,12 +183,13 @@ def _parser():
                        help="fraction of a tile shared with its neighbour (default 0.25)")
         q.add_argument("--key", default="latents", help="tensor name in the latents file (default 'latents')")
         q.add_argument("--raw", action="store_true",
-                       help="latents are the VAE's own, without scaling_factor / shift_factor applied")
-        q.add_argument("--quiet", action="store_true", help="no per-tile progress on stderr")
+                       help="latents are the VAE's own, without scaling_factor / shift_factor "
+                       "(Wan: latents_mean / latents_std) applied")
+        q.add_argument("--quiet", action="store_true", help="no per-tile (Wan: per-chunk) progress on stderr")
 
     e = sub.add_parser("encode", help="image -> latents", description="Encode an image file to latents.")
     common(e)
-    e.add_argument("input", metavar="IMAGE", help="input image (PNG, JPEG, ...)")
+    e.add_argument("input", metavar="IMAGE", help="input image (PNG, JPEG, ...); for Wan a directory of frames")
     e.add_argument("output", metavar="LATENTS", help="output .safetensors")
     e.add_argument("--sample", action="store_true", help="draw from the posterior instead of taking its mean")
     e.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
@@ -138,7 +199,8 @@ def _parser():
                        "(a batch of N writes OUT-0.png ... OUT-<N-1>.png).")
     common(d)
     d.add_argument("input", metavar="LATENTS", help="input .safetensors")
-    d.add_argument("output", metavar="IMAGE", help="output image (.png)")
+    d.add_argument("output", metavar="IMAGE",
+                   help="output image (.png); for Wan a directory that receives 0000.png, 0001.png, ...")
     d.set_defaults(run=_decode)
     return p
 

@@ -1,0 +1,157 @@
+"""kiln.models.AutoencoderKLWan: the Wan 2.1 video VAE (also the VAE of Wan 2.2's 14B
+models) and Wan 2.2 TI2V-5B's residual, 2x2-patched one, loaded from a diffusers-format
+directory into kiln.nn modules. encode() gives a DiagonalGaussianDistribution over
+video latents, decode() the video.
+
+Both run causally chunk by chunk along time, as diffusers does: encode takes the
+first frame alone and then 4 frames at a time, decode one latent frame at a time,
+with a FrameCache carrying each causal convolution's last frames between chunks,
+so activations are held for one chunk only."""
+
+import json
+import os
+
+from .. import _C
+from .._grad_mode import no_grad
+from ..nn import Module
+from .autoencoder_kl import DiagonalGaussianDistribution, _read_state_dict
+from .wan_vae_blocks import CausalConv3d, Decoder3d, Encoder3d, FrameCache
+from .wan_vae_residual import patchify, unpatchify
+
+_ENCODE_CHUNK = 4  # frames per encoder chunk after the first frame
+
+
+class AutoencoderKLWan(Module):
+    """diffusers' AutoencoderKLWan with the same constructor arguments (config.json keys)
+    and state_dict keys. Videos are [N, C, T, H, W] in [-1, 1]; latents are
+    [N, z_dim, 1 + (T - 1) / temporal_scale, H / spatial_scale, W / spatial_scale] with
+    temporal_scale = 2**sum(temperal_downsample), spatial_scale = patch_size * 2**(levels-1)."""
+
+    def __init__(self, base_dim=96, decoder_base_dim=None, z_dim=16, dim_mult=(1, 2, 4, 4), num_res_blocks=2,
+                 attn_scales=(), temperal_downsample=(False, True, True), dropout=0.0, latents_mean=None,
+                 latents_std=None, is_residual=False, in_channels=3, out_channels=3, patch_size=None,
+                 scale_factor_temporal=4, scale_factor_spatial=8, **unused):
+        super().__init__()
+        p = int(patch_size or 1)
+        if in_channels % (p * p) or out_channels % (p * p):
+            raise ValueError(f"[AutoencoderKLWan] in_channels {in_channels} / out_channels {out_channels} must be "
+                             f"multiples of patch_size**2 = {p * p}")
+        if len(temperal_downsample) != len(dim_mult) - 1:
+            raise ValueError(f"[AutoencoderKLWan] temperal_downsample has {len(temperal_downsample)} entries "
+                             f"for {len(dim_mult)} levels (expected {len(dim_mult) - 1})")
+        self.config = dict(
+            base_dim=base_dim, decoder_base_dim=decoder_base_dim, z_dim=z_dim, dim_mult=list(dim_mult),
+            num_res_blocks=num_res_blocks, attn_scales=list(attn_scales),
+            temperal_downsample=list(temperal_downsample), dropout=dropout, latents_mean=latents_mean,
+            latents_std=latents_std, is_residual=is_residual, in_channels=in_channels, out_channels=out_channels,
+            patch_size=patch_size, scale_factor_temporal=scale_factor_temporal,
+            scale_factor_spatial=scale_factor_spatial)
+        self.encoder = Encoder3d(in_channels, base_dim, 2 * z_dim, dim_mult, num_res_blocks, attn_scales,
+                                 temperal_downsample, is_residual)
+        self.quant_conv = CausalConv3d(2 * z_dim, 2 * z_dim, 1)
+        self.post_quant_conv = CausalConv3d(z_dim, z_dim, 1)
+        self.decoder = Decoder3d(decoder_base_dim or base_dim, z_dim, dim_mult, num_res_blocks,
+                                 list(temperal_downsample)[::-1], out_channels, is_residual)
+        self.patch_size = p
+        # Frames per latent frame (after the first) and pixels per latent position.
+        self.temporal_scale = 2 ** sum(bool(t) for t in temperal_downsample)
+        self.spatial_scale = p * 2 ** (len(dim_mult) - 1)
+
+    # ---- latent normalisation (the diffusion model's latent space) ----
+    def _mean_std(self, z):  # [1, z_dim, 1, 1, 1] each, in z's dtype
+        mean, std = self.config["latents_mean"], self.config["latents_std"]
+        if mean is None or std is None:
+            raise ValueError("[AutoencoderKLWan] config has no latents_mean / latents_std")
+        shape = (1, len(mean), 1, 1, 1)
+        return (_C.tensor(list(map(float, mean))).reshape(*shape).to(z.dtype),
+                _C.tensor(list(map(float, std))).reshape(*shape).to(z.dtype))
+
+    def scale_latents(self, z):
+        """VAE latents -> the diffusion model's: (z - latents_mean) / latents_std per channel."""
+        mean, std = self._mean_std(z)
+        return (z - mean) / std
+
+    def unscale_latents(self, z):
+        """The diffusion model's latents -> VAE latents: z * latents_std + latents_mean."""
+        mean, std = self._mean_std(z)
+        return z * std + mean
+
+    # ---- encode / decode ----
+    def _check_input(self, x, channels, what):
+        if x.dim() != 5 or x.shape[1] != channels or x.shape[2] < 1:
+            raise ValueError(f"[AutoencoderKLWan.{what}] expected [N, {channels}, T >= 1, H, W], got {list(x.shape)}")
+
+    def encode(self, x, progress=None):
+        """x [N, in_channels, T, H, W] (in [-1, 1]) -> DiagonalGaussianDistribution over
+        [N, z_dim, 1 + (T - 1) / temporal_scale, H / s, W / s]; T - 1 must be a multiple
+        of temporal_scale, and H, W should be multiples of s. progress(done, total) is
+        called per chunk."""
+        self._check_input(x, self.config["in_channels"] // self.patch_size**2, "encode")
+        if (x.shape[2] - 1) % self.temporal_scale:
+            # A shorter last chunk leaves a temporal down-sampler fewer frames than its kernel.
+            raise ValueError(f"[AutoencoderKLWan.encode] {list(x.shape)}: T - 1 = {x.shape[2] - 1} frames must be a "
+                             f"multiple of {self.temporal_scale} (temporal_scale)")
+        x = patchify(x, self.patch_size)  # [N, C * p * p, T, H / p, W / p]
+        cache, outs = FrameCache(), []
+        t = x.shape[2]
+        starts = [0] + list(range(1, t, _ENCODE_CHUNK))
+        for i, s in enumerate(starts):
+            n = 1 if s == 0 else min(_ENCODE_CHUNK, t - s)
+            outs.append(self.encoder(x.narrow(2, s, n), cache))  # [N, 2z, t', h, w]
+            if progress is not None:
+                progress(i + 1, len(starts))
+        h = self.quant_conv(outs[0] if len(outs) == 1 else _C.cat(outs, 2))
+        return DiagonalGaussianDistribution(h)
+
+    def decode(self, z, progress=None):
+        """z [N, z_dim, t, h, w] (VAE latents: unscale_latents() first for a diffusion
+        model's) -> video [N, out_channels, 1 + (t - 1) * temporal_scale, h * s, w * s],
+        clamped to [-1, 1]. Decodes one latent frame at a time; progress(done, total) is
+        called per latent frame."""
+        self._check_input(z, self.config["z_dim"], "decode")
+        cache, outs = FrameCache(), []
+        z = self.post_quant_conv(z)
+        for i in range(z.shape[2]):
+            outs.append(self.decoder(z.narrow(2, i, 1), cache, i == 0))  # [N, C, 1 or temporal_scale, H, W]
+            if progress is not None:
+                progress(i + 1, z.shape[2])
+        out = outs[0] if len(outs) == 1 else _C.cat(outs, 2)
+        return unpatchify(out, self.patch_size).clamp(-1.0, 1.0)
+
+    def forward(self, sample, sample_posterior=False, generator=None):
+        dist = self.encode(sample)
+        return self.decode(dist.sample(generator) if sample_posterior else dist.mode())
+
+    # ---- loading ----
+    @classmethod
+    def from_pretrained(cls, path, dtype=None, variant=None, subfolder=None):
+        """Loads a diffusers-format AutoencoderKLWan directory (or a pipeline directory
+        with a vae/ subfolder). dtype (default float32) is what the weights are cast to;
+        variant picks diffusion_pytorch_model.<variant>.safetensors. The model is returned
+        in eval mode with requires_grad off."""
+        path = os.fspath(path)
+        if subfolder:
+            path = os.path.join(path, subfolder)
+        elif not os.path.isfile(os.path.join(path, "config.json")) and os.path.isfile(
+                os.path.join(path, "vae", "config.json")):
+            path = os.path.join(path, "vae")
+        cfg_path = os.path.join(path, "config.json")
+        if not os.path.isfile(cfg_path):
+            raise FileNotFoundError(f"[AutoencoderKLWan.from_pretrained] no config.json in {path}")
+        with open(cfg_path, encoding="utf-8") as f:
+            config = json.load(f)
+        name = config.get("_class_name", "AutoencoderKLWan")
+        if name != "AutoencoderKLWan":
+            raise ValueError(f"[AutoencoderKLWan.from_pretrained] {cfg_path} describes a {name}, "
+                             "not an AutoencoderKLWan")
+        model = cls(**{k: v for k, v in config.items() if not k.startswith("_")})
+        state = _read_state_dict(path, variant)
+        dtype = _C.float32 if dtype is None else dtype
+        state = {k: (v.to(dtype) if v.dtype != dtype else v) for k, v in state.items()}
+        with no_grad():
+            model.load_state_dict(state, strict=True, assign=True)
+        model.requires_grad_(False)
+        return model.eval()
+
+
+__all__ = ["AutoencoderKLWan"]
