@@ -27,7 +27,7 @@ import sys
 import time
 
 RECIPE = {"rank": 8, "alpha": 16, "target": ["q_proj", "v_proj"], "lr": 2e-4, "seed": 0}
-CASES = [  # (name, batch, seq, steps timed after the warm-up)
+CASES = [  # (name, batch, seq)
     ("lora step B4 T128 (finetune recipe)", 4, 128),
     ("lora step B1 T512", 1, 512),
 ]
