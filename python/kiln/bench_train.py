@@ -15,6 +15,9 @@ side (``peer_median_s["torch"]``, ``speedup_vs_torch`` = torch time / kiln time)
 * ``block fwd+bwd ...``: one forward+backward step of a transformer-ish block,
   x + Wo(attention(split(Wqkv(rms_norm(x))))), softmax attention over H heads,
   loss mean(y**2), at a few sizes.
+* ``lora step ...``: kiln finetune's LoRA step on the default model beside torch +
+  peft, with each side's peak memory (kiln._bench_lora; on by default when the
+  default model is cached, ``--no-lora`` skips it).
 
 torch is timed in this process when it imports here, else under
 ``--peer-python PATH`` (a Python with torch and numpy; kiln need not be
@@ -35,7 +38,7 @@ import time
 
 import numpy as np
 
-from . import _bench_train_torch
+from . import _bench_lora, _bench_train_torch
 
 BLOCKS = [  # (batch, seq, dim, heads)
     (8, 64, 64, 4),
@@ -144,7 +147,7 @@ def _torch_side(cfg, arrays, peer_python):
     return json.loads(p.stdout), None
 
 
-def bench_train(repeat, quick, threads, peer_python=None):
+def bench_train(repeat, quick, threads, peer_python=None, lora=None):
     import kiln
 
     if threads:
@@ -211,6 +214,17 @@ def bench_train(repeat, quick, threads, peer_python=None):
                 r["peer_median_s"]["torch"] = statistics.median(timed[r["name"]])
                 r["speedup_vs_torch"] = r["peer_median_s"]["torch"] / r["median_s"]
 
+    if lora is None:
+        lora = _bench_lora.model_cached()
+        if not lora:
+            missing.append({"name": "lora steps", "why": "the default model is not cached (kiln generate fetches it)"})
+    if lora:
+        lr_results, lr_missing, lr_peer = _bench_lora.bench(quick, repeat, kiln.get_num_threads(), peer_python)
+        results += lr_results
+        missing += lr_missing
+        if lr_peer:
+            peers["torch+peft"] = lr_peer
+
     return {
         "command": "bench train (python)",
         "kiln_version": getattr(kiln, "__version__", None),
@@ -226,11 +240,13 @@ def bench_train(repeat, quick, threads, peer_python=None):
 
 
 def _print_table(doc):
-    print(f"{'case':34s} {'kiln':>12s} {'torch':>12s} {'speedup':>8s}")
+    print(f"{'case':38s} {'kiln':>12s} {'torch':>12s} {'speedup':>8s}")
     for r in doc["results"]:
         pt = r["peer_median_s"].get("torch")
-        print(f"{r['name']:34s} {r['median_s'] * 1e3:9.2f} ms "
+        print(f"{r['name']:38s} {r['median_s'] * 1e3:9.2f} ms "
               + (f"{pt * 1e3:9.2f} ms {r['speedup_vs_torch']:7.2f}x" if pt else f"{'-':>12s}"))
+    for line in _bench_lora.table_lines(doc):
+        print(line)
     for m in doc["missing"]:
         print(f"  not measured: {m['name']} ({m['why']})")
 
@@ -243,10 +259,12 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="one epoch, tiny block: a smoke run, not a measurement")
     p.add_argument("--threads", type=int, default=0, help="kiln (and torch) threads (default: kiln's)")
     p.add_argument("--peer-python", default=None, help="a Python with torch, when torch is not importable here")
+    p.add_argument("--lora", action=argparse.BooleanOptionalAction, default=None,
+                   help="the LoRA fine-tuning steps on the default model (default: on when it is cached)")
     args = p.parse_args(argv)
     if args.repeat < 1:
         p.error("--repeat must be >= 1")
-    doc = bench_train(args.repeat, args.quick, args.threads, args.peer_python)
+    doc = bench_train(args.repeat, args.quick, args.threads, args.peer_python, args.lora)
     if args.json:
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")

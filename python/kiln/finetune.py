@@ -20,16 +20,26 @@ import time
 from . import _C
 from . import finetune_data as data
 from ._grad_mode import no_grad
-from .nn import functional as F
 from .nn import lora
 from .optim import AdamW
 
 
 def loss_fn(model, inputs, labels):
-    """Mean next-token cross-entropy over the labelled positions (a scalar tensor)."""
+    """Mean next-token cross-entropy over the labelled positions (a scalar tensor).
+
+    Written as logsumexp(logits) - logits[label] rather than F.cross_entropy, whose
+    one-hot target and log_softmax are each as large as the logits ([B*T, V]: 96 MiB
+    at 512 tokens of a 49152-token vocabulary): this form keeps about half the
+    memory at the step's peak, with the same value and gradient."""
     logits = model(inputs)  # [B, T, V]
     V = logits.shape[-1]
-    return F.cross_entropy(logits.reshape(-1, V).float(), labels.reshape(-1), ignore_index=data.IGNORE)
+    logits = logits.reshape(-1, V).float()  # [N, V]
+    lab = labels.reshape(-1)  # [N]
+    kept = lab != data.IGNORE  # [N]
+    target = _C.where(kept, lab, 0).unsqueeze(-1)  # [N, 1]
+    nll = logits.logsumexp(-1) - logits.gather(-1, target).squeeze(-1)  # [N]
+    keptf = kept.to(nll.dtype)
+    return (nll * keptf).sum() / keptf.sum()
 
 
 def evaluate(model, examples, batch, pad_id):

@@ -298,3 +298,50 @@ def test_peft_loads_kiln_adapter(model, path, ids, tmp_path):
     with torch.no_grad():
         got = pm(torch.tensor([ids])).logits[0].numpy()
     assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
+
+
+def _loss_case(n=24, v=50, seed=0):
+    rng = np.random.RandomState(seed)
+    logits = rng.randn(2, n // 2, v).astype(np.float32) * 3
+    labels = rng.randint(0, v, (2, n // 2)).astype(np.int64)
+    labels[0, -3:] = fd.IGNORE  # padding
+    labels[1, 0] = fd.IGNORE
+    return logits, labels
+
+
+def test_loss_fn_matches_a_float64_reference():
+    from kiln import finetune
+
+    logits, labels = _loss_case()
+    x = kiln.tensor(logits).requires_grad_()
+    loss = finetune.loss_fn(lambda inp: x, None, kiln.tensor(labels))
+    loss.backward()
+    # float64 reference: mean over kept rows of logsumexp(z) - z[label]; d/dz = (softmax(z) - onehot) / kept
+    z = logits.reshape(-1, logits.shape[-1]).astype(np.float64)
+    lab = labels.reshape(-1)
+    kept = lab != fd.IGNORE
+    m = z.max(-1, keepdims=True)
+    lse = (m + np.log(np.exp(z - m).sum(-1, keepdims=True)))[:, 0]
+    nll = lse - z[np.arange(len(lab)), np.where(kept, lab, 0)]
+    assert loss.item() == pytest.approx(nll[kept].mean(), rel=1e-6)
+    g = np.exp(z - lse[:, None])
+    g[np.arange(len(lab)), np.where(kept, lab, 0)] -= 1
+    g = g * kept[:, None] / kept.sum()
+    np.testing.assert_allclose(x.grad.numpy().reshape(g.shape), g, atol=1e-7)
+
+
+def test_loss_fn_peak_memory_is_a_few_logits():
+    # The loss and its backward over logits [N, V] hold at most 3 more arrays of that
+    # size at once (the gradient, softmax, one temporary); a one-hot target and a
+    # saved log_softmax on top of those made it 6.
+    from kiln import finetune
+
+    n, v = 256, 4096
+    logits, labels = _loss_case(n, v)
+    x = kiln.tensor(logits).requires_grad_()
+    lab = kiln.tensor(labels)
+    kiln._C.reset_peak_memory_stats()
+    before = kiln._C.memory_stats()["current_bytes"]
+    finetune.loss_fn(lambda inp: x, None, lab).backward()
+    extra = kiln._C.memory_stats()["peak_bytes"] - before
+    assert extra <= 3.5 * n * v * 4, f"loss + backward peaked at {extra / (n * v * 4):.1f}x the logits"
