@@ -1,5 +1,6 @@
 // CPU kernels of dropout and dropout_backward (ops/registry/dropout.h): one
-// pass that draws each mask word from Philox and writes the result. Element i
+// pass that draws the mask words from Philox a block at a time into a stack
+// buffer and then selects and scales the block branch-free. Element i
 // depends on (seed, offset, i) alone, so any split across threads gives the
 // same bits. Constants and roundings follow torch's composite (noise tensor in
 // x's dtype, then x * noise [+ b]), so float32/float64 results match torch's
@@ -52,33 +53,127 @@ Consts<T, C> consts(const DropoutMask& m) {
   return k;
 }
 
-// body(begin, end, keep) over runs of elements [begin, end) that share a draw,
-// split across threads by element.
+// The keep test on a draw's word: kept when word >= thr (thr > 2^32 - 1
+// keeps nothing, as does p >= 1).
+struct Threshold {
+  uint32_t t = 0;
+  bool none = false;
+  explicit Threshold(double p) {
+    const uint64_t thr = keep_threshold(p);
+    none = p >= 1.0 || thr > 0xFFFFFFFFull;
+    t = none ? 0 : uint32_t(thr);
+  }
+};
+
+// Elements per block of the one-element-per-draw path: 64 Philox counters.
+constexpr int64_t kBlock = 256;
+
+// words[k] = the draw word of element e0 + k, e0 % 4 == 0, counter0 =
+// offset + e0 / 4: kiln::philox's ten rounds (src/core/random.cc) run lane
+// by lane over the block's 64 counters, so the loops vectorise.
+void philox_block(uint64_t counter0, uint64_t key, uint32_t* words) {
+  constexpr int L = int(kBlock / 4);
+  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
+  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+  uint32_t c0[L], c1[L], c2[L], c3[L];
+  for (int l = 0; l < L; ++l) {
+    const uint64_t c = counter0 + uint64_t(l);
+    c0[l] = uint32_t(c);
+    c1[l] = uint32_t(c >> 32);
+    c2[l] = 0;
+    c3[l] = 0;
+  }
+  uint32_t k0 = uint32_t(key), k1 = uint32_t(key >> 32);
+  for (int r = 0; r < 10; ++r) {
+    for (int l = 0; l < L; ++l) {
+      const uint64_t p0 = uint64_t(kM0) * c0[l], p1 = uint64_t(kM1) * c2[l];
+      const uint32_t n0 = uint32_t(p1 >> 32) ^ c1[l] ^ k0, n2 = uint32_t(p0 >> 32) ^ c3[l] ^ k1;
+      c1[l] = uint32_t(p1);
+      c3[l] = uint32_t(p0);
+      c0[l] = n0;
+      c2[l] = n2;
+    }
+    k0 += kW0;
+    k1 += kW1;
+  }
+  for (int l = 0; l < L; ++l) {
+    words[4 * l] = c0[l];
+    words[4 * l + 1] = c1[l];
+    words[4 * l + 2] = c2[l];
+    words[4 * l + 3] = c3[l];
+  }
+}
+
+// One draw per element: block(b, len, keep) over blocks of kBlock elements
+// starting at b (keep[k]: 1 keeps element b + k, else 0), split across
+// threads by block.
+template <typename Body>
+void for_each_block(int64_t n, const DropoutMask& m, Body body) {
+  const Threshold thr(m.p);
+  parallel_for(0, (n + kBlock - 1) / kBlock, 64, [&](int64_t b0, int64_t b1) {
+    alignas(64) uint32_t words[kBlock];
+    alignas(64) uint8_t keep[kBlock];
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      const int64_t b = blk * kBlock, len = std::min(kBlock, n - b);
+      if (thr.none) {
+        std::fill(keep, keep + len, uint8_t(0));
+      } else {
+        philox_block(m.offset + uint64_t(b) / 4, m.seed, words);
+        for (int64_t k = 0; k < len; ++k) keep[k] = uint8_t(words[k] >= thr.t);
+      }
+      body(b, len, keep);
+    }
+  });
+}
+
+// body(begin, end, keep) over runs of elements [begin, end) that share a draw
+// (group > 1), split across threads by element.
 template <typename Body>
 void for_each_run(int64_t n, const DropoutMask& m, Body body) {
-  const uint64_t thr = keep_threshold(m.p);
+  const Threshold thr(m.p);
   const int64_t group = m.group;
   parallel_for(0, n, 1 << 14, [&](int64_t b, int64_t e) {
     uint64_t have = 0;
     bool valid = false;
     uint32_t w[4];
     for (int64_t i = b; i < e;) {
-      const int64_t j = group == 1 ? i : i / group;
+      const int64_t j = i / group;
       const int64_t end = std::min(e, (j + 1) * group);
       bool keep = false;
-      if (m.p < 1.0) {
+      if (!thr.none) {
         const uint64_t c = m.offset + uint64_t(j) / 4;
         if (!valid || c != have) {
           philox(c, m.seed, w);
           have = c;
           valid = true;
         }
-        keep = uint64_t(w[j % 4]) >= thr;
+        keep = w[j % 4] >= thr.t;
       }
       body(i, end, keep);
       i = end;
     }
   });
+}
+
+// y[i] = f(x[i], keep of i) over all n elements, by block or by run.
+template <typename T, typename C, typename F>
+void apply(const T* xp, T* yp, int64_t n, const DropoutMask& m, F f) {
+  if (m.group == 1) {
+    for_each_block(n, m, [&](int64_t b, int64_t len, const uint8_t* keep) {
+      T* y = yp + b;
+      if (xp == yp) {  // in place: one pointer, so the loop needs no overlap check
+        for (int64_t k = 0; k < len; ++k) y[k] = f(y[k], keep[k] != 0);
+      } else {
+        const T* __restrict x = xp + b;
+        T* __restrict yr = y;
+        for (int64_t k = 0; k < len; ++k) yr[k] = f(x[k], keep[k] != 0);
+      }
+    });
+  } else {
+    for_each_run(n, m, [&](int64_t b, int64_t e, bool keep) {
+      for (int64_t i = b; i < e; ++i) yp[i] = f(xp[i], keep);
+    });
+  }
 }
 
 template <typename T>
@@ -103,15 +198,13 @@ void with_buffers(const Tensor& in, const Tensor& out, const char* op, Fn fn) {
 void dropout(const Tensor& x, const DropoutMask& m, const Tensor& out) {
   with_buffers(x, out, "dropout", [&]<typename T, typename C>(const T* xp, T* yp, int64_t n) {
     const Consts<T, C> k = consts<T, C>(m);
-    for_each_run(n, m, [&](int64_t b, int64_t e, bool keep) {
-      const C mul = keep ? k.keep_mul : C(0);
-      if (!k.affine) {
-        for (int64_t i = b; i < e; ++i) yp[i] = T(C(xp[i]) * mul);
-      } else {
-        const C add = keep ? k.keep_add : k.drop_add;
-        for (int64_t i = b; i < e; ++i) yp[i] = T(round_t<T>(C(xp[i]) * mul) + add);
-      }
-    });
+    if (!k.affine) {
+      apply<T, C>(xp, yp, n, m, [&](T x, bool keep) { return T(C(x) * (keep ? k.keep_mul : C(0))); });
+    } else {
+      apply<T, C>(xp, yp, n, m, [&](T x, bool keep) {
+        return T(round_t<T>(C(x) * (keep ? k.keep_mul : C(0))) + (keep ? k.keep_add : k.drop_add));
+      });
+    }
   });
 }
 
@@ -119,10 +212,7 @@ void dropout(const Tensor& x, const DropoutMask& m, const Tensor& out) {
 void dropout_backward(const Tensor& grad, const DropoutMask& m, const Tensor& out) {
   with_buffers(grad, out, "dropout_backward", [&]<typename T, typename C>(const T* gp, T* yp, int64_t n) {
     const Consts<T, C> k = consts<T, C>(m);
-    for_each_run(n, m, [&](int64_t b, int64_t e, bool keep) {
-      const C mul = keep ? k.keep_mul : C(0);
-      for (int64_t i = b; i < e; ++i) yp[i] = T(C(gp[i]) * mul);
-    });
+    apply<T, C>(gp, yp, n, m, [&](T g, bool keep) { return T(C(g) * (keep ? k.keep_mul : C(0))); });
   });
 }
 
