@@ -2,11 +2,13 @@
 // thread count, the backward regenerates the forward's mask, and torch's
 // argument and rank errors.
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <cmath>
 #include <cstring>
 #include <vector>
 
+#include "cpu/philox_block.h"
 #include "kiln/kiln.h"
 
 namespace {
@@ -38,6 +40,28 @@ std::vector<Tensor> all_forms(const Tensor& x4) {
     r.push_back(dropout_backward(x, m));
   }
   return r;
+}
+
+// The dropout kernels' block draws are kiln::philox counter by counter on
+// every SIMD target this machine runs, across the 2^32 and 2^64 carries.
+TEST(Dropout, PhiloxBlockMatchesPhiloxOnEveryTarget) {
+  const int64_t supported = hwy::SupportedTargets();
+  for (int64_t t = 1; t != 0 && t <= supported; t <<= 1) {
+    if (!(supported & t)) continue;
+    hwy::SetSupportedTargetsForTest(t);
+    for (uint64_t c0 : {uint64_t(0), uint64_t(0xFFFFFFF0ull), ~uint64_t(0) - 20, uint64_t(0x123456789ull)})
+      for (uint64_t key : {uint64_t(0), uint64_t(0xDEADBEEFCAFEF00Dull)}) {
+        uint32_t got[4 * cpu::kPhiloxBlock];
+        cpu::philox_block(c0, key, got);
+        for (int l = 0; l < cpu::kPhiloxBlock; ++l) {
+          uint32_t want[4];
+          philox(c0 + uint64_t(l), key, want);
+          for (int q = 0; q < 4; ++q)
+            ASSERT_EQ(got[4 * l + q], want[q]) << "target " << t << " counter " << l;
+        }
+      }
+  }
+  hwy::SetSupportedTargetsForTest(0);
 }
 
 TEST(Dropout, SameBitsAtAnyThreadCount) {

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "cpu/ops/register.h"
+#include "cpu/philox_block.h"
 #include "kiln/dtype.h"
 #include "kiln/random.h"
 #include "kiln/thread_pool.h"
@@ -65,44 +66,8 @@ struct Threshold {
   }
 };
 
-// Elements per block of the one-element-per-draw path: 64 Philox counters.
-constexpr int64_t kBlock = 256;
-
-// words[k] = the draw word of element e0 + k, e0 % 4 == 0, counter0 =
-// offset + e0 / 4: kiln::philox's ten rounds (src/core/random.cc) run lane
-// by lane over the block's 64 counters, so the loops vectorise.
-void philox_block(uint64_t counter0, uint64_t key, uint32_t* words) {
-  constexpr int L = int(kBlock / 4);
-  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
-  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
-  uint32_t c0[L], c1[L], c2[L], c3[L];
-  for (int l = 0; l < L; ++l) {
-    const uint64_t c = counter0 + uint64_t(l);
-    c0[l] = uint32_t(c);
-    c1[l] = uint32_t(c >> 32);
-    c2[l] = 0;
-    c3[l] = 0;
-  }
-  uint32_t k0 = uint32_t(key), k1 = uint32_t(key >> 32);
-  for (int r = 0; r < 10; ++r) {
-    for (int l = 0; l < L; ++l) {
-      const uint64_t p0 = uint64_t(kM0) * c0[l], p1 = uint64_t(kM1) * c2[l];
-      const uint32_t n0 = uint32_t(p1 >> 32) ^ c1[l] ^ k0, n2 = uint32_t(p0 >> 32) ^ c3[l] ^ k1;
-      c1[l] = uint32_t(p1);
-      c3[l] = uint32_t(p0);
-      c0[l] = n0;
-      c2[l] = n2;
-    }
-    k0 += kW0;
-    k1 += kW1;
-  }
-  for (int l = 0; l < L; ++l) {
-    words[4 * l] = c0[l];
-    words[4 * l + 1] = c1[l];
-    words[4 * l + 2] = c2[l];
-    words[4 * l + 3] = c3[l];
-  }
-}
+// Elements per block of the one-element-per-draw path: four per counter.
+constexpr int64_t kBlock = 4 * kPhiloxBlock;
 
 // One draw per element: block(b, len, keep) over blocks of kBlock elements
 // starting at b (keep[k]: 1 keeps element b + k, else 0), split across
@@ -162,16 +127,16 @@ void apply(const T* xp, T* yp, int64_t n, const DropoutMask& m, F f) {
     for_each_block(n, m, [&](int64_t b, int64_t len, const uint8_t* keep) {
       T* y = yp + b;
       if (xp == yp) {  // in place: one pointer, so the loop needs no overlap check
-        for (int64_t k = 0; k < len; ++k) y[k] = f(y[k], keep[k] != 0);
+        for (int64_t k = 0; k < len; ++k) y[k] = f(y[k], keep[k]);
       } else {
         const T* __restrict x = xp + b;
         T* __restrict yr = y;
-        for (int64_t k = 0; k < len; ++k) yr[k] = f(x[k], keep[k] != 0);
+        for (int64_t k = 0; k < len; ++k) yr[k] = f(x[k], keep[k]);
       }
     });
   } else {
     for_each_run(n, m, [&](int64_t b, int64_t e, bool keep) {
-      for (int64_t i = b; i < e; ++i) yp[i] = f(xp[i], keep);
+      for (int64_t i = b; i < e; ++i) yp[i] = f(xp[i], uint8_t(keep));
     });
   }
 }
@@ -199,9 +164,9 @@ void dropout(const Tensor& x, const DropoutMask& m, const Tensor& out) {
   with_buffers(x, out, "dropout", [&]<typename T, typename C>(const T* xp, T* yp, int64_t n) {
     const Consts<T, C> k = consts<T, C>(m);
     if (!k.affine) {
-      apply<T, C>(xp, yp, n, m, [&](T x, bool keep) { return T(C(x) * (keep ? k.keep_mul : C(0))); });
+      apply<T, C>(xp, yp, n, m, [mul = k.keep_mul](T x, uint8_t keep) { return T(C(x) * (C(keep) * mul)); });
     } else {
-      apply<T, C>(xp, yp, n, m, [&](T x, bool keep) {
+      apply<T, C>(xp, yp, n, m, [k](T x, uint8_t keep) {
         return T(round_t<T>(C(x) * (keep ? k.keep_mul : C(0))) + (keep ? k.keep_add : k.drop_add));
       });
     }
@@ -212,7 +177,7 @@ void dropout(const Tensor& x, const DropoutMask& m, const Tensor& out) {
 void dropout_backward(const Tensor& grad, const DropoutMask& m, const Tensor& out) {
   with_buffers(grad, out, "dropout_backward", [&]<typename T, typename C>(const T* gp, T* yp, int64_t n) {
     const Consts<T, C> k = consts<T, C>(m);
-    apply<T, C>(gp, yp, n, m, [&](T g, bool keep) { return T(C(g) * (keep ? k.keep_mul : C(0))); });
+    apply<T, C>(gp, yp, n, m, [mul = k.keep_mul](T g, uint8_t keep) { return T(C(g) * (C(keep) * mul)); });
   });
 }
 
