@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "cpu/group_norm_loops.h"
 #include "cpu/ops/register.h"
 #include "kiln/thread_pool.h"
 #include "ops/registry/all.h"
@@ -33,31 +34,13 @@ struct Moments {
   double n = 0, mean = 0, m2 = 0;
 };
 
-// The moments of x[0, len) (0 < len <= kChunk) in float64: the chunk's mean,
-// then its squared deviations (two passes over cached data), each summed in
-// eight lanes reduced in a fixed order.
+// The moments of x[0, len) (0 < len <= kChunk): the chunk's mean, then its
+// squared deviations (two passes over cached data).
 template <typename T>
-Moments chunk_moments(const T* x, int64_t len) {
-  constexpr int L = 8;
-  double acc[L] = {};
-  int64_t j = 0;
-  for (; j + L <= len; j += L)
-    for (int l = 0; l < L; ++l) acc[l] += double(x[j + l]);
-  double s = 0;
-  for (; j < len; ++j) s += double(x[j]);
-  for (int l = 0; l < L; ++l) s += acc[l];
-  const double m = s / double(len);
-  double q[L] = {};
-  j = 0;
-  for (; j + L <= len; j += L)
-    for (int l = 0; l < L; ++l) {
-      const double d = double(x[j + l]) - m;
-      q[l] += d * d;
-    }
-  double m2 = 0;
-  for (; j < len; ++j) m2 += (double(x[j]) - m) * (double(x[j]) - m);
-  for (int l = 0; l < L; ++l) m2 += q[l];
-  return {double(len), m, m2};
+Moments moments(const T* x, int64_t len) {
+  double s = 0, m2 = 0;
+  chunk_moments(x, len, &s, &m2);
+  return {double(len), s / double(len), m2};
 }
 
 // Chan's pairwise combination of two runs' moments.
@@ -80,7 +63,7 @@ void forward(const T* x, const std::vector<double>& w, const std::vector<double>
   parallel_for(0, groups * nc, 4, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t i = t / nc, k = t % nc, o = k * kChunk, e = std::min(len, o + kChunk);
-      if (e > o) part[size_t(t)] = chunk_moments(x + i * len + o, e - o);
+      if (e > o) part[size_t(t)] = moments(x + i * len + o, e - o);
     }
   });
   std::vector<double> a(size_t(N * C)), sh(size_t(N * C));
@@ -102,10 +85,7 @@ void forward(const T* x, const std::vector<double>& w, const std::vector<double>
   parallel_for(0, N * C * HW, 32768, [&](int64_t e0, int64_t e1) {
     for (int64_t e = e0; e < e1;) {
       const int64_t row = e / HW, end = std::min(e1, (row + 1) * HW);
-      const double ar = a[size_t(row)], br = sh[size_t(row)];
-      const T* __restrict xs = x + e;
-      T* __restrict ys = y + e;
-      for (int64_t j = 0; j < end - e; ++j) ys[j] = T(double(xs[j]) * ar + br);
+      scale_shift(x + e, y + e, end - e, a[size_t(row)], sh[size_t(row)]);
       e = end;
     }
   });

@@ -1,0 +1,77 @@
+// group_norm's statistics and normalisation loops, compiled per Highway target
+// so the compiler vectorises them at that target's width. Eight independent
+// float64 accumulators (never reassociated: no fast-math, no contraction)
+// keep the bits the same on every target.
+#include "cpu/group_norm_loops.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "cpu/group_norm_loops.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace kiln::cpu {
+namespace HWY_NAMESPACE {
+
+template <typename T>
+void Moments(const T* HWY_RESTRICT x, int64_t len, double* sum, double* m2) {
+  constexpr int L = 8;
+  double acc[L] = {};
+  int64_t j = 0;
+  for (; j + L <= len; j += L)
+    for (int l = 0; l < L; ++l) acc[l] += double(x[j + l]);
+  double s = 0;
+  for (; j < len; ++j) s += double(x[j]);
+  for (int l = 0; l < L; ++l) s += acc[l];
+  const double m = s / double(len);
+  double q[L] = {};
+  j = 0;
+  for (; j + L <= len; j += L)
+    for (int l = 0; l < L; ++l) {
+      const double d = double(x[j + l]) - m;
+      q[l] += d * d;
+    }
+  double r = 0;
+  for (; j < len; ++j) r += (double(x[j]) - m) * (double(x[j]) - m);
+  for (int l = 0; l < L; ++l) r += q[l];
+  *sum = s;
+  *m2 = r;
+}
+
+void MomentsF32(const float* x, int64_t len, double* sum, double* m2) { Moments(x, len, sum, m2); }
+void MomentsF64(const double* x, int64_t len, double* sum, double* m2) { Moments(x, len, sum, m2); }
+
+template <typename T>
+void ScaleShift(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, int64_t n, double a, double b) {
+  for (int64_t i = 0; i < n; ++i) y[i] = T(double(x[i]) * a + b);
+}
+
+void ScaleShiftF32(const float* x, float* y, int64_t n, double a, double b) { ScaleShift(x, y, n, a, b); }
+void ScaleShiftF64(const double* x, double* y, int64_t n, double a, double b) { ScaleShift(x, y, n, a, b); }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kiln::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace kiln::cpu {
+HWY_EXPORT(MomentsF32);
+HWY_EXPORT(MomentsF64);
+HWY_EXPORT(ScaleShiftF32);
+HWY_EXPORT(ScaleShiftF64);
+
+void chunk_moments(const float* x, int64_t len, double* sum, double* m2) {
+  HWY_DYNAMIC_DISPATCH(MomentsF32)(x, len, sum, m2);
+}
+void chunk_moments(const double* x, int64_t len, double* sum, double* m2) {
+  HWY_DYNAMIC_DISPATCH(MomentsF64)(x, len, sum, m2);
+}
+void scale_shift(const float* x, float* y, int64_t n, double a, double b) {
+  HWY_DYNAMIC_DISPATCH(ScaleShiftF32)(x, y, n, a, b);
+}
+void scale_shift(const double* x, double* y, int64_t n, double a, double b) {
+  HWY_DYNAMIC_DISPATCH(ScaleShiftF64)(x, y, n, a, b);
+}
+
+}  // namespace kiln::cpu
+#endif
