@@ -183,6 +183,35 @@ bool is_identity(const Table<T>& t, int64_t in) {
   return true;
 }
 
+// K when every output of t has exactly K taps, else 0.
+template <class T>
+int64_t uniform_taps(const Table<T>& t) {
+  const int64_t out = int64_t(t.start.size()) - 1;
+  if (out == 0) return 0;
+  const int64_t k = t.start[1] - t.start[0];
+  for (int64_t o = 0; o < out; ++o)
+    if (t.start[size_t(o) + 1] - t.start[size_t(o)] != k) return 0;
+  return k;
+}
+
+// The last-dim pass with K taps per output: dst[a, o] = sum_k w[o K + k] *
+// src[a, idx[o K + k]], summed from +0 in tap order.
+template <int K, class T>
+void gather_rows(const T* src, T* dst, int64_t outer, int64_t lin, int64_t lout, const int64_t* ix,
+                 const T* wt, int64_t grain) {
+  parallel_for(0, outer, grain, [&](int64_t a0, int64_t a1) {
+    for (int64_t a = a0; a < a1; ++a) {
+      const T* __restrict s = src + a * lin;
+      T* __restrict d = dst + a * lout;
+      for (int64_t o = 0; o < lout; ++o) {
+        T acc = T(0);
+        for (int k = 0; k < K; ++k) acc += wt[o * K + k] * s[ix[o * K + k]];
+        d[o] = acc;
+      }
+    }
+  });
+}
+
 // dst[a, o, b] = sum over taps of w * src[a, idx, b]; src [outer, lin, inner],
 // dst [outer, lout, inner], both contiguous. Sums start from +0 in tap order.
 template <class T>
@@ -194,6 +223,10 @@ void gather_pass(const T* src, T* dst, int64_t outer, int64_t lin, int64_t inner
   const int64_t taps = std::max<int64_t>(1, int64_t(t.idx.size()) / std::max<int64_t>(lout, 1));
   if (inner == 1) {  // the last dim: a gather per output element, rows [outer]
     const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(lout * taps, 1));
+    const int64_t k = uniform_taps(t);
+    if (k == 1) return gather_rows<1>(src, dst, outer, lin, lout, ix, wt, grain);
+    if (k == 2) return gather_rows<2>(src, dst, outer, lin, lout, ix, wt, grain);
+    if (k == 4) return gather_rows<4>(src, dst, outer, lin, lout, ix, wt, grain);
     parallel_for(0, outer, grain, [&](int64_t a0, int64_t a1) {
       for (int64_t a = a0; a < a1; ++a) {
         const T* s = src + a * lin;
@@ -288,8 +321,15 @@ void resample(const Tensor& src, const Tensor& dst, Mode mode, const ops::Resamp
     nearest_gather(s.data<T>(), res.data<T>(), src.sizes(), dst.sizes(), tabs);
   } else {
     std::vector<int64_t> cur = src.sizes();
-    std::vector<int> todo;  // the dims that do more than copy
-    for (int d = 0; d < nd; ++d)
+    // The dims that do more than copy. The last dim's pass is a gather, the
+    // others' are contiguous row sums: when the last dim grows it goes first
+    // (on the planes not yet resampled), else last (after the others shrank them).
+    const bool last_first = dst.size(nd + 1) >= src.size(nd + 1);
+    std::vector<int> order, todo;
+    if (last_first) order.push_back(nd - 1);
+    for (int d = 0; d + 1 < nd; ++d) order.push_back(d);
+    if (!last_first) order.push_back(nd - 1);
+    for (int d : order)
       if (!is_identity(tabs[size_t(d)], cur[size_t(d) + 2])) todo.push_back(d);
     const T* a = s.data<T>();
     std::vector<T> bufs[2];
