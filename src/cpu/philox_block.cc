@@ -27,7 +27,7 @@ void PhiloxBlock(uint64_t counter0, uint64_t key, uint32_t* HWY_RESTRICT words) 
   const auto lo = hn::Set(d, 0xFFFFFFFFull);
   const auto m0 = hn::BitCast(d32, hn::Set(d, 0xD2511F53ull)),
              m1 = hn::BitCast(d32, hn::Set(d, 0xCD9E8D57ull));
-  HWY_ALIGN uint64_t out[4][hn::MaxLanes(d)];
+  static_assert(kPhiloxBlock % 64 == 0, "whole vectors of counters");
   for (size_t g = 0; g < size_t(kPhiloxBlock); g += N) {
     const auto ctr = hn::Add(hn::Iota(d, 0), hn::Set(d, counter0 + g));  // wraps as uint64, as philox's
     auto c0 = hn::And(ctr, lo), c1 = hn::ShiftRight<32>(ctr), c2 = hn::Zero(d), c3 = hn::Zero(d);
@@ -43,13 +43,9 @@ void PhiloxBlock(uint64_t counter0, uint64_t key, uint32_t* HWY_RESTRICT words) 
       k0 += 0x9E3779B9u;
       k1 += 0xBB67AE85u;
     }
-    hn::Store(c0, d, out[0]);
-    hn::Store(c1, d, out[1]);
-    hn::Store(c2, d, out[2]);
-    hn::Store(c3, d, out[3]);
-    const size_t n = std::min(N, size_t(kPhiloxBlock) - g);
-    for (size_t i = 0; i < n; ++i)
-      for (int q = 0; q < 4; ++q) words[4 * (g + i) + size_t(q)] = uint32_t(out[q][i]);
+    const hn::Rebind<uint32_t, decltype(d)> dh;  // the low halves, N lanes
+    hn::StoreInterleaved4(hn::TruncateTo(dh, c0), hn::TruncateTo(dh, c1), hn::TruncateTo(dh, c2),
+                          hn::TruncateTo(dh, c3), dh, words + 4 * g);
   }
 #endif
 }
