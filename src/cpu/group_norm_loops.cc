@@ -49,6 +49,49 @@ void ScaleShift(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, int64_t n, double a,
 void ScaleShiftF32(const float* x, float* y, int64_t n, double a, double b) { ScaleShift(x, y, n, a, b); }
 void ScaleShiftF64(const double* x, double* y, int64_t n, double a, double b) { ScaleShift(x, y, n, a, b); }
 
+template <typename T>
+void GradSums(const T* HWY_RESTRICT g, const T* HWY_RESTRICT x, int64_t n, double* gx, double* gs) {
+  constexpr int L = 8;
+  double a[L] = {}, b[L] = {};
+  int64_t j = 0;
+  for (; j + L <= n; j += L)
+    for (int l = 0; l < L; ++l) {
+      a[l] += double(g[j + l]) * double(x[j + l]);
+      b[l] += double(g[j + l]);
+    }
+  double s = 0, t = 0;
+  for (; j < n; ++j) {
+    s += double(g[j]) * double(x[j]);
+    t += double(g[j]);
+  }
+  for (int l = 0; l < L; ++l) {
+    s += a[l];
+    t += b[l];
+  }
+  *gx = s;
+  *gs = t;
+}
+
+void GradSumsF32(const float* g, const float* x, int64_t n, double* gx, double* gs) {
+  GradSums(g, x, n, gx, gs);
+}
+void GradSumsF64(const double* g, const double* x, int64_t n, double* gx, double* gs) {
+  GradSums(g, x, n, gx, gs);
+}
+
+template <typename T>
+void GradInput(const T* HWY_RESTRICT g, const T* HWY_RESTRICT x, T* HWY_RESTRICT dx, int64_t n, double c1,
+               double c2, double c3) {
+  for (int64_t i = 0; i < n; ++i) dx[i] = T(c1 * double(g[i]) + c2 * double(x[i]) + c3);
+}
+
+void GradInputF32(const float* g, const float* x, float* dx, int64_t n, double c1, double c2, double c3) {
+  GradInput(g, x, dx, n, c1, c2, c3);
+}
+void GradInputF64(const double* g, const double* x, double* dx, int64_t n, double c1, double c2, double c3) {
+  GradInput(g, x, dx, n, c1, c2, c3);
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace kiln::cpu
 HWY_AFTER_NAMESPACE();
@@ -59,6 +102,10 @@ HWY_EXPORT(MomentsF32);
 HWY_EXPORT(MomentsF64);
 HWY_EXPORT(ScaleShiftF32);
 HWY_EXPORT(ScaleShiftF64);
+HWY_EXPORT(GradSumsF32);
+HWY_EXPORT(GradSumsF64);
+HWY_EXPORT(GradInputF32);
+HWY_EXPORT(GradInputF64);
 
 void chunk_moments(const float* x, int64_t len, double* sum, double* m2) {
   HWY_DYNAMIC_DISPATCH(MomentsF32)(x, len, sum, m2);
@@ -71,6 +118,19 @@ void scale_shift(const float* x, float* y, int64_t n, double a, double b) {
 }
 void scale_shift(const double* x, double* y, int64_t n, double a, double b) {
   HWY_DYNAMIC_DISPATCH(ScaleShiftF64)(x, y, n, a, b);
+}
+
+void grad_sums(const float* g, const float* x, int64_t n, double* gx, double* gs) {
+  HWY_DYNAMIC_DISPATCH(GradSumsF32)(g, x, n, gx, gs);
+}
+void grad_sums(const double* g, const double* x, int64_t n, double* gx, double* gs) {
+  HWY_DYNAMIC_DISPATCH(GradSumsF64)(g, x, n, gx, gs);
+}
+void grad_input(const float* g, const float* x, float* dx, int64_t n, double c1, double c2, double c3) {
+  HWY_DYNAMIC_DISPATCH(GradInputF32)(g, x, dx, n, c1, c2, c3);
+}
+void grad_input(const double* g, const double* x, double* dx, int64_t n, double c1, double c2, double c3) {
+  HWY_DYNAMIC_DISPATCH(GradInputF64)(g, x, dx, n, c1, c2, c3);
 }
 
 }  // namespace kiln::cpu

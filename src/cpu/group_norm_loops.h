@@ -16,4 +16,12 @@ void chunk_moments(const double* x, int64_t len, double* sum, double* m2);
 void scale_shift(const float* x, float* y, int64_t n, double a, double b);
 void scale_shift(const double* x, double* y, int64_t n, double a, double b);
 
+// sum(g * x) and sum(g) over n elements in float64, eight lanes each.
+void grad_sums(const float* g, const float* x, int64_t n, double* gx, double* gs);
+void grad_sums(const double* g, const double* x, int64_t n, double* gx, double* gs);
+
+// dx[i] = c1 * g[i] + c2 * x[i] + c3 in float64, rounded to the element type.
+void grad_input(const float* g, const float* x, float* dx, int64_t n, double c1, double c2, double c3);
+void grad_input(const double* g, const double* x, double* dx, int64_t n, double c1, double c2, double c3);
+
 }  // namespace kiln::cpu

@@ -118,13 +118,7 @@ void backward(const T* g, const T* x, const double* mean, const double* rstd, co
   const int64_t D = C / G, len = D * HW;
   parallel_for(0, N * C, std::max<int64_t>(1, 16384 / std::max<int64_t>(HW, 1)), [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
-      double s = 0, t = 0;
-      for (int64_t j = 0; j < HW; ++j) {
-        s += double(g[i * HW + j]) * double(x[i * HW + j]);
-        t += double(g[i * HW + j]);
-      }
-      ds[size_t(i)] = s;
-      db[size_t(i)] = t;
+      grad_sums(g + i * HW, x + i * HW, HW, &ds[size_t(i)], &db[size_t(i)]);
     }
   });
   if (!dx) return;
@@ -144,8 +138,7 @@ void backward(const T* g, const T* x, const double* mean, const double* rstd, co
                    for (int64_t d = 0; d < D; ++d) {
                      const double c1 = r * w[size_t(grp * D + d)];
                      const int64_t off = i * len + d * HW;
-                     for (int64_t j = 0; j < HW; ++j)
-                       dx[off + j] = T(c1 * double(g[off + j]) + c2 * double(x[off + j]) + c3);
+                     grad_input(g + off, x + off, dx + off, HW, c1, c2, c3);
                    }
                  }
                });
