@@ -50,6 +50,24 @@ void PhiloxBlock(uint64_t counter0, uint64_t key, uint32_t* HWY_RESTRICT words) 
 #endif
 }
 
+template <typename T>
+void KeepScale(const T* x, T* y, const uint32_t* HWY_RESTRICT words, uint32_t t, T mul, int64_t n) {
+  if (x == y) {  // one pointer: no overlap check to defeat the vector loop
+    for (int64_t k = 0; k < n; ++k) y[k] = y[k] * (words[k] >= t ? mul : T(0));
+  } else {
+    const T* HWY_RESTRICT xr = x;
+    T* HWY_RESTRICT yr = y;
+    for (int64_t k = 0; k < n; ++k) yr[k] = xr[k] * (words[k] >= t ? mul : T(0));
+  }
+}
+
+void KeepScaleF32(const float* x, float* y, const uint32_t* w, uint32_t t, float mul, int64_t n) {
+  KeepScale(x, y, w, t, mul, n);
+}
+void KeepScaleF64(const double* x, double* y, const uint32_t* w, uint32_t t, double mul, int64_t n) {
+  KeepScale(x, y, w, t, mul, n);
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace kiln::cpu
 HWY_AFTER_NAMESPACE();
@@ -57,9 +75,18 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace kiln::cpu {
 HWY_EXPORT(PhiloxBlock);
+HWY_EXPORT(KeepScaleF32);
+HWY_EXPORT(KeepScaleF64);
 
 void philox_block(uint64_t counter0, uint64_t key, uint32_t* words) {
   HWY_DYNAMIC_DISPATCH(PhiloxBlock)(counter0, key, words);
+}
+
+void keep_scale(const float* x, float* y, const uint32_t* words, uint32_t t, float mul, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(KeepScaleF32)(x, y, words, t, mul, n);
+}
+void keep_scale(const double* x, double* y, const uint32_t* words, uint32_t t, double mul, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(KeepScaleF64)(x, y, words, t, mul, n);
 }
 
 }  // namespace kiln::cpu

@@ -42,6 +42,12 @@ std::vector<Tensor> all_forms(const Tensor& x4) {
   return r;
 }
 
+uint32_t bytes_of(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return u;
+}
+
 // The dropout kernels' block draws are kiln::philox counter by counter on
 // every SIMD target this machine runs, across the 2^32 and 2^64 carries.
 TEST(Dropout, PhiloxBlockMatchesPhiloxOnEveryTarget) {
@@ -60,6 +66,24 @@ TEST(Dropout, PhiloxBlockMatchesPhiloxOnEveryTarget) {
             ASSERT_EQ(got[4 * l + q], want[q]) << "target " << t << " counter " << l;
         }
       }
+    // The select-and-scale: kept words give x * mul, the rest x * 0 (-0, NaN).
+    uint32_t words[4 * cpu::kPhiloxBlock];
+    cpu::philox_block(99, 7, words);
+    const int n = 4 * cpu::kPhiloxBlock - 3;  // a tail after whole vectors
+    std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) x[size_t(i)] = i % 7 == 3 ? NAN : float(i % 11) - 5.5f;
+    for (bool in_place : {false, true}) {
+      if (in_place) {
+        y = x;
+        cpu::keep_scale(y.data(), y.data(), words, 0x40000000u, 1.25f, n);
+      } else {
+        cpu::keep_scale(x.data(), y.data(), words, 0x40000000u, 1.25f, n);
+      }
+      for (int i = 0; i < n; ++i) {
+        const float want = x[size_t(i)] * (words[i] >= 0x40000000u ? 1.25f : 0.0f);
+        ASSERT_EQ(bytes_of(y[size_t(i)]), bytes_of(want)) << "target " << t << " element " << i;
+      }
+    }
   }
   hwy::SetSupportedTargetsForTest(0);
 }

@@ -120,6 +120,27 @@ void for_each_run(int64_t n, const DropoutMask& m, Body body) {
   });
 }
 
+// y = x * (kept ? mul : 0) with one draw per element in float32/float64
+// (some element kept possible): Philox blocks, then the per-target select.
+template <typename T>
+void scale_blocks(const T* xp, T* yp, int64_t n, const DropoutMask& m, T mul) {
+  const Threshold thr(m.p);
+  parallel_for(0, (n + kBlock - 1) / kBlock, 64, [&](int64_t b0, int64_t b1) {
+    alignas(64) uint32_t words[kBlock];
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      const int64_t b = blk * kBlock;
+      philox_block(m.offset + uint64_t(b) / 4, m.seed, words);
+      keep_scale(xp + b, yp + b, words, thr.t, mul, std::min(kBlock, n - b));
+    }
+  });
+}
+
+// Whether scale_blocks applies to T and m.
+template <typename T, typename C>
+bool scale_blocks_apply(const DropoutMask& m) {
+  return std::is_same_v<T, C> && m.group == 1 && !Threshold(m.p).none;
+}
+
 // y[i] = f(x[i], keep of i) over all n elements, by block or by run.
 template <typename T, typename C, typename F>
 void apply(const T* xp, T* yp, int64_t n, const DropoutMask& m, F f) {
@@ -164,6 +185,8 @@ void dropout(const Tensor& x, const DropoutMask& m, const Tensor& out) {
   with_buffers(x, out, "dropout", [&]<typename T, typename C>(const T* xp, T* yp, int64_t n) {
     const Consts<T, C> k = consts<T, C>(m);
     if (!k.affine) {
+      if constexpr (std::is_same_v<T, C>)
+        if (scale_blocks_apply<T, C>(m)) return scale_blocks<T>(xp, yp, n, m, k.keep_mul);
       apply<T, C>(xp, yp, n, m, [mul = k.keep_mul](T x, uint8_t keep) { return T(C(x) * (C(keep) * mul)); });
     } else {
       apply<T, C>(xp, yp, n, m, [k](T x, uint8_t keep) {
@@ -177,6 +200,8 @@ void dropout(const Tensor& x, const DropoutMask& m, const Tensor& out) {
 void dropout_backward(const Tensor& grad, const DropoutMask& m, const Tensor& out) {
   with_buffers(grad, out, "dropout_backward", [&]<typename T, typename C>(const T* gp, T* yp, int64_t n) {
     const Consts<T, C> k = consts<T, C>(m);
+    if constexpr (std::is_same_v<T, C>)
+      if (scale_blocks_apply<T, C>(m)) return scale_blocks<T>(gp, yp, n, m, k.keep_mul);
     apply<T, C>(gp, yp, n, m, [mul = k.keep_mul](T g, uint8_t keep) { return T(C(g) * (C(keep) * mul)); });
   });
 }
