@@ -8,7 +8,7 @@
 namespace kiln::cpu {
 
 // Sum of x[0, len) and sum of squared deviations from their mean, both in
-// float64, each in eight lanes reduced in a fixed order (len > 0).
+// float64, each in 32 lanes reduced in a fixed order (len > 0).
 void chunk_moments(const float* x, int64_t len, double* sum, double* m2);
 void chunk_moments(const double* x, int64_t len, double* sum, double* m2);
 
@@ -16,7 +16,7 @@ void chunk_moments(const double* x, int64_t len, double* sum, double* m2);
 void scale_shift(const float* x, float* y, int64_t n, double a, double b);
 void scale_shift(const double* x, double* y, int64_t n, double a, double b);
 
-// sum(g * x) and sum(g) over n elements in float64, eight lanes each.
+// sum(g * x) and sum(g) over n elements in float64, 32 lanes each.
 void grad_sums(const float* g, const float* x, int64_t n, double* gx, double* gs);
 void grad_sums(const double* g, const double* x, int64_t n, double* gx, double* gs);
 
