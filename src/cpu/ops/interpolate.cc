@@ -1,7 +1,8 @@
 // CPU kernels of the resampling ops (ops/registry/interpolate.h). Every mode
 // is separable: along each spatial dim an output index reads a few input
 // indices with weights (a gather table built from torch's source-index
-// formulas), so the forward is one gather pass per dim. The backward is the
+// formulas), so the forward is one gather pass per dim that does more than
+// copy (nearest: a single pass through all the dims' tables). The backward is the
 // transposed table: each input-gradient element sums the output gradients
 // that read it, in output order, so no two threads write one element and the
 // bits do not depend on the thread count.
