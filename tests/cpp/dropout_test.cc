@@ -2,11 +2,13 @@
 // thread count, the backward regenerates the forward's mask, and torch's
 // argument and rank errors.
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <cmath>
 #include <cstring>
 #include <vector>
 
+#include "cpu/philox_block.h"
 #include "kiln/kiln.h"
 
 namespace {
@@ -38,6 +40,52 @@ std::vector<Tensor> all_forms(const Tensor& x4) {
     r.push_back(dropout_backward(x, m));
   }
   return r;
+}
+
+uint32_t bytes_of(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return u;
+}
+
+// The dropout kernels' block draws are kiln::philox counter by counter on
+// every SIMD target this machine runs, across the 2^32 and 2^64 carries.
+TEST(Dropout, PhiloxBlockMatchesPhiloxOnEveryTarget) {
+  const int64_t supported = hwy::SupportedTargets();
+  for (int64_t t = 1; t != 0 && t <= supported; t <<= 1) {
+    if (!(supported & t)) continue;
+    hwy::SetSupportedTargetsForTest(t);
+    for (uint64_t c0 : {uint64_t(0), uint64_t(0xFFFFFFF0ull), ~uint64_t(0) - 20, uint64_t(0x123456789ull)})
+      for (uint64_t key : {uint64_t(0), uint64_t(0xDEADBEEFCAFEF00Dull)}) {
+        uint32_t got[4 * cpu::kPhiloxBlock];
+        cpu::philox_block(c0, key, got);
+        for (int l = 0; l < cpu::kPhiloxBlock; ++l) {
+          uint32_t want[4];
+          philox(c0 + uint64_t(l), key, want);
+          for (int q = 0; q < 4; ++q)
+            ASSERT_EQ(got[4 * l + q], want[q]) << "target " << t << " counter " << l;
+        }
+      }
+    // The select-and-scale: kept words give x * mul, the rest x * 0 (-0, NaN).
+    uint32_t words[4 * cpu::kPhiloxBlock];
+    cpu::philox_block(99, 7, words);
+    const int n = 4 * cpu::kPhiloxBlock - 3;  // a tail after whole vectors
+    std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) x[size_t(i)] = i % 7 == 3 ? NAN : float(i % 11) - 5.5f;
+    for (bool in_place : {false, true}) {
+      if (in_place) {
+        y = x;
+        cpu::keep_scale(y.data(), y.data(), words, 0x40000000u, 1.25f, n);
+      } else {
+        cpu::keep_scale(x.data(), y.data(), words, 0x40000000u, 1.25f, n);
+      }
+      for (int i = 0; i < n; ++i) {
+        const float want = x[size_t(i)] * (words[i] >= 0x40000000u ? 1.25f : 0.0f);
+        ASSERT_EQ(bytes_of(y[size_t(i)]), bytes_of(want)) << "target " << t << " element " << i;
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
 }
 
 TEST(Dropout, SameBitsAtAnyThreadCount) {

@@ -183,3 +183,30 @@ def test_against_torch():
     F.instance_norm(kiln.tensor(x), krm, krv, use_input_stats=True, momentum=0.3)
     np.testing.assert_allclose(np.asarray(krm), rm.numpy(), rtol=1e-12)
     np.testing.assert_allclose(np.asarray(krv), rv.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_large_groups_keep_float64_statistics_and_thread_independent_bits(dtype):
+    # Groups of 3 * 4099 elements span several statistics chunks with a
+    # remainder; a large offset with a small spread needs the deviations
+    # taken about a mean, not E[x^2] - E[x]^2.
+    x = (1000.0 + 1e-3 * RNG.standard_normal((2, 6, 4099))).astype(dtype)
+    w, b = RNG.standard_normal(6), RNG.standard_normal(6)
+    xg = x.astype(np.float64).reshape(2, 2, -1)
+    results = []
+    before = kiln.get_num_threads()
+    try:
+        for n in (1, 2, 3):
+            kiln.set_num_threads(n)
+            y, mean, rstd = kiln.nn.native_group_norm(kiln.tensor(x), kiln.tensor(w.astype(dtype)),
+                                                      kiln.tensor(b.astype(dtype)), 2, 1e-12)
+            results.append([np.asarray(t) for t in (y, mean, rstd)])
+    finally:
+        kiln.set_num_threads(before)
+    for r in results[1:]:
+        assert all(np.array_equal(a, c) for a, c in zip(results[0], r))
+    y, mean, rstd = results[0]
+    np.testing.assert_allclose(mean, xg.mean(-1), rtol=1e-7 if dtype == np.float32 else 1e-14)
+    np.testing.assert_allclose(rstd, 1 / np.sqrt(xg.var(-1) + 1e-12), rtol=1e-6 if dtype == np.float32 else 1e-9)
+    want, _, _ = gn_ref(x, 2, w, b, 1e-12)
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4 if dtype == np.float32 else 1e-8)

@@ -242,3 +242,32 @@ def test_nearest_same_size_shortcut_is_2d_only():
                                   [0, 1, 2])
     x5 = np.arange(3.0).reshape(1, 1, 3, 1, 1)
     np.testing.assert_array_equal(np.asarray(F.interpolate(t64(x5), scale_factor=1.3)).ravel(), [0, 0, 1])
+
+
+@pytest.mark.parametrize("shape,scale", [((1, 2, 3), 1.3), ((1, 2, 3, 1, 1), (1.3, 1.0, 1.0))])
+def test_nearest_backward_with_unchanged_size_is_not_a_copy(shape, scale):
+    # 1-d / 3-d nearest with an unchanged size still reads floor(i / 1.3) =
+    # [0, 0, 1], so the gradient sums outputs 0 and 1 into input 0.
+    x = t64(np.arange(6.0).reshape(shape))
+    x.requires_grad_()
+    g = RNG.standard_normal(shape)
+    (F.interpolate(x, scale_factor=scale) * t64(g)).sum().backward()
+    gf = g.reshape(2, 3)
+    want = np.stack([gf[:, 0] + gf[:, 1], gf[:, 2], 0 * gf[:, 0]], axis=1)
+    np.testing.assert_array_equal(np.asarray(x.grad).reshape(2, 3), want)
+
+
+@pytest.mark.parametrize("mode,size", [("nearest", (66, 129)), ("nearest", (40, 20)), ("bilinear", (66, 129))])
+def test_forward_matches_reference_and_bits_do_not_depend_on_threads(mode, size):
+    x = RNG.standard_normal((2, 9, 33, 65)).astype(np.float32)
+    want, _ = reference(x.astype(np.float64), size, mode)
+    results = []
+    before = kiln.get_num_threads()
+    try:
+        for n in (1, 2, 3):
+            kiln.set_num_threads(n)
+            results.append(np.asarray(F.interpolate(kiln.tensor(x), size=size, mode=mode)))
+    finally:
+        kiln.set_num_threads(before)
+    assert all(np.array_equal(results[0], r) for r in results[1:])
+    np.testing.assert_allclose(results[0], want, rtol=1e-5, atol=1e-5)

@@ -1,5 +1,6 @@
 // CPU kernels of dropout and dropout_backward (ops/registry/dropout.h): one
-// pass that draws each mask word from Philox and writes the result. Element i
+// pass that draws the mask words from Philox a block at a time into a stack
+// buffer and then selects and scales the block branch-free. Element i
 // depends on (seed, offset, i) alone, so any split across threads gives the
 // same bits. Constants and roundings follow torch's composite (noise tensor in
 // x's dtype, then x * noise [+ b]), so float32/float64 results match torch's
@@ -9,6 +10,7 @@
 #include <type_traits>
 
 #include "cpu/ops/register.h"
+#include "cpu/philox_block.h"
 #include "kiln/dtype.h"
 #include "kiln/random.h"
 #include "kiln/thread_pool.h"
@@ -52,33 +54,112 @@ Consts<T, C> consts(const DropoutMask& m) {
   return k;
 }
 
-// body(begin, end, keep) over runs of elements [begin, end) that share a draw,
-// split across threads by element.
+// The keep test on a draw's word: kept when word >= thr (thr > 2^32 - 1
+// keeps nothing, as does p >= 1).
+struct Threshold {
+  uint32_t t = 0;
+  bool none = false;
+  explicit Threshold(double p) {
+    const uint64_t thr = keep_threshold(p);
+    none = p >= 1.0 || thr > 0xFFFFFFFFull;
+    t = none ? 0 : uint32_t(thr);
+  }
+};
+
+// Elements per block of the one-element-per-draw path: four per counter.
+constexpr int64_t kBlock = 4 * kPhiloxBlock;
+
+// One draw per element: block(b, len, keep) over blocks of kBlock elements
+// starting at b (keep[k]: 1 keeps element b + k, else 0), split across
+// threads by block.
+template <typename Body>
+void for_each_block(int64_t n, const DropoutMask& m, Body body) {
+  const Threshold thr(m.p);
+  parallel_for(0, (n + kBlock - 1) / kBlock, 64, [&](int64_t b0, int64_t b1) {
+    alignas(64) uint32_t words[kBlock];
+    alignas(64) uint8_t keep[kBlock];
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      const int64_t b = blk * kBlock, len = std::min(kBlock, n - b);
+      if (thr.none) {
+        std::fill(keep, keep + len, uint8_t(0));
+      } else {
+        philox_block(m.offset + uint64_t(b) / 4, m.seed, words);
+        for (int64_t k = 0; k < len; ++k) keep[k] = uint8_t(words[k] >= thr.t);
+      }
+      body(b, len, keep);
+    }
+  });
+}
+
+// body(begin, end, keep) over runs of elements [begin, end) that share a draw
+// (group > 1), split across threads by element.
 template <typename Body>
 void for_each_run(int64_t n, const DropoutMask& m, Body body) {
-  const uint64_t thr = keep_threshold(m.p);
+  const Threshold thr(m.p);
   const int64_t group = m.group;
   parallel_for(0, n, 1 << 14, [&](int64_t b, int64_t e) {
     uint64_t have = 0;
     bool valid = false;
     uint32_t w[4];
     for (int64_t i = b; i < e;) {
-      const int64_t j = group == 1 ? i : i / group;
+      const int64_t j = i / group;
       const int64_t end = std::min(e, (j + 1) * group);
       bool keep = false;
-      if (m.p < 1.0) {
+      if (!thr.none) {
         const uint64_t c = m.offset + uint64_t(j) / 4;
         if (!valid || c != have) {
           philox(c, m.seed, w);
           have = c;
           valid = true;
         }
-        keep = uint64_t(w[j % 4]) >= thr;
+        keep = w[j % 4] >= thr.t;
       }
       body(i, end, keep);
       i = end;
     }
   });
+}
+
+// y = x * (kept ? mul : 0) with one draw per element in float32/float64
+// (some element kept possible): Philox blocks, then the per-target select.
+template <typename T>
+void scale_blocks(const T* xp, T* yp, int64_t n, const DropoutMask& m, T mul) {
+  const Threshold thr(m.p);
+  parallel_for(0, (n + kBlock - 1) / kBlock, 64, [&](int64_t b0, int64_t b1) {
+    alignas(64) uint32_t words[kBlock];
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      const int64_t b = blk * kBlock;
+      philox_block(m.offset + uint64_t(b) / 4, m.seed, words);
+      keep_scale(xp + b, yp + b, words, thr.t, mul, std::min(kBlock, n - b));
+    }
+  });
+}
+
+// Whether scale_blocks applies to T and m.
+template <typename T, typename C>
+bool scale_blocks_apply(const DropoutMask& m) {
+  return std::is_same_v<T, C> && m.group == 1 && !Threshold(m.p).none;
+}
+
+// y[i] = f(x[i], keep of i) over all n elements, by block or by run.
+template <typename T, typename C, typename F>
+void apply(const T* xp, T* yp, int64_t n, const DropoutMask& m, F f) {
+  if (m.group == 1) {
+    for_each_block(n, m, [&](int64_t b, int64_t len, const uint8_t* keep) {
+      T* y = yp + b;
+      if (xp == yp) {  // in place: one pointer, so the loop needs no overlap check
+        for (int64_t k = 0; k < len; ++k) y[k] = f(y[k], keep[k]);
+      } else {
+        const T* __restrict x = xp + b;
+        T* __restrict yr = y;
+        for (int64_t k = 0; k < len; ++k) yr[k] = f(x[k], keep[k]);
+      }
+    });
+  } else {
+    for_each_run(n, m, [&](int64_t b, int64_t e, bool keep) {
+      for (int64_t i = b; i < e; ++i) yp[i] = f(xp[i], uint8_t(keep));
+    });
+  }
 }
 
 template <typename T>
@@ -103,15 +184,15 @@ void with_buffers(const Tensor& in, const Tensor& out, const char* op, Fn fn) {
 void dropout(const Tensor& x, const DropoutMask& m, const Tensor& out) {
   with_buffers(x, out, "dropout", [&]<typename T, typename C>(const T* xp, T* yp, int64_t n) {
     const Consts<T, C> k = consts<T, C>(m);
-    for_each_run(n, m, [&](int64_t b, int64_t e, bool keep) {
-      const C mul = keep ? k.keep_mul : C(0);
-      if (!k.affine) {
-        for (int64_t i = b; i < e; ++i) yp[i] = T(C(xp[i]) * mul);
-      } else {
-        const C add = keep ? k.keep_add : k.drop_add;
-        for (int64_t i = b; i < e; ++i) yp[i] = T(round_t<T>(C(xp[i]) * mul) + add);
-      }
-    });
+    if (!k.affine) {
+      if constexpr (std::is_same_v<T, C>)
+        if (scale_blocks_apply<T, C>(m)) return scale_blocks<T>(xp, yp, n, m, k.keep_mul);
+      apply<T, C>(xp, yp, n, m, [mul = k.keep_mul](T x, uint8_t keep) { return T(C(x) * (C(keep) * mul)); });
+    } else {
+      apply<T, C>(xp, yp, n, m, [k](T x, uint8_t keep) {
+        return T(round_t<T>(C(x) * (keep ? k.keep_mul : C(0))) + (keep ? k.keep_add : k.drop_add));
+      });
+    }
   });
 }
 
@@ -119,10 +200,9 @@ void dropout(const Tensor& x, const DropoutMask& m, const Tensor& out) {
 void dropout_backward(const Tensor& grad, const DropoutMask& m, const Tensor& out) {
   with_buffers(grad, out, "dropout_backward", [&]<typename T, typename C>(const T* gp, T* yp, int64_t n) {
     const Consts<T, C> k = consts<T, C>(m);
-    for_each_run(n, m, [&](int64_t b, int64_t e, bool keep) {
-      const C mul = keep ? k.keep_mul : C(0);
-      for (int64_t i = b; i < e; ++i) yp[i] = T(C(gp[i]) * mul);
-    });
+    if constexpr (std::is_same_v<T, C>)
+      if (scale_blocks_apply<T, C>(m)) return scale_blocks<T>(gp, yp, n, m, k.keep_mul);
+    apply<T, C>(gp, yp, n, m, [mul = k.keep_mul](T g, uint8_t keep) { return T(C(g) * (C(keep) * mul)); });
   });
 }
 

@@ -1,10 +1,12 @@
 // CPU kernels of group_norm / group_norm_backward (ops/registry/group_norm.h)
-// over x [N, C, HxW]: one task per (sample, group) with float64 accumulators
-// (two passes: mean, then squared deviations), so the bits do not depend on
-// the thread count. float16/bfloat16 compute in float32.
+// over x [N, C, HxW]: float64 statistics per fixed chunk (mean, then squared
+// deviations of the cached chunk) combined in chunk order, so the bits do not
+// depend on the thread count. float16/bfloat16 compute in float32.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "cpu/group_norm_loops.h"
 #include "cpu/ops/register.h"
 #include "kiln/thread_pool.h"
 #include "ops/registry/all.h"
@@ -23,33 +25,70 @@ std::vector<double> values(const Tensor& t, int64_t n, double fill) {
 
 DType compute_dtype(DType d) { return d == DType::Float64 ? DType::Float64 : DType::Float32; }
 
-// x [N, C, HW] of T; y, mean, rstd of T (the compute dtype).
+// Elements per statistics chunk: small enough that the chunk's second pass
+// reads it from cache, so the statistics cost one pass over memory.
+constexpr int64_t kChunk = 4096;
+
+// Count, mean and sum of squared deviations of a run of values.
+struct Moments {
+  double n = 0, mean = 0, m2 = 0;
+};
+
+// The moments of x[0, len) (0 < len <= kChunk): the chunk's mean, then its
+// squared deviations (two passes over cached data).
+template <typename T>
+Moments moments(const T* x, int64_t len) {
+  double s = 0, m2 = 0;
+  chunk_moments(x, len, &s, &m2);
+  return {double(len), s / double(len), m2};
+}
+
+// Chan's pairwise combination of two runs' moments.
+Moments combine(const Moments& a, const Moments& b) {
+  if (a.n == 0) return b;
+  const double n = a.n + b.n, d = b.mean - a.mean;
+  return {n, a.mean + d * (b.n / n), a.m2 + b.m2 + d * d * (a.n * b.n / n)};
+}
+
+// x [N, C, HW] of T; y, mean, rstd of T (the compute dtype). Statistics per
+// fixed chunk in parallel, combined per (sample, group) in chunk order; then
+// y = x * a[n, c] + b[n, c] in float64 in parallel by element range. The chunk
+// boundaries do not depend on the thread count, nor do the bits.
 template <typename T>
 void forward(const T* x, const std::vector<double>& w, const std::vector<double>& b, int64_t N, int64_t C,
              int64_t HW, int64_t G, double eps, T* y, T* mean, T* rstd) {
-  const int64_t D = C / G, len = D * HW;
-  parallel_for(0, N * G, std::max<int64_t>(1, 16384 / std::max<int64_t>(len, 1)),
-               [&](int64_t i0, int64_t i1) {
-                 for (int64_t i = i0; i < i1; ++i) {
-                   const T* xs = x + i * len;
-                   double s = 0;
-                   for (int64_t j = 0; j < len; ++j) s += double(xs[j]);
-                   const double m = len > 0 ? s / double(len) : 0.0;
-                   double q = 0;
-                   for (int64_t j = 0; j < len; ++j) q += (double(xs[j]) - m) * (double(xs[j]) - m);
-                   const double r = 1.0 / std::sqrt((len > 0 ? q / double(len) : 0.0) + eps);
-                   mean[i] = T(m);
-                   rstd[i] = T(r);
-                   const int64_t g = i % G;
-                   for (int64_t d = 0; d < D; ++d) {
-                     const int64_t c = g * D + d;
-                     const double a = r * w[size_t(c)], sh = b[size_t(c)] - m * a;
-                     const T* xc = xs + d * HW;
-                     T* yc = y + i * len + d * HW;
-                     for (int64_t j = 0; j < HW; ++j) yc[j] = T(double(xc[j]) * a + sh);
-                   }
-                 }
-               });
+  const int64_t D = C / G, len = D * HW, groups = N * G;
+  const int64_t nc = std::max<int64_t>(1, (len + kChunk - 1) / kChunk);  // chunks per group
+  std::vector<Moments> part(size_t(groups * nc));
+  parallel_for(0, groups * nc, 4, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t i = t / nc, k = t % nc, o = k * kChunk, e = std::min(len, o + kChunk);
+      if (e > o) part[size_t(t)] = moments(x + i * len + o, e - o);
+    }
+  });
+  std::vector<double> a(size_t(N * C)), sh(size_t(N * C));
+  for (int64_t i = 0; i < groups; ++i) {
+    Moments mo;
+    for (int64_t k = 0; k < nc; ++k) mo = combine(mo, part[size_t(i * nc + k)]);
+    const double m = mo.mean;
+    const double r = 1.0 / std::sqrt((len > 0 ? mo.m2 / double(len) : 0.0) + eps);
+    mean[i] = T(m);
+    rstd[i] = T(r);
+    const int64_t n = i / G, g = i % G;
+    for (int64_t d = 0; d < D; ++d) {
+      const int64_t c = g * D + d;
+      a[size_t(n * C + c)] = r * w[size_t(c)];
+      sh[size_t(n * C + c)] = b[size_t(c)] - m * a[size_t(n * C + c)];
+    }
+  }
+  if (HW == 0) return;
+  parallel_for(0, N * C * HW, 32768, [&](int64_t e0, int64_t e1) {
+    for (int64_t e = e0; e < e1;) {
+      const int64_t row = e / HW, end = std::min(e1, (row + 1) * HW);
+      scale_shift(x + e, y + e, end - e, a[size_t(row)], sh[size_t(row)]);
+      e = end;
+    }
+  });
 }
 
 void group_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t G, double eps,
@@ -79,13 +118,7 @@ void backward(const T* g, const T* x, const double* mean, const double* rstd, co
   const int64_t D = C / G, len = D * HW;
   parallel_for(0, N * C, std::max<int64_t>(1, 16384 / std::max<int64_t>(HW, 1)), [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
-      double s = 0, t = 0;
-      for (int64_t j = 0; j < HW; ++j) {
-        s += double(g[i * HW + j]) * double(x[i * HW + j]);
-        t += double(g[i * HW + j]);
-      }
-      ds[size_t(i)] = s;
-      db[size_t(i)] = t;
+      grad_sums(g + i * HW, x + i * HW, HW, &ds[size_t(i)], &db[size_t(i)]);
     }
   });
   if (!dx) return;
@@ -105,8 +138,7 @@ void backward(const T* g, const T* x, const double* mean, const double* rstd, co
                    for (int64_t d = 0; d < D; ++d) {
                      const double c1 = r * w[size_t(grp * D + d)];
                      const int64_t off = i * len + d * HW;
-                     for (int64_t j = 0; j < HW; ++j)
-                       dx[off + j] = T(c1 * double(g[off + j]) + c2 * double(x[off + j]) + c3);
+                     grad_input(g + off, x + off, dx + off, HW, c1, c2, c3);
                    }
                  }
                });

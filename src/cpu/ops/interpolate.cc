@@ -1,7 +1,8 @@
 // CPU kernels of the resampling ops (ops/registry/interpolate.h). Every mode
 // is separable: along each spatial dim an output index reads a few input
 // indices with weights (a gather table built from torch's source-index
-// formulas), so the forward is one gather pass per dim. The backward is the
+// formulas), so the forward is one gather pass per dim that does more than
+// copy (nearest: a single pass through all the dims' tables). The backward is the
 // transposed table: each input-gradient element sums the output gradients
 // that read it, in output order, so no two threads write one element and the
 // bits do not depend on the thread count.
@@ -173,25 +174,130 @@ Table<T> transpose(const Table<T>& f, int64_t in) {
   return t;
 }
 
-// dst[a, o, b] = sum over taps of w * src[a, idx, b]; src [outer, lin, inner],
-// dst [outer, lout, inner], both contiguous.
+// True when the table copies (one tap per output, idx == o, weight 1).
 template <class T>
-void gather_pass(const T* src, T* dst, int64_t outer, int64_t lin, int64_t inner, const Table<T>& t) {
-  const int64_t lout = int64_t(t.start.size()) - 1;
-  const int64_t taps = std::max<int64_t>(1, int64_t(t.idx.size()) / std::max<int64_t>(lout, 1));
-  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(inner * taps, 1));
-  parallel_for(0, outer * lout, grain, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t a = r / lout, o = r % lout;
-      T* d = dst + r * inner;
-      std::fill(d, d + inner, T(0));
-      for (int64_t j = t.start[size_t(o)]; j < t.start[size_t(o) + 1]; ++j) {
-        const T w = t.w[size_t(j)];
-        const T* s = src + (a * lin + t.idx[size_t(j)]) * inner;
-        for (int64_t b = 0; b < inner; ++b) d[b] += w * s[b];
+bool is_identity(const Table<T>& t, int64_t in) {
+  const int64_t out = int64_t(t.start.size()) - 1;
+  if (out != in || int64_t(t.idx.size()) != out) return false;
+  for (int64_t o = 0; o < out; ++o)
+    if (t.start[size_t(o) + 1] != o + 1 || t.idx[size_t(o)] != o || t.w[size_t(o)] != T(1)) return false;
+  return true;
+}
+
+// K when every output of t has exactly K taps, else 0.
+template <class T>
+int64_t uniform_taps(const Table<T>& t) {
+  const int64_t out = int64_t(t.start.size()) - 1;
+  if (out == 0) return 0;
+  const int64_t k = t.start[1] - t.start[0];
+  for (int64_t o = 0; o < out; ++o)
+    if (t.start[size_t(o) + 1] - t.start[size_t(o)] != k) return 0;
+  return k;
+}
+
+// The last-dim pass with K taps per output: dst[a, o] = sum_k w[o K + k] *
+// src[a, idx[o K + k]], summed from +0 in tap order.
+template <int K, class T>
+void gather_rows(const T* src, T* dst, int64_t outer, int64_t lin, int64_t lout, const int64_t* ix,
+                 const T* wt, int64_t grain) {
+  parallel_for(0, outer, grain, [&](int64_t a0, int64_t a1) {
+    for (int64_t a = a0; a < a1; ++a) {
+      const T* __restrict s = src + a * lin;
+      T* __restrict d = dst + a * lout;
+      for (int64_t o = 0; o < lout; ++o) {
+        T acc = T(0);
+        for (int k = 0; k < K; ++k) acc += wt[o * K + k] * s[ix[o * K + k]];
+        d[o] = acc;
       }
     }
   });
+}
+
+// dst[a, o, b] = sum over taps of w * src[a, idx, b]; src [outer, lin, inner],
+// dst [outer, lout, inner], both contiguous. Sums start from +0 in tap order.
+template <class T>
+void gather_pass(const T* src, T* dst, int64_t outer, int64_t lin, int64_t inner, const Table<T>& t) {
+  const int64_t lout = int64_t(t.start.size()) - 1;
+  const int64_t* st = t.start.data();
+  const int64_t* ix = t.idx.data();
+  const T* wt = t.w.data();
+  const int64_t taps = std::max<int64_t>(1, int64_t(t.idx.size()) / std::max<int64_t>(lout, 1));
+  if (inner == 1) {  // the last dim: a gather per output element, rows [outer]
+    const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(lout * taps, 1));
+    const int64_t k = uniform_taps(t);
+    if (k == 1) return gather_rows<1>(src, dst, outer, lin, lout, ix, wt, grain);
+    if (k == 2) return gather_rows<2>(src, dst, outer, lin, lout, ix, wt, grain);
+    if (k == 4) return gather_rows<4>(src, dst, outer, lin, lout, ix, wt, grain);
+    parallel_for(0, outer, grain, [&](int64_t a0, int64_t a1) {
+      for (int64_t a = a0; a < a1; ++a) {
+        const T* s = src + a * lin;
+        T* d = dst + a * lout;
+        for (int64_t o = 0; o < lout; ++o) {
+          T acc = T(0);
+          for (int64_t j = st[o]; j < st[o + 1]; ++j) acc += wt[j] * s[ix[j]];
+          d[o] = acc;
+        }
+      }
+    });
+    return;
+  }
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(inner * taps, 1));
+  parallel_for(0, outer * lout, grain, [&](int64_t r0, int64_t r1) {
+    int64_t a = r0 / lout, o = r0 % lout;
+    for (int64_t r = r0; r < r1; ++r) {
+      T* __restrict d = dst + r * inner;
+      const int64_t j0 = st[o], j1 = st[o + 1];
+      if (j0 == j1) {
+        std::fill(d, d + inner, T(0));
+      } else {
+        const T w0 = wt[j0];
+        const T* __restrict s0 = src + (a * lin + ix[j0]) * inner;
+        for (int64_t b = 0; b < inner; ++b) d[b] = T(0) + w0 * s0[b];
+        for (int64_t j = j0 + 1; j < j1; ++j) {
+          const T w = wt[j];
+          const T* __restrict s = src + (a * lin + ix[j]) * inner;
+          for (int64_t b = 0; b < inner; ++b) d[b] += w * s[b];
+        }
+      }
+      if (++o == lout) o = 0, ++a;
+    }
+  });
+}
+
+// Nearest forward in one pass: each output row [.., W_out] of the flattened
+// [N*C*prod(out[:-1]), W_out] reads one source row through the last dim's
+// index table; a row whose source is the previous row's is a copy of it.
+template <class T>
+void nearest_gather(const T* src, T* dst, const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+                    const std::vector<Table<T>>& tabs) {
+  const int nd = int(in.size()) - 2;
+  const int64_t win = in.back(), wout = out.back();
+  int64_t rows = out[0] * out[1];
+  for (int d = 0; d + 1 < nd; ++d) rows *= out[size_t(d) + 2];
+  const int64_t* cx = tabs.back().idx.data();
+  parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(wout, 1)),
+               [&](int64_t r0, int64_t r1) {
+                 int64_t prev = -1;
+                 for (int64_t r = r0; r < r1; ++r) {
+                   // Source row: the outer dims of r mapped through their tables.
+                   int64_t rem = r, srow = 0, mul = 1;
+                   for (int d = nd - 2; d >= 0; --d) {
+                     const int64_t od = out[size_t(d) + 2];
+                     srow += tabs[size_t(d)].idx[size_t(rem % od)] * mul;
+                     mul *= in[size_t(d) + 2];
+                     rem /= od;
+                   }
+                   srow += rem * mul;  // the n * C + c plane
+                   T* __restrict dr = dst + r * wout;
+                   if (srow == prev) {
+                     std::copy(dr - wout, dr, dr);
+                   } else {
+                     const T* __restrict s = src + srow * win;
+                     for (int64_t j = 0; j < wout; ++j) dr[j] = s[cx[j]];
+                   }
+                   prev = srow;
+                 }
+               });
 }
 
 // Resamples src [N, C, *from] into dst [N, C, *to]; the tables map the
@@ -202,22 +308,50 @@ void resample(const Tensor& src, const Tensor& dst, Mode mode, const ops::Resamp
   const DType acc = src.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
   const int nd = src.dim() - 2;
   const Tensor s = src.to(acc).contiguous();
-  std::vector<int64_t> cur = src.sizes();
-  std::vector<T> a(s.data<T>(), s.data<T>() + s.numel()), b;
+  // The result goes straight into dst when it is a contiguous acc tensor.
+  const bool direct = dst.dtype() == acc && dst.is_contiguous();
+  const Tensor res = direct ? dst : empty(dst.sizes(), acc);
+  std::vector<Table<T>> tabs;
   for (int d = 0; d < nd; ++d) {
-    const int64_t from = cur[size_t(d) + 2], to = dst.size(d + 2);
+    const int64_t from = src.size(d + 2), to = dst.size(d + 2);
     const int64_t fin = backward ? to : from, fout = backward ? from : to;  // the forward's sizes
-    Table<T> t = make_table<T>(mode, nd, fin, fout, o, o.scales[size_t(d)]);
-    if (backward) t = transpose(t, fin);
-    int64_t outer = 1, inner = 1;
-    for (int k = 0; k < d + 2; ++k) outer *= cur[size_t(k)];
-    for (int k = d + 3; k < nd + 2; ++k) inner *= cur[size_t(k)];
-    b.assign(size_t(outer * to * inner), T(0));
-    gather_pass(a.data(), b.data(), outer, from, inner, t);
-    cur[size_t(d) + 2] = to;
-    a.swap(b);
+    tabs.push_back(make_table<T>(mode, nd, fin, fout, o, o.scales[size_t(d)]));
+    if (backward) tabs.back() = transpose(tabs.back(), fin);
   }
-  Tensor(dst).copy_(from_buffer_copy(a.data(), dst.sizes(), acc));
+  if (mode == Mode::Nearest && !backward && s.numel() > 0) {
+    nearest_gather(s.data<T>(), res.data<T>(), src.sizes(), dst.sizes(), tabs);
+  } else {
+    std::vector<int64_t> cur = src.sizes();
+    // The dims that do more than copy. The last dim's pass is a gather, the
+    // others' are contiguous row sums: when the last dim grows it goes first
+    // (on the planes not yet resampled), else last (after the others shrank them).
+    const bool last_first = dst.size(nd + 1) >= src.size(nd + 1);
+    std::vector<int> order, todo;
+    if (last_first) order.push_back(nd - 1);
+    for (int d = 0; d + 1 < nd; ++d) order.push_back(d);
+    if (!last_first) order.push_back(nd - 1);
+    for (int d : order)
+      if (!is_identity(tabs[size_t(d)], cur[size_t(d) + 2])) todo.push_back(d);
+    const T* a = s.data<T>();
+    std::vector<T> bufs[2];
+    for (size_t k = 0; k < todo.size(); ++k) {
+      const int d = todo[k];
+      const int64_t from = cur[size_t(d) + 2], to = dst.size(d + 2);
+      int64_t outer = 1, inner = 1;
+      for (int q = 0; q < d + 2; ++q) outer *= cur[size_t(q)];
+      for (int q = d + 3; q < nd + 2; ++q) inner *= cur[size_t(q)];
+      T* b = res.data<T>();
+      if (k + 1 < todo.size()) {
+        bufs[k % 2].resize(size_t(outer * to * inner));
+        b = bufs[k % 2].data();
+      }
+      gather_pass(a, b, outer, from, inner, tabs[size_t(d)]);
+      cur[size_t(d) + 2] = to;
+      a = b;
+    }
+    if (todo.empty()) Tensor(res).copy_(s);
+  }
+  if (!direct) Tensor(dst).copy_(res);
 }
 
 template <Mode mode, bool backward>
