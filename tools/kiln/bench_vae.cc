@@ -38,6 +38,34 @@ std::string quoted(const std::string& s) {
   return q + "'";
 }
 
+double mib(const json& v) { return v.is_number() ? v.get<double>() / (1024.0 * 1024.0) : 0.0; }
+
+// The memory figures, which the timing table does not show: peak RSS of each
+// side, their ratio, and kiln's peak over the least live set.
+std::string memory_table(const json& results) {
+  std::string t = "\npeak RSS during the calls, MiB (+: above the RSS before them); live: the least the "
+                  "computation needs\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%-28s %9s %9s %6s %9s %9s %9s %7s %8s\n", "case", "kiln", "torch", "k/t",
+                "kiln +", "torch +", "live", "k/live", "cpu spd");
+  t += line;
+  for (const json& r : results) {
+    const json& pt = r.value("peer_peak_rss_bytes", json::object());
+    const bool peer = pt.contains("torch");
+    std::snprintf(line, sizeof line, "%-28s %9.0f %9s %6s %9.0f %9s %9.0f %7.2f %8s\n",
+                  r.value("name", std::string()).c_str(), mib(r["peak_rss_bytes"]),
+                  peer ? std::to_string(int(mib(pt["torch"]))).c_str() : "-",
+                  peer ? std::to_string(r["peak_ratio_vs_torch"].get<double>()).substr(0, 4).c_str() : "-",
+                  mib(r["peak_delta_bytes"]),
+                  peer ? std::to_string(int(mib(r["peer_peak_delta_bytes"]["torch"]))).c_str() : "-",
+                  mib(r["live_set_bytes"]), r.value("peak_over_live_set", 0.0),
+                  peer ? (std::to_string(r["cpu_speedup_vs_torch"].get<double>()).substr(0, 4) + "x").c_str()
+                       : "-");
+    t += line;
+  }
+  return t;
+}
+
 int run_vae(const VaeOptions& opt) {
   const std::string py = bench::find_python(opt.python);
   if (py.empty()) {
@@ -69,7 +97,7 @@ int run_vae(const VaeOptions& opt) {
   const std::string header = std::string("kiln ") + kiln::kVersion + " bench vae: " + sys::system_info().cpu_model +
                              ", " + std::to_string(opt.threads) + " threads per side" +
                              (opt.quick ? "; --quick: a smoke run, not a measurement" : "");
-  bench::emit_report(doc, opt.out, opt.json, header, "");
+  bench::emit_report(doc, opt.out, opt.json, header, memory_table(doc["results"]));
   return 0;
 }
 
