@@ -31,5 +31,6 @@ Command add_perplexity(CLI::App& parent);   // perplexity.cc
 Command add_convert(CLI::App& parent);      // convert.cc
 Command add_bench_generate(CLI::App& bench);  // bench_generate.cc
 Command add_bench_train(CLI::App& bench);     // bench_train.cc
+Command add_bench_vae(CLI::App& bench);       // bench_vae.cc
 
 }  // namespace kiln::cli

@@ -71,6 +71,7 @@ int main(int argc, char** argv) {
   commands.push_back(kiln::cli::add_bench_linalg(*bench));
   commands.push_back(kiln::cli::add_bench_generate(*bench));
   commands.push_back(kiln::cli::add_bench_train(*bench));
+  commands.push_back(kiln::cli::add_bench_vae(*bench));
 
   try {
     app.parse(argc, argv);

@@ -11,6 +11,11 @@ from ..nn import functional as F
 _ACTIVATIONS = ("silu", "swish")
 
 
+def _silu(t):
+    """silu of a freshly made tensor t, in place when no gradient flows through it."""
+    return F.silu(t, inplace=not t.requires_grad)
+
+
 def _check_act(act_fn):
     if act_fn not in _ACTIVATIONS:
         raise ValueError(f"[AutoencoderKL] act_fn '{act_fn}' is not supported (supported: silu)")
@@ -29,11 +34,15 @@ class ResnetBlock2D(Module):
         self.conv_shortcut = Conv2d(in_channels, out_channels, 1) if in_channels != out_channels else None
 
     def forward(self, x):  # [N, Cin, H, W] -> [N, Cout, H, W]
-        h = self.conv1(F.silu(self.norm1(x)))
-        h = self.conv2(F.silu(self.norm2(h)))
+        # One statement per step so each intermediate is freed as soon as the
+        # next exists: at most x plus max(Cin + Cout, 2 Cout) per position live.
+        h = _silu(self.norm1(x))
+        h = self.conv1(h)
+        h = _silu(self.norm2(h))
+        h = self.conv2(h)
         if self.conv_shortcut is not None:
             x = self.conv_shortcut(x)
-        return x + h
+        return h.add_(x) if not (h.requires_grad or x.requires_grad) else x + h
 
 
 class Downsample2D(Module):
@@ -169,7 +178,7 @@ class Encoder(Module):
         for b in self.down_blocks:
             x = b(x)
         x = self.mid_block(x)
-        return self.conv_out(F.silu(self.conv_norm_out(x)))
+        return self.conv_out(_silu(self.conv_norm_out(x)))
 
 
 class Decoder(Module):
@@ -197,7 +206,7 @@ class Decoder(Module):
         x = self.mid_block(x)
         for b in self.up_blocks:
             x = b(x)
-        return self.conv_out(F.silu(self.conv_norm_out(x)))
+        return self.conv_out(_silu(self.conv_norm_out(x)))
 
 
 __all__ = ["Attention", "Decoder", "DownEncoderBlock2D", "Downsample2D", "Encoder", "ResnetBlock2D",
