@@ -3,6 +3,7 @@
 #include <nanobind/stl/string.h>
 
 #include "bind_util.h"
+#include "kiln/bf16_gemm.h"
 #include "kiln/sysinfo.h"
 
 namespace nb = nanobind;
@@ -32,6 +33,13 @@ void init_runtime(nb::module_& m) {
   }, "n"_a, "Resizes the thread pool (KILN_NUM_THREADS sets the initial size).");
   m.def("simd_target", [] { return std::string(sys::simd_target_name()); },
         "The SIMD target the kernels dispatch to on this CPU (e.g. 'AVX2').");
+  m.def("allow_bf16_gemm", &allow_bf16_gemm, "allow"_a,
+        "Whether products of many rows with bf16/FP8 weights may run on the CPU's AVX512-BF16 unit, "
+        "rounding float32 activations to bf16 (each product off by at most 2^-8 of itself). False keeps "
+        "them exact to float32. Default: allowed on AMD CPUs with the unit (KILN_BF16_GEMM=on|off).");
+  m.def("bf16_gemm_allowed", &bf16_gemm_allowed, "The allow_bf16_gemm setting.");
+  m.def("bf16_gemm_active", &bf16_gemm_active,
+        "Allowed, and this CPU and the SIMD target (KILN_SIMD_TARGET) have AVX512-BF16.");
 }
 
 }  // namespace kiln::py

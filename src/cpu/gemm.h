@@ -26,6 +26,27 @@ int64_t gemm_packed_x_floats(DType w_dtype, int64_t M, int64_t K);
 void gemm_pack_x(DType w_dtype, const GemvArgs& a, float* xp);
 void gemm_packed_rows(DType w_dtype, const GemvArgs& a, const float* xp, int64_t n0, int64_t n1);
 
+// The packed GEMM's AVX512-BF16 form (gemm_bf16.cc), which gemm_packed,
+// gemm_pack_x and gemm_packed_rows take for bf16, e4m3fn and e5m2 weights
+// without block scales when bf16_gemm_active(): x is rounded to bf16 (to
+// nearest even; each product off by at most 2^-8 of itself, an x of bf16
+// values unchanged) and each pair of products summed in float32 by
+// vdpbf16ps, ~1.8x the FMA path's flops on a Zen 5. On by default on AMD
+// CPUs that have the instruction; KILN_BF16_GEMM=on|off (or set_bf16_gemm)
+// overrides, and off keeps the products exact to float32.
+bool bf16_gemm();
+void set_bf16_gemm(bool on);
+// bf16_gemm() and this CPU and the dispatch target allow the kernel (decided
+// once, after KILN_SIMD_TARGET's cap).
+bool bf16_gemm_active();
+// bf16_gemm_active() and weights of this dtype and scale layout.
+bool bf16_gemm_covers(DType w_dtype, ScaleKind scale_kind);
+// Packed x as uint32 bf16 pairs (no more words than gemm_packed_x_floats's
+// floats), and rows [n0, n1) of W on the calling thread.
+int64_t gemm_bf16_x_words(int64_t M, int64_t K);
+void gemm_bf16_pack_x(const GemvArgs& a, uint32_t* xp);
+void gemm_bf16_rows(DType w_dtype, const GemvArgs& a, const uint32_t* xp, int64_t n0, int64_t n1);
+
 // C[M, N] = alpha * A[M, K] @ op(B) + beta * C, row-major, float32 via OpenBLAS;
 // op(B) = B^T (B is [N, K], ldb) when b_trans, else B [K, N]. Large products
 // are split over kiln's threads, one single-threaded OpenBLAS call each, not

@@ -2,6 +2,8 @@
 // across the thread pool, and the double-precision reference.
 #include "cpu/gemv.h"
 
+#include <hwy/highway.h>
+
 #include <algorithm>
 #include <string>
 
@@ -39,6 +41,19 @@ GemvTuning gemv_tuning_for(CpuKind kind) {
   if (kind == CpuKind::IntelBf16) t.prefetch_ahead_bytes = 1024;  // Emerald Rapids
   if (kind == CpuKind::Amd) t.denormal_fma_fast = true;
   return t;
+}
+
+bool dispatch_runs_avx3() {
+  // Decided once: asked per GEMV call, hwy::SupportedTargets()'s CPUID (libhwy
+  // 1.0) took 30% of a MoE decode step on a Zen 5 VM. KILN_SIMD_TARGET's cap
+  // is applied at start-up (convert.cc), before this first runs.
+  static const bool avx3 = [] {
+    // The best target run-time dispatch may use: lower bits are better
+    // targets, and every AVX3 flavour is at or below HWY_AVX3.
+    const int64_t targets = hwy::SupportedTargets() & HWY_TARGETS;
+    return (targets & -targets) <= int64_t(HWY_AVX3);
+  }();
+  return avx3;
 }
 
 CpuKind cpu_kind() {

@@ -110,6 +110,11 @@ void set_bf16_dot(bool on);
 // CPU and target part is decided at the first call (after KILN_SIMD_TARGET's
 // cap): later hwy::SetSupportedTargetsForTest calls do not change it.
 bool bf16_dot_active();
+// Whether run-time dispatch may run an AVX-512 target (the kernels written
+// for AVX-512 extensions outside Highway follow it). Decided at the first
+// call, after KILN_SIMD_TARGET's cap: hwy::SupportedTargets() runs CPUID on
+// every call, which a VM traps to its hypervisor.
+bool dispatch_runs_avx3();
 // bf16_dot_active() and weights of this dtype and scale layout (bf16, e4m3fn,
 // e5m2 without block scales): what one activation row takes the kernel for.
 bool bf16_dot_covers(DType w_dtype, ScaleKind scale_kind);

@@ -296,17 +296,8 @@ void set_bf16_dot(bool on) { g_bf16_dot.store(int(on), std::memory_order_relaxed
 
 bool bf16_dot_active() {
 #ifdef KILN_BF16_DOT_X86
-  // Decided once. hwy::SupportedTargets() runs CPUID on every call (libhwy
-  // 1.0), which a VM traps to its hypervisor: asked per GEMV call it took 30%
-  // of a MoE decode step on a Zen 5 VM. KILN_SIMD_TARGET's cap is applied at
-  // start-up (convert.cc), before this first runs.
-  static const bool has = [] {
-    if (!cpu_has_bf16_dot()) return false;
-    // The best target run-time dispatch may use: lower bits are better
-    // targets, and every AVX3 flavour is at or below HWY_AVX3.
-    const int64_t targets = hwy::SupportedTargets() & HWY_TARGETS;
-    return (targets & -targets) <= int64_t(HWY_AVX3);
-  }();
+  // Decided once (dispatch_runs_avx3).
+  static const bool has = cpu_has_bf16_dot() && dispatch_runs_avx3();
   return has && bf16_dot();
 #else
   return false;

@@ -4,8 +4,8 @@
 // kiln reaches the library through include/kiln/ alone.
 #pragma once
 
-#include "cpu/gemm.h"              // cpu::BlasThreads
-#include "cpu/gemv.h"              // cpu::bf16_dot, set_bf16_dot, bf16_dot_active, bf16_dot_covers
+#include "cpu/gemm.h"              // cpu::BlasThreads, bf16_gemm_active
+#include "cpu/gemv.h"              // cpu::bf16_dot, set_bf16_dot, bf16_dot_active, bf16_dot_covers, dispatch_runs_avx3
 #include "cpu/lapack.h"            // cpu::lapack: getrf, geqrf, orgqr, gesdd
 #include "cpu/ops/linalg_batch.h"  // linalg::detail::BlasThreads, kBlasThreadMinN
 #include "nn/sampling.h"           // sample_row_

@@ -61,8 +61,11 @@ TEST(GroupedMM, FP8ExpertsWithRowScales) {
 // Groups of every size in one call: groups of up to 16 rows take the
 // matrix-vector kernel (3, 7 and 16 here), the others the packed GEMM on x
 // packed once per group (17, 40 and 217), with N past one 192-row chunk and
-// empty groups between and at both ends.
-TEST(GroupedMM, MixedGroupSizesTakeBothKernels) {
+// empty groups between and at both ends. With the AVX512-BF16 GEMM on (where
+// the CPU has it) the packed groups' float32 x is rounded to bf16: they are
+// compared with the product of bf16(x), the few-row groups with x's own.
+void check_mixed_groups(bool bf16_gemm) {
+  const test::Bf16Gemm mode(bf16_gemm);
   const std::vector<int32_t> ends{0, 3, 10, 10, 26, 43, 83, 300, 300};
   const int64_t T = 300, K = 300, N = 200, G = int64_t(ends.size());
   const Tensor a = randn_as({T, K}, DType::Float32, 75);
@@ -74,14 +77,17 @@ TEST(GroupedMM, MixedGroupSizesTakeBothKernels) {
     const Tensor x = fp8 ? a : a.to(DType::BFloat16);
     const Tensor y = fp8 ? grouped_mm(x, w.transpose(1, 2), offs_of(ends), bias, s)
                          : grouped_mm(x, w.transpose(1, 2), offs_of(ends), bias, Tensor(), DType::Float32);
-    const auto av = dvals(x), wv = dvals(fp8 ? dequantize(q, s) : w), bv = dvals(bias), yv = dvals(y);
+    const auto av = dvals(x), a16 = dvals(x.to(DType::BFloat16)), wv = dvals(fp8 ? dequantize(q, s) : w),
+               bv = dvals(bias), yv = dvals(y);
     for (int64_t t = 0; t < T; ++t) {
       int64_t g = 0;
       while (t >= ends[size_t(g)]) ++g;
+      const bool rounded = cpu::bf16_gemm_active() && ends[size_t(g)] - (g ? ends[size_t(g - 1)] : 0) > 16;
+      const auto& xv = rounded ? a16 : av;
       for (int64_t n = 0; n < N; ++n) {
         double r = bv[size_t(g * N + n)], mag = std::fabs(r);
         for (int64_t k = 0; k < K; ++k) {
-          const double term = av[size_t(t * K + k)] * wv[size_t((g * N + n) * K + k)];
+          const double term = xv[size_t(t * K + k)] * wv[size_t((g * N + n) * K + k)];
           r += term;
           mag += std::fabs(term);
         }
@@ -90,6 +96,9 @@ TEST(GroupedMM, MixedGroupSizesTakeBothKernels) {
     }
   }
 }
+
+TEST(GroupedMM, MixedGroupSizesTakeBothKernels) { check_mixed_groups(false); }
+TEST(GroupedMM, MixedGroupSizesWithTheBf16Gemm) { check_mixed_groups(true); }
 
 TEST(GroupedMM, ThreeDByTwoDTwoDByTwoDAndBmm) {
   const Tensor a3 = randn_as({2, 4, 5}, DType::Float32, 75), b2 = randn_as({5, 9}, DType::Float32, 76);

@@ -121,6 +121,7 @@ std::string trace(DType wd, int sk, int64_t M, int64_t N, int64_t K) {
 }
 
 TEST(Linear, FewRowsEveryWeightTypeAndScaleLayout) {
+  const test::Bf16Gemm exact(false);
   for (DType wd : kWeightTypes)
     for (int sk = 0; sk < 4; ++sk)
       for (int64_t M : {1, 2, 3, 4, 5, 16})
@@ -161,6 +162,7 @@ TEST(Linear, OneRowAcrossTheRowRunsLengths) {
 }
 
 TEST(Linear, PrefillRowsEveryWeightTypeAndScaleLayout) {
+  const test::Bf16Gemm exact(false);
   for (DType wd : kWeightTypes)
     for (int sk = 0; sk < 4; ++sk)
       for (int64_t M : {17, 40}) {
@@ -179,6 +181,7 @@ TEST(Linear, PrefillRowsEveryWeightTypeAndScaleLayout) {
 // split inside a K block, N tails of the 12- and 6-row tiles and of the
 // 192-row panel, and enough rows at K = 8192 for several token blocks.
 TEST(Linear, PackedGemmBlockBoundaries) {
+  const test::Bf16Gemm exact(false);
   struct Case {
     int64_t M, N, K;
   };
@@ -193,7 +196,96 @@ TEST(Linear, PackedGemmBlockBoundaries) {
       }
 }
 
+// The AVX512-BF16 GEMM (gemm_bf16.cc) where the CPU has it: bf16 and FP8
+// weights (no scale, tensor and row scales) give the double-precision product
+// of bf16(x) and W within float32 accumulation, at the packed GEMM's blocking
+// edges (one and two token vectors, odd K, K blocks, panel and tile tails);
+// and within the rounding's stated bound, 2^-8 of sum |x w|, of the product
+// of x itself.
+TEST(Linear, Bf16GemmIsExactToBf16RoundedActivations) {
+  const test::Bf16Gemm on(true);
+  if (!cpu::bf16_gemm_active()) GTEST_SKIP() << "no AVX512-BF16 on this CPU (or KILN_SIMD_TARGET below AVX3)";
+  struct Case {
+    int64_t M, N, K;
+  };
+  const Case cases[] = {{7, 13, 5},    {9, 12, 256},  {16, 205, 513}, {17, 130, 300},
+                        {33, 7, 64},   {40, 200, 259}, {300, 7, 2049}};
+  for (DType wd : {DType::BFloat16, DType::Float8_e4m3fn, DType::Float8_e5m2})
+    for (int sk : {0, 1, 2})
+      for (const Case& c : cases) {
+        SCOPED_TRACE(trace(wd, sk, c.M, c.N, c.K));
+        const Tensor x = randn_as({c.M, c.K}, DType::Float32, 14), w = randn_as({c.N, c.K}, wd, 15);
+        const Tensor b = randn_as({c.N}, DType::Float32, 16), sc = make_scale(sk, c.N, c.K);
+        ASSERT_TRUE(cpu::bf16_gemm_covers(wd, sk == 0   ? cpu::ScaleKind::None
+                                              : sk == 1 ? cpu::ScaleKind::Tensor
+                                                        : cpu::ScaleKind::Row));
+        const Tensor y = linear(x, w, b, sc);
+        std::vector<double> want, mag;
+        reference(x.to(DType::BFloat16), w, b, sc, want, mag);
+        test::expect_close(y, want, 0, 1e-30, &mag, 1e-5);
+        reference(x, w, b, sc, want, mag);
+        test::expect_close(y, want, 0, 1e-30, &mag, 0x1p-8 + 1e-5);
+      }
+}
+
+// With the bf16 GEMM on, what it does not take stays exact to float32: f32
+// and f16 weights, FP8 block scales; and bf16 activations lose nothing to it.
+TEST(Linear, Bf16GemmLeavesOtherProductsExact) {
+  const test::Bf16Gemm on(true);
+  for (DType wd : {DType::Float32, DType::Float16, DType::Float8_e4m3fn}) {
+    const int sk = wd == DType::Float8_e4m3fn ? 3 : 0;
+    SCOPED_TRACE(trace(wd, sk, 40, 150, 300));
+    check_linear(randn_as({40, 300}, DType::Float32, 17), randn_as({150, 300}, wd, 18), Tensor(),
+                 make_scale(sk, 150, 300));
+  }
+  for (DType wd : {DType::BFloat16, DType::Float8_e5m2}) {
+    SCOPED_TRACE(trace(wd, 2, 40, 150, 300));
+    check_linear(randn_as({40, 300}, DType::BFloat16, 19), randn_as({150, 300}, wd, 20),
+                 randn_as({150}, DType::BFloat16, 21), make_scale(2, 150, 300));
+  }
+}
+
+// NaN codes and infinities in the bf16 GEMM: an e4m3fn NaN code (either sign)
+// makes its row NaN, an e5m2 infinity its row infinite (or NaN against a zero
+// x), and an infinite activation its token's outputs; the other outputs stay
+// exact to bf16(x).
+TEST(Linear, Bf16GemmNanCodesAndInfinities) {
+  const test::Bf16Gemm on(true);
+  if (!cpu::bf16_gemm_active()) GTEST_SKIP() << "no AVX512-BF16 on this CPU (or KILN_SIMD_TARGET below AVX3)";
+  const int64_t M = 20, N = 30, K = 70;
+  Tensor x = randn_as({M, K}, DType::Float32, 22);
+  for (DType wd : {DType::Float8_e4m3fn, DType::Float8_e5m2}) {
+    SCOPED_TRACE(name(wd));
+    Tensor w = randn_as({N, K}, wd, 23);
+    uint8_t* codes = static_cast<uint8_t*>(w.data_ptr());
+    const bool e4m3 = wd == DType::Float8_e4m3fn;
+    codes[3 * K + 5] = e4m3 ? 0x7F : 0x7C;   // row 3: NaN / +inf
+    codes[11 * K + 69] = e4m3 ? 0xFF : 0xFE;  // row 11: NaN / NaN
+    const Tensor y = linear(x, w);
+    std::vector<double> want, mag;
+    reference(x.to(DType::BFloat16), w, Tensor(), Tensor(), want, mag);
+    const auto yv = dvals(y);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        const double got = yv[size_t(m * N + n)], ref = want[size_t(m * N + n)];
+        if (n == 11 || (n == 3 && e4m3)) {
+          EXPECT_TRUE(std::isnan(got)) << m << "," << n;
+        } else if (n == 3) {
+          EXPECT_EQ(got, x.data<float>()[m * K + 5] > 0 ? INFINITY : -INFINITY) << m;
+        } else {
+          EXPECT_NEAR(got, ref, 1e-5 * mag[size_t(m * N + n)]) << m << "," << n;
+        }
+      }
+  }
+  x.data<float>()[4 * K + 9] = INFINITY;
+  const Tensor w = add(rand({N, K}, DType::Float32), Scalar(0.5)).to(DType::BFloat16);  // all positive
+  const auto yv = dvals(linear(x, w));
+  for (int64_t n = 0; n < N; ++n) EXPECT_EQ(yv[size_t(4 * N + n)], INFINITY) << n;
+  EXPECT_TRUE(std::isfinite(yv[size_t(5 * N)]));
+}
+
 TEST(Linear, NarrowActivationsAndBatchShapes) {
+  const test::Bf16Gemm exact(false);
   for (DType xd : {DType::BFloat16, DType::Float16})
     for (DType wd : {DType::BFloat16, DType::Float8_e4m3fn}) {
       SCOPED_TRACE(std::string(name(xd)) + " x " + name(wd));
@@ -204,6 +296,7 @@ TEST(Linear, NarrowActivationsAndBatchShapes) {
 }
 
 TEST(Linear, NonContiguousInputsAndWeights) {
+  const test::Bf16Gemm exact(false);
   const Tensor xt = randn_as({48, 5}, DType::Float32, 10).t();  // [5, 48] strided
   const Tensor wbig = randn_as({20, 96}, DType::BFloat16, 11);
   const Tensor w = wbig.slice(1, 0, 48);  // rows 96 apart

@@ -151,6 +151,10 @@ TEST_P(TinyModel, Bf16AndFp8CloseToReference) {
   // MoE, where a near-tie of two random router scores can flip an expert.
   const bool moe =
       GetParam().find("moe") != std::string::npos || GetParam().find("mixtral") != std::string::npos;
+  // The MoE fixtures' random routers have near-ties that the AVX512-BF16
+  // GEMM's rounding of activations flips (tiny-mixtral: 0.30 on a Zen 5): they
+  // run exact to float32; the dense ones as the machine runs them.
+  const kiln::test::Bf16Gemm mode(!moe && kiln::cpu::bf16_gemm());
   for (auto [f, tol] :
        {std::pair{WeightFormat::BF16, 3e-2}, std::pair{WeightFormat::FP8, moe ? 0.2 : 0.12}}) {
     auto m = Model::load(dir, opts(f));

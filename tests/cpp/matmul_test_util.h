@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "cpu/gemm.h"
 #include "kiln/kiln.h"
 
 namespace kiln::test {
@@ -39,5 +40,19 @@ inline void expect_close(const Tensor& got, const std::vector<double>& want, dou
   }
   EXPECT_EQ(bad, 0);
 }
+
+// The AVX512-BF16 GEMM (which rounds float32 activations to bf16) set on or
+// off while it lives, restored after: tests of the exact float32 products
+// turn it off, tests of the bf16 path on.
+class Bf16Gemm {
+ public:
+  explicit Bf16Gemm(bool on) : saved_(cpu::bf16_gemm()) { cpu::set_bf16_gemm(on); }
+  ~Bf16Gemm() { cpu::set_bf16_gemm(saved_); }
+  Bf16Gemm(const Bf16Gemm&) = delete;
+  Bf16Gemm& operator=(const Bf16Gemm&) = delete;
+
+ private:
+  bool saved_;
+};
 
 }  // namespace kiln::test

@@ -53,8 +53,34 @@ def test_linear_weight_types_and_scales(wdt, kind, m, rng):
     b = rng.standard_normal(n).astype(np.float32)
     s = scale_for(kind, n, k, rng)
     y = F.linear(kt(x), kt(w), kt(b), weight_scale=None if s is None else kt(s)).numpy()
-    want, mag = ref_linear(x, w, b, s)
     assert y.shape == (m, n) and y.dtype == np.float32
+    want, mag = ref_linear(x, w, b, s)
+    if rounds_x_to_bf16(m, wdt, kind):
+        # The AVX512-BF16 GEMM: exact to bf16(x), within 2^-8 of sum |x w| of x itself.
+        assert np.all(np.abs(y - want) <= (2.0**-8 + 1e-5) * mag + 1e-30)
+        want, mag = ref_linear(x.astype(ml_dtypes.bfloat16), w, b, s)
+    assert np.all(np.abs(y - want) <= 1e-5 * mag + 1e-30)
+
+
+def rounds_x_to_bf16(m, wdt, kind):
+    # Past the matrix-vector rows (6), bf16/FP8 weights without block scales.
+    return (kiln.bf16_gemm_active() and m > 6 and kind != "block"
+            and wdt in ("bfloat16", "float8_e4m3fn", "float8_e5m2"))
+
+
+@pytest.mark.parametrize("wdt", ["bfloat16", "float8_e4m3fn"])
+def test_linear_exact_when_the_bf16_gemm_is_not_allowed(wdt, rng):
+    m, n, k = 40, 150, 260
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32).astype(NP[wdt])
+    saved = kiln.bf16_gemm_allowed()
+    try:
+        kiln.allow_bf16_gemm(False)
+        assert not kiln.bf16_gemm_active()
+        y = F.linear(kt(x), kt(w)).numpy()
+    finally:
+        kiln.allow_bf16_gemm(saved)
+    want, mag = ref_linear(x, w)
     assert np.all(np.abs(y - want) <= 1e-5 * mag + 1e-30)
 
 

@@ -20,13 +20,14 @@
 #include <vector>
 
 #include "bench/bandwidth.h"
+#include "bench/compute_roof.h"
 #include "bench/harness.h"
+#include "bench/options.h"
 #include "bench/python_side.h"
 #include "cli_io.h"
 #include "commands.h"
 #include "internal/bench_hooks.h"
 #include "kiln/allocator.h"
-#include "bench/options.h"
 #include "kiln/kiln.h"
 #include "kiln/sysinfo.h"
 #include "kiln/version.h"
@@ -124,6 +125,13 @@ for c in req["cases"]:
             x = torch.randn(1, K).to(dt)
             with torch.inference_mode():
                 t = timeit(lambda i: F.linear(x, ws[i]), copies, req["repeat"], req["warmup"])
+        elif kind == "prefill-bf16":
+            # F.linear on bf16 x and W (oneDNN's bf16 GEMM on CPUs with AVX512-BF16 or AMX).
+            M = c["M"]
+            w = torch.randn(N, K).to(torch.bfloat16)
+            x = torch.randn(M, K).to(torch.bfloat16)
+            with torch.inference_mode():
+                t = timeit(lambda i: F.linear(x, w), 1, req["repeat"], req["warmup"])
         elif kind == "fp8":
             w8 = torch.randn(N, K).to(torch.float8_e4m3fn)
             ws = [w8] + [w8.clone() for _ in range(copies - 1)]
@@ -248,7 +256,9 @@ void decode_cases(Ctx& c, bool scaled) {
           {{"name", name},
            {"N", N},
            {"K", K},
-           {"kind", scaled ? "fp8" : wk.dtype == DType::BFloat16 ? "bf16" : kn},
+           {"kind", scaled                        ? "fp8"
+                    : wk.dtype == DType::BFloat16 ? "bf16"
+                                                  : kn},
            {"copies", std::max(1, std::min(rot.copies, int(mem_budget() / (4.0 * N * K))))}});
     }
   }
@@ -279,51 +289,135 @@ void decode_cases(Ctx& c, bool scaled) {
   }
 }
 
-// Prefill: M rows through linear for f32/bf16/fp8 weights and OpenBLAS sgemm.
-void prefill_cases(Ctx& c, bool scaled) {
+// Prefill at M = 512, 4096 x 4096: linear for f32/bf16/fp8 weights against
+// OpenBLAS's sgemm, interleaved.
+void prefill_vs_openblas(Ctx& c) {
   const int64_t M = c.opt.quick ? 32 : 512, N = c.opt.quick ? 256 : 4096, K = c.opt.quick ? 256 : 4096;
   const double flops = 2.0 * double(M) * double(N) * double(K);
   const Tensor x = randn({M, K});
   const std::string dims = " M=" + std::to_string(M) + " " + std::to_string(N) + "x" + std::to_string(K);
   std::map<std::string, double> t;
-  // The cases of one comparison run interleaved (Runner::latency_cases).
-  auto run = [&](std::vector<bench::Runner::Latency> cases) {
-    std::vector<std::string> labels;
-    for (auto& cs : cases) labels.push_back(cs.name), cs.name = "prefill " + cs.name + dims;
-    std::vector<bench::Result> rs = c.runner.latency_cases(cases, 1);
-    for (size_t i = 0; i < rs.size(); ++i) {
-      rs[i].extra["gflops"] = flops / rs[i].median_s / 1e9;
-      t[labels[i]] = rs[i].median_s;
-      record(c, rs[i]);
-    }
-  };
-  if (!scaled) {
-    const Tensor w32 = make_weight(weight_kind("f32"), N, K).first;
-    const std::pair<Tensor, Tensor> wb = make_weight(weight_kind("bf16"), N, K);
-    const std::pair<Tensor, Tensor> w8 = make_weight(weight_kind("fp8"), N, K);
-    Tensor y = empty({M, N});
-    // The peer: OpenBLAS's sgemm as a program calls it, on its own threads
-    // (kiln's linear f32 calls it single-threaded on kiln's, cpu::sgemm).
-    run({{"openblas sgemm f32",
-          [&] {
-            const cpu::BlasThreads all(kiln::num_threads());
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blasint(M), blasint(N), blasint(K), 1.0f,
-                        x.data<float>(), blasint(K), w32.data<float>(), blasint(K), 0.0f, y.data<float>(),
-                        blasint(N));
-          },
-          0.25},
-         {"linear f32", [&] { linear_out(x, w32, Tensor(), Tensor(), y); }},
-         {"linear bf16", [&] { linear_out(x, wb.first, Tensor(), wb.second, y); }},
-         {"linear fp8", [&] { linear_out(x, w8.first, Tensor(), w8.second, y); }}});
-    c.summary["prefill_ratio_f32_over_openblas"] = t["linear f32"] / t["openblas sgemm f32"];
-    c.summary["prefill_ratio_bf16_over_f32"] = t["linear bf16"] / t["linear f32"];
-    c.summary["prefill_ratio_fp8_over_f32"] = t["linear fp8"] / t["linear f32"];
-  } else {
-    auto [w, s] = make_weight(weight_kind("fp8"), N, K);
-    const Tensor a = x.to(DType::Float8_e4m3fn), sa = ones({M, 1}), sb = s.view({1, N});
-    run({{"scaled_mm fp8 row-wise",
-          [&] { Tensor y = scaled_mm(a, w.t(), sa, sb, Tensor(), Tensor(), DType::BFloat16); }}});
+  std::vector<bench::Runner::Latency> cases;
+  const Tensor w32 = make_weight(weight_kind("f32"), N, K).first;
+  const std::pair<Tensor, Tensor> wb = make_weight(weight_kind("bf16"), N, K);
+  const std::pair<Tensor, Tensor> w8 = make_weight(weight_kind("fp8"), N, K);
+  Tensor y = empty({M, N});
+  // The peer: OpenBLAS's sgemm as a program calls it, on its own threads
+  // (kiln's linear f32 calls it single-threaded on kiln's, cpu::sgemm).
+  cases = {{"openblas sgemm f32",
+            [&] {
+              const cpu::BlasThreads all(kiln::num_threads());
+              cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blasint(M), blasint(N), blasint(K), 1.0f,
+                          x.data<float>(), blasint(K), w32.data<float>(), blasint(K), 0.0f, y.data<float>(),
+                          blasint(N));
+            },
+            0.25},
+           {"linear f32", [&] { linear_out(x, w32, Tensor(), Tensor(), y); }},
+           {"linear bf16", [&] { linear_out(x, wb.first, Tensor(), wb.second, y); }},
+           {"linear fp8", [&] { linear_out(x, w8.first, Tensor(), w8.second, y); }}};
+  std::vector<std::string> labels;
+  for (auto& cs : cases) labels.push_back(cs.name), cs.name = "prefill " + cs.name + dims;
+  std::vector<bench::Result> rs = c.runner.latency_cases(cases, 1);
+  for (size_t i = 0; i < rs.size(); ++i) {
+    rs[i].extra["gflops"] = flops / rs[i].median_s / 1e9;
+    t[labels[i]] = rs[i].median_s;
+    record(c, rs[i]);
   }
+  c.summary["prefill_ratio_f32_over_openblas"] = t["linear f32"] / t["openblas sgemm f32"];
+  c.summary["prefill_ratio_bf16_over_f32"] = t["linear bf16"] / t["linear f32"];
+  c.summary["prefill_ratio_fp8_over_f32"] = t["linear fp8"] / t["linear f32"];
+}
+
+// Prefill rows (--prefill-rows, default 64, 512, 2048) over the decode shapes
+// (lm_head and products past 2^37 flops left out: seconds a call), for bf16
+// weights with bf16 x and y (the call torch's bf16 F.linear makes, its peer),
+// bf16 weights with float32 x, and FP8 (e4m3, row scales) with float32 x,
+// interleaved per shape. Each is reported in GFLOP/s and as a fraction of the
+// compute roof of the unit it runs on (the AVX512-BF16 GEMM's, else the FMA
+// peak), measured at the start of the run.
+void prefill_rows_cases(Ctx& c) {
+  json peer_cases = json::array();
+  const bench::ComputeRoof roof = bench::measure_compute_roof();
+  c.summary["compute_roof_gflops"] = {
+      {"fma_f32", roof.fma_f32_gflops}, {"bf16_dot", roof.bf16_dot_gflops}, {"threads", roof.threads}};
+  const bool bf16_unit = cpu::bf16_gemm_active();
+  c.summary["bf16_gemm"] = bf16_unit ? "AVX512-BF16 (x rounded to bf16)" : "off: FMA on widened weights";
+  const json doc = read_json(c.opt.cases);
+  std::vector<json> shapes;
+  for (const json& sh : doc["shapes"])
+    if (sh.value("layer", "") != "lm_head") shapes.push_back(sh);
+  if (c.opt.quick) shapes = {json{{"model", "quick"}, {"layer", "tiny"}, {"N", 256}, {"K", 512}}};
+  if (c.opt.limit > 0 && int(shapes.size()) > c.opt.limit) shapes.resize(size_t(c.opt.limit));
+  std::vector<int64_t> rows;
+  for (const std::string& r : split(c.opt.prefill_rows)) rows.push_back(std::stoll(r));
+  if (c.opt.quick) rows = {32};
+  std::map<int64_t, std::vector<double>> fp8_over_bf16;
+  for (const int64_t M : rows)
+    for (const json& sh : shapes) {
+      const int64_t N = sh["N"], K = sh["K"];
+      const double flops = 2.0 * double(M) * double(N) * double(K);
+      if (flops > 0x1p37) continue;
+      const std::string dims = " " + sh.value("model", "") + " " + sh.value("layer", "") +
+                               " M=" + std::to_string(M) + " " + std::to_string(N) + "x" + std::to_string(K);
+      const Tensor x = randn({M, K}), xb = x.to(DType::BFloat16);
+      const std::pair<Tensor, Tensor> wb = make_weight(weight_kind("bf16"), N, K);
+      const std::pair<Tensor, Tensor> w8 = make_weight(weight_kind("fp8"), N, K);
+      Tensor y = empty({M, N}), yb = empty({M, N}, DType::BFloat16);
+      std::vector<bench::Runner::Latency> cases = {
+          {"prefill linear bf16-bf16x" + dims, [&] { linear_out(xb, wb.first, Tensor(), Tensor(), yb); }},
+          {"prefill linear bf16" + dims, [&] { linear_out(x, wb.first, Tensor(), Tensor(), y); }},
+          {"prefill linear fp8" + dims, [&] { linear_out(x, w8.first, Tensor(), w8.second, y); }}};
+      const char* kinds[] = {"bf16-bf16x", "bf16", "fp8"};
+      std::vector<bench::Result> rs = c.runner.latency_cases(cases, 1);
+      for (size_t i = 0; i < rs.size(); ++i) {
+        const double g = flops / rs[i].median_s / 1e9;
+        const double peak = bf16_unit ? roof.bf16_dot_gflops : roof.fma_f32_gflops;
+        rs[i].extra["kind"] = std::string("prefill-") + kinds[i];
+        rs[i].extra["M"] = M;
+        rs[i].extra["N"] = N;
+        rs[i].extra["K"] = K;
+        rs[i].extra["gflops"] = g;
+        if (peak > 0) rs[i].extra["compute_roof_fraction"] = g / peak;
+        record(c, rs[i]);
+      }
+      fp8_over_bf16[M].push_back(rs[2].median_s / rs[1].median_s);
+      peer_cases.push_back(
+          {{"name", rs[0].name}, {"N", N}, {"K", K}, {"M", M}, {"kind", "prefill-bf16"}, {"copies", 1}});
+    }
+  for (auto& [M, v] : fp8_over_bf16)
+    c.summary["prefill_geomean_time_ratio_fp8_over_bf16"][std::to_string(M)] = geomean(v);
+  if (c.opt.peer_python.empty() || peer_cases.empty()) return;
+  json info;
+  const json req = {{"threads", kiln::num_threads()},
+                    {"repeat", c.opt.repeat},
+                    {"warmup", c.opt.warmup},
+                    {"cases", peer_cases}};
+  const auto peer = run_torch_peer(c.opt.peer_python, req, info);
+  c.summary["prefill_peer"] = info;
+  std::map<std::string, std::vector<double>> speedups;
+  for (json& r : c.results) {
+    auto it = peer.find(r["name"].get<std::string>());
+    if (it == peer.end() || !r.contains("M")) continue;
+    r["peer_median_s"] = {{"torch", it->second}};
+    r["speedup_vs_torch"] = it->second / r["median_s"].get<double>();
+    speedups[std::to_string(r["M"].get<int64_t>())].push_back(r["speedup_vs_torch"].get<double>());
+  }
+  for (auto& [M, v] : speedups) c.summary["prefill_geomean_speedup_bf16_vs_torch"][M] = geomean(v);
+}
+
+// FP8 scaled_mm at M = 512, 4096 x 4096, row-wise scales.
+void prefill_scaled_mm(Ctx& c) {
+  const int64_t M = c.opt.quick ? 32 : 512, N = c.opt.quick ? 256 : 4096, K = c.opt.quick ? 256 : 4096;
+  const double flops = 2.0 * double(M) * double(N) * double(K);
+  auto [w, s] = make_weight(weight_kind("fp8"), N, K);
+  const Tensor a = randn({M, K}).to(DType::Float8_e4m3fn), sa = ones({M, 1}), sb = s.view({1, N});
+  std::vector<bench::Result> rs = c.runner.latency_cases(
+      {{"prefill scaled_mm fp8 row-wise M=" + std::to_string(M) + " " + std::to_string(N) + "x" +
+            std::to_string(K),
+        [&] { Tensor y = scaled_mm(a, w.t(), sa, sb, Tensor(), Tensor(), DType::BFloat16); }}},
+      1);
+  rs[0].extra["gflops"] = flops / rs[0].median_s / 1e9;
+  record(c, rs[0]);
 }
 
 int run_matmul(MatOptions opt) {
@@ -344,7 +438,14 @@ int run_matmul(MatOptions opt) {
   Ctx c{opt, runner, results, summary};
   if (opt.what == "linear" || opt.what == "scaled_mm") {
     decode_cases(c, opt.what == "scaled_mm");
-    if (!opt.no_prefill) prefill_cases(c, opt.what == "scaled_mm");
+    if (!opt.no_prefill) {
+      if (opt.what == "scaled_mm") {
+        prefill_scaled_mm(c);
+      } else {
+        prefill_vs_openblas(c);
+        prefill_rows_cases(c);
+      }
+    }
   } else {
     moe_cases(c);
   }
@@ -403,7 +504,11 @@ Command add_one(CLI::App& bench, const std::string& what, const std::string& hel
                   "A python with torch, to run PyTorch's CPU backend side by side");
   if (what != "moe") {
     app->add_option("--limit", opt->limit, "Only the first N shapes of the case file");
-    app->add_flag("--no-prefill", opt->no_prefill, "Skip the M = 512 prefill cases");
+    app->add_flag("--no-prefill", opt->no_prefill, "Skip the prefill (many-row) cases");
+    if (what == "linear")
+      app->add_option("--prefill-rows", opt->prefill_rows,
+                      "Rows (tokens) of the prefill cases over the decode shapes, comma-separated "
+                      "(bf16 x/y beside torch's bf16 F.linear, bf16 and FP8 weights with float32 x)");
   }
   if (what == "linear")
     app->add_option("--dtypes", opt->dtypes,
@@ -411,11 +516,12 @@ Command add_one(CLI::App& bench, const std::string& what, const std::string& hel
                     "and bf16-bf16x (bf16 weights, x and y: the call torch's F.linear makes with bf16 "
                     "tensors)");
   if (what == "linear")
-    app->add_flag("--exact-too", opt->exact_too,
-                  "Time each bf16/FP8 decode case again right after with the AVX512-BF16 dot kernel off "
-                  "(KILN_BF16_DOT=off), as kind <kind>-exact, and report the dot kernel's speedup. Only cases "
-                  "the dot kernel runs are timed twice: on Intel, where it is off by default, run with "
-                  "KILN_BF16_DOT=on");
+    app->add_flag(
+        "--exact-too", opt->exact_too,
+        "Time each bf16/FP8 decode case again right after with the AVX512-BF16 dot kernel off "
+        "(KILN_BF16_DOT=off), as kind <kind>-exact, and report the dot kernel's speedup. Only cases "
+        "the dot kernel runs are timed twice: on Intel, where it is off by default, run with "
+        "KILN_BF16_DOT=on");
   return {app, [opt] { return run_matmul(*opt); }};
 }
 

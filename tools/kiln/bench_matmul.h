@@ -18,6 +18,7 @@ using bench::json;
 struct MatOptions : bench::CommonOptions {
   std::string what;  // linear | scaled_mm | moe
   std::string cases, peer_python, dtypes = "f32,bf16,fp8";
+  std::string prefill_rows = "64,512,2048";  // linear: M of the prefill cases over the decode shapes
   int threads = 0, limit = 0;
   bool no_prefill = false;
   bool exact_too = false;  // linear: also time bf16/FP8 cases with the dot kernel off

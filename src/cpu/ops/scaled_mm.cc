@@ -22,22 +22,29 @@ void scaled_mm_kernel(const Tensor& a, const Tensor& b, const Tensor& sa, const 
                       const Tensor& bias, const Tensor& scale_result, const Tensor& out) {
   const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
   const DType od = out.dtype();
-  // x = A * scale_a in float32, [M, K].
+  // x = A * scale_a in float32, [M, K]. Where the AVX512-BF16 GEMM runs the
+  // product, x stays A (its FP8 values are bf16 values, so it rounds
+  // nothing) and a tensor or row scale_a multiplies y's rows after it, the
+  // bias added then.
+  const bool scale_after =
+      M > kLinearGemvMaxRows && scheme != Scheme::Block &&
+      bf16_gemm_covers(b.dtype(), scheme == Scheme::Tensor ? ScaleKind::Tensor : ScaleKind::Row);
   Tensor x = a.to(DType::Float32).contiguous();
   float* xp = x.data<float>();
   const float* sap = sa.data<float>();
   const int64_t kb = (K + 127) / 128;
-  parallel_for(0, M, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, K)), [&](int64_t m0, int64_t m1) {
-    for (int64_t m = m0; m < m1; ++m) {
-      float* row = xp + m * K;
-      for (int64_t k = 0; k < K; ++k) {
-        const float s = scheme == Scheme::Tensor ? sap[0]
-                        : scheme == Scheme::Row  ? sap[m]
-                                                 : sap[m * kb + k / 128];
-        row[k] *= s;
+  if (!scale_after)
+    parallel_for(0, M, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, K)), [&](int64_t m0, int64_t m1) {
+      for (int64_t m = m0; m < m1; ++m) {
+        float* row = xp + m * K;
+        for (int64_t k = 0; k < K; ++k) {
+          const float s = scheme == Scheme::Tensor ? sap[0]
+                          : scheme == Scheme::Row  ? sap[m]
+                                                   : sap[m * kb + k / 128];
+          row[k] *= s;
+        }
       }
-    }
-  });
+    });
 
   // W = B^T [N, K]: B column-major is W row-major already (B = W.t()).
   Tensor w = b.t();
@@ -66,9 +73,10 @@ void scaled_mm_kernel(const Tensor& a, const Tensor& b, const Tensor& sa, const 
   Tensor bf;
   if (bias.defined()) {
     bf = f32_contiguous(bias.reshape({N}));
-    args.bias = bf.data<float>();
+    if (!scale_after) args.bias = bf.data<float>();
   }
-  const bool direct = od == DType::Float32 || (M <= kLinearGemvMaxRows && od != DType::Float8_e4m3fn);
+  const bool direct =
+      !scale_after && (od == DType::Float32 || (M <= kLinearGemvMaxRows && od != DType::Float8_e4m3fn));
   Tensor yf = direct ? out : empty({M, N}, DType::Float32);
   args.y = yf.data_ptr();
   args.ldy = N;
@@ -80,6 +88,16 @@ void scaled_mm_kernel(const Tensor& a, const Tensor& b, const Tensor& sa, const 
     gemv(w.dtype(), args);  // the few-rows fast path (M <= kLinearGemvMaxRows)
   } else {
     gemm(w.dtype(), args);
+  }
+  if (scale_after && K > 0) {
+    float* p = yf.data<float>();
+    const float* bp = bias.defined() ? bf.data<float>() : nullptr;
+    parallel_for(0, M, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, N)), [&](int64_t m0, int64_t m1) {
+      for (int64_t m = m0; m < m1; ++m) {
+        const float s = scheme == Scheme::Tensor ? sap[0] : sap[m];
+        for (int64_t n = 0; n < N; ++n) p[m * N + n] = p[m * N + n] * s + (bp ? bp[n] : 0.0f);
+      }
+    });
   }
   if (direct) return;
   if (od == DType::Float8_e4m3fn) {

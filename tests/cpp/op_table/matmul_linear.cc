@@ -3,6 +3,8 @@
 // 128x128 block, against float64 products of the values as stored.
 #include <cmath>
 
+#include "cpu/gemv.h"  // kLinearGemvMaxRows
+#include "kiln/bf16_gemm.h"
 #include "kiln/grouped_mm.h"
 #include "kiln/linear.h"
 #include "kiln/scaled_mm.h"
@@ -87,7 +89,15 @@ Entry linear_entry(LinearCase lc, bool narrow) {
         if (lc.scale == LinearCase::PerRow) v *= (*s)[size_t(n)];
         if (lc.scale == LinearCase::PerBlock) v *= (*s)[size_t((n / 128) * blocks(K) + k / 128)];
       }
-    std::vector<double> y = ref_linear(in.values[0], w, M, N, K);
+    // Past the matrix-vector rows, the AVX512-BF16 GEMM (where active) rounds
+    // x to bf16 for bf16 and FP8 weights without block scales.
+    const bool rounds_x = bf16_gemm_active() && M > kLinearGemvMaxRows && lc.scale != LinearCase::PerBlock &&
+                          (lc.w_dtype == DType::BFloat16 || lc.w_dtype == DType::Float8_e4m3fn ||
+                           lc.w_dtype == DType::Float8_e5m2);
+    std::vector<double> x = in.values[0];
+    if (rounds_x)
+      for (double& v : x) v = stored(v, DType::BFloat16);
+    std::vector<double> y = ref_linear(x, w, M, N, K);
     if (lc.bias)
       for (size_t i = 0; i < y.size(); ++i) y[i] += in.values.back()[i % size_t(N)];
     return y;

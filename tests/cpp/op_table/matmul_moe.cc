@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "kiln/bf16_gemm.h"
 #include "kiln/moe.h"
 #include "op_table/matmul_ref.h"
 
@@ -171,6 +172,15 @@ Entry ffn_entry(bool fp8) {
   };
   e.call = [fp8](const std::vector<Tensor>& t) {
     if (!fp8) return moe_ffn(t[0], t[1], t[2], t[3], kTopK);
+    // The oracle takes float32 products: the AVX512-BF16 GEMM, which rounds
+    // the activations of expert groups past 16 rows to bf16, is tested with
+    // its own reference in grouped_mm_test.cc.
+    const bool allowed = bf16_gemm_allowed();
+    allow_bf16_gemm(false);
+    struct Restore {
+      bool on;
+      ~Restore() { allow_bf16_gemm(on); }
+    } restore{allowed};
     return moe_ffn(t[0], t[1], t[2].to(DType::Float8_e4m3fn), t[3].to(DType::Float8_e4m3fn), kTopK, true,
                    t[4], t[5]);
   };

@@ -1,0 +1,422 @@
+// The packed GEMM on AVX512-BF16 (see gemm.h, bf16_gemm): y[M, N] =
+// bf16(x)[M, K] @ (W * scale)^T + bias for bf16, e4m3fn and e5m2 weights with
+// no scale or a tensor or row scale.
+//
+// vdpbf16ps multiplies 32 pairs of bf16 and adds each pair's two products
+// into one of 16 float32 lanes: 64 flops an instruction against an FMA's 32,
+// and a Zen 5 core issues two of either a cycle (1.83x the FMA peak, measured
+// by `kiln bench linear`'s compute roof). The products of two bf16 values are
+// exact in float32, and the sums are float32 sums, so the only rounding
+// beyond float32 accumulation is x's own: x is rounded to bf16 (round to
+// nearest even), off by at most 2^-8 of itself. An x that is already bf16
+// (bf16 activations) is not changed by it. The instruction reads subnormal
+// bf16 inputs as zero and flushes subnormal results: x below 2^-126 is lost.
+//
+// Layout (the same loop nest as gemm_packed.cc):
+//   x is packed once (PackX) into token blocks of NR = 16 or 32 tokens,
+//     pairs of consecutive k in one uint32, k-pair-major within each block of
+//     kKC along K: xp[tb][kb][kp][NR], tokens past M and a last odd k zero;
+//   W's rows are turned into bf16 kNG at a time, one K block at a time, into
+//     a panel wp[kNG][kKC / 2] of pairs, without the scale: bf16 rows are
+//     copied, FP8 codes widened exactly (every e4m3fn and e5m2 value is a bf16
+//     value; e4m3fn goes through f16 at 2^-8 of its value, whose 2^8 joins
+//     the scale);
+//   the micro-kernel broadcasts one weight pair per panel row and multiplies
+//     it with MR x NV token vectors; the scale, bias and accumulate are applied
+//     as the float32 sums go to y.
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+#include <type_traits>
+
+#include "cpu/gemm.h"
+#include "kiln/bf16_gemm.h"
+#include "kiln/error.h"
+#include "kiln/float_types.h"
+#include "kiln/thread_pool.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define KILN_BF16_GEMM_X86 1
+#endif
+
+namespace kiln::cpu {
+
+namespace {
+bool default_bf16_gemm() {
+  // Read on first use, which may be on a pool thread: a bad value is reported
+  // and ignored rather than thrown there.
+  if (const char* e = std::getenv("KILN_BF16_GEMM")) {
+    const std::string v = e;
+    if (v == "1" || v == "on") return true;
+    if (v == "0" || v == "off") return false;
+    std::fprintf(stderr, "kiln: warning: KILN_BF16_GEMM must be on or off, not '%s'; ignored\n", v.c_str());
+  }
+  // AMD: measured on Zen 5 (1.83x the FMA peak). Intel's cores with
+  // AVX512-BF16 (Cooper Lake, Sapphire and Emerald Rapids) issue vdpbf16ps on
+  // one port and FMAs on two, the same flops a cycle: the rounding of x would
+  // buy nothing there (and AMX is their unit), so off.
+  return cpu_kind() == CpuKind::Amd;
+}
+std::atomic<int> g_bf16_gemm{-1};  // -1: not chosen yet
+}  // namespace
+
+bool bf16_gemm() {
+  int v = g_bf16_gemm.load(std::memory_order_relaxed);
+  if (v < 0) {
+    v = int(default_bf16_gemm());
+    g_bf16_gemm.store(v, std::memory_order_relaxed);
+  }
+  return v != 0;
+}
+
+void set_bf16_gemm(bool on) { g_bf16_gemm.store(int(on), std::memory_order_relaxed); }
+
+#ifdef KILN_BF16_GEMM_X86
+#define KILN_BF16_GEMM_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,f16c")))
+
+namespace {
+bool cpu_has_bf16_gemm() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512bf16");
+}
+}  // namespace
+#endif
+
+bool bf16_gemm_active() {
+#ifdef KILN_BF16_GEMM_X86
+  // Decided once, after KILN_SIMD_TARGET's cap (see bf16_dot_active).
+  static const bool has = cpu_has_bf16_gemm() && dispatch_runs_avx3();
+  return has && bf16_gemm();
+#else
+  return false;
+#endif
+}
+
+bool bf16_gemm_covers(DType w_dtype, ScaleKind scale_kind) {
+  return bf16_gemm_active() && scale_kind != ScaleKind::Block &&
+         (w_dtype == DType::BFloat16 || w_dtype == DType::Float8_e4m3fn || w_dtype == DType::Float8_e5m2);
+}
+
+#ifdef KILN_BF16_GEMM_X86
+namespace {
+
+constexpr int64_t kKC = 256;  // K per block (kKC / 2 pairs)
+constexpr int64_t kKP = kKC / 2;
+constexpr int64_t kNG = 192;  // weight rows per panel: a multiple of kMR
+constexpr int kMR = 12;       // weight rows per micro tile
+// The float32 sums of one block of tokens by one panel stay within this many
+// bytes (L2): at M = 2048 (4096 x 4096, Zen 5) 1.5 MiB of them ran at 0.92x
+// the speed of 512 KiB blocks; 256 KiB and 1 MiB were alike.
+constexpr int64_t kCBytes = int64_t(512) << 10;
+
+int64_t token_lanes(int64_t M) { return M <= 16 ? 16 : 32; }
+int64_t k_blocks(int64_t K) { return (K + kKC - 1) / kKC; }
+
+// r[i] lane j -> r[j] lane i: a 16 x 16 transpose of 32-bit elements (the
+// maskz forms: GCC 12 warns on the plain ones).
+KILN_BF16_GEMM_TARGET inline void transpose16(__m512i* r) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {  // 2x2 blocks of single elements
+    t[i] = _mm512_maskz_unpacklo_epi32(0xFFFF, r[i], r[i + 1]);
+    t[i + 1] = _mm512_maskz_unpackhi_epi32(0xFFFF, r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4)  // of pairs: r[i + e] holds element e of each 128-bit lane of rows i..i+3
+    for (int j = 0; j < 2; ++j) {
+      r[i + 2 * j] = _mm512_maskz_unpacklo_epi64(0xFF, t[i + j], t[i + j + 2]);
+      r[i + 2 * j + 1] = _mm512_maskz_unpackhi_epi64(0xFF, t[i + j], t[i + j + 2]);
+    }
+  // Rows i and i + 4 hold 128-bit lanes that trade places twice.
+  for (int i = 0; i < 16; i += 8)
+    for (int j = 0; j < 4; ++j) {
+      t[i + j] = _mm512_maskz_shuffle_i32x4(0xFFFF, r[i + j], r[i + j + 4], 0x88);
+      t[i + j + 4] = _mm512_maskz_shuffle_i32x4(0xFFFF, r[i + j], r[i + j + 4], 0xDD);
+    }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm512_maskz_shuffle_i32x4(0xFFFF, t[j], t[j + 8], 0x88);
+    r[j + 8] = _mm512_maskz_shuffle_i32x4(0xFFFF, t[j], t[j + 8], 0xDD);
+  }
+}
+
+// blk[kp][NR] = the bf16 pair (x[t, k0 + 2kp], x[t, k0 + 2kp + 1]) of token
+// t0 + t for t < tn, zero past them and past kc: one K block of one token
+// block. 16 tokens x 32 k at a time: each token's 32 values rounded to 16
+// pairs, then a 16 x 16 transpose puts each pair index's 16 tokens in a row.
+KILN_BF16_GEMM_TARGET void pack_block(const GemvArgs& a, int64_t t0, int64_t tn, int64_t k0, int64_t kc,
+                                      int64_t NR, uint32_t* __restrict blk) {
+  const int64_t kp_n = (kc + 1) / 2;
+  for (int64_t tg = 0; tg < NR; tg += 16) {
+    for (int64_t j = 0; j < kc; j += 32) {
+      const int64_t n = std::min<int64_t>(32, kc - j);
+      const __mmask16 m0 = __mmask16(n >= 16 ? 0xFFFF : (1u << n) - 1u);
+      const __mmask16 m1 = __mmask16(n >= 32 ? 0xFFFF : n <= 16 ? 0 : (1u << (n - 16)) - 1u);
+      __m512i r[16];
+      for (int i = 0; i < 16; ++i) {
+        if (tg + i >= tn) {
+          r[i] = _mm512_setzero_si512();
+          continue;
+        }
+        const float* src = a.x + (t0 + tg + i) * a.ldx + k0 + j;
+        const __m512 lo = _mm512_maskz_loadu_ps(m0, src), hi = _mm512_maskz_loadu_ps(m1, src + 16);
+        r[i] = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+      }
+      transpose16(r);
+      const int64_t np = std::min<int64_t>(16, kp_n - j / 2);
+      for (int64_t i = 0; i < np; ++i) _mm512_storeu_si512(blk + (j / 2 + i) * NR + tg, r[i]);
+    }
+  }
+}
+
+// The bf16 bits of 16 FP8 codes (e4m3fn at 2^-8 of their value), in order.
+template <class F8>
+KILN_BF16_GEMM_TARGET __m256i fp8_to_bf16(__m128i codes) {
+  const __m256i top = _mm256_slli_epi16(_mm256_cvtepu8_epi16(codes), 8);
+  __m256i h = top;  // e5m2: the top byte of an f16
+  if constexpr (std::is_same_v<F8, float8_e4m3fn>) {
+    // S.EEEE.MMM -> S.0EEEE.MMM0000000: the f16 of value / 2^8.
+    h = _mm256_and_si256(_mm256_srai_epi16(top, 1), _mm256_set1_epi16(int16_t(0xBF80)));
+  }
+  const __m512 f = _mm512_maskz_cvtph_ps(0xFFFF, h);  // maskz: GCC 12 warns on the plain form
+  __m256i b = (__m256i)_mm512_cvtneps_pbh(f);
+  if constexpr (std::is_same_v<F8, float8_e4m3fn>) {
+    // S.1111.111 is NaN in e4m3fn (the shift made it a finite f16).
+    const __mmask16 nan = _mm_cmpeq_epi8_mask(_mm_and_si128(codes, _mm_set1_epi8(0x7F)), _mm_set1_epi8(0x7F));
+    b = _mm256_mask_mov_epi16(b, nan, _mm256_set1_epi16(0x7FC0));
+  }
+  return b;
+}
+
+// wp[r][0, kp) = rows n + r of W, K block [k0, k0 + kc), as bf16 pairs (a
+// last odd k paired with zero), r < rows; rows up to rpad zero.
+template <class T>
+KILN_BF16_GEMM_TARGET void widen_panel(const GemvArgs& a, int64_t n, int64_t rows, int64_t rpad, int64_t k0,
+                                       int64_t kc, uint32_t* __restrict wp) {
+  const int64_t kp_n = (kc + 1) / 2;
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* __restrict src = static_cast<const T*>(a.w) + (n + r) * a.ldw + k0;
+    uint16_t* __restrict d = reinterpret_cast<uint16_t*>(wp + r * kKP);
+    for (int64_t j = 0; j < kc; j += 16) {
+      const int64_t cnt = std::min<int64_t>(16, kc - j);
+      const __mmask16 m = __mmask16(cnt >= 16 ? 0xFFFF : (1u << cnt) - 1u);
+      __m256i b;
+      if constexpr (std::is_same_v<T, bfloat16>) {
+        b = _mm256_maskz_loadu_epi16(m, src + j);
+      } else {
+        b = fp8_to_bf16<T>(_mm_maskz_loadu_epi8(m, src + j));
+      }
+      _mm256_mask_storeu_epi16(d + j, m, b);
+    }
+    if (kc & 1) d[kc] = 0;
+  }
+  for (int64_t r = rows; r < rpad; ++r) std::fill(wp + r * kKP, wp + r * kKP + kp_n, 0u);
+}
+
+// tile[r][NR] (+)= sum over pairs kp < kp_n of wp[r][kp] . xb[kp][NR], r < MR.
+template <int MR, int NV>
+KILN_BF16_GEMM_TARGET inline void micro(const uint32_t* __restrict wp, const uint32_t* __restrict xb,
+                                        int64_t kp_n, bool first, float* __restrict tile) {
+  constexpr int64_t NR = NV * 16;
+  __m512 acc[MR * NV];
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v)
+      acc[r * NV + v] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(tile + r * NR + v * 16);
+  for (int64_t kp = 0; kp < kp_n; ++kp) {
+    __m512bh xv[NV];
+    for (int v = 0; v < NV; ++v) xv[v] = (__m512bh)_mm512_loadu_si512(xb + kp * NR + v * 16);
+    for (int r = 0; r < MR; ++r) {
+      const __m512bh w = (__m512bh)_mm512_set1_epi32(int(wp[r * kKP + kp]));
+      for (int v = 0; v < NV; ++v) acc[r * NV + v] = _mm512_dpbf16_ps(acc[r * NV + v], w, xv[v]);
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(tile + r * NR + v * 16, acc[r * NV + v]);
+}
+
+// A per-thread buffer, 64-byte aligned: the micro-kernel's loads of the
+// panel stay within cache lines.
+template <typename T>
+struct Scratch {
+  T* p = nullptr;
+  size_t n = 0;
+  ~Scratch() { std::free(p); }
+  T* get(size_t need) {
+    if (need > n) {
+      std::free(p);
+      p = static_cast<T*>(std::aligned_alloc(64, (need * sizeof(T) + 63) / 64 * 64));
+      if (p == nullptr) throw std::bad_alloc();
+      n = need;
+    }
+    return p;
+  }
+};
+
+// The output multiplier of row n: the scale, times 2^8 for e4m3fn (its panel
+// holds value / 2^8).
+float out_scale(const GemvArgs& a, float mult, int64_t n) {
+  switch (a.scale_kind) {
+    case ScaleKind::Tensor:
+      return mult * a.scale[0];
+    case ScaleKind::Row:
+      return mult * a.scale[n];
+    default:
+      return mult;
+  }
+}
+
+// y[m0 + t, ng + r] (+)= c[t / NR][r][t % NR] * scale(ng + r) + bias, t < mc,
+// r < rows: 16 x 16 blocks transposed in registers, the row tails masked.
+KILN_BF16_GEMM_TARGET void store_panel(const GemvArgs& a, float mult, const float* __restrict c, int64_t NR,
+                                       int64_t m0, int64_t mc, int64_t ng, int64_t rows,
+                                       float* __restrict y) {
+  for (int64_t r0 = 0; r0 < rows; r0 += 16) {
+    const int64_t rn = std::min<int64_t>(16, rows - r0);
+    const __mmask16 rm = __mmask16(rn >= 16 ? 0xFFFF : (1u << rn) - 1u);
+    alignas(64) float sc[16] = {}, bs[16] = {};
+    for (int64_t r = 0; r < rn; ++r) {
+      sc[r] = out_scale(a, mult, ng + r0 + r);
+      bs[r] = a.bias ? a.bias[ng + r0 + r] : 0.0f;
+    }
+    const __m512 scv = _mm512_load_ps(sc), bsv = _mm512_load_ps(bs);
+    for (int64_t t0 = 0; t0 < mc; t0 += 16) {
+      // c's tile rows r0.. hold 16 tokens from t0 (NR is 16 or 32: a token
+      // group never straddles two blocks).
+      const float* src = c + ((t0 / NR) * kNG + r0) * NR + t0 % NR;
+      __m512i v[16];
+      for (int64_t r = 0; r < 16; ++r)
+        v[r] = r < rn ? _mm512_castps_si512(_mm512_loadu_ps(src + r * NR)) : _mm512_setzero_si512();
+      transpose16(v);
+      const int64_t tn = std::min<int64_t>(16, mc - t0);
+      for (int64_t t = 0; t < tn; ++t) {
+        float* dst = y + (m0 + t0 + t) * a.ldy + ng + r0;
+        __m512 o = _mm512_fmadd_ps(_mm512_castsi512_ps(v[t]), scv, bsv);
+        if (a.accumulate) o = _mm512_add_ps(_mm512_maskz_loadu_ps(rm, dst), o);
+        _mm512_mask_storeu_ps(dst, rm, o);
+      }
+    }
+  }
+}
+
+// The loop nest (see gemm_packed.cc's Rows): per block of up to ~16 MiB of
+// packed x, per panel of kNG weight rows, per K block: widen the panel, then
+// every token block times every micro tile of it; the sums go to y after the
+// last K block. 16 MiB of x (2048 tokens at K = 4096) keeps each weight
+// widened once per call: the copy reads W from memory, ~10% of the time at
+// M = 512 when it was done twice (2 MiB blocks), while x is read from the L3
+// once per panel.
+template <class T, int NV>
+KILN_BF16_GEMM_TARGET void rows_nv(const GemvArgs& a, const uint32_t* __restrict xp, int64_t n0, int64_t n1) {
+  constexpr int64_t NR = NV * 16;
+  const float mult = std::is_same_v<T, float8_e4m3fn> ? 256.0f : 1.0f;
+  const int64_t kblocks = k_blocks(a.K);
+  const int64_t ntb_all = (a.M + NR - 1) / NR;
+  const int64_t x_cap = (int64_t(16) << 20) / (4 * kblocks * kKP * NR), c_cap = kCBytes / (4 * kNG * NR);
+  const int64_t mc_blocks = std::min(ntb_all, std::max<int64_t>(1, std::min(x_cap, c_cap)));
+  thread_local Scratch<uint32_t> wbuf;
+  thread_local Scratch<float> cbuf;
+  uint32_t* __restrict wp = wbuf.get(size_t(kNG * kKP));
+  float* __restrict c = cbuf.get(size_t(mc_blocks * kNG * NR));
+  float* __restrict y = static_cast<float*>(a.y);
+  for (int64_t tb0 = 0; tb0 < ntb_all; tb0 += mc_blocks) {
+    const int64_t ntb = std::min(mc_blocks, ntb_all - tb0);
+    const int64_t m0 = tb0 * NR, mc = std::min(ntb * NR, a.M - m0);
+    for (int64_t ng = n0; ng < n1; ng += kNG) {
+      const int64_t rows = std::min(kNG, n1 - ng), rpad = (rows + kMR - 1) / kMR * kMR;
+      for (int64_t kb = 0; kb < kblocks; ++kb) {
+        const int64_t k0 = kb * kKC, kc = std::min(kKC, a.K - k0), kp_n = (kc + 1) / 2;
+        widen_panel<T>(a, ng, rows, rpad, k0, kc, wp);
+        // The next panel's weights, prefetched while this one's tiles run.
+        int64_t pn = ng, pk = k0 + kKC;
+        if (pk >= a.K) pn += kNG, pk = 0;
+        const int64_t prows = pn < n1 ? std::min(kNG, n1 - pn) : 0;
+        const int64_t pbytes = std::min(kKC, a.K - pk) * int64_t(sizeof(T));
+        for (int64_t tb = 0; tb < ntb; ++tb) {
+          const uint32_t* __restrict xk = xp + ((tb0 + tb) * kblocks + kb) * kKP * NR;
+          for (int64_t r0 = 0; r0 < rpad; r0 += kMR) {
+            if (tb == 0)
+              for (int64_t r = r0; r < std::min<int64_t>(r0 + kMR, prows); ++r) {
+                const char* p0 =
+                    reinterpret_cast<const char*>(static_cast<const T*>(a.w) + (pn + r) * a.ldw + pk);
+                for (int64_t off = 0; off < pbytes; off += 64) _mm_prefetch(p0 + off, _MM_HINT_T1);
+              }
+            micro<kMR, NV>(wp + r0 * kKP, xk, kp_n, kb == 0, c + (tb * kNG + r0) * NR);
+          }
+        }
+      }
+      store_panel(a, mult, c, NR, m0, mc, ng, rows, y);
+    }
+  }
+}
+
+template <class T>
+void rows_for(const GemvArgs& a, const uint32_t* xp, int64_t n0, int64_t n1) {
+  if (token_lanes(a.M) == 16) return rows_nv<T, 1>(a, xp, n0, n1);
+  return rows_nv<T, 2>(a, xp, n0, n1);
+}
+
+}  // namespace
+#endif  // KILN_BF16_GEMM_X86
+
+int64_t gemm_bf16_x_words(int64_t M, int64_t K) {
+#ifdef KILN_BF16_GEMM_X86
+  if (M <= 0 || K <= 0) return 0;
+  const int64_t NR = token_lanes(M);
+  return (M + NR - 1) / NR * NR * k_blocks(K) * kKP;
+#else
+  (void)M, (void)K;
+  return 0;
+#endif
+}
+
+void gemm_bf16_pack_x(const GemvArgs& a, uint32_t* xp) {
+#ifdef KILN_BF16_GEMM_X86
+  if (a.M <= 0 || a.K <= 0) return;
+  KILN_CHECK(bf16_gemm_active(), NotImplementedError, "[gemm] the AVX512-BF16 GEMM is not active");
+  const int64_t NR = token_lanes(a.M), kblocks = k_blocks(a.K), blocks = (a.M + NR - 1) / NR;
+  // Blocks of up to 128 KiB of x per hand-off (runs inline when nested).
+  const int64_t grain = std::max<int64_t>(1, (int64_t(128) << 10) / std::max<int64_t>(1, 4 * NR * a.K));
+  parallel_for(0, blocks, grain, [&](int64_t b, int64_t e) {
+    for (int64_t tb = b; tb < e; ++tb)
+      for (int64_t kb = 0; kb < kblocks; ++kb)
+        pack_block(a, tb * NR, std::min(NR, a.M - tb * NR), kb * kKC, std::min(kKC, a.K - kb * kKC), NR,
+                   xp + (tb * kblocks + kb) * kKP * NR);
+  });
+#else
+  (void)a, (void)xp;
+  KILN_CHECK(false, NotImplementedError, "[gemm] the AVX512-BF16 GEMM is not built for this CPU");
+#endif
+}
+
+void gemm_bf16_rows(DType w_dtype, const GemvArgs& a, const uint32_t* xp, int64_t n0, int64_t n1) {
+#ifdef KILN_BF16_GEMM_X86
+  KILN_CHECK(bf16_gemm_covers(w_dtype, a.scale_kind), TypeError,
+             "[gemm] the AVX512-BF16 GEMM does not take " << name(w_dtype) << " weights with this scale");
+  if (n1 <= n0 || a.M <= 0) return;
+  switch (w_dtype) {
+    case DType::BFloat16:
+      return rows_for<bfloat16>(a, xp, n0, n1);
+    case DType::Float8_e4m3fn:
+      return rows_for<float8_e4m3fn>(a, xp, n0, n1);
+    default:
+      return rows_for<float8_e5m2>(a, xp, n0, n1);
+  }
+#else
+  (void)w_dtype, (void)a, (void)xp, (void)n0, (void)n1;
+  KILN_CHECK(false, NotImplementedError, "[gemm] the AVX512-BF16 GEMM is not built for this CPU");
+#endif
+}
+
+}  // namespace kiln::cpu
+
+namespace kiln {
+
+void allow_bf16_gemm(bool allow) { cpu::set_bf16_gemm(allow); }
+bool bf16_gemm_allowed() { return cpu::bf16_gemm(); }
+bool bf16_gemm_active() { return cpu::bf16_gemm_active(); }
+
+}  // namespace kiln
