@@ -12,7 +12,9 @@
 
 namespace kiln::cpu {
 
-// y must be float32 (a.y_dtype == Float32); a.accumulate adds into it.
+// y must be float32 (a.y_dtype == Float32); a.accumulate adds into it. Where
+// bf16_gemm_covers(w_dtype, a.scale_kind), y may also be bf16 or f16 (not
+// accumulated) and x given as a.x_bf16.
 void gemm(DType w_dtype, const GemvArgs& a);
 
 // The packed GEMM with on-the-fly widening (gemm_packed.cc); y float32,

@@ -18,8 +18,8 @@
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/gemm_packed.cc"
-#include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/aligned_allocator.h>
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
 #include "cpu/gemv-inl.h"
@@ -65,7 +65,8 @@ void WidenPanel(const GemvArgs& a, int64_t n, int64_t rows, int64_t rpad, int64_
     float* HWY_RESTRICT d = wp + r * kKC;
     float s = ScaleAt(a, W::kMult, n + r, k0);
     for (int64_t j = 0; j < kv; j += CL) {
-      if (a.scale_kind == ScaleKind::Block && (k0 + j) % kScaleBlock == 0) s = ScaleAt(a, W::kMult, n + r, k0 + j);
+      if (a.scale_kind == ScaleKind::Block && (k0 + j) % kScaleBlock == 0)
+        s = ScaleAt(a, W::kMult, n + r, k0 + j);
       VF v[C];
       W::Load(src + j, v);
       const VF sv = hn::Set(df, s);
@@ -201,7 +202,8 @@ HWY_INLINE void Micro(const float* HWY_RESTRICT wp, const float* HWY_RESTRICT xb
   const int64_t NR = NV * L;
   VF acc[MR * NV];
   for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NV; ++v) acc[r * NV + v] = first ? hn::Zero(df) : hn::LoadU(df, tile + r * NR + v * L);
+    for (int v = 0; v < NV; ++v)
+      acc[r * NV + v] = first ? hn::Zero(df) : hn::LoadU(df, tile + r * NR + v * L);
   for (int64_t k = 0; k < kc; ++k) {
     VF xv[NV];
     for (int v = 0; v < NV; ++v) xv[v] = hn::LoadU(df, xb + k * NR + v * L);
@@ -384,11 +386,13 @@ void gemm_pack_x(DType w_dtype, const GemvArgs& a, float* xp) {
   check_weight_dtype(w_dtype);
   if (a.M <= 0 || a.K <= 0) return;
   if (bf16_gemm_covers(w_dtype, a.scale_kind)) return gemm_bf16_pack_x(a, reinterpret_cast<uint32_t*>(xp));
+  KILN_CHECK(a.x != nullptr, ValueError, "[gemm] bf16 x rows without the AVX512-BF16 GEMM");
   const int64_t blocks = HWY_DYNAMIC_DISPATCH(GemmPackedXBlocks)(a.M);
   // Blocks of up to 128 KiB of x per hand-off (runs inline when nested).
   const int64_t grain = std::max<int64_t>(1, (int64_t(128) << 10) / std::max<int64_t>(1, 4 * 16 * a.K));
-  parallel_for(0, blocks, grain,
-               [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(GemmPackX)(w_dtype, a, b, e, xp); });
+  parallel_for(0, blocks, grain, [&](int64_t b, int64_t e) {
+    HWY_DYNAMIC_DISPATCH(GemmPackX)(w_dtype, a, b, e, xp);
+  });
 }
 
 void gemm_packed_rows(DType w_dtype, const GemvArgs& a, const float* xp, int64_t n0, int64_t n1) {

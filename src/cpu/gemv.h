@@ -38,6 +38,9 @@ struct GemvArgs {
   int64_t ldw = 0;
   int64_t N = 0, K = 0;
   const float* x = nullptr;  // x [M, K] float32, rows ldx apart, k contiguous
+  // Or x as bf16 bits, rows ldx apart, with x null: only the AVX512-BF16 GEMM
+  // takes it (gemm.h, bf16_gemm_covers), which then reads no float32 copy.
+  const uint16_t* x_bf16 = nullptr;
   int64_t ldx = 0;
   int64_t M = 0;
   void* y = nullptr;  // y [M, N] of y_dtype (f32, bf16 or f16), rows ldy apart, n contiguous

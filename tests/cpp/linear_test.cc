@@ -208,8 +208,8 @@ TEST(Linear, Bf16GemmIsExactToBf16RoundedActivations) {
   struct Case {
     int64_t M, N, K;
   };
-  const Case cases[] = {{7, 13, 5},    {9, 12, 256},  {16, 205, 513}, {17, 130, 300},
-                        {33, 7, 64},   {40, 200, 259}, {300, 7, 2049}};
+  const Case cases[] = {{7, 13, 5},  {9, 12, 256},   {16, 205, 513}, {17, 130, 300},
+                        {33, 7, 64}, {40, 200, 259}, {300, 7, 2049}};
   for (DType wd : {DType::BFloat16, DType::Float8_e4m3fn, DType::Float8_e5m2})
     for (int sk : {0, 1, 2})
       for (const Case& c : cases) {
@@ -226,6 +226,51 @@ TEST(Linear, Bf16GemmIsExactToBf16RoundedActivations) {
         reference(x, w, b, sc, want, mag);
         test::expect_close(y, want, 0, 1e-30, &mag, 0x1p-8 + 1e-5);
       }
+}
+
+// Every FP8 code through the bf16 GEMM's conversion: W is diagonal with code
+// n at W[n, n], x the identity, so y[n, n] is code n's value: exact for every
+// finite code (subnormals and both zeros included), NaN for NaN codes, e5m2's
+// infinities infinite with their sign.
+TEST(Linear, Bf16GemmDecodesEveryFp8Code) {
+  const test::Bf16Gemm on(true);
+  if (!cpu::bf16_gemm_active()) GTEST_SKIP() << "no AVX512-BF16 on this CPU (or KILN_SIMD_TARGET below AVX3)";
+  const int64_t n = 256;
+  Tensor x = zeros({n, n});
+  for (int64_t i = 0; i < n; ++i) x.data<float>()[i * n + i] = 1.0f;
+  for (DType wd : {DType::Float8_e4m3fn, DType::Float8_e5m2}) {
+    SCOPED_TRACE(name(wd));
+    std::vector<uint8_t> codes(size_t(n * n), 0);
+    for (int64_t i = 0; i < n; ++i) codes[size_t(i * n + i)] = uint8_t(i);
+    const Tensor w = from_buffer_copy(codes.data(), {n, n}, wd);
+    const auto yv = dvals(linear(x, w)), wv = dvals(w);
+    for (int64_t i = 0; i < n; ++i) {
+      const double got = yv[size_t(i * n + i)], want = wv[size_t(i * n + i)];
+      if (std::isnan(want))
+        EXPECT_TRUE(std::isnan(got)) << "code " << i;
+      else
+        EXPECT_EQ(got, want) << "code " << i;
+    }
+  }
+}
+
+// bf16 and f16 activations through the bf16 GEMM: bf16 x is read as it is
+// (rounding nothing), f16 x is rounded to bf16; y is written in x's dtype,
+// rounded once from the float32 sums.
+TEST(Linear, Bf16GemmNarrowActivationsAndOutputs) {
+  const test::Bf16Gemm on(true);
+  if (!cpu::bf16_gemm_active()) GTEST_SKIP() << "no AVX512-BF16 on this CPU (or KILN_SIMD_TARGET below AVX3)";
+  for (DType xd : {DType::BFloat16, DType::Float16})
+    for (DType wd : {DType::BFloat16, DType::Float8_e4m3fn}) {
+      SCOPED_TRACE(std::string(name(xd)) + " x " + name(wd));
+      const Tensor x = randn_as({2, 20, 300}, xd, 24), w = randn_as({150, 300}, wd, 25);
+      const Tensor b = randn_as({150}, xd, 26), sc = make_scale(2, 150, 300);
+      const Tensor y = linear(x, w, b, sc);
+      ASSERT_EQ(y.dtype(), xd);
+      std::vector<double> want, mag;
+      reference(x.to(DType::BFloat16), w, b, sc, want, mag);
+      test::expect_close(y, want, out_rtol(xd) / 2, 1e-30, &mag, 1e-5);
+    }
 }
 
 // With the bf16 GEMM on, what it does not take stays exact to float32: f32
@@ -259,7 +304,7 @@ TEST(Linear, Bf16GemmNanCodesAndInfinities) {
     Tensor w = randn_as({N, K}, wd, 23);
     uint8_t* codes = static_cast<uint8_t*>(w.data_ptr());
     const bool e4m3 = wd == DType::Float8_e4m3fn;
-    codes[3 * K + 5] = e4m3 ? 0x7F : 0x7C;   // row 3: NaN / +inf
+    codes[3 * K + 5] = e4m3 ? 0x7F : 0x7C;    // row 3: NaN / +inf
     codes[11 * K + 69] = e4m3 ? 0xFF : 0xFE;  // row 11: NaN / NaN
     const Tensor y = linear(x, w);
     std::vector<double> want, mag;
@@ -442,7 +487,9 @@ TEST(Linear, FP8RowsWithScatteredSubnormalsAndMixedActivations) {
       const std::vector<double> got = dvals(linear(xs, w, Tensor(), scale));
       for (size_t n = 0; n < want.size(); ++n) {
         EXPECT_EQ(std::isnan(got[n]), std::isnan(want[n])) << "m " << m << " n " << n;
-        if (!std::isnan(want[n])) { EXPECT_EQ(got[n], want[n]) << "m " << m << " n " << n; }
+        if (!std::isnan(want[n])) {
+          EXPECT_EQ(got[n], want[n]) << "m " << m << " n " << n;
+        }
       }
     }
   });

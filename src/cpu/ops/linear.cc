@@ -57,9 +57,13 @@ void linear_kernel(const Tensor& x, const Tensor& w, const Tensor& bias, const T
     return;
   }
 
-  // x as float32 rows [M, K].
+  // x as float32 rows [M, K]; bf16 rows as they are where the AVX512-BF16
+  // GEMM takes the product (it would round float32 x to bf16 anyway).
+  const bool bf16_gemm = M > kLinearGemvMaxRows && bf16_gemm_covers(w2.dtype(), a.scale_kind);
   Tensor xf;
-  if (x.dtype() == DType::Float32 && x.is_contiguous()) {
+  if (bf16_gemm && x.dtype() == DType::BFloat16 && x.is_contiguous()) {
+    a.x_bf16 = static_cast<const uint16_t*>(x.data_ptr());
+  } else if (x.dtype() == DType::Float32 && x.is_contiguous()) {
     a.x = x.data<float>();
   } else if (x.is_contiguous() && M <= kLinearGemvMaxRows) {
     float* buf = scratch(xbuf, size_t(M * K));
@@ -90,6 +94,13 @@ void linear_kernel(const Tensor& x, const Tensor& w, const Tensor& bias, const T
     a.ldy = N;
     a.y_dtype = out.dtype();
     gemv(w2.dtype(), a);
+    return;
+  }
+  if (bf16_gemm && (out.dtype() == DType::BFloat16 || out.dtype() == DType::Float16)) {
+    a.y = out.data_ptr();  // rounded once, from the float32 sums
+    a.ldy = N;
+    a.y_dtype = out.dtype();
+    gemm(w2.dtype(), a);
     return;
   }
   Tensor yf = out.dtype() == DType::Float32 ? out : empty({M, N}, DType::Float32);
