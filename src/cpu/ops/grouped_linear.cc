@@ -45,6 +45,11 @@ GroupedLinear grouped_linear_args(const float* x, const Tensor& w, const Tensor&
 // (Qwen3-30B-A3B and gpt-oss-20b widths, bf16 and FP8, cold): 14-45% less
 // time than with the GEMM from 7 rows on; at 32 rows the GEMM is faster.
 constexpr int64_t kGroupedGemvMaxRows = 16;
+// bf16 experts on the AVX512-BF16 GEMM cross over sooner: gpt-oss-20b widths,
+// 64 tokens (8 rows per expert on average), moe_ffn 99-100 ms against 117-120
+// with 16 (Zen 5, two alternating rounds); FP8 experts ran slower with 8
+// (their GEMM widens each code; the matrix-vector kernel reads one byte).
+constexpr int64_t kGroupedGemvMaxRowsBf16Gemm = 8;
 
 void grouped_linear(const GroupedLinear& p) {
   if (p.G == 0 || p.N == 0) return;
@@ -81,7 +86,7 @@ void grouped_linear(const GroupedLinear& p) {
   // large enough to repay each item's set-up.
   const int64_t chunk = std::min<int64_t>(
       p.N, std::max<int64_t>(8, ((int64_t(256) << 10) / std::max<int64_t>(1, p.K * isz)) / 8 * 8));
-  // Groups of more than kGroupedGemvMaxRows rows run the packed GEMM: their x
+  // Groups of more than gemv_max_rows rows run the packed GEMM: their x
   // rows are packed once, at xoff[g] in one buffer, before the items run, and
   // their chunks are at least 192 rows, so each item reads that packed x
   // (from L2 or L3) for enough weight rows.
@@ -96,10 +101,14 @@ void grouped_linear(const GroupedLinear& p) {
   packed.clear();
   xoff.assign(size_t(p.G), -1);
   int64_t xfloats = 0;
+  const int64_t gemv_max_rows =
+      p.w_dtype == DType::BFloat16 && bf16_gemm_covers(p.w_dtype, p.scale ? ScaleKind::Row : ScaleKind::None)
+          ? kGroupedGemvMaxRowsBf16Gemm
+          : kGroupedGemvMaxRows;
   for (int64_t g = 0; g < p.G; ++g) {
     const int64_t rows = p.ends[g] - (g == 0 ? 0 : p.ends[g - 1]);
     if (rows == 0) continue;  // empty groups cost nothing
-    const bool pack = rows > kGroupedGemvMaxRows && p.K > 0;
+    const bool pack = rows > gemv_max_rows && p.K > 0;
     const int64_t step = pack ? pchunk : chunk;
     for (int64_t c0 = 0; c0 < p.N; c0 += step)
       items.push_back({int32_t(g), int32_t(c0), int32_t(std::min(p.N, c0 + step))});
