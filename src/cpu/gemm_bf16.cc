@@ -33,6 +33,7 @@
 #include <type_traits>
 
 #include "cpu/gemm.h"
+#include "cpu/gemv_store.h"
 #include "kiln/bf16_gemm.h"
 #include "kiln/error.h"
 #include "kiln/float_types.h"
@@ -271,18 +272,6 @@ struct Scratch {
   }
 };
 
-// The output multiplier of row n: its scale.
-float out_scale(const GemvArgs& a, int64_t n) {
-  switch (a.scale_kind) {
-    case ScaleKind::Tensor:
-      return a.scale[0];
-    case ScaleKind::Row:
-      return a.scale[n];
-    default:
-      return 1.0f;
-  }
-}
-
 // y[m0 + t, ng + r] (+)= c[t / NR][r][t % NR] * scale(ng + r) + bias, t < mc,
 // r < rows: 16 x 16 blocks transposed in registers, the row tails masked;
 // a bf16 or f16 y (never accumulated) rounded to nearest even.
@@ -293,7 +282,7 @@ KILN_BF16_GEMM_TARGET void store_panel(const GemvArgs& a, const float* __restric
     const __mmask16 rm = __mmask16(rn >= 16 ? 0xFFFF : (1u << rn) - 1u);
     alignas(64) float sc[16] = {}, bs[16] = {};
     for (int64_t r = 0; r < rn; ++r) {
-      sc[r] = out_scale(a, ng + r0 + r);
+      sc[r] = gemv_store::row_scale(a, ng + r0 + r);
       bs[r] = a.bias ? a.bias[ng + r0 + r] : 0.0f;
     }
     const __m512 scv = _mm512_load_ps(sc), bsv = _mm512_load_ps(bs);

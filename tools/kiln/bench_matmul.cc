@@ -164,6 +164,28 @@ std::map<std::string, double> run_torch_peer(const std::string& python, const js
   return r;
 }
 
+// Runs the peer on `cases` (when --peer-python is given) and adds its time and
+// the speedup to each result it timed; summary[speedup_key][group(result)] is
+// the geomean speedup of each group, summary[info_key] the peer's details.
+void merge_torch_peer(Ctx& c, const json& cases, const char* info_key, const char* speedup_key,
+                      const std::function<std::string(const json&)>& group) {
+  if (c.opt.peer_python.empty() || cases.empty()) return;
+  json info;
+  const json req = {
+      {"threads", kiln::num_threads()}, {"repeat", c.opt.repeat}, {"warmup", c.opt.warmup}, {"cases", cases}};
+  const auto peer = run_torch_peer(c.opt.peer_python, req, info);
+  c.summary[info_key] = info;
+  std::map<std::string, std::vector<double>> speedups;
+  for (json& r : c.results) {
+    auto it = peer.find(r["name"].get<std::string>());
+    if (it == peer.end()) continue;
+    r["peer_median_s"] = {{"torch", it->second}};
+    r["speedup_vs_torch"] = it->second / r["median_s"].get<double>();
+    speedups[group(r)].push_back(r["speedup_vs_torch"].get<double>());
+  }
+  for (auto& [g, v] : speedups) c.summary[speedup_key][g] = geomean(v);
+}
+
 // ---- cases ------------------------------------------------------------------
 
 // Whether one-token linear layers of this kind may take the dot kernel.
@@ -269,24 +291,8 @@ void decode_cases(Ctx& c, bool scaled) {
     for (size_t i = 0; i < times["fp8"].size(); ++i) ratio.push_back(times["fp8"][i] / times["bf16"][i]);
     c.summary["geomean_time_ratio_fp8_over_bf16"] = geomean(ratio);
   }
-  if (!c.opt.peer_python.empty()) {
-    json info;
-    const json req = {{"threads", kiln::num_threads()},
-                      {"repeat", c.opt.repeat},
-                      {"warmup", c.opt.warmup},
-                      {"cases", peer_cases}};
-    const auto peer = run_torch_peer(c.opt.peer_python, req, info);
-    c.summary["peer"] = info;
-    std::map<std::string, std::vector<double>> speedups;
-    for (json& r : c.results) {
-      auto it = peer.find(r["name"].get<std::string>());
-      if (it == peer.end()) continue;
-      r["peer_median_s"] = {{"torch", it->second}};
-      r["speedup_vs_torch"] = it->second / r["median_s"].get<double>();
-      speedups[r.value("kind", "")].push_back(r["speedup_vs_torch"].get<double>());
-    }
-    for (auto& [kn, v] : speedups) c.summary["geomean_speedup_vs_torch"][kn] = geomean(v);
-  }
+  merge_torch_peer(c, peer_cases, "peer", "geomean_speedup_vs_torch",
+                   [](const json& r) { return r.value("kind", ""); });
 }
 
 // Prefill at M = 512, 4096 x 4096: linear for f32/bf16/fp8 weights against
@@ -386,23 +392,8 @@ void prefill_rows_cases(Ctx& c) {
     }
   for (auto& [M, v] : fp8_over_bf16)
     c.summary["prefill_geomean_time_ratio_fp8_over_bf16"][std::to_string(M)] = geomean(v);
-  if (c.opt.peer_python.empty() || peer_cases.empty()) return;
-  json info;
-  const json req = {{"threads", kiln::num_threads()},
-                    {"repeat", c.opt.repeat},
-                    {"warmup", c.opt.warmup},
-                    {"cases", peer_cases}};
-  const auto peer = run_torch_peer(c.opt.peer_python, req, info);
-  c.summary["prefill_peer"] = info;
-  std::map<std::string, std::vector<double>> speedups;
-  for (json& r : c.results) {
-    auto it = peer.find(r["name"].get<std::string>());
-    if (it == peer.end() || !r.contains("M")) continue;
-    r["peer_median_s"] = {{"torch", it->second}};
-    r["speedup_vs_torch"] = it->second / r["median_s"].get<double>();
-    speedups[std::to_string(r["M"].get<int64_t>())].push_back(r["speedup_vs_torch"].get<double>());
-  }
-  for (auto& [M, v] : speedups) c.summary["prefill_geomean_speedup_bf16_vs_torch"][M] = geomean(v);
+  merge_torch_peer(c, peer_cases, "prefill_peer", "prefill_geomean_speedup_bf16_vs_torch",
+                   [](const json& r) { return std::to_string(r["M"].get<int64_t>()); });
 }
 
 // FP8 scaled_mm at M = 512, 4096 x 4096, row-wise scales.
