@@ -57,6 +57,11 @@ int run_info(const InfoOptions& opt) {
   std::printf("  bf16 dot        %s\n",
               j["bf16_dot"].get<bool>() ? "on (bf16/FP8 decode rows via AVX512-BF16; KILN_BF16_DOT=off to keep exact)"
                                         : "off");
+  std::printf("  bf16 gemm       %s\n",
+              j["bf16_gemm"].get<bool>()
+                  ? "on (prefill/MoE rows of bf16/FP8 weights via AVX512-BF16, x rounded to bf16; "
+                    "KILN_BF16_GEMM=off to keep exact)"
+                  : "off");
   std::printf("  threads         %d\n", kiln::num_threads());
   std::printf("  L1d cache       %s\n", cache_text(info.l1d_bytes).c_str());
   std::printf("  L2 cache        %s\n", cache_text(info.l2_bytes).c_str());

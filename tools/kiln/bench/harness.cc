@@ -168,6 +168,9 @@ json machine_json(const sys::RoofStats& roof) {
           // One-token bf16/FP8 linear layers through AVX512-BF16's dot kernel
           // (x in two bf16 parts; KILN_BF16_DOT=off turns it off).
           {"bf16_dot", kiln::cpu::bf16_dot_active()},
+          // Many-row bf16/FP8 products on vdpbf16ps, x rounded to bf16
+          // (KILN_BF16_GEMM=off turns it off).
+          {"bf16_gemm", kiln::cpu::bf16_gemm_active()},
           {"l1d_bytes", info.l1d_bytes},
           {"l2_bytes", info.l2_bytes},
           {"l3_bytes", info.l3_bytes},
