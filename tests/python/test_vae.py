@@ -13,19 +13,13 @@ import numpy as np
 import pytest
 
 import kiln
+from vae_util import assert_state_dict_is_diffusers, close
 from kiln.models import AutoencoderKL, DiagonalGaussianDistribution
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data", "vae")
 MODEL = os.path.join(DATA, "tiny_autoencoder_kl")
 OUTPUTS = os.path.join(DATA, "tiny_autoencoder_kl_outputs.safetensors")
 TILE = 16  # the fixture's tile size in pixels
-
-
-def close(got, want, rel=1e-4):
-    got = got.numpy() if isinstance(got, kiln.Tensor) else np.asarray(got)
-    want = want.numpy() if isinstance(want, kiln.Tensor) else np.asarray(want)
-    assert got.shape == want.shape
-    np.testing.assert_allclose(got, want, rtol=rel, atol=rel * float(np.abs(want).max()))
 
 
 @pytest.fixture(scope="module")
@@ -39,12 +33,8 @@ def ref():
 
 
 def test_state_dict_keys_are_diffusers(vae):
-    on_disk = kiln.load(os.path.join(MODEL, "diffusion_pytorch_model.safetensors"))
-    assert sorted(vae.state_dict()) == sorted(on_disk)
-    for k, v in on_disk.items():
-        np.testing.assert_array_equal(vae.state_dict()[k].numpy(), v.numpy())
+    assert_state_dict_is_diffusers(vae, MODEL)
     assert vae.scaling_factor == 0.5 and vae.shift_factor == 0.125
-    assert not any(p.requires_grad for p in vae.parameters())
 
 
 def test_encode_matches_diffusers(vae, ref):

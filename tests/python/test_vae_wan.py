@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import kiln
+from vae_util import assert_state_dict_is_diffusers, close
 from kiln.models import AutoencoderKLWan
 from kiln.models.wan_vae_blocks import CausalConv3d, FrameCache, RMSNorm
 
@@ -21,13 +22,6 @@ MODEL = os.path.join(DATA, "tiny_autoencoder_kl_wan")
 OUTPUTS = os.path.join(DATA, "tiny_autoencoder_kl_wan_outputs.safetensors")
 MODEL22 = os.path.join(DATA, "tiny_autoencoder_kl_wan22")
 OUTPUTS22 = os.path.join(DATA, "tiny_autoencoder_kl_wan22_outputs.safetensors")
-
-
-def close(got, want, rel=1e-4):
-    got = got.numpy() if isinstance(got, kiln.Tensor) else np.asarray(got)
-    want = want.numpy() if isinstance(want, kiln.Tensor) else np.asarray(want)
-    assert got.shape == want.shape
-    np.testing.assert_allclose(got, want, rtol=rel, atol=rel * float(np.abs(want).max()))
 
 
 @pytest.fixture(scope="module")
@@ -41,11 +35,7 @@ def ref():
 
 
 def test_state_dict_keys_are_diffusers(vae):
-    on_disk = kiln.load(os.path.join(MODEL, "diffusion_pytorch_model.safetensors"))
-    assert sorted(vae.state_dict()) == sorted(on_disk)
-    for k, v in on_disk.items():
-        np.testing.assert_array_equal(vae.state_dict()[k].numpy(), v.numpy())
-    assert not any(p.requires_grad for p in vae.parameters())
+    assert_state_dict_is_diffusers(vae, MODEL)
     assert vae.temporal_scale == 2 and vae.spatial_scale == 4
 
 

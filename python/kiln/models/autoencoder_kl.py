@@ -188,28 +188,35 @@ class AutoencoderKL(Module):
         with a vae/ subfolder). dtype (default float32) is what the weights are cast
         to; variant picks diffusion_pytorch_model.<variant>.safetensors. The model is
         returned in eval mode with requires_grad off (requires_grad_() to train it)."""
-        path = os.fspath(path)
-        if subfolder:
-            path = os.path.join(path, subfolder)
-        elif not os.path.isfile(os.path.join(path, "config.json")) and os.path.isfile(
-                os.path.join(path, "vae", "config.json")):
-            path = os.path.join(path, "vae")
-        cfg_path = os.path.join(path, "config.json")
-        if not os.path.isfile(cfg_path):
-            raise FileNotFoundError(f"[AutoencoderKL.from_pretrained] no config.json in {path}")
-        with open(cfg_path, encoding="utf-8") as f:
-            config = json.load(f)
-        name = config.get("_class_name", "AutoencoderKL")
-        if name != "AutoencoderKL":
-            raise ValueError(f"[AutoencoderKL.from_pretrained] {cfg_path} describes a {name}, not an AutoencoderKL")
-        model = cls(**{k: v for k, v in config.items() if not k.startswith("_")})
-        state = _read_state_dict(path, variant)
-        dtype = _C.float32 if dtype is None else dtype
-        state = {k: (v.to(dtype) if v.dtype != dtype else v) for k, v in state.items()}
-        with no_grad():
-            model.load_state_dict(state, strict=True, assign=True)
-        model.requires_grad_(False)
-        return model.eval()
+        return load_diffusers_model(cls, "AutoencoderKL", path, dtype, variant, subfolder)
+
+
+def load_diffusers_model(cls, class_name, path, dtype, variant, subfolder):
+    """cls from a diffusers-format directory whose config.json names class_name (or
+    a pipeline directory with a vae/ subfolder), its weights cast to dtype (default
+    float32); in eval mode, requires_grad off."""
+    path = os.fspath(path)
+    if subfolder:
+        path = os.path.join(path, subfolder)
+    elif not os.path.isfile(os.path.join(path, "config.json")) and os.path.isfile(
+            os.path.join(path, "vae", "config.json")):
+        path = os.path.join(path, "vae")
+    cfg_path = os.path.join(path, "config.json")
+    if not os.path.isfile(cfg_path):
+        raise FileNotFoundError(f"[{class_name}.from_pretrained] no config.json in {path}")
+    with open(cfg_path, encoding="utf-8") as f:
+        config = json.load(f)
+    name = config.get("_class_name", class_name)
+    if name != class_name:
+        raise ValueError(f"[{class_name}.from_pretrained] {cfg_path} describes a {name}, not an {class_name}")
+    model = cls(**{k: v for k, v in config.items() if not k.startswith("_")})
+    state = _read_state_dict(path, variant)
+    dtype = _C.float32 if dtype is None else dtype
+    state = {k: (v.to(dtype) if v.dtype != dtype else v) for k, v in state.items()}
+    with no_grad():
+        model.load_state_dict(state, strict=True, assign=True)
+    model.requires_grad_(False)
+    return model.eval()
 
 
 def _read_state_dict(path, variant):

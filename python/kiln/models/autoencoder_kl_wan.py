@@ -8,13 +8,10 @@ first frame alone and then 4 frames at a time, decode one latent frame at a time
 with a FrameCache carrying each causal convolution's last frames between chunks,
 so activations are held for one chunk only."""
 
-import json
-import os
 
 from .. import _C
-from .._grad_mode import no_grad
 from ..nn import Module
-from .autoencoder_kl import DiagonalGaussianDistribution, _read_state_dict
+from .autoencoder_kl import DiagonalGaussianDistribution, load_diffusers_model
 from .wan_vae_blocks import CausalConv3d, Decoder3d, Encoder3d, FrameCache
 from .wan_vae_residual import patchify, unpatchify
 
@@ -129,29 +126,7 @@ class AutoencoderKLWan(Module):
         with a vae/ subfolder). dtype (default float32) is what the weights are cast to;
         variant picks diffusion_pytorch_model.<variant>.safetensors. The model is returned
         in eval mode with requires_grad off."""
-        path = os.fspath(path)
-        if subfolder:
-            path = os.path.join(path, subfolder)
-        elif not os.path.isfile(os.path.join(path, "config.json")) and os.path.isfile(
-                os.path.join(path, "vae", "config.json")):
-            path = os.path.join(path, "vae")
-        cfg_path = os.path.join(path, "config.json")
-        if not os.path.isfile(cfg_path):
-            raise FileNotFoundError(f"[AutoencoderKLWan.from_pretrained] no config.json in {path}")
-        with open(cfg_path, encoding="utf-8") as f:
-            config = json.load(f)
-        name = config.get("_class_name", "AutoencoderKLWan")
-        if name != "AutoencoderKLWan":
-            raise ValueError(f"[AutoencoderKLWan.from_pretrained] {cfg_path} describes a {name}, "
-                             "not an AutoencoderKLWan")
-        model = cls(**{k: v for k, v in config.items() if not k.startswith("_")})
-        state = _read_state_dict(path, variant)
-        dtype = _C.float32 if dtype is None else dtype
-        state = {k: (v.to(dtype) if v.dtype != dtype else v) for k, v in state.items()}
-        with no_grad():
-            model.load_state_dict(state, strict=True, assign=True)
-        model.requires_grad_(False)
-        return model.eval()
+        return load_diffusers_model(cls, "AutoencoderKLWan", path, dtype, variant, subfolder)
 
 
 __all__ = ["AutoencoderKLWan"]
