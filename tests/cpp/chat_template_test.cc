@@ -259,6 +259,7 @@ TEST(ChatTemplate, MemoryBudget) {
                  "{% endfor %}{{ ns.s|length }}",
                  "MiB"));
   EXPECT_TRUE(fails_with("{{ [1] * 1000000000000 }}", "MiB"));
+  EXPECT_EQ(render("{{ [] * 1000000000000 }}{{ '' * 1000000000000 }}"), "[]");  // at once, not 10**12 steps
   // A size whose product overflows: the budget saturates instead of wrapping.
   EXPECT_TRUE(fails_with("{{ [1] * 9223372036854775807 }}", "MiB"));
   EXPECT_TRUE(fails_with("{{ [1, 2, 3] * 4611686018427387904 }}", "MiB"));

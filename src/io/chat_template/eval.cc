@@ -307,6 +307,9 @@ class Eval {
       while (s.size() < total) s.append(s, 0, std::min(s.size(), size_t(total) - s.size()));
       return Value(std::move(s));
     }
+    // An empty list repeated any number of times is empty: not a loop of
+    // `count` empty inserts ([] * 10**12 ran for hours; found by the fuzzer).
+    if (seq.list->empty()) return Value(List());
     List l;
     l.reserve(size_t(count * seq.list->size()));
     for (uint64_t k = 0; k < count; ++k) l.insert(l.end(), seq.list->begin(), seq.list->end());
