@@ -36,10 +36,17 @@ void init_runtime(nb::module_& m) {
   m.def("allow_bf16_gemm", &allow_bf16_gemm, "allow"_a,
         "Whether products of many rows with bf16/FP8 weights may run on the CPU's AVX512-BF16 unit, "
         "rounding float32 activations to bf16 (each product off by at most 2^-8 of itself). False keeps "
-        "them exact to float32. Default: allowed on AMD CPUs with the unit (KILN_BF16_GEMM=on|off).");
+        "them exact to float32. Default: allowed on AMD CPUs with the unit and on CPUs with AMX "
+        "(KILN_BF16_GEMM=on|off).");
   m.def("bf16_gemm_allowed", &bf16_gemm_allowed, "The allow_bf16_gemm setting.");
   m.def("bf16_gemm_active", &bf16_gemm_active,
         "Allowed, and this CPU and the SIMD target (KILN_SIMD_TARGET) have AVX512-BF16.");
+  m.def("allow_amx_tiles", &allow_amx_tiles, "allow"_a,
+        "Where the CPU has AMX, whether the bf16 GEMM runs on its tiles (default; KILN_AMX=on|off) or, "
+        "with False, on AVX512-BF16. The two may differ in the last bits of a sum.");
+  m.def("amx_tiles_allowed", &amx_tiles_allowed, "The allow_amx_tiles setting.");
+  m.def("amx_tiles_active", &amx_tiles_active,
+        "Allowed, and this CPU, the OS and the SIMD target (KILN_SIMD_TARGET) have AMX-BF16 tiles.");
 }
 
 }  // namespace kiln::py

@@ -417,10 +417,13 @@ void gemm_packed(DType w_dtype, const GemvArgs& a) {
   const ScratchBlock xbuf(size_t(gemm_packed_x_floats(w_dtype, a.M, a.K)) * sizeof(float));
   float* xp = xbuf.as<float>();
   gemm_pack_x(w_dtype, a, xp);
-  // One contiguous range of W's rows per thread.
-  const int64_t per = (a.N + num_threads() - 1) / num_threads();
-  parallel_for(0, a.N, std::max<int64_t>(per, 16),
-               [&](int64_t b, int64_t e) { gemm_packed_rows(w_dtype, a, xp, b, e); });
+  // One contiguous range of W's rows per thread, in whole 32-row tiles (the
+  // AMX kernel's; its bf16 weights are read in place only in whole tiles).
+  const int64_t tiles = (a.N + 31) / 32;
+  const int64_t per = (tiles + num_threads() - 1) / num_threads();
+  parallel_for(0, tiles, per, [&](int64_t b, int64_t e) {
+    gemm_packed_rows(w_dtype, a, xp, b * 32, std::min(a.N, e * 32));
+  });
 }
 
 }  // namespace kiln::cpu

@@ -4,6 +4,7 @@
 // kiln reaches the library through include/kiln/ alone.
 #pragma once
 
+#include "cpu/amx.h"               // cpu::amx_bf16_usable, amx_tiles_active
 #include "cpu/gemm.h"              // cpu::BlasThreads, bf16_gemm_active
 #include "cpu/gemv.h"              // cpu::bf16_dot, set_bf16_dot, bf16_dot_active, bf16_dot_covers, dispatch_runs_avx3
 #include "cpu/lapack.h"            // cpu::lapack: getrf, geqrf, orgqr, gesdd

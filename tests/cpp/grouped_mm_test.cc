@@ -98,7 +98,13 @@ void check_mixed_groups(bool bf16_gemm) {
 }
 
 TEST(GroupedMM, MixedGroupSizesTakeBothKernels) { check_mixed_groups(false); }
-TEST(GroupedMM, MixedGroupSizesWithTheBf16Gemm) { check_mixed_groups(true); }
+TEST(GroupedMM, MixedGroupSizesWithTheBf16Gemm) {
+  for (const bool amx : test::amx_settings()) {
+    const test::AmxTiles unit(amx);
+    SCOPED_TRACE(amx ? "AMX tiles" : "AVX512-BF16");
+    check_mixed_groups(true);
+  }
+}
 
 TEST(GroupedMM, ThreeDByTwoDTwoDByTwoDAndBmm) {
   const Tensor a3 = randn_as({2, 4, 5}, DType::Float32, 75), b2 = randn_as({5, 9}, DType::Float32, 76);

@@ -205,27 +205,59 @@ TEST(Linear, PackedGemmBlockBoundaries) {
 TEST(Linear, Bf16GemmIsExactToBf16RoundedActivations) {
   const test::Bf16Gemm on(true);
   if (!cpu::bf16_gemm_active()) GTEST_SKIP() << "no AVX512-BF16 on this CPU (or KILN_SIMD_TARGET below AVX3)";
-  struct Case {
-    int64_t M, N, K;
-  };
-  const Case cases[] = {{7, 13, 5},  {9, 12, 256},   {16, 205, 513}, {17, 130, 300},
-                        {33, 7, 64}, {40, 200, 259}, {300, 7, 2049}};
-  for (DType wd : {DType::BFloat16, DType::Float8_e4m3fn, DType::Float8_e5m2})
-    for (int sk : {0, 1, 2})
-      for (const Case& c : cases) {
-        SCOPED_TRACE(trace(wd, sk, c.M, c.N, c.K));
-        const Tensor x = randn_as({c.M, c.K}, DType::Float32, 14), w = randn_as({c.N, c.K}, wd, 15);
-        const Tensor b = randn_as({c.N}, DType::Float32, 16), sc = make_scale(sk, c.N, c.K);
-        ASSERT_TRUE(cpu::bf16_gemm_covers(wd, sk == 0   ? cpu::ScaleKind::None
-                                              : sk == 1 ? cpu::ScaleKind::Tensor
-                                                        : cpu::ScaleKind::Row));
-        const Tensor y = linear(x, w, b, sc);
+  for (const bool amx : test::amx_settings()) {
+    const test::AmxTiles unit(amx);
+    SCOPED_TRACE(amx ? "AMX tiles" : "AVX512-BF16");
+    struct Case {
+      int64_t M, N, K;
+    };
+    const Case cases[] = {{7, 13, 5},  {9, 12, 256},   {16, 205, 513}, {17, 130, 300},
+                          {33, 7, 64}, {40, 200, 259}, {300, 7, 2049}};
+    for (DType wd : {DType::BFloat16, DType::Float8_e4m3fn, DType::Float8_e5m2})
+      for (int sk : {0, 1, 2})
+        for (const Case& c : cases) {
+          SCOPED_TRACE(trace(wd, sk, c.M, c.N, c.K));
+          const Tensor x = randn_as({c.M, c.K}, DType::Float32, 14), w = randn_as({c.N, c.K}, wd, 15);
+          const Tensor b = randn_as({c.N}, DType::Float32, 16), sc = make_scale(sk, c.N, c.K);
+          ASSERT_TRUE(cpu::bf16_gemm_covers(wd, sk == 0   ? cpu::ScaleKind::None
+                                                : sk == 1 ? cpu::ScaleKind::Tensor
+                                                          : cpu::ScaleKind::Row));
+          const Tensor y = linear(x, w, b, sc);
+          std::vector<double> want, mag;
+          reference(x.to(DType::BFloat16), w, b, sc, want, mag);
+          test::expect_close(y, want, 0, 1e-30, &mag, 1e-5);
+          reference(x, w, b, sc, want, mag);
+          test::expect_close(y, want, 0, 1e-30, &mag, 0x1p-8 + 1e-5);
+        }
+  }
+}
+
+// bf16 weights in whole 32-row tiles and 32-k steps, which the AMX kernel
+// reads where they lie (no copy), from a contiguous W and from a view with
+// rows further apart than K; and edges beside them that go through the
+// widened panel (N = 200: a 192-row panel and an 8-row one; K = 300: a
+// 44-wide last K block), with 7 to 160 tokens (the slice-first and the
+// token-block-first loop orders).
+TEST(Linear, Bf16GemmBf16WeightsInPlaceAndAtEdges) {
+  const test::Bf16Gemm on(true);
+  if (!cpu::bf16_gemm_active()) GTEST_SKIP() << "no AVX512-BF16 on this CPU (or KILN_SIMD_TARGET below AVX3)";
+  const Tensor wbig = randn_as({224, 608}, DType::BFloat16, 27);
+  const Tensor views[] = {wbig.slice(0, 0, 192).slice(1, 0, 512).contiguous(), wbig.slice(1, 32, 544),
+                          wbig.slice(0, 0, 200).slice(1, 0, 300)};
+  for (const bool amx : test::amx_settings()) {
+    const test::AmxTiles unit(amx);
+    for (const Tensor& w : views)
+      for (int64_t M : {7, 40, 160}) {
+        SCOPED_TRACE(std::string(amx ? "AMX tiles" : "AVX512-BF16") + " M=" + std::to_string(M) +
+                     " N=" + std::to_string(w.size(0)) + " K=" + std::to_string(w.size(1)) +
+                     " ldw=" + std::to_string(w.stride(0)));
+        const Tensor x = randn_as({M, w.size(1)}, DType::Float32, 28);
+        const Tensor b = randn_as({w.size(0)}, DType::Float32, 29);
         std::vector<double> want, mag;
-        reference(x.to(DType::BFloat16), w, b, sc, want, mag);
-        test::expect_close(y, want, 0, 1e-30, &mag, 1e-5);
-        reference(x, w, b, sc, want, mag);
-        test::expect_close(y, want, 0, 1e-30, &mag, 0x1p-8 + 1e-5);
+        reference(x.to(DType::BFloat16), w, b, Tensor(), want, mag);
+        test::expect_close(linear(x, w, b), want, 0, 1e-30, &mag, 1e-5);
       }
+  }
 }
 
 // Every FP8 code through the bf16 GEMM's conversion: W is diagonal with code
@@ -235,21 +267,25 @@ TEST(Linear, Bf16GemmIsExactToBf16RoundedActivations) {
 TEST(Linear, Bf16GemmDecodesEveryFp8Code) {
   const test::Bf16Gemm on(true);
   if (!cpu::bf16_gemm_active()) GTEST_SKIP() << "no AVX512-BF16 on this CPU (or KILN_SIMD_TARGET below AVX3)";
-  const int64_t n = 256;
-  Tensor x = zeros({n, n});
-  for (int64_t i = 0; i < n; ++i) x.data<float>()[i * n + i] = 1.0f;
-  for (DType wd : {DType::Float8_e4m3fn, DType::Float8_e5m2}) {
-    SCOPED_TRACE(name(wd));
-    std::vector<uint8_t> codes(size_t(n * n), 0);
-    for (int64_t i = 0; i < n; ++i) codes[size_t(i * n + i)] = uint8_t(i);
-    const Tensor w = from_buffer_copy(codes.data(), {n, n}, wd);
-    const auto yv = dvals(linear(x, w)), wv = dvals(w);
-    for (int64_t i = 0; i < n; ++i) {
-      const double got = yv[size_t(i * n + i)], want = wv[size_t(i * n + i)];
-      if (std::isnan(want))
-        EXPECT_TRUE(std::isnan(got)) << "code " << i;
-      else
-        EXPECT_EQ(got, want) << "code " << i;
+  for (const bool amx : test::amx_settings()) {
+    const test::AmxTiles unit(amx);
+    SCOPED_TRACE(amx ? "AMX tiles" : "AVX512-BF16");
+    const int64_t n = 256;
+    Tensor x = zeros({n, n});
+    for (int64_t i = 0; i < n; ++i) x.data<float>()[i * n + i] = 1.0f;
+    for (DType wd : {DType::Float8_e4m3fn, DType::Float8_e5m2}) {
+      SCOPED_TRACE(name(wd));
+      std::vector<uint8_t> codes(size_t(n * n), 0);
+      for (int64_t i = 0; i < n; ++i) codes[size_t(i * n + i)] = uint8_t(i);
+      const Tensor w = from_buffer_copy(codes.data(), {n, n}, wd);
+      const auto yv = dvals(linear(x, w)), wv = dvals(w);
+      for (int64_t i = 0; i < n; ++i) {
+        const double got = yv[size_t(i * n + i)], want = wv[size_t(i * n + i)];
+        if (std::isnan(want))
+          EXPECT_TRUE(std::isnan(got)) << "code " << i;
+        else
+          EXPECT_EQ(got, want) << "code " << i;
+      }
     }
   }
 }
@@ -260,17 +296,21 @@ TEST(Linear, Bf16GemmDecodesEveryFp8Code) {
 TEST(Linear, Bf16GemmNarrowActivationsAndOutputs) {
   const test::Bf16Gemm on(true);
   if (!cpu::bf16_gemm_active()) GTEST_SKIP() << "no AVX512-BF16 on this CPU (or KILN_SIMD_TARGET below AVX3)";
-  for (DType xd : {DType::BFloat16, DType::Float16})
-    for (DType wd : {DType::BFloat16, DType::Float8_e4m3fn}) {
-      SCOPED_TRACE(std::string(name(xd)) + " x " + name(wd));
-      const Tensor x = randn_as({2, 20, 300}, xd, 24), w = randn_as({150, 300}, wd, 25);
-      const Tensor b = randn_as({150}, xd, 26), sc = make_scale(2, 150, 300);
-      const Tensor y = linear(x, w, b, sc);
-      ASSERT_EQ(y.dtype(), xd);
-      std::vector<double> want, mag;
-      reference(x.to(DType::BFloat16), w, b, sc, want, mag);
-      test::expect_close(y, want, out_rtol(xd) / 2, 1e-30, &mag, 1e-5);
-    }
+  for (const bool amx : test::amx_settings()) {
+    const test::AmxTiles unit(amx);
+    SCOPED_TRACE(amx ? "AMX tiles" : "AVX512-BF16");
+    for (DType xd : {DType::BFloat16, DType::Float16})
+      for (DType wd : {DType::BFloat16, DType::Float8_e4m3fn}) {
+        SCOPED_TRACE(std::string(name(xd)) + " x " + name(wd));
+        const Tensor x = randn_as({2, 20, 300}, xd, 24), w = randn_as({150, 300}, wd, 25);
+        const Tensor b = randn_as({150}, xd, 26), sc = make_scale(2, 150, 300);
+        const Tensor y = linear(x, w, b, sc);
+        ASSERT_EQ(y.dtype(), xd);
+        std::vector<double> want, mag;
+        reference(x.to(DType::BFloat16), w, b, sc, want, mag);
+        test::expect_close(y, want, out_rtol(xd) / 2, 1e-30, &mag, 1e-5);
+      }
+  }
 }
 
 // With the bf16 GEMM on, what it does not take stays exact to float32: f32
@@ -297,36 +337,40 @@ TEST(Linear, Bf16GemmLeavesOtherProductsExact) {
 TEST(Linear, Bf16GemmNanCodesAndInfinities) {
   const test::Bf16Gemm on(true);
   if (!cpu::bf16_gemm_active()) GTEST_SKIP() << "no AVX512-BF16 on this CPU (or KILN_SIMD_TARGET below AVX3)";
-  const int64_t M = 20, N = 30, K = 70;
-  Tensor x = randn_as({M, K}, DType::Float32, 22);
-  for (DType wd : {DType::Float8_e4m3fn, DType::Float8_e5m2}) {
-    SCOPED_TRACE(name(wd));
-    Tensor w = randn_as({N, K}, wd, 23);
-    uint8_t* codes = static_cast<uint8_t*>(w.data_ptr());
-    const bool e4m3 = wd == DType::Float8_e4m3fn;
-    codes[3 * K + 5] = e4m3 ? 0x7F : 0x7C;    // row 3: NaN / +inf
-    codes[11 * K + 69] = e4m3 ? 0xFF : 0xFE;  // row 11: NaN / NaN
-    const Tensor y = linear(x, w);
-    std::vector<double> want, mag;
-    reference(x.to(DType::BFloat16), w, Tensor(), Tensor(), want, mag);
-    const auto yv = dvals(y);
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = 0; n < N; ++n) {
-        const double got = yv[size_t(m * N + n)], ref = want[size_t(m * N + n)];
-        if (n == 11 || (n == 3 && e4m3)) {
-          EXPECT_TRUE(std::isnan(got)) << m << "," << n;
-        } else if (n == 3) {
-          EXPECT_EQ(got, x.data<float>()[m * K + 5] > 0 ? INFINITY : -INFINITY) << m;
-        } else {
-          EXPECT_NEAR(got, ref, 1e-5 * mag[size_t(m * N + n)]) << m << "," << n;
+  for (const bool amx : test::amx_settings()) {
+    const test::AmxTiles unit(amx);
+    SCOPED_TRACE(amx ? "AMX tiles" : "AVX512-BF16");
+    const int64_t M = 20, N = 30, K = 70;
+    Tensor x = randn_as({M, K}, DType::Float32, 22);
+    for (DType wd : {DType::Float8_e4m3fn, DType::Float8_e5m2}) {
+      SCOPED_TRACE(name(wd));
+      Tensor w = randn_as({N, K}, wd, 23);
+      uint8_t* codes = static_cast<uint8_t*>(w.data_ptr());
+      const bool e4m3 = wd == DType::Float8_e4m3fn;
+      codes[3 * K + 5] = e4m3 ? 0x7F : 0x7C;    // row 3: NaN / +inf
+      codes[11 * K + 69] = e4m3 ? 0xFF : 0xFE;  // row 11: NaN / NaN
+      const Tensor y = linear(x, w);
+      std::vector<double> want, mag;
+      reference(x.to(DType::BFloat16), w, Tensor(), Tensor(), want, mag);
+      const auto yv = dvals(y);
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          const double got = yv[size_t(m * N + n)], ref = want[size_t(m * N + n)];
+          if (n == 11 || (n == 3 && e4m3)) {
+            EXPECT_TRUE(std::isnan(got)) << m << "," << n;
+          } else if (n == 3) {
+            EXPECT_EQ(got, x.data<float>()[m * K + 5] > 0 ? INFINITY : -INFINITY) << m;
+          } else {
+            EXPECT_NEAR(got, ref, 1e-5 * mag[size_t(m * N + n)]) << m << "," << n;
+          }
         }
-      }
+    }
+    x.data<float>()[4 * K + 9] = INFINITY;
+    const Tensor w = add(rand({N, K}, DType::Float32), Scalar(0.5)).to(DType::BFloat16);  // all positive
+    const auto yv = dvals(linear(x, w));
+    for (int64_t n = 0; n < N; ++n) EXPECT_EQ(yv[size_t(4 * N + n)], INFINITY) << n;
+    EXPECT_TRUE(std::isfinite(yv[size_t(5 * N)]));
   }
-  x.data<float>()[4 * K + 9] = INFINITY;
-  const Tensor w = add(rand({N, K}, DType::Float32), Scalar(0.5)).to(DType::BFloat16);  // all positive
-  const auto yv = dvals(linear(x, w));
-  for (int64_t n = 0; n < N; ++n) EXPECT_EQ(yv[size_t(4 * N + n)], INFINITY) << n;
-  EXPECT_TRUE(std::isfinite(yv[size_t(5 * N)]));
 }
 
 TEST(Linear, NarrowActivationsAndBatchShapes) {

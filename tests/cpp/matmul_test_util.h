@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "cpu/amx.h"
 #include "cpu/gemm.h"
 #include "kiln/kiln.h"
 
@@ -54,5 +55,25 @@ class Bf16Gemm {
  private:
   bool saved_;
 };
+
+// The bf16 GEMM's unit where the CPU has AMX: the tiles (on) or AVX512-BF16
+// (off), restored after.
+class AmxTiles {
+ public:
+  explicit AmxTiles(bool on) : saved_(cpu::amx_tiles()) { cpu::set_amx_tiles(on); }
+  ~AmxTiles() { cpu::set_amx_tiles(saved_); }
+  AmxTiles(const AmxTiles&) = delete;
+  AmxTiles& operator=(const AmxTiles&) = delete;
+
+ private:
+  bool saved_;
+};
+
+// The AMX settings a bf16 GEMM test runs under: both where the CPU has the
+// tiles, so each unit is checked.
+inline std::vector<bool> amx_settings() {
+  if (cpu::amx_bf16_usable()) return {false, true};
+  return {false};
+}
 
 }  // namespace kiln::test

@@ -339,15 +339,20 @@ void prefill_vs_openblas(Ctx& c) {
 // weights with bf16 x and y (the call torch's bf16 F.linear makes, its peer),
 // bf16 weights with float32 x, and FP8 (e4m3, row scales) with float32 x,
 // interleaved per shape. Each is reported in GFLOP/s and as a fraction of the
-// compute roof of the unit it runs on (the AVX512-BF16 GEMM's, else the FMA
-// peak), measured at the start of the run.
+// compute roof of the unit it runs on (AMX tiles, the AVX512-BF16 dot
+// product or the FMA peak), measured at the start of the run.
 void prefill_rows_cases(Ctx& c) {
   json peer_cases = json::array();
   const bench::ComputeRoof roof = bench::measure_compute_roof();
   c.summary["compute_roof_gflops"] = {
-      {"fma_f32", roof.fma_f32_gflops}, {"bf16_dot", roof.bf16_dot_gflops}, {"threads", roof.threads}};
-  const bool bf16_unit = cpu::bf16_gemm_active();
-  c.summary["bf16_gemm"] = bf16_unit ? "AVX512-BF16 (x rounded to bf16)" : "off: FMA on widened weights";
+      {"fma_f32", roof.fma_f32_gflops},
+      {"bf16_dot", roof.bf16_dot_gflops},
+      {"amx_bf16", roof.amx_bf16_gflops},
+      {"threads", roof.threads}};
+  const bool bf16_unit = cpu::bf16_gemm_active(), amx = bf16_unit && cpu::amx_tiles_active();
+  c.summary["bf16_gemm"] = amx         ? "AMX-BF16 tiles (x rounded to bf16)"
+                           : bf16_unit ? "AVX512-BF16 (x rounded to bf16)"
+                                       : "off: FMA on widened weights";
   const json doc = read_json(c.opt.cases);
   std::vector<json> shapes;
   for (const json& sh : doc["shapes"])
@@ -377,7 +382,7 @@ void prefill_rows_cases(Ctx& c) {
       std::vector<bench::Result> rs = c.runner.latency_cases(cases, 1);
       for (size_t i = 0; i < rs.size(); ++i) {
         const double g = flops / rs[i].median_s / 1e9;
-        const double peak = bf16_unit ? roof.bf16_dot_gflops : roof.fma_f32_gflops;
+        const double peak = amx ? roof.amx_bf16_gflops : bf16_unit ? roof.bf16_dot_gflops : roof.fma_f32_gflops;
         rs[i].extra["kind"] = std::string("prefill-") + kinds[i];
         rs[i].extra["M"] = M;
         rs[i].extra["N"] = N;

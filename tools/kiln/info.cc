@@ -58,10 +58,12 @@ int run_info(const InfoOptions& opt) {
               j["bf16_dot"].get<bool>() ? "on (bf16/FP8 decode rows via AVX512-BF16; KILN_BF16_DOT=off to keep exact)"
                                         : "off");
   std::printf("  bf16 gemm       %s\n",
-              j["bf16_gemm"].get<bool>()
-                  ? "on (prefill/MoE rows of bf16/FP8 weights via AVX512-BF16, x rounded to bf16; "
-                    "KILN_BF16_GEMM=off to keep exact)"
-                  : "off");
+              !j["bf16_gemm"].get<bool>() ? "off"
+              : j["amx_tiles"].get<bool>()
+                  ? "on (prefill/MoE rows of bf16/FP8 weights via AMX tiles, x rounded to bf16; "
+                    "KILN_BF16_GEMM=off to keep exact, KILN_AMX=off for AVX512-BF16)"
+                  : "on (prefill/MoE rows of bf16/FP8 weights via AVX512-BF16, x rounded to bf16; "
+                    "KILN_BF16_GEMM=off to keep exact)");
   std::printf("  threads         %d\n", kiln::num_threads());
   std::printf("  L1d cache       %s\n", cache_text(info.l1d_bytes).c_str());
   std::printf("  L2 cache        %s\n", cache_text(info.l2_bytes).c_str());

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "internal/bench_hooks.h"  // cpu::dispatch_runs_avx3
+#include "internal/bench_hooks.h"  // cpu::dispatch_runs_avx3, cpu::AmxTileConfig, amx_bf16_usable
 #include "kiln/thread_pool.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -72,6 +72,34 @@ __attribute__((target("avx512f,avx512bf16"))) double dpbf16(int64_t n, float* si
   for (float v : o) *sink += v;
   return double(n) * kChains * 64;
 }
+// AMX: six independent tiles of sums (tdpbf16ps's latency is a few times
+// its issue interval), the two operand tiles loaded once.
+__attribute__((target("amx-tile,amx-bf16"))) double tdpbf16(int64_t n, float* sink) {
+  static const cpu::AmxTileConfig config;
+  alignas(64) static const uint16_t ones[16 * 32] = {};  // zeros: the sums stay finite
+  alignas(64) float out[16 * 16];
+  _tile_loadconfig(&config);
+  _tile_loadd(6, ones, 64);
+  _tile_loadd(7, ones, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_zero(4);
+  _tile_zero(5);
+  for (int64_t s = 0; s < n; ++s) {
+    _tile_dpbf16ps(0, 6, 7);
+    _tile_dpbf16ps(1, 6, 7);
+    _tile_dpbf16ps(2, 6, 7);
+    _tile_dpbf16ps(3, 6, 7);
+    _tile_dpbf16ps(4, 6, 7);
+    _tile_dpbf16ps(5, 6, 7);
+  }
+  _tile_stored(0, out, 64);
+  _tile_release();
+  *sink += out[0];
+  return double(n) * 6 * 16 * 16 * 32 * 2;
+}
 #endif
 
 volatile float g_sink;  // the kernels' sums end here, so their loops are not dropped
@@ -115,6 +143,7 @@ ComputeRoof measure_compute_roof(int passes) {
   else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     r.fma_f32_gflops = measure(fma256, passes);
   if (avx512 && __builtin_cpu_supports("avx512bf16")) r.bf16_dot_gflops = measure(dpbf16, passes);
+  if (cpu::amx_bf16_usable()) r.amx_bf16_gflops = measure(tdpbf16, passes);
 #else
   (void)passes;
 #endif

@@ -10,6 +10,7 @@ namespace kiln::cli::bench {
 struct ComputeRoof {
   double fma_f32_gflops = 0;   // float32 FMAs at the dispatch target's width
   double bf16_dot_gflops = 0;  // AVX512-BF16 vdpbf16ps; 0 where the CPU (or the target cap) lacks it
+  double amx_bf16_gflops = 0;  // AMX-BF16 tdpbf16ps; 0 where the CPU or the OS lacks it
   int threads = 0;
 };
 

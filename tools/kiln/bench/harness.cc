@@ -171,6 +171,8 @@ json machine_json(const sys::RoofStats& roof) {
           // Many-row bf16/FP8 products on vdpbf16ps, x rounded to bf16
           // (KILN_BF16_GEMM=off turns it off).
           {"bf16_gemm", kiln::cpu::bf16_gemm_active()},
+          // ... on AMX tiles (KILN_AMX=off: on vdpbf16ps).
+          {"amx_tiles", kiln::cpu::amx_tiles_active()},
           {"l1d_bytes", info.l1d_bytes},
           {"l2_bytes", info.l2_bytes},
           {"l3_bytes", info.l3_bytes},
