@@ -28,14 +28,15 @@ int64_t gemm_packed_x_floats(DType w_dtype, int64_t M, int64_t K);
 void gemm_pack_x(DType w_dtype, const GemvArgs& a, float* xp);
 void gemm_packed_rows(DType w_dtype, const GemvArgs& a, const float* xp, int64_t n0, int64_t n1);
 
-// The packed GEMM's AVX512-BF16 form (gemm_bf16.cc), which gemm_packed,
+// The packed GEMM's bf16 form (gemm_bf16.cc), which gemm_packed,
 // gemm_pack_x and gemm_packed_rows take for bf16, e4m3fn and e5m2 weights
 // without block scales when bf16_gemm_active(): x is rounded to bf16 (to
 // nearest even; each product off by at most 2^-8 of itself, an x of bf16
-// values unchanged) and each pair of products summed in float32 by
-// vdpbf16ps, ~1.8x the FMA path's flops on a Zen 5. On by default on AMD
-// CPUs that have the instruction; KILN_BF16_GEMM=on|off (or set_bf16_gemm)
-// overrides, and off keeps the products exact to float32.
+// values unchanged) and each pair of products summed in float32, on AMX
+// tiles (tdpbf16ps) where amx_tiles_active() (amx.h), else by AVX512-BF16's
+// vdpbf16ps (~1.8x the FMA path's flops on a Zen 5). On by default on AMD
+// CPUs that have vdpbf16ps and on CPUs with AMX; KILN_BF16_GEMM=on|off (or
+// set_bf16_gemm) overrides, and off keeps the products exact to float32.
 bool bf16_gemm();
 void set_bf16_gemm(bool on);
 // bf16_gemm() and this CPU and the dispatch target allow the kernel (decided

@@ -196,10 +196,11 @@ TEST(Linear, PackedGemmBlockBoundaries) {
       }
 }
 
-// The AVX512-BF16 GEMM (gemm_bf16.cc) where the CPU has it: bf16 and FP8
-// weights (no scale, tensor and row scales) give the double-precision product
-// of bf16(x) and W within float32 accumulation, at the packed GEMM's blocking
-// edges (one and two token vectors, odd K, K blocks, panel and tile tails);
+// The bf16 GEMM (gemm_bf16.cc) on each unit the CPU has (AVX512-BF16, AMX
+// tiles): bf16 and FP8 weights (no scale, tensor and row scales) give the
+// double-precision product of bf16(x) and W within float32 accumulation, at
+// the packed GEMM's blocking edges (one and two token vectors, odd K, K
+// blocks, panel and tile tails, AMX's loop orders for few and many tokens);
 // and within the rounding's stated bound, 2^-8 of sum |x w|, of the product
 // of x itself.
 TEST(Linear, Bf16GemmIsExactToBf16RoundedActivations) {
@@ -211,8 +212,8 @@ TEST(Linear, Bf16GemmIsExactToBf16RoundedActivations) {
     struct Case {
       int64_t M, N, K;
     };
-    const Case cases[] = {{7, 13, 5},  {9, 12, 256},   {16, 205, 513}, {17, 130, 300},
-                          {33, 7, 64}, {40, 200, 259}, {300, 7, 2049}};
+    const Case cases[] = {{7, 13, 5},     {9, 12, 256},   {16, 205, 513}, {17, 130, 300}, {33, 7, 64},
+                          {40, 200, 259}, {300, 7, 2049}, {200, 40, 600}, {1030, 40, 640}};
     for (DType wd : {DType::BFloat16, DType::Float8_e4m3fn, DType::Float8_e5m2})
       for (int sk : {0, 1, 2})
         for (const Case& c : cases) {
