@@ -1,10 +1,6 @@
 #include "cpu/amx.h"
 
-#include <atomic>
-#include <cstdio>
-#include <cstdlib>
-#include <string>
-
+#include "cpu/env_switch.h"
 #include "cpu/gemv.h"  // dispatch_runs_avx3
 
 #if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
@@ -35,17 +31,8 @@ bool kernel_grants_tile_state() {
 }
 #endif
 
-bool default_amx_tiles() {
-  if (const char* e = std::getenv("KILN_AMX")) {
-    const std::string v = e;
-    if (v == "1" || v == "on") return true;
-    if (v == "0" || v == "off") return false;
-    std::fprintf(stderr, "kiln: warning: KILN_AMX must be on or off, not '%s'; ignored\n", v.c_str());
-  }
-  return true;
-}
-
-std::atomic<int> g_amx_tiles{-1};  // -1: not chosen yet
+bool cpu_default_amx_tiles() { return true; }  // (used only where usable)
+EnvSwitch g_amx_tiles("KILN_AMX", cpu_default_amx_tiles);
 
 }  // namespace
 
@@ -58,16 +45,9 @@ bool amx_bf16_usable() {
 #endif
 }
 
-bool amx_tiles() {
-  int v = g_amx_tiles.load(std::memory_order_relaxed);
-  if (v < 0) {
-    v = int(default_amx_tiles());
-    g_amx_tiles.store(v, std::memory_order_relaxed);
-  }
-  return v != 0;
-}
+bool amx_tiles() { return g_amx_tiles.get(); }
 
-void set_amx_tiles(bool on) { g_amx_tiles.store(int(on), std::memory_order_relaxed); }
+void set_amx_tiles(bool on) { g_amx_tiles.set(on); }
 
 bool amx_tiles_active() { return amx_bf16_usable() && amx_tiles(); }
 

@@ -32,15 +32,13 @@
 //     NR tokens of sums in tiles. The scale, bias and accumulate are applied
 //     as the float32 sums go to y.
 #include <algorithm>
-#include <atomic>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <string>
 #include <type_traits>
 
 #include "cpu/amx.h"
+#include "cpu/env_switch.h"
 #include "cpu/gemm.h"
 #include "cpu/gemv_store.h"
 #include "kiln/bf16_gemm.h"
@@ -56,34 +54,19 @@
 namespace kiln::cpu {
 
 namespace {
-bool default_bf16_gemm() {
-  // Read on first use, which may be on a pool thread: a bad value is reported
-  // and ignored rather than thrown there.
-  if (const char* e = std::getenv("KILN_BF16_GEMM")) {
-    const std::string v = e;
-    if (v == "1" || v == "on") return true;
-    if (v == "0" || v == "off") return false;
-    std::fprintf(stderr, "kiln: warning: KILN_BF16_GEMM must be on or off, not '%s'; ignored\n", v.c_str());
-  }
+bool cpu_default_bf16_gemm() {
   // AMD: measured on Zen 5 (1.83x the FMA peak). Intel's cores with
   // AVX512-BF16 (Cooper Lake, Sapphire and Emerald Rapids) issue vdpbf16ps on
   // one port and FMAs on two, the same flops a cycle: the rounding of x buys
   // nothing there unless the AMX tiles take the products.
   return cpu_kind() == CpuKind::Amd || amx_tiles_active();
 }
-std::atomic<int> g_bf16_gemm{-1};  // -1: not chosen yet
+EnvSwitch g_bf16_gemm("KILN_BF16_GEMM", cpu_default_bf16_gemm);
 }  // namespace
 
-bool bf16_gemm() {
-  int v = g_bf16_gemm.load(std::memory_order_relaxed);
-  if (v < 0) {
-    v = int(default_bf16_gemm());
-    g_bf16_gemm.store(v, std::memory_order_relaxed);
-  }
-  return v != 0;
-}
+bool bf16_gemm() { return g_bf16_gemm.get(); }
 
-void set_bf16_gemm(bool on) { g_bf16_gemm.store(int(on), std::memory_order_relaxed); }
+void set_bf16_gemm(bool on) { g_bf16_gemm.set(on); }
 
 #ifdef KILN_BF16_GEMM_X86
 #define KILN_BF16_GEMM_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,f16c")))

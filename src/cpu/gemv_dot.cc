@@ -21,13 +21,11 @@
 #include <hwy/highway.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
-#include <string>
 #include <vector>
 
+#include "cpu/env_switch.h"
 #include "cpu/gemv.h"
 #include "cpu/gemv_store.h"
 #include "kiln/float_types.h"
@@ -40,18 +38,8 @@
 namespace kiln::cpu {
 
 namespace {
-bool default_bf16_dot() {
-  // Read on first use, which may be on a pool thread: a bad value is reported
-  // and ignored rather than thrown there.
-  if (const char* e = std::getenv("KILN_BF16_DOT")) {
-    const std::string v = e;
-    if (v == "1" || v == "on") return true;
-    if (v == "0" || v == "off") return false;
-    std::fprintf(stderr, "kiln: warning: KILN_BF16_DOT must be on or off, not '%s'; ignored\n", v.c_str());
-  }
-  return gemv_tuning_for(cpu_kind()).bf16_dot_by_default;
-}
-std::atomic<int> g_bf16_dot{-1};  // -1: not chosen yet
+bool cpu_default_bf16_dot() { return gemv_tuning_for(cpu_kind()).bf16_dot_by_default; }
+EnvSwitch g_bf16_dot("KILN_BF16_DOT", cpu_default_bf16_dot);
 
 #ifdef KILN_BF16_DOT_X86
 #define KILN_BF16_DOT_TARGET \
@@ -283,16 +271,9 @@ void Rows(const GemvArgs& a, const uint16_t* xh, const uint16_t* xl, int64_t n0,
 #endif  // KILN_BF16_DOT_X86
 }  // namespace
 
-bool bf16_dot() {
-  int v = g_bf16_dot.load(std::memory_order_relaxed);
-  if (v < 0) {
-    v = int(default_bf16_dot());
-    g_bf16_dot.store(v, std::memory_order_relaxed);
-  }
-  return v != 0;
-}
+bool bf16_dot() { return g_bf16_dot.get(); }
 
-void set_bf16_dot(bool on) { g_bf16_dot.store(int(on), std::memory_order_relaxed); }
+void set_bf16_dot(bool on) { g_bf16_dot.set(on); }
 
 bool bf16_dot_active() {
 #ifdef KILN_BF16_DOT_X86

@@ -19,11 +19,11 @@ int run_model_info(const std::string& path, bool as_json);  // info_model.cc
 namespace {
 
 struct InfoOptions {
-  std::string path;      // a model file or directory: summarize it instead of the machine
+  std::string path;  // a model file or directory: summarize it instead of the machine
   bool json = false;
   bool no_bandwidth = false;
-  int threads = 0;       // 0: kiln's default
-  double roof_mib = 0;   // 0: 4x the last-level cache
+  int threads = 0;      // 0: kiln's default
+  double roof_mib = 0;  // 0: 4x the last-level cache
 };
 
 std::string cache_text(int64_t bytes) { return bytes > 0 ? sys::format_bytes(bytes) : "unknown"; }
@@ -55,13 +55,16 @@ int run_info(const InfoOptions& opt) {
   std::printf("  logical cores   %d\n", info.logical_cores);
   std::printf("  simd target     %s\n", j["simd_target"].get<std::string>().c_str());
   std::printf("  bf16 dot        %s\n",
-              j["bf16_dot"].get<bool>() ? "on (bf16/FP8 decode rows via AVX512-BF16; KILN_BF16_DOT=off to keep exact)"
-                                        : "off");
+              j["bf16_dot"].get<bool>()
+                  ? "on (bf16/FP8 decode rows via AVX512-BF16; KILN_BF16_DOT=off to keep exact)"
+                  : "off");
   std::printf("  bf16 gemm       %s\n",
               !j["bf16_gemm"].get<bool>() ? "off"
               : j["amx_tiles"].get<bool>()
                   ? "on (prefill/MoE rows of bf16/FP8 weights via AMX tiles, x rounded to bf16; "
-                    "KILN_BF16_GEMM=off to keep exact, KILN_AMX=off for AVX512-BF16)"
+                    "KILN_BF16_GEMM=off to keep exact; KILN_AMX=off turns the bf16 gemm off here, or onto "
+                    "AVX512-BF16 "
+                    "with KILN_BF16_GEMM=on)"
                   : "on (prefill/MoE rows of bf16/FP8 weights via AVX512-BF16, x rounded to bf16; "
                     "KILN_BF16_GEMM=off to keep exact)");
   std::printf("  threads         %d\n", kiln::num_threads());
@@ -72,9 +75,10 @@ int run_info(const InfoOptions& opt) {
   if (opt.no_bandwidth) {
     std::printf("  read bandwidth  not measured (--no-bandwidth)\n");
   } else {
-    std::printf("  read bandwidth  %.1f GB/s  (best of %d passes over %s, %d threads; median %.1f, min %.1f)\n",
-                roof.max_gbps, roof.passes, sys::format_bytes(int64_t(roof.bytes)).c_str(), roof.threads,
-                roof.median_gbps, roof.min_gbps);
+    std::printf(
+        "  read bandwidth  %.1f GB/s  (best of %d passes over %s, %d threads; median %.1f, min %.1f)\n",
+        roof.max_gbps, roof.passes, sys::format_bytes(int64_t(roof.bytes)).c_str(), roof.threads,
+        roof.median_gbps, roof.min_gbps);
   }
   return 0;
 }
