@@ -84,6 +84,30 @@ def test_linear_exact_when_the_bf16_gemm_is_not_allowed(wdt, rng):
     assert np.all(np.abs(y - want) <= 1e-5 * mag + 1e-30)
 
 
+@pytest.mark.parametrize("amx", [True, False])
+@pytest.mark.parametrize("wdt", ["bfloat16", "float8_e4m3fn"])
+def test_linear_bf16_gemm_on_each_unit(amx, wdt, rng):
+    # With AMX tiles allowed or not (on a CPU with AMX: the tiles or the
+    # AVX512-BF16 kernel), the bf16 GEMM is exact to bf16(x) within float32
+    # sums; 200 rows and K = 640 reach the tiles' many-token loop.
+    if not kiln.bf16_gemm_active():
+        pytest.skip("no bf16 GEMM on this CPU")
+    m, n, k = 200, 96, 640
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32).astype(NP[wdt])
+    saved = kiln.amx_tiles_allowed()
+    try:
+        kiln.allow_amx_tiles(amx)
+        assert kiln.amx_tiles_allowed() == amx
+        if not amx:
+            assert not kiln.amx_tiles_active()
+        y = F.linear(kt(x), kt(w)).numpy()
+    finally:
+        kiln.allow_amx_tiles(saved)
+    want, mag = ref_linear(x.astype(ml_dtypes.bfloat16), w)
+    assert np.all(np.abs(y - want) <= 1e-5 * mag + 1e-30)
+
+
 @pytest.mark.parametrize("xdt", ["bfloat16", "float16"])
 def test_linear_narrow_activations_keep_dtype(xdt, rng):
     x = rng.standard_normal((2, 1, 64)).astype(NP[xdt])
