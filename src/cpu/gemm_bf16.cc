@@ -36,6 +36,7 @@
 #include <cstring>
 #include <new>
 #include <type_traits>
+#include <utility>
 
 #include "cpu/amx.h"
 #include "cpu/env_switch.h"
@@ -301,6 +302,19 @@ KILN_AMX_TARGET __attribute__((noinline)) void micro_amx(const char* __restrict 
   }
 }
 
+// Where a micro call's weight rows from panel row r0 start, and the bytes
+// between them: rows below rw are bf16 rows of W read in place (from row ng,
+// column k0), the others the widened panel wp's (its row 0 is panel row rw,
+// ldp words apart).
+template <class T>
+std::pair<const char*, int64_t> amx_slice(const GemvArgs& a, int64_t ng, int64_t k0, int64_t r0, int64_t rw,
+                                          const uint32_t* wp, int64_t ldp) {
+  if (r0 < rw)
+    return {reinterpret_cast<const char*>(static_cast<const T*>(a.w) + (ng + r0) * a.ldw + k0),
+            a.ldw * int64_t(sizeof(T))};
+  return {reinterpret_cast<const char*>(wp + (r0 - rw) * ldp), ldp * 4};
+}
+
 KILN_AMX_TARGET __attribute__((noinline)) void amx_begin() {
   static const AmxTileConfig config;
   _tile_loadconfig(&config);
@@ -422,13 +436,8 @@ KILN_BF16_GEMM_TARGET void rows_nv(const GemvArgs& a, const uint32_t* __restrict
           const uint32_t* __restrict xk = xp + ((tb0 + tb) * kblocks + kb) * kKP * NR;
           float* __restrict ct = c + (tb * kNG + r0) * NR;
           if constexpr (Amx) {
-            if (r0 < rw)
-              micro_amx<NV>(
-                  reinterpret_cast<const char*>(static_cast<const T*>(a.w) + (ng + r0) * a.ldw + k0),
-                  a.ldw * int64_t(sizeof(T)), xk, kp_n, kb == 0, ct);
-            else
-              micro_amx<NV>(reinterpret_cast<const char*>(wp + (r0 - rw) * kKP), kKP * 4, xk, kp_n, kb == 0,
-                            ct);
+            const auto [w, ldw] = amx_slice<T>(a, ng, k0, r0, rw, wp, kKP);
+            micro_amx<NV>(w, ldw, xk, kp_n, kb == 0, ct);
           } else
             micro<kMR, NV>(wp + r0 * kKP, xk, kp_n, kb == 0, ct);
         };
@@ -494,12 +503,8 @@ KILN_BF16_GEMM_TARGET void rows_amx_long(const GemvArgs& a, const uint32_t* __re
       for (int64_t r0 = 0; r0 < rpad; r0 += 32) {
         const char* pf = nx ? nx + (r0 / 32) * part : nullptr;
         const int64_t pl = nx ? std::min(lines, (xbytes - (r0 / 32) * part) / 64 / steps) : 0;
-        if (r0 < rw)
-          micro_amx<NV>(reinterpret_cast<const char*>(static_cast<const T*>(a.w) + (ng + r0) * a.ldw),
-                        a.ldw * int64_t(sizeof(T)), xk, kp_n, true, c + r0 * NR, pf, pl);
-        else
-          micro_amx<NV>(reinterpret_cast<const char*>(wp + (r0 - rw) * ldp), ldp * 4, xk, kp_n, true,
-                        c + r0 * NR, pf, pl);
+        const auto [w, ldw] = amx_slice<T>(a, ng, 0, r0, rw, wp, ldp);
+        micro_amx<NV>(w, ldw, xk, kp_n, true, c + r0 * NR, pf, pl);
       }
       store_panel(a, c, NR, tb * NR, std::min(NR, a.M - tb * NR), ng, rows);
     }

@@ -42,32 +42,26 @@ inline void expect_close(const Tensor& got, const std::vector<double>& want, dou
   EXPECT_EQ(bad, 0);
 }
 
-// The AVX512-BF16 GEMM (which rounds float32 activations to bf16) set on or
-// off while it lives, restored after: tests of the exact float32 products
-// turn it off, tests of the bf16 path on.
-class Bf16Gemm {
+// A kernel switch (Get/Set) set on or off while the guard lives, restored
+// after.
+template <bool (*Get)(), void (*Set)(bool)>
+class ScopedSwitch {
  public:
-  explicit Bf16Gemm(bool on) : saved_(cpu::bf16_gemm()) { cpu::set_bf16_gemm(on); }
-  ~Bf16Gemm() { cpu::set_bf16_gemm(saved_); }
-  Bf16Gemm(const Bf16Gemm&) = delete;
-  Bf16Gemm& operator=(const Bf16Gemm&) = delete;
+  explicit ScopedSwitch(bool on) : saved_(Get()) { Set(on); }
+  ~ScopedSwitch() { Set(saved_); }
+  ScopedSwitch(const ScopedSwitch&) = delete;
+  ScopedSwitch& operator=(const ScopedSwitch&) = delete;
 
  private:
   bool saved_;
 };
 
+// The bf16 GEMM (which rounds float32 activations to bf16): tests of the
+// exact float32 products turn it off, tests of the bf16 path on.
+using Bf16Gemm = ScopedSwitch<cpu::bf16_gemm, cpu::set_bf16_gemm>;
 // The bf16 GEMM's unit where the CPU has AMX: the tiles (on) or AVX512-BF16
-// (off), restored after.
-class AmxTiles {
- public:
-  explicit AmxTiles(bool on) : saved_(cpu::amx_tiles()) { cpu::set_amx_tiles(on); }
-  ~AmxTiles() { cpu::set_amx_tiles(saved_); }
-  AmxTiles(const AmxTiles&) = delete;
-  AmxTiles& operator=(const AmxTiles&) = delete;
-
- private:
-  bool saved_;
-};
+// (off).
+using AmxTiles = ScopedSwitch<cpu::amx_tiles, cpu::set_amx_tiles>;
 
 // The AMX settings a bf16 GEMM test runs under: both where the CPU has the
 // tiles, so each unit is checked.
