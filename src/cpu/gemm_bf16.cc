@@ -1,6 +1,8 @@
 // The packed GEMM on AVX512-BF16 or AMX-BF16 (see gemm.h, bf16_gemm): y[M, N]
 // = bf16(x)[M, K] @ (W * scale)^T + bias for bf16, e4m3fn and e5m2 weights
-// with no scale or a tensor or row scale.
+// with no scale or a tensor or row scale. It needs AVX512-VBMI too, for the
+// FP8 byte tables (fp8_bf16_x86.h): every CPU with AMX has it, and so do Zen
+// 4 and 5; Cooper Lake, which lacks it, keeps the FMA path.
 //
 // vdpbf16ps multiplies 32 pairs of bf16 and adds each pair's two products
 // into one of 16 float32 lanes: 64 flops an instruction against an FMA's 32,
@@ -24,8 +26,8 @@
 //     of x as tdpbf16ps reads it, in place;
 //   W's rows are turned into bf16 kNG at a time, one K block at a time, into
 //     a panel wp[kNG][kKC / 2] of pairs, without the scale: bf16 rows are
-//     copied, FP8 codes widened exactly (every e4m3fn and e5m2 value is a bf16
-//     value). On AMX, bf16 rows in whole 32-row tiles of whole 32-k steps are
+//     copied, FP8 codes widened exactly through byte tables (every e4m3fn and
+//     e5m2 value is a bf16 value). On AMX, bf16 rows in whole 32-row tiles of whole 32-k steps are
 //     read by the tiles where they lie instead;
 //   the AVX-512 micro-kernel broadcasts one weight pair per panel row and
 //     multiplies it with MR x NV token vectors; the AMX one keeps 32 rows x
@@ -49,6 +51,8 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+
+#include "cpu/fp8_bf16_x86.h"
 #define KILN_BF16_GEMM_X86 1
 #endif
 
@@ -70,14 +74,15 @@ bool bf16_gemm() { return g_bf16_gemm.get(); }
 void set_bf16_gemm(bool on) { g_bf16_gemm.set(on); }
 
 #ifdef KILN_BF16_GEMM_X86
-#define KILN_BF16_GEMM_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,f16c")))
+#define KILN_BF16_GEMM_TARGET \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vbmi,f16c")))
 
 namespace {
 bool cpu_has_bf16_gemm() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512bf16");
+         __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vbmi");
 }
 }  // namespace
 #endif
@@ -170,36 +175,6 @@ KILN_BF16_GEMM_TARGET void pack_block(const GemvArgs& a, int64_t t0, int64_t tn,
   }
 }
 
-// The bf16 bits of 32 FP8 codes (zero-extended to 16 bits), exactly, in
-// integer steps: the magnitude's exponent and mantissa move into place and
-// the exponent is rebiased by one add; subnormal codes (a zero exponent) come
-// from a table, NaN (and e5m2's infinities) are set by compare, and the sign
-// is or-ed in last. 32 codes in ~10 instructions: the float path through f16
-// and float32 took 11 for 16 and was 16% of a 128-token FP8 prefill.
-template <class F8>
-KILN_BF16_GEMM_TARGET __m512i fp8_to_bf16(__m512i v) {
-  constexpr bool e4 = std::is_same_v<F8, float8_e4m3fn>;
-  // e4m3fn: E.EEE.MMM, bias 7 -> bf16 bias 127 (+120 << 7); e5m2: EEEEE.MM,
-  // bias 15 (+112 << 7).
-  alignas(64) static constexpr uint16_t kSubE4M3[32] = {0,      0x3B00, 0x3B80, 0x3BC0,
-                                                        0x3C00, 0x3C20, 0x3C40, 0x3C60};
-  alignas(64) static constexpr uint16_t kSubE5M2[32] = {0, 0x3780, 0x3800, 0x3840};
-  const __m512i mag = _mm512_and_si512(v, _mm512_set1_epi16(0x7F));
-  __m512i r = _mm512_add_epi16(_mm512_slli_epi16(mag, e4 ? 4 : 5), _mm512_set1_epi16(e4 ? 0x3C00 : 0x3800));
-  const __mmask32 sub = _mm512_cmplt_epu16_mask(mag, _mm512_set1_epi16(e4 ? 8 : 4));
-  r = _mm512_mask_permutexvar_epi16(r, sub, mag, _mm512_load_si512(e4 ? kSubE4M3 : kSubE5M2));
-  if constexpr (e4) {
-    r = _mm512_mask_mov_epi16(r, _mm512_cmpeq_epi16_mask(mag, _mm512_set1_epi16(0x7F)),
-                              _mm512_set1_epi16(0x7FC0));
-  } else {
-    r = _mm512_mask_mov_epi16(r, _mm512_cmpeq_epi16_mask(mag, _mm512_set1_epi16(0x7C)),
-                              _mm512_set1_epi16(0x7F80));
-    r = _mm512_mask_mov_epi16(r, _mm512_cmpgt_epu16_mask(mag, _mm512_set1_epi16(0x7C)),
-                              _mm512_set1_epi16(0x7FC0));
-  }
-  return _mm512_or_si512(r, _mm512_slli_epi16(_mm512_and_si512(v, _mm512_set1_epi16(0x80)), 8));
-}
-
 // wp[r * ldp + kp] = rows n + r of W, K block [k0, k0 + kc), as bf16 pairs (a
 // last odd k paired with zero), r < rows; rows up to rpad zero, and zero
 // pairs from kp_n to the next multiple of 16 (the AMX kernel's tile width).
@@ -210,16 +185,22 @@ KILN_BF16_GEMM_TARGET void widen_panel(const GemvArgs& a, int64_t n, int64_t row
   for (int64_t r = 0; r < rows; ++r) {
     const T* __restrict src = static_cast<const T*>(a.w) + (n + r) * a.ldw + k0;
     uint16_t* __restrict d = reinterpret_cast<uint16_t*>(wp + r * ldp);
-    for (int64_t j = 0; j < kc; j += 32) {
-      const int64_t cnt = std::min<int64_t>(32, kc - j);
-      const __mmask32 m = cnt >= 32 ? ~__mmask32(0) : __mmask32((1u << cnt) - 1u);
-      __m512i b;
-      if constexpr (std::is_same_v<T, bfloat16>) {
-        b = _mm512_maskz_loadu_epi16(m, src + j);
-      } else {
-        b = fp8_to_bf16<T>(_mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(m, src + j)));
+    if constexpr (std::is_same_v<T, bfloat16>) {
+      for (int64_t j = 0; j < kc; j += 32) {
+        const int64_t cnt = std::min<int64_t>(32, kc - j);
+        const __mmask32 m = cnt >= 32 ? ~__mmask32(0) : __mmask32((1u << cnt) - 1u);
+        _mm512_storeu_si512(d + j, _mm512_maskz_loadu_epi16(m, src + j));  // zero past kc
       }
-      _mm512_storeu_si512(d + j, b);  // zero past kc
+    } else {
+      const typename Fp8ToBf16<T>::State st = Fp8ToBf16<T>::start();
+      for (int64_t j = 0; j < kc; j += 64) {
+        const int64_t cnt = std::min<int64_t>(64, kc - j);
+        const __mmask64 m = cnt >= 64 ? ~__mmask64(0) : (__mmask64(1) << cnt) - 1u;
+        __m512i v[2];
+        Fp8ToBf16<T>::ordered(st, _mm512_maskz_loadu_epi8(m, src + j), v);  // code 0 (+0) past kc
+        _mm512_storeu_si512(d + j, v[0]);
+        if (cnt > 32) _mm512_storeu_si512(d + j + 32, v[1]);
+      }
     }
   }
   for (int64_t r = rows; r < rpad; ++r) std::fill(wp + r * ldp, wp + r * ldp + kp_pad, 0u);

@@ -32,6 +32,8 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+
+#include "cpu/fp8_bf16_x86.h"
 #define KILN_BF16_DOT_X86 1
 #endif
 
@@ -42,8 +44,7 @@ bool cpu_default_bf16_dot() { return gemv_tuning_for(cpu_kind()).bf16_dot_by_def
 EnvSwitch g_bf16_dot("KILN_BF16_DOT", cpu_default_bf16_dot);
 
 #ifdef KILN_BF16_DOT_X86
-#define KILN_BF16_DOT_TARGET \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vbmi")))
+#define KILN_BF16_DOT_TARGET KILN_FP8_BF16_TARGET
 
 bool cpu_has_bf16_dot() {
   __builtin_cpu_init();
@@ -99,44 +100,20 @@ struct LoadBF16 {
   }
   KILN_BF16_DOT_TARGET static void Arrange(uint16_t*, int64_t) {}
 };
-// FP8 codes: the bf16 bits of each code's magnitude from two 128-byte tables
-// (high and low bytes), the sign bit or-ed into the high byte, and the bytes
-// interleaved: out[0] holds codes 0-7 of each 16-byte lane, out[1] codes 8-15.
+// FP8 codes through the byte tables (fp8_bf16_x86.h), lane-interleaved:
+// out[0] holds codes 0-7 of each 16-byte lane, out[1] codes 8-15.
 template <class F8>
 struct LoadFP8 {
   using T = uint8_t;
   static constexpr int kVecs = 2;
   static constexpr int64_t kStep = 64;
-  struct Tables {
-    alignas(64) uint8_t hi[128], lo[128];
-    Tables() {
-      for (int c = 0; c < 128; ++c) {
-        const uint16_t b = float_to_bf16_bits(float(F8::from_bits(uint8_t(c))));
-        hi[c] = uint8_t(b >> 8);
-        lo[c] = uint8_t(b);
-      }
-    }
-  };
-  static const Tables& tables() {
-    static const Tables t;
-    return t;
-  }
-  // The tables and the sign mask, in registers for a whole row.
-  struct State {
-    __m512i hi0, hi1, lo0, lo1, sign;
-  };
-  KILN_BF16_DOT_TARGET static State Start() {
-    const Tables& t = tables();
-    return {_mm512_load_si512(t.hi), _mm512_load_si512(t.hi + 64), _mm512_load_si512(t.lo),
-            _mm512_load_si512(t.lo + 64), _mm512_set1_epi8(char(0x80))};
-  }
+  using State = typename Fp8ToBf16<F8>::State;
+  KILN_BF16_DOT_TARGET static State Start() { return Fp8ToBf16<F8>::start(); }
   KILN_BF16_DOT_TARGET static void Load(const State& st, __m512i c, __m512bh* out) {
-    const __m512i hi = _mm512_permutex2var_epi8(st.hi0, c, st.hi1);
-    const __m512i lo = _mm512_permutex2var_epi8(st.lo0, c, st.lo1);
-    // hi | (c & 0x80)
-    const __m512i hs = _mm512_ternarylogic_epi32(hi, c, st.sign, 0xF8);
-    out[0] = (__m512bh)_mm512_unpacklo_epi8(lo, hs);
-    out[1] = (__m512bh)_mm512_unpackhi_epi8(lo, hs);
+    __m512i v[2];
+    Fp8ToBf16<F8>::lanes(st, c, v);
+    out[0] = (__m512bh)v[0];
+    out[1] = (__m512bh)v[1];
   }
   KILN_BF16_DOT_TARGET static __m512i LoadTail(const T* w, int64_t n) {
     return _mm512_maskz_loadu_epi8(__mmask64(n == 64 ? ~uint64_t(0) : (uint64_t(1) << n) - 1u), w);
