@@ -27,12 +27,15 @@
 //   W's rows are turned into bf16 kNG at a time, one K block at a time, into
 //     a panel wp[kNG][kKC / 2] of pairs, without the scale: bf16 rows are
 //     copied, FP8 codes widened exactly through byte tables (every e4m3fn and
-//     e5m2 value is a bf16 value). On AMX, bf16 rows in whole 32-row tiles of whole 32-k steps are
-//     read by the tiles where they lie instead;
+//     e5m2 value is a bf16 value). On AMX, bf16 rows in whole 32-row tiles
+//     of whole 32-k steps are read by the tiles where they lie instead;
 //   the AVX-512 micro-kernel broadcasts one weight pair per panel row and
 //     multiplies it with MR x NV token vectors; the AMX one keeps 32 rows x
 //     NR tokens of sums in tiles. The scale, bias and accumulate are applied
 //     as the float32 sums go to y.
+// Many tokens on AMX take the operands the other way round (x_by_rows,
+// rows_amx_long): x rows as they lie, W packed per panel in tdpbf16ps's
+// pair-interleaved B layout, sums in y's own order.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -229,23 +232,29 @@ KILN_BF16_GEMM_TARGET inline void micro(const uint32_t* __restrict wp, const uin
 
 #define KILN_AMX_TARGET __attribute__((target("avx512f,amx-tile,amx-bf16")))
 
-// The same tile on AMX, 32 weight rows at a time (AmxTileConfig: tiles 0-3
-// hold float32 sums of 16 rows x 16 tokens, 4-5 two 16-row slices of the
-// panel, 6-7 two 16-token slices of x). tdpbf16ps multiplies a 16 x 32 bf16
-// tile of weights by a 16-pair x 16-token tile of x pairs (the packed x's
-// layout, read in place) and adds each pair of products into the float32
-// sums, as vdpbf16ps does: 16 x 16 x 32 multiply-adds an instruction.
-// The panel's rows (bf16 pairs from wp on) are ldw bytes apart: the widened
-// panel's, or bf16 weights' own rows. kp_n is rounded up to 16 pairs, where
-// the panel and x are zero.
+// One operand of the AMX micro-kernel: two 16-row tiles of bf16 pairs (64
+// bytes a row, rows `stride` bytes apart, the second tile `second` bytes
+// after the first), and the bytes from one 32-k step's tiles to the next.
+struct AmxOperand {
+  const char* p;
+  int64_t stride, second, step;
+};
+
+// c[32][NR] (+)= A[32][k] . B[k][NR] over `steps` steps of 32 k on AMX
+// (AmxTileConfig: tiles 0-3 hold float32 sums of 16 x 16, 4-5 A's two
+// tiles, 6-7 B's; NR = 16 reads B's first tile only). tdpbf16ps multiplies
+// a 16 x 32 bf16 tile of A by a 16-pair x 16-column tile of B pairs and adds
+// each pair of products into the float32 sums, as vdpbf16ps does: 16 x 16 x
+// 32 multiply-adds an instruction. A is the weights and B the packed x in
+// the K-blocked loop (rows_nv), the other way round in rows_amx_long. pf:
+// pf_lines lines prefetched into L2 each step.
 template <int NV>
-KILN_AMX_TARGET __attribute__((noinline)) void micro_amx(const char* __restrict wp, int64_t ldw,
-                                                         const uint32_t* __restrict xb, int64_t kp_n,
+KILN_AMX_TARGET __attribute__((noinline)) void micro_amx(AmxOperand A, AmxOperand B, int64_t steps,
                                                          bool first, float* __restrict tile,
                                                          const char* pf = nullptr, int64_t pf_lines = 0) {
   constexpr int64_t NR = NV * 16;
-  constexpr int64_t ldc = NR * 4, ldx = NR * 4;
-  float* c10 = tile + 16 * NR;  // weight rows 16..31
+  constexpr int64_t ldc = NR * 4;
+  float* c10 = tile + 16 * NR;  // A's rows 16..31
   if (first) {
     _tile_zero(0);
     _tile_zero(2);
@@ -261,16 +270,17 @@ KILN_AMX_TARGET __attribute__((noinline)) void micro_amx(const char* __restrict 
       _tile_loadd(3, c10 + 16, ldc);
     }
   }
-  for (int64_t kp = 0; kp < kp_n; kp += 16) {
+  const char *a = A.p, *b = B.p;
+  for (int64_t s = 0; s < steps; ++s, a += A.step, b += B.step) {
     for (int64_t l = 0; l < pf_lines; ++l) _mm_prefetch(pf + l * 64, _MM_HINT_T1);
     pf += pf_lines * 64;
-    _tile_loadd(4, wp + kp * 4, ldw);
-    _tile_loadd(6, xb + kp * NR, ldx);
+    _tile_loadd(4, a, A.stride);
+    _tile_loadd(6, b, B.stride);
     _tile_dpbf16ps(0, 4, 6);
-    _tile_loadd(5, wp + 16 * ldw + kp * 4, ldw);
+    _tile_loadd(5, a + A.second, A.stride);
     _tile_dpbf16ps(2, 5, 6);
     if constexpr (NV == 2) {
-      _tile_loadd(7, xb + kp * NR + 16, ldx);
+      _tile_loadd(7, b + B.second, B.stride);
       _tile_dpbf16ps(1, 4, 7);
       _tile_dpbf16ps(3, 5, 7);
     }
@@ -418,7 +428,9 @@ KILN_BF16_GEMM_TARGET void rows_nv(const GemvArgs& a, const uint32_t* __restrict
           float* __restrict ct = c + (tb * kNG + r0) * NR;
           if constexpr (Amx) {
             const auto [w, ldw] = amx_slice<T>(a, ng, k0, r0, rw, wp, kKP);
-            micro_amx<NV>(w, ldw, xk, kp_n, kb == 0, ct);
+            micro_amx<NV>({w, ldw, 16 * ldw, 64},
+                          {reinterpret_cast<const char*>(xk), NR * 4, 64, 16 * NR * 4}, (kp_n + 15) / 16,
+                          kb == 0, ct);
           } else
             micro<kMR, NV>(wp + r0 * kKP, xk, kp_n, kb == 0, ct);
         };
@@ -447,47 +459,167 @@ KILN_BF16_GEMM_TARGET void rows_nv(const GemvArgs& a, const uint32_t* __restrict
   }
 }
 
-// Many tokens on AMX: each 32-row x NR-token tile of sums stays in the tile
-// registers over all of K, and goes to y once. Panels of about 1 MiB of bf16
-// weights over all of K (whole 32-row tiles; bf16 weights read in place when
-// K is whole 32-k steps) stay in L2 while every token block's x passes them.
-template <class T, int NV>
-KILN_BF16_GEMM_TARGET void rows_amx_long(const GemvArgs& a, const uint32_t* __restrict xp, int64_t n0,
+// Many tokens on AMX (rows_amx_long) take the operands the other way round:
+// x is the tiles' A operand, 16 tokens' rows of 32 k as they lie, and W the B
+// operand, packed per panel. Their sums come out as y's own rows, with no
+// transpose on the way in (pack_block) or out (store_panel): 1.2-1.3x at
+// 2048 tokens over K = N = 1024 (Sapphire Rapids-class core).
+//
+// x packed for it: xq[tb][s][t][16] = the bf16 pairs of token 32 tb + t, k in
+// [32 s, 32 s + 32): each step's two A tiles lie together (2 KiB), token
+// blocks one after another. Tokens past M and k past K are zero.
+// Chosen by (M, K) alone, so that packing x and the rows agree: 2048 tokens,
+// 14336 x 4096 ran 1.2x rows_nv's speed, 512 tokens 0.97-1.03x (4096 x 4096)
+// and 1.1-1.2x (K = 1024-2048), 256 tokens 0.95x (4096 x 4096). A K of
+// 14336 (x's blocks 900 KiB, panels of 32 rows) ran 0.4x: such K stay in
+// rows_nv, which blocks K.
+bool x_by_rows(int64_t M, int64_t K) {
+  return amx_tiles_active() && ((M >= 512 && K <= 8192) || (M > 128 && K <= 2048));
+}
+int64_t k_steps(int64_t K) { return (K + 31) / 32; }
+
+KILN_BF16_GEMM_TARGET void pack_rows(const GemvArgs& a, int64_t tb, uint32_t* __restrict xq) {
+  const int64_t S = k_steps(a.K), t0 = tb * 32, tn = std::min<int64_t>(32, a.M - t0);
+  for (int64_t t = 0; t < 32; ++t) {
+    uint32_t* __restrict d = xq + t * 16;
+    for (int64_t s = 0; s < S; ++s, d += 32 * 16) {
+      const int64_t n = t < tn ? std::min<int64_t>(32, a.K - 32 * s) : 0;
+      const __mmask16 m0 = __mmask16(n >= 16 ? 0xFFFF : (1u << n) - 1u);
+      const __mmask16 m1 = __mmask16(n >= 32 ? 0xFFFF : n <= 16 ? 0 : (1u << (n - 16)) - 1u);
+      __m512i r;
+      if (a.x_bf16) {
+        r = _mm512_maskz_loadu_epi16(__mmask32(m0) | (__mmask32(m1) << 16),
+                                     a.x_bf16 + (t0 + std::min(t, tn - 1)) * a.ldx + 32 * s);
+      } else {
+        const float* src = a.x + (t0 + std::min(t, tn - 1)) * a.ldx + 32 * s;
+        r = (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(m1, src + 16), _mm512_maskz_loadu_ps(m0, src));
+      }
+      _mm512_storeu_si512(d, r);
+    }
+  }
+}
+
+// The bf16 pairs of W's rows n .. n + 16 (rows past `rows` zero), k in
+// [k0, k0 + 32 * nv), one __m512i per row and step: r[v][j] = row j's 16
+// pairs of step v (zero past K).
+template <class T, int NVS>
+KILN_BF16_GEMM_TARGET void load_w_steps(const GemvArgs& a, int64_t n, int64_t rows, int64_t k0,
+                                        __m512i (*r)[16]) {
+  for (int64_t j = 0; j < 16; ++j) {
+    if (j >= rows) {
+      for (int v = 0; v < NVS; ++v) r[v][j] = _mm512_setzero_si512();
+      continue;
+    }
+    const T* src = static_cast<const T*>(a.w) + (n + j) * a.ldw + k0;
+    const int64_t cnt = std::clamp<int64_t>(a.K - k0, 0, 32 * NVS);
+    if constexpr (std::is_same_v<T, bfloat16>) {
+      r[0][j] = _mm512_maskz_loadu_epi16(cnt >= 32 ? ~__mmask32(0) : __mmask32((1u << cnt) - 1u), src);
+    } else {
+      const __mmask64 m = cnt >= 64 ? ~__mmask64(0) : (__mmask64(1) << cnt) - 1u;
+      static const typename Fp8ToBf16<T>::State st = Fp8ToBf16<T>::start();
+      __m512i v[2];
+      Fp8ToBf16<T>::ordered(st, _mm512_maskz_loadu_epi8(m, src), v);
+      r[0][j] = v[0];
+      r[1][j] = v[1];
+    }
+  }
+}
+
+// The panel of W's rows [n, n + rows) as tdpbf16ps's B operand: wv[g][s][kp]
+// [16] = the pairs (W[n + 16 g + c][32 s + 2 kp], ..[+ 1]) for column c, one
+// 1 KiB tile per 16 rows and step, groups up to rpad / 16 (rows past `rows`
+// zero). Read into registers a row at a time and transposed 16 x 16.
+template <class T>
+KILN_BF16_GEMM_TARGET void pack_panel_vnni(const GemvArgs& a, int64_t n, int64_t rows, int64_t rpad,
+                                           uint32_t* __restrict wv) {
+  constexpr int NVS = std::is_same_v<T, bfloat16> ? 1 : 2;  // steps per load: 32 bf16 or 64 FP8 codes
+  const int64_t S = k_steps(a.K);
+  for (int64_t g = 0; g < rpad / 16; ++g)
+    for (int64_t s = 0; s < S; s += NVS) {
+      __m512i r[NVS][16];
+      load_w_steps<T, NVS>(a, n + 16 * g, rows - 16 * g, 32 * s, r);
+      for (int v = 0; v < NVS && s + v < S; ++v) {
+        transpose16(r[v]);
+        uint32_t* __restrict d = wv + (g * S + s + v) * 256;
+        for (int i = 0; i < 16; ++i) _mm512_storeu_si512(d + 16 * i, r[v][i]);
+      }
+    }
+}
+
+// y[m0 + t, n + c] (+)= c[t][c] * scale(n + c) + bias(n + c), t < mc, c <
+// cols (<= 32; sc and bs hold the 32 columns' scales and biases); a bf16 or
+// f16 y rounded to nearest even.
+KILN_BF16_GEMM_TARGET void store_rows(const GemvArgs& a, const float* __restrict c, int64_t m0, int64_t mc,
+                                      int64_t n, int64_t cols, const float* sc, const float* bs) {
+  for (int64_t h = 0; h < std::min<int64_t>(cols, 32); h += 16) {
+    const int64_t cn = std::min<int64_t>(16, cols - h);
+    const __mmask16 cm = __mmask16(cn >= 16 ? 0xFFFF : (1u << cn) - 1u);
+    const __m512 scv = _mm512_loadu_ps(sc + h), bsv = _mm512_loadu_ps(bs + h);
+    for (int64_t t = 0; t < mc; ++t) {
+      const int64_t at = (m0 + t) * a.ldy + n + h;
+      const __m512 o = _mm512_fmadd_ps(_mm512_loadu_ps(c + t * 32 + h), scv, bsv);
+      if (a.y_dtype == DType::Float32) {
+        float* dst = static_cast<float*>(a.y) + at;
+        _mm512_mask_storeu_ps(dst, cm, a.accumulate ? _mm512_add_ps(_mm512_maskz_loadu_ps(cm, dst), o) : o);
+      } else {
+        uint16_t* dst = static_cast<uint16_t*>(a.y) + at;
+        const __m256i hv = a.y_dtype == DType::BFloat16
+                               ? (__m256i)_mm512_cvtneps_pbh(o)
+                               : _mm512_maskz_cvtps_ph(0xFFFF, o, _MM_FROUND_TO_NEAREST_INT);
+        _mm256_mask_storeu_epi16(dst, cm, hv);
+      }
+    }
+  }
+}
+
+// Per panel of about 1 MiB of packed weights (in L2), per token block of 32:
+// every 32-row column pair's 32 x 32 sums over K, in passes of KS steps, then
+// to y once. The next token block's x is prefetched into L2 meanwhile.
+template <class T>
+KILN_BF16_GEMM_TARGET void rows_amx_long(const GemvArgs& a, const uint32_t* __restrict xq, int64_t n0,
                                          int64_t n1) {
-  constexpr int64_t NR = NV * 16;
-  const int64_t kblocks = k_blocks(a.K), ldp = kblocks * kKP;  // pairs per panel row
-  const int64_t kp_n = (kblocks - 1) * kKP + (a.K - (kblocks - 1) * kKC + 1) / 2;
-  const int64_t ntb = (a.M + NR - 1) / NR;
+  const int64_t S = k_steps(a.K), ntb = (a.M + 31) / 32;
   // About 1 MiB of panel: 512 KiB ran 0.90x and 1.5 MiB 0.93x the speed
   // (4096 x 4096, 2048 tokens).
-  const int64_t R = std::clamp<int64_t>((int64_t(1) << 20) / (ldp * 4) / 32 * 32, 32, kNG);
-  const bool in_place = std::is_same_v<T, bfloat16> && a.K % 32 == 0;
+  const int64_t R = std::clamp<int64_t>((int64_t(1) << 20) / (S * 64) / 32 * 32, 32, kNG);
+  // Steps of K per pass over the panel's column pairs: x's 16 KiB of them
+  // stay in L1 while each pair's tiles of W stream from L2, the pairs' sums
+  // waiting in c (L1) between passes. Sums in the tiles over all of K read
+  // both operands from L2 and ran 0.84x (2048 tokens, 1024 x 1024; 4 and 16
+  // steps: 0.89x and 0.82x).
+  constexpr int64_t KS = 8;
   thread_local Scratch<uint32_t> wbuf;
   thread_local Scratch<float> cbuf;
-  uint32_t* __restrict wp = wbuf.get(size_t(R * ldp));
-  float* __restrict c = cbuf.get(size_t(R * NR));
+  uint32_t* __restrict wv = wbuf.get(size_t(R * S * 16));
+  float* __restrict c = cbuf.get(size_t(R * 32 + 2 * kNG));
+  float *sc = c + R * 32, *bs = sc + kNG;
+  const int64_t xbytes = S * 2048;  // one token block of xq
   for (int64_t ng = n0; ng < n1; ng += R) {
     const int64_t rows = std::min(R, n1 - ng), rpad = (rows + 31) / 32 * 32;
-    const int64_t rw = in_place ? rows / 32 * 32 : 0;
-    if (rw < rows)
-      for (int64_t kb = 0; kb < kblocks; ++kb)
-        widen_panel<T>(a, ng + rw, rows - rw, rpad - rw, kb * kKC, std::min(kKC, a.K - kb * kKC),
-                       wp + kb * kKP, ldp);
-    // The next token block's x (contiguous) goes to L2 in as many parts as
-    // there are slices, a few lines each K step: tile loads wait for their
-    // data (the tile registers are not renamed), and x from L3 cost ~8%.
-    const int64_t xbytes = kblocks * kKP * NR * 4, steps = (kp_n + 15) / 16, slices = rpad / 32;
-    const int64_t part = (xbytes + slices - 1) / slices, lines = (part / 64 + steps - 1) / steps;
+    pack_panel_vnni<T>(a, ng, rows, rpad, wv);
+    for (int64_t r = 0; r < rpad; ++r) {
+      sc[r] = r < rows ? gemv_store::row_scale(a, ng + r) : 0.0f;
+      bs[r] = r < rows && a.bias ? a.bias[ng + r] : 0.0f;
+    }
+    const int64_t pairs = rpad / 32, lps = (xbytes / 64 + pairs * S - 1) / (pairs * S);
     for (int64_t tb = 0; tb < ntb; ++tb) {
-      const uint32_t* __restrict xk = xp + tb * kblocks * kKP * NR;
-      const char* nx = tb + 1 < ntb ? reinterpret_cast<const char*>(xk + kblocks * kKP * NR) : nullptr;
-      for (int64_t r0 = 0; r0 < rpad; r0 += 32) {
-        const char* pf = nx ? nx + (r0 / 32) * part : nullptr;
-        const int64_t pl = nx ? std::min(lines, (xbytes - (r0 / 32) * part) / 64 / steps) : 0;
-        const auto [w, ldw] = amx_slice<T>(a, ng, 0, r0, rw, wp, ldp);
-        micro_amx<NV>(w, ldw, xk, kp_n, true, c + r0 * NR, pf, pl);
+      const char* xk = reinterpret_cast<const char*>(xq) + tb * xbytes;
+      const char* nx = tb + 1 < ntb ? xk + xbytes : nullptr;
+      const int64_t m0 = tb * 32, mc = std::min<int64_t>(32, a.M - m0);
+      for (int64_t s0 = 0; s0 < S; s0 += KS) {
+        const int64_t steps = std::min(KS, S - s0);
+        for (int64_t p = 0; p < pairs; ++p) {
+          const int64_t done = (s0 * pairs + p * steps) * lps * 64;
+          const char* pf = nx ? nx + done : nullptr;
+          const int64_t pl = nx ? std::clamp<int64_t>((xbytes - done) / 64 / steps, 0, lps) : 0;
+          const char* w = reinterpret_cast<const char*>(wv + (2 * p * S + s0) * 256);
+          micro_amx<2>({xk + s0 * 2048, 64, 1024, 2048}, {w, 64, S * 1024, 1024}, steps, s0 == 0,
+                       c + p * 1024, pf, pl);
+        }
       }
-      store_panel(a, c, NR, tb * NR, std::min(NR, a.M - tb * NR), ng, rows);
+      for (int64_t p = 0; p < pairs; ++p)
+        store_rows(a, c + p * 1024, m0, mc, ng + 32 * p, std::min<int64_t>(32, rows - 32 * p), sc + 32 * p,
+                   bs + 32 * p);
     }
   }
 }
@@ -499,11 +631,10 @@ void rows_for(const GemvArgs& a, const uint32_t* xp, int64_t n0, int64_t n1) {
     return narrow ? rows_nv<T, 1, false>(a, xp, n0, n1) : rows_nv<T, 2, false>(a, xp, n0, n1);
   amx_begin();
   try {
-    // Sums in tiles over all of K for many tokens (4096 x 4096: 1.06x at
-    // 1024 tokens, 0.97x at 512; 1024 x 2048: 1.06-1.2x from 192 tokens on),
-    // else in L1 between K blocks.
-    if (a.M >= 1024 || (a.M > 128 && a.K <= 2048))
-      rows_amx_long<T, 2>(a, xp, n0, n1);
+    // Many tokens: x as the tiles' A operand (see x_by_rows); else the
+    // K-blocked loop with W as A.
+    if (x_by_rows(a.M, a.K))
+      rows_amx_long<T>(a, xp, n0, n1);
     else if (narrow)
       rows_nv<T, 1, true>(a, xp, n0, n1);
     else
@@ -521,6 +652,7 @@ void rows_for(const GemvArgs& a, const uint32_t* xp, int64_t n0, int64_t n1) {
 int64_t gemm_bf16_x_words(int64_t M, int64_t K) {
 #ifdef KILN_BF16_GEMM_X86
   if (M <= 0 || K <= 0) return 0;
+  // Also bounds x_by_rows's layout: whole 32-k steps within whole K blocks.
   const int64_t NR = token_lanes(M);
   return (M + NR - 1) / NR * NR * k_blocks(K) * kKP;
 #else
@@ -536,6 +668,12 @@ void gemm_bf16_pack_x(const GemvArgs& a, uint32_t* xp) {
   const int64_t NR = token_lanes(a.M), kblocks = k_blocks(a.K), blocks = (a.M + NR - 1) / NR;
   // Blocks of up to 128 KiB of x per hand-off (runs inline when nested).
   const int64_t grain = std::max<int64_t>(1, (int64_t(128) << 10) / std::max<int64_t>(1, 4 * NR * a.K));
+  if (x_by_rows(a.M, a.K)) {  // NR = 32
+    parallel_for(0, blocks, grain, [&](int64_t b, int64_t e) {
+      for (int64_t tb = b; tb < e; ++tb) pack_rows(a, tb, xp + tb * k_steps(a.K) * 32 * 16);
+    });
+    return;
+  }
   parallel_for(0, blocks, grain, [&](int64_t b, int64_t e) {
     for (int64_t tb = b; tb < e; ++tb)
       for (int64_t kb = 0; kb < kblocks; ++kb)

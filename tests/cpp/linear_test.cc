@@ -261,6 +261,28 @@ TEST(Linear, Bf16GemmBf16WeightsInPlaceAndAtEdges) {
   }
 }
 
+// Many tokens on AMX (x as the tiles' A operand, W packed per panel): two
+// panels (N = 230 past one 192-row panel at K = 2100, whose last step is 20
+// wide), 17 token blocks (the last of 8 tokens), float32 x and y and bf16 x
+// and y (rounded once at the end), each weight type with row scales and a
+// bias. Exact to the double-precision product of bf16(x) and W within
+// float32 accumulation (and y's own rounding for bf16 y).
+TEST(Linear, Bf16GemmManyTokensOverPanels) {
+  const test::Bf16Gemm on(true);
+  const test::AmxTiles unit(true);
+  if (!cpu::amx_tiles_active()) GTEST_SKIP() << "no AMX-BF16 on this CPU (or KILN_SIMD_TARGET below AVX3)";
+  const int64_t M = 520, N = 230, K = 2100;
+  const Tensor x = randn_as({M, K}, DType::Float32, 41), b = randn_as({N}, DType::Float32, 42);
+  for (DType wd : {DType::BFloat16, DType::Float8_e4m3fn, DType::Float8_e5m2}) {
+    SCOPED_TRACE(name(wd));
+    const Tensor w = randn_as({N, K}, wd, 43), sc = make_scale(2, N, K);
+    std::vector<double> want, mag;
+    reference(x.to(DType::BFloat16), w, b, sc, want, mag);
+    test::expect_close(linear(x, w, b, sc), want, 0, 1e-30, &mag, 1e-5);
+    test::expect_close(linear(x.to(DType::BFloat16), w, b, sc), want, 0, 1e-30, &mag, 0x1p-8);
+  }
+}
+
 // Every FP8 code through the bf16 GEMM's conversion: W is diagonal with code
 // n at W[n, n], x the identity, so y[n, n] is code n's value: exact for every
 // finite code (subnormals and both zeros included), NaN for NaN codes, e5m2's
