@@ -30,4 +30,26 @@ struct alignas(64) AmxTileConfig {
 };
 static_assert(sizeof(AmxTileConfig) == 64);
 
+// One operand of amx_product: two 16-row tiles of bf16 pairs (64 bytes a
+// row, rows `stride` bytes apart, the second tile `second` bytes after the
+// first), and the bytes from one 32-k step's tiles to the next.
+struct AmxOperand {
+  const char* p;
+  int64_t stride, second, step;
+};
+
+// c[32][16 nv] (+)= A[32][k] . B[k][16 nv] over `steps` steps of 32 k (nv 1
+// or 2: B's first tile only, or both), sums float32, rows of c 64 nv bytes
+// apart. A's tiles are 16 rows of 32 bf16; B's are 16 rows of 16 pairs, pair
+// n of row kp holding column n's elements 2 kp and 2 kp + 1 (tdpbf16ps's
+// layout). first: c's sums start at zero. pf: pf_lines lines prefetched into
+// L2 each step. Only between amx_begin() and amx_end() on a thread, where
+// amx_tiles_active().
+void amx_product(int nv, AmxOperand A, AmxOperand B, int64_t steps, bool first, float* c,
+                 const char* pf = nullptr, int64_t pf_lines = 0);
+// Loads AmxTileConfig; amx_end() hands the tile state back (a thread that
+// holds it saves 8 KiB more at every context switch).
+void amx_begin();
+void amx_end();
+
 }  // namespace kiln::cpu

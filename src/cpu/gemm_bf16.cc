@@ -56,6 +56,7 @@
 #include <immintrin.h>
 
 #include "cpu/fp8_bf16_x86.h"
+#include "cpu/transpose_x86.h"
 #define KILN_BF16_GEMM_X86 1
 #endif
 
@@ -119,31 +120,6 @@ constexpr int64_t kCBytes = int64_t(512) << 10;
 
 int64_t token_lanes(int64_t M) { return M <= 16 ? 16 : 32; }
 int64_t k_blocks(int64_t K) { return (K + kKC - 1) / kKC; }
-
-// r[i] lane j -> r[j] lane i: a 16 x 16 transpose of 32-bit elements (the
-// maskz forms: GCC 12 warns on the plain ones).
-KILN_BF16_GEMM_TARGET inline void transpose16(__m512i* r) {
-  __m512i t[16];
-  for (int i = 0; i < 16; i += 2) {  // 2x2 blocks of single elements
-    t[i] = _mm512_maskz_unpacklo_epi32(0xFFFF, r[i], r[i + 1]);
-    t[i + 1] = _mm512_maskz_unpackhi_epi32(0xFFFF, r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4)  // of pairs: r[i + e] holds element e of each 128-bit lane of rows i..i+3
-    for (int j = 0; j < 2; ++j) {
-      r[i + 2 * j] = _mm512_maskz_unpacklo_epi64(0xFF, t[i + j], t[i + j + 2]);
-      r[i + 2 * j + 1] = _mm512_maskz_unpackhi_epi64(0xFF, t[i + j], t[i + j + 2]);
-    }
-  // Rows i and i + 4 hold 128-bit lanes that trade places twice.
-  for (int i = 0; i < 16; i += 8)
-    for (int j = 0; j < 4; ++j) {
-      t[i + j] = _mm512_maskz_shuffle_i32x4(0xFFFF, r[i + j], r[i + j + 4], 0x88);
-      t[i + j + 4] = _mm512_maskz_shuffle_i32x4(0xFFFF, r[i + j], r[i + j + 4], 0xDD);
-    }
-  for (int j = 0; j < 8; ++j) {
-    r[j] = _mm512_maskz_shuffle_i32x4(0xFFFF, t[j], t[j + 8], 0x88);
-    r[j + 8] = _mm512_maskz_shuffle_i32x4(0xFFFF, t[j], t[j + 8], 0xDD);
-  }
-}
 
 // blk[kp][NR] = the bf16 pair (x[t, k0 + 2kp], x[t, k0 + 2kp + 1]) of token
 // t0 + t for t < tn, zero past them and past kc: one K block of one token
@@ -230,69 +206,6 @@ KILN_BF16_GEMM_TARGET inline void micro(const uint32_t* __restrict wp, const uin
     for (int v = 0; v < NV; ++v) _mm512_storeu_ps(tile + r * NR + v * 16, acc[r * NV + v]);
 }
 
-#define KILN_AMX_TARGET __attribute__((target("avx512f,amx-tile,amx-bf16")))
-
-// One operand of the AMX micro-kernel: two 16-row tiles of bf16 pairs (64
-// bytes a row, rows `stride` bytes apart, the second tile `second` bytes
-// after the first), and the bytes from one 32-k step's tiles to the next.
-struct AmxOperand {
-  const char* p;
-  int64_t stride, second, step;
-};
-
-// c[32][NR] (+)= A[32][k] . B[k][NR] over `steps` steps of 32 k on AMX
-// (AmxTileConfig: tiles 0-3 hold float32 sums of 16 x 16, 4-5 A's two
-// tiles, 6-7 B's; NR = 16 reads B's first tile only). tdpbf16ps multiplies
-// a 16 x 32 bf16 tile of A by a 16-pair x 16-column tile of B pairs and adds
-// each pair of products into the float32 sums, as vdpbf16ps does: 16 x 16 x
-// 32 multiply-adds an instruction. A is the weights and B the packed x in
-// the K-blocked loop (rows_nv), the other way round in rows_amx_long. pf:
-// pf_lines lines prefetched into L2 each step.
-template <int NV>
-KILN_AMX_TARGET __attribute__((noinline)) void micro_amx(AmxOperand A, AmxOperand B, int64_t steps,
-                                                         bool first, float* __restrict tile,
-                                                         const char* pf = nullptr, int64_t pf_lines = 0) {
-  constexpr int64_t NR = NV * 16;
-  constexpr int64_t ldc = NR * 4;
-  float* c10 = tile + 16 * NR;  // A's rows 16..31
-  if (first) {
-    _tile_zero(0);
-    _tile_zero(2);
-    if constexpr (NV == 2) {
-      _tile_zero(1);
-      _tile_zero(3);
-    }
-  } else {
-    _tile_loadd(0, tile, ldc);
-    _tile_loadd(2, c10, ldc);
-    if constexpr (NV == 2) {
-      _tile_loadd(1, tile + 16, ldc);
-      _tile_loadd(3, c10 + 16, ldc);
-    }
-  }
-  const char *a = A.p, *b = B.p;
-  for (int64_t s = 0; s < steps; ++s, a += A.step, b += B.step) {
-    for (int64_t l = 0; l < pf_lines; ++l) _mm_prefetch(pf + l * 64, _MM_HINT_T1);
-    pf += pf_lines * 64;
-    _tile_loadd(4, a, A.stride);
-    _tile_loadd(6, b, B.stride);
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_loadd(5, a + A.second, A.stride);
-    _tile_dpbf16ps(2, 5, 6);
-    if constexpr (NV == 2) {
-      _tile_loadd(7, b + B.second, B.stride);
-      _tile_dpbf16ps(1, 4, 7);
-      _tile_dpbf16ps(3, 5, 7);
-    }
-  }
-  _tile_stored(0, tile, ldc);
-  _tile_stored(2, c10, ldc);
-  if constexpr (NV == 2) {
-    _tile_stored(1, tile + 16, ldc);
-    _tile_stored(3, c10 + 16, ldc);
-  }
-}
-
 // Where a micro call's weight rows from panel row r0 start, and the bytes
 // between them: rows below rw are bf16 rows of W read in place (from row ng,
 // column k0), the others the widened panel wp's (its row 0 is panel row rw,
@@ -305,14 +218,6 @@ std::pair<const char*, int64_t> amx_slice(const GemvArgs& a, int64_t ng, int64_t
             a.ldw * int64_t(sizeof(T))};
   return {reinterpret_cast<const char*>(wp + (r0 - rw) * ldp), ldp * 4};
 }
-
-KILN_AMX_TARGET __attribute__((noinline)) void amx_begin() {
-  static const AmxTileConfig config;
-  _tile_loadconfig(&config);
-}
-// Hands the tile state back: a thread that holds it saves 8 KiB more at
-// every context switch.
-KILN_AMX_TARGET __attribute__((noinline)) void amx_end() { _tile_release(); }
 
 // A per-thread buffer, 64-byte aligned: the micro-kernel's loads of the
 // panel stay within cache lines.
@@ -441,9 +346,9 @@ KILN_BF16_GEMM_TARGET void rows_nv(const GemvArgs& a, const uint32_t* __restrict
           float* __restrict ct = c + (tb * kNG + r0) * NR;
           if constexpr (Amx) {
             const auto [w, ldw] = amx_slice<T>(a, ng, k0, r0, rw, whole_k ? wp + kb * kKP : wp, ldp);
-            micro_amx<NV>({w, ldw, 16 * ldw, 64},
-                          {reinterpret_cast<const char*>(xk), NR * 4, 64, 16 * NR * 4}, (kp_n + 15) / 16,
-                          kb == 0, ct);
+            amx_product(NV, {w, ldw, 16 * ldw, 64},
+                        {reinterpret_cast<const char*>(xk), NR * 4, 64, 16 * NR * 4}, (kp_n + 15) / 16,
+                        kb == 0, ct);
           } else
             micro<kMR, NV>(wp + r0 * kKP, xk, kp_n, kb == 0, ct);
         };
@@ -626,8 +531,8 @@ KILN_BF16_GEMM_TARGET void rows_amx_long(const GemvArgs& a, const uint32_t* __re
           const char* pf = nx ? nx + done : nullptr;
           const int64_t pl = nx ? std::clamp<int64_t>((xbytes - done) / 64 / steps, 0, lps) : 0;
           const char* w = reinterpret_cast<const char*>(wv + (2 * p * S + s0) * 256);
-          micro_amx<2>({xk + s0 * 2048, 64, 1024, 2048}, {w, 64, S * 1024, 1024}, steps, s0 == 0,
-                       c + p * 1024, pf, pl);
+          amx_product(2, {xk + s0 * 2048, 64, 1024, 2048}, {w, 64, S * 1024, 1024}, steps, s0 == 0,
+                      c + p * 1024, pf, pl);
         }
       }
       for (int64_t p = 0; p < pairs; ++p)
