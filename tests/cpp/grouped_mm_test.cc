@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "cpu/ops/grouped_linear.h"
 #include "kiln/kiln.h"
 #include "matmul_test_util.h"
 
@@ -40,6 +41,7 @@ TEST(GroupedMM, TwoDByThreeD) {
 }
 
 TEST(GroupedMM, FP8ExpertsWithRowScales) {
+  const test::Bf16Gemm exact(false);  // (rounding x: MixedGroupSizesWithTheBf16Gemm)
   const int64_t T = 6, K = 70, N = 24, G = 3;
   const Tensor a = randn_as({T, K}, DType::Float32, 72);
   const Tensor wf = randn_as({G, N, K}, DType::Float32, 73);
@@ -58,7 +60,7 @@ TEST(GroupedMM, FP8ExpertsWithRowScales) {
   }
 }
 
-// Groups of every size in one call: groups of up to 16 rows (bf16 on AMX: 3) take the
+// Groups of every size in one call: groups of up to 16 rows (on AMX: 3) take the
 // matrix-vector kernel (3, 7 and 16 here), the others the packed GEMM on x
 // packed once per group (17, 40 and 217), with N past one 192-row chunk and
 // empty groups between and at both ends. With the AVX512-BF16 GEMM on (where
@@ -82,7 +84,8 @@ void check_mixed_groups(bool bf16_gemm) {
     for (int64_t t = 0; t < T; ++t) {
       int64_t g = 0;
       while (t >= ends[size_t(g)]) ++g;
-      const bool rounded = cpu::bf16_gemm_active() && ends[size_t(g)] - (g ? ends[size_t(g - 1)] : 0) > 16;
+      const int64_t rows = ends[size_t(g)] - (g ? ends[size_t(g - 1)] : 0);
+      const bool rounded = cpu::bf16_gemm_active() && rows > cpu::grouped_gemv_max_rows(w.dtype(), fp8);
       const auto& xv = rounded ? a16 : av;
       for (int64_t n = 0; n < N; ++n) {
         double r = bv[size_t(g * N + n)], mag = std::fabs(r);

@@ -160,6 +160,7 @@ TEST(MoE, ManyTokensSplitAcrossThreadsMatchOneByOne) {
 // x86 Test mode the grouped kernel reads them as zero under DAZ and adds their
 // terms from the list; H = 200 and I = 72 leave K tails.
 TEST(MoE, FfnWithListedSubnormalCodes) {
+  const test::Bf16Gemm exact(false);  // the matrix-vector kernels' subnormal modes, at every T
   const int64_t E = 5, H = 200, I = 72, k = 2;
   auto codes = [](int64_t n, uint64_t st) {
     std::vector<uint8_t> c(static_cast<size_t>(n));

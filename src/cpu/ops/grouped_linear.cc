@@ -51,11 +51,19 @@ constexpr int64_t kGroupedGemvMaxRows = 16;
 // with 16 (Zen 5, two alternating rounds); FP8 experts ran slower with 8
 // (their GEMM widens each code; the matrix-vector kernel reads one byte).
 constexpr int64_t kGroupedGemvMaxRowsBf16Gemm = 8;
-// On AMX tiles sooner still: gpt-oss-20b widths, 64 tokens, moe_ffn 65 ms
-// against 120-126 with 8 (a 2-core AMX Xeon, two alternating rounds; 16 and
-// 512 tokens alike). FP8 experts keep 16: with 8 or fewer their widening
-// cost more than the tiles saved (gpt-oss 118-156 ms against 110 at 64).
+// On AMX tiles sooner still, bf16 and FP8 alike: gpt-oss-20b widths, 64
+// tokens, moe_ffn 65 ms against 120-126 with 8 (bf16, a 2-core AMX Xeon, two
+// alternating rounds; 16 and 512 tokens alike); FP8, since its codes widen
+// through byte tables, 60 ms against 138 with 16 and 89 with 8 (Qwen3-30B-A3B
+// widths: 41 against 63 at 64 tokens, 80 against 106 at 512).
 constexpr int64_t kGroupedGemvMaxRowsAmx = 3;
+
+int64_t grouped_gemv_max_rows(DType w_dtype, bool row_scaled) {
+  const bool bf16_unit = bf16_gemm_covers(w_dtype, row_scaled ? ScaleKind::Row : ScaleKind::None);
+  if (bf16_unit && amx_tiles_active()) return kGroupedGemvMaxRowsAmx;
+  if (bf16_unit && w_dtype == DType::BFloat16) return kGroupedGemvMaxRowsBf16Gemm;
+  return kGroupedGemvMaxRows;
+}
 
 void grouped_linear(const GroupedLinear& p) {
   if (p.G == 0 || p.N == 0) return;
@@ -107,11 +115,7 @@ void grouped_linear(const GroupedLinear& p) {
   packed.clear();
   xoff.assign(size_t(p.G), -1);
   int64_t xfloats = 0;
-  const bool bf16_tiles =
-      p.w_dtype == DType::BFloat16 && bf16_gemm_covers(p.w_dtype, p.scale ? ScaleKind::Row : ScaleKind::None);
-  const int64_t gemv_max_rows = !bf16_tiles          ? kGroupedGemvMaxRows
-                                : amx_tiles_active() ? kGroupedGemvMaxRowsAmx
-                                                     : kGroupedGemvMaxRowsBf16Gemm;
+  const int64_t gemv_max_rows = grouped_gemv_max_rows(p.w_dtype, p.scale != nullptr);
   for (int64_t g = 0; g < p.G; ++g) {
     const int64_t rows = p.ends[g] - (g == 0 ? 0 : p.ends[g - 1]);
     if (rows == 0) continue;  // empty groups cost nothing

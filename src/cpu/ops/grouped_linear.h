@@ -40,4 +40,9 @@ GroupedLinear grouped_linear_args(const float* x, const Tensor& w, const Tensor&
 
 void grouped_linear(const GroupedLinear& p);
 
+// Groups of up to this many rows take the matrix-vector kernels (x exact);
+// larger ones the packed GEMM, which on the bf16 unit (cpu/gemm.h) rounds x
+// to bf16. Depends on the weights, their scales and the active unit.
+int64_t grouped_gemv_max_rows(DType w_dtype, bool row_scaled);
+
 }  // namespace kiln::cpu

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "cpu/gemv.h"  // kLinearGemvMaxRows
+#include "cpu/ops/grouped_linear.h"
 #include "kiln/bf16_gemm.h"
 #include "kiln/grouped_mm.h"
 #include "kiln/linear.h"
@@ -221,8 +222,9 @@ Entry grouped_entry(Form f, bool narrow) {
       case Form::TwoThree:
         return grouped_mm(t[0], t[1], offs_tensor(ends_of(t[0].size(0), G), t[0].device()), t[2]);
       case Form::TwoThreeFp8:
-        return grouped_mm(t[0], t[1].to(DType::Float8_e4m3fn), offs_tensor(ends_of(t[0].size(0), G), t[0].device()),
-                          Tensor(), t[2].to(DType::Float32));
+        return grouped_mm(t[0], t[1].to(DType::Float8_e4m3fn),
+                          offs_tensor(ends_of(t[0].size(0), G), t[0].device()), Tensor(),
+                          t[2].to(DType::Float32));
       case Form::ThreeTwo:
         return grouped_mm(t[0], t[1], offs_tensor(ends_of(t[1].size(1), G), t[0].device()));
       case Form::TwoTwo:
@@ -240,6 +242,13 @@ Entry grouped_entry(Form f, bool narrow) {
     if (f == Form::TwoThree || f == Form::TwoThreeFp8) {
       const int64_t T = sa[0], K = sa[1], N = sb[2];
       const std::vector<int32_t> ends = ends_of(T, G);
+      // FP8 groups past the matrix-vector rows take the bf16 GEMM (where
+      // active), which rounds x to bf16.
+      auto rounds_x = [&](int64_t g) {
+        const int64_t rows = ends[size_t(g)] - (g ? ends[size_t(g - 1)] : 0);
+        return f == Form::TwoThreeFp8 && bf16_gemm_active() &&
+               rows > cpu::grouped_gemv_max_rows(DType::Float8_e4m3fn, true);
+      };
       y.assign(size_t(T * N), 0.0);
       for (int64_t g = 0; g < G; ++g)
         for (int64_t t = g ? ends[size_t(g - 1)] : 0; t < ends[size_t(g)]; ++t)
@@ -247,7 +256,9 @@ Entry grouped_entry(Form f, bool narrow) {
             double s = 0;
             for (int64_t k = 0; k < K; ++k) {
               const double w = b[size_t((g * K + k) * N + n)];
-              s += a[size_t(t * K + k)] * (f == Form::TwoThreeFp8 ? as_e4m3(w) : w);
+              const double x =
+                  rounds_x(g) ? stored(a[size_t(t * K + k)], DType::BFloat16) : a[size_t(t * K + k)];
+              s += x * (f == Form::TwoThreeFp8 ? as_e4m3(w) : w);
             }
             const double extra = in.values[2][size_t(g * N + n)];  // bias, or the FP8 scale
             y[size_t(t * N + n)] = f == Form::TwoThreeFp8 ? s * extra : s + extra;
