@@ -241,18 +241,7 @@ KILN_BF16_GEMM_TARGET void store_panel(const GemvArgs& a, const float* __restric
       const int64_t tn = std::min<int64_t>(16, mc - t0);
       for (int64_t t = 0; t < tn; ++t) {
         const int64_t at = (m0 + t0 + t) * a.ldy + ng + r0;
-        __m512 o = _mm512_fmadd_ps(_mm512_castsi512_ps(v[t]), scv, bsv);
-        if (a.y_dtype == DType::Float32) {
-          float* dst = static_cast<float*>(a.y) + at;
-          if (a.accumulate) o = _mm512_add_ps(_mm512_maskz_loadu_ps(rm, dst), o);
-          _mm512_mask_storeu_ps(dst, rm, o);
-        } else {  // bf16 or f16, rounded to nearest even
-          uint16_t* dst = static_cast<uint16_t*>(a.y) + at;
-          const __m256i h = a.y_dtype == DType::BFloat16
-                                ? (__m256i)_mm512_cvtneps_pbh(o)
-                                : _mm512_maskz_cvtps_ph(0xFFFF, o, _MM_FROUND_TO_NEAREST_INT);
-          _mm256_mask_storeu_epi16(dst, rm, h);
-        }
+        store_y(a, at, _mm512_fmadd_ps(_mm512_castsi512_ps(v[t]), scv, bsv), rm);
       }
     }
   }

@@ -85,17 +85,7 @@ KILN_BF16_GEMM_TARGET void store_rows(const GemvArgs& a, const float* __restrict
     const __m512 scv = _mm512_loadu_ps(sc + h), bsv = _mm512_loadu_ps(bs + h);
     for (int64_t t = 0; t < mc; ++t) {
       const int64_t at = (m0 + t) * a.ldy + n + h;
-      const __m512 o = _mm512_fmadd_ps(_mm512_loadu_ps(c + t * 32 + h), scv, bsv);
-      if (a.y_dtype == DType::Float32) {
-        float* dst = static_cast<float*>(a.y) + at;
-        _mm512_mask_storeu_ps(dst, cm, a.accumulate ? _mm512_add_ps(_mm512_maskz_loadu_ps(cm, dst), o) : o);
-      } else {
-        uint16_t* dst = static_cast<uint16_t*>(a.y) + at;
-        const __m256i hv = a.y_dtype == DType::BFloat16
-                               ? (__m256i)_mm512_cvtneps_pbh(o)
-                               : _mm512_maskz_cvtps_ph(0xFFFF, o, _MM_FROUND_TO_NEAREST_INT);
-        _mm256_mask_storeu_epi16(dst, cm, hv);
-      }
+      store_y(a, at, _mm512_fmadd_ps(_mm512_loadu_ps(c + t * 32 + h), scv, bsv), cm);
     }
   }
 }

@@ -8,8 +8,10 @@
 #include <new>
 
 #include "cpu/gemv.h"
+#include "kiln/dtype.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
 #define KILN_BF16_GEMM_X86 1
 #define KILN_BF16_GEMM_TARGET \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vbmi,f16c")))
@@ -49,5 +51,23 @@ void pack_rows(const GemvArgs& a, int64_t tb, uint32_t* xq);
 // between amx_begin() and amx_end().
 template <class T>
 void rows_amx_long(const GemvArgs& a, const uint32_t* xq, int64_t n0, int64_t n1);
+
+#ifdef KILN_BF16_GEMM_X86
+// y's 16 elements from a.y + at (its dtype's elements), lanes in m, get o:
+// added to a float32 y when a.accumulate, else stored; a bf16 or f16 y (never
+// accumulated) rounded to nearest even.
+KILN_BF16_GEMM_TARGET inline void store_y(const GemvArgs& a, int64_t at, __m512 o, __mmask16 m) {
+  if (a.y_dtype == DType::Float32) {
+    float* dst = static_cast<float*>(a.y) + at;
+    if (a.accumulate) o = _mm512_add_ps(_mm512_maskz_loadu_ps(m, dst), o);
+    _mm512_mask_storeu_ps(dst, m, o);
+  } else {
+    const __m256i h = a.y_dtype == DType::BFloat16
+                          ? (__m256i)_mm512_cvtneps_pbh(o)
+                          : _mm512_maskz_cvtps_ph(0xFFFF, o, _MM_FROUND_TO_NEAREST_INT);
+    _mm256_mask_storeu_epi16(static_cast<uint16_t*>(a.y) + at, m, h);
+  }
+}
+#endif
 
 }  // namespace kiln::cpu::bf16_gemm_parts
