@@ -1,5 +1,7 @@
 # kiln.nn.functional.linear, kiln.matmul and FP8 quantization against float64
 # NumPy references (ml_dtypes for the narrow types).
+import contextlib
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -62,6 +64,17 @@ def test_linear_weight_types_and_scales(wdt, kind, m, rng):
     assert np.all(np.abs(y - want) <= 1e-5 * mag + 1e-30)
 
 
+@contextlib.contextmanager
+def kernel_switch(allowed, allow, value):
+    # One of kiln's kernel switches set for a block, then restored.
+    saved = allowed()
+    try:
+        allow(value)
+        yield
+    finally:
+        allow(saved)
+
+
 def rounds_x_to_bf16(m, wdt, kind):
     # Past the matrix-vector rows (6), bf16/FP8 weights without block scales.
     return (kiln.bf16_gemm_active() and m > 6 and kind != "block"
@@ -73,13 +86,9 @@ def test_linear_exact_when_the_bf16_gemm_is_not_allowed(wdt, rng):
     m, n, k = 40, 150, 260
     x = rng.standard_normal((m, k)).astype(np.float32)
     w = rng.standard_normal((n, k)).astype(np.float32).astype(NP[wdt])
-    saved = kiln.bf16_gemm_allowed()
-    try:
-        kiln.allow_bf16_gemm(False)
+    with kernel_switch(kiln.bf16_gemm_allowed, kiln.allow_bf16_gemm, False):
         assert not kiln.bf16_gemm_active()
         y = F.linear(kt(x), kt(w)).numpy()
-    finally:
-        kiln.allow_bf16_gemm(saved)
     want, mag = ref_linear(x, w)
     assert np.all(np.abs(y - want) <= 1e-5 * mag + 1e-30)
 
@@ -95,15 +104,11 @@ def test_linear_bf16_gemm_on_each_unit(amx, wdt, rng):
     m, n, k = 200, 96, 640
     x = rng.standard_normal((m, k)).astype(np.float32)
     w = rng.standard_normal((n, k)).astype(np.float32).astype(NP[wdt])
-    saved = kiln.amx_tiles_allowed()
-    try:
-        kiln.allow_amx_tiles(amx)
+    with kernel_switch(kiln.amx_tiles_allowed, kiln.allow_amx_tiles, amx):
         assert kiln.amx_tiles_allowed() == amx
         if not amx:
             assert not kiln.amx_tiles_active()
         y = F.linear(kt(x), kt(w)).numpy()
-    finally:
-        kiln.allow_amx_tiles(saved)
     want, mag = ref_linear(x.astype(ml_dtypes.bfloat16), w)
     assert np.all(np.abs(y - want) <= 1e-5 * mag + 1e-30)
 
