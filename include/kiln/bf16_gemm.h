@@ -1,6 +1,7 @@
 // The bf16 GEMM switches. Linear layers and grouped products of more than a
-// few rows (prefill, MoE experts, training) with bf16, e4m3fn or e5m2
-// weights (no scale, a tensor or a row scale) may run on the CPU's bf16
+// few rows (prefill, MoE experts, training) with bf16, f16, e4m3fn or e5m2
+// weights (no scale, a tensor, a row or 128 x 128 block scales; f16 as two
+// bf16 parts that sum to each weight exactly) may run on the CPU's bf16
 // units: Intel's AMX tiles (Sapphire Rapids and later; tdpbf16ps) or the
 // AVX512-BF16 dot product (vdpbf16ps; ~1.8x the multiply-add rate of
 // float32 FMAs on a Zen 5). Both round float32 activations to bf16 (to

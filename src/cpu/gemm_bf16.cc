@@ -98,8 +98,13 @@ bool bf16_gemm_active() {
 }
 
 bool bf16_gemm_covers(DType w_dtype, ScaleKind scale_kind) {
-  return bf16_gemm_active() && scale_kind != ScaleKind::Block &&
-         (w_dtype == DType::BFloat16 || w_dtype == DType::Float8_e4m3fn || w_dtype == DType::Float8_e5m2);
+  (void)scale_kind;  // every layout: block scales per 128-k block of sums
+  return bf16_gemm_active() && (w_dtype == DType::BFloat16 || w_dtype == DType::Float16 ||
+                                w_dtype == DType::Float8_e4m3fn || w_dtype == DType::Float8_e5m2);
+}
+
+bool bf16_gemm_takes(DType w_dtype, const GemvArgs& a) {
+  return !a.x_exact && bf16_gemm_covers(w_dtype, a.scale_kind);
 }
 
 #ifdef KILN_BF16_GEMM_X86
@@ -154,14 +159,27 @@ KILN_BF16_GEMM_TARGET void pack_block(const GemvArgs& a, int64_t t0, int64_t tn,
 // wp[r * ldp + kp] = rows n + r of W, K block [k0, k0 + kc), as bf16 pairs (a
 // last odd k paired with zero), r < rows; rows up to rpad zero, and zero
 // pairs from kp_n to the next multiple of 16 (the AMX kernel's tile width).
+// f16 rows: their hi parts there, their lo parts (f16_hi_lo) at wlo.
 template <class T>
 KILN_BF16_GEMM_TARGET void widen_panel(const GemvArgs& a, int64_t n, int64_t rows, int64_t rpad, int64_t k0,
-                                       int64_t kc, uint32_t* __restrict wp, int64_t ldp = kKP) {
+                                       int64_t kc, uint32_t* __restrict wp, int64_t ldp = kKP,
+                                       uint32_t* __restrict wlo = nullptr) {
   const int64_t kp_pad = (kc + 31) / 32 * 16;
   for (int64_t r = 0; r < rows; ++r) {
     const T* __restrict src = static_cast<const T*>(a.w) + (n + r) * a.ldw + k0;
     uint16_t* __restrict d = reinterpret_cast<uint16_t*>(wp + r * ldp);
-    if constexpr (std::is_same_v<T, bfloat16>) {
+    if constexpr (std::is_same_v<T, half>) {
+      uint16_t* __restrict dl = reinterpret_cast<uint16_t*>(wlo + r * ldp);
+      for (int64_t j = 0; j < kc; j += 32) {
+        const int64_t cnt = std::min<int64_t>(32, kc - j);
+        const __mmask32 m = cnt >= 32 ? ~__mmask32(0) : __mmask32((1u << cnt) - 1u);
+        __m512i hi, lo;
+        f16_hi_lo(_mm256_maskz_loadu_epi16(__mmask16(m), src + j),  // zero past kc
+                  _mm256_maskz_loadu_epi16(__mmask16(m >> 16), src + j + 16), hi, lo);
+        _mm512_storeu_si512(d + j, hi);
+        _mm512_storeu_si512(dl + j, lo);
+      }
+    } else if constexpr (std::is_same_v<T, bfloat16>) {
       for (int64_t j = 0; j < kc; j += 32) {
         const int64_t cnt = std::min<int64_t>(32, kc - j);
         const __mmask32 m = cnt >= 32 ? ~__mmask32(0) : __mmask32((1u << cnt) - 1u);
@@ -179,7 +197,10 @@ KILN_BF16_GEMM_TARGET void widen_panel(const GemvArgs& a, int64_t n, int64_t row
       }
     }
   }
-  for (int64_t r = rows; r < rpad; ++r) std::fill(wp + r * ldp, wp + r * ldp + kp_pad, 0u);
+  for (int64_t r = rows; r < rpad; ++r) {
+    std::fill(wp + r * ldp, wp + r * ldp + kp_pad, 0u);
+    if (wlo) std::fill(wlo + r * ldp, wlo + r * ldp + kp_pad, 0u);
+  }
 }
 
 // tile[r][NR] (+)= sum over pairs kp < kp_n of wp[r][kp] . xb[kp][NR], r < MR.
@@ -279,16 +300,21 @@ KILN_BF16_GEMM_TARGET void rows_nv(const GemvArgs& a, const uint32_t* __restrict
                         ? std::clamp<int64_t>((int64_t(512) << 10) / (kblocks * kKP * 4) / 32 * 32, 32, kNG)
                         : kNG;  // panel rows
   const int64_t ldp = whole_k ? kblocks * kKP : kKP;
+  constexpr bool hi_lo = std::is_same_v<T, half>;  // f16 weights: two bf16 panels
+  const bool block = a.scale_kind == ScaleKind::Block;
   thread_local Scratch<uint32_t> wbuf;
   thread_local Scratch<float> cbuf;
-  uint32_t* __restrict wp = wbuf.get(size_t(P * ldp));
-  float* __restrict c = cbuf.get(size_t(mc_blocks * kNG * NR));
+  uint32_t* __restrict wp = wbuf.get(size_t(P * ldp * (hi_lo ? 2 : 1)));
+  uint32_t* __restrict wlo = hi_lo ? wp + P * ldp : nullptr;
+  // Block scales: one 128-k block's sums of one micro tile at a time.
+  float* __restrict c = cbuf.get(size_t(mc_blocks * kNG * NR + (block ? mr * NR : 0)));
+  float* __restrict tb_sums = c + mc_blocks * kNG * NR;
   for (int64_t tb0 = 0; tb0 < ntb_all; tb0 += mc_blocks) {
     const int64_t ntb = std::min(mc_blocks, ntb_all - tb0);
     const int64_t m0 = tb0 * NR, mc = std::min(ntb * NR, a.M - m0);
     for (int64_t ng = n0; ng < n1; ng += P) {
       const int64_t rows = std::min(P, n1 - ng), rpad = (rows + mr - 1) / mr * mr;
-      if (whole_k) widen_panel<T>(a, ng, rows, rpad, 0, a.K, wp, ldp);
+      if (whole_k) widen_panel<T>(a, ng, rows, rpad, 0, a.K, wp, ldp, wlo);
       for (int64_t kb = 0; kb < kblocks; ++kb) {
         const int64_t k0 = kb * kKC, kc = std::min(kKC, a.K - k0), kp_n = (kc + 1) / 2;
         // The tiles read bf16 weights where they lie, in whole 32-row tiles
@@ -296,7 +322,7 @@ KILN_BF16_GEMM_TARGET void rows_nv(const GemvArgs& a, const uint32_t* __restrict
         // them (wp from row rw on), other weights and K tails go through the
         // bf16 panel.
         const int64_t rw = Amx && std::is_same_v<T, bfloat16> && kc % 32 == 0 ? rows / 32 * 32 : 0;
-        if (!whole_k && rw < rows) widen_panel<T>(a, ng + rw, rows - rw, rpad - rw, k0, kc, wp);
+        if (!whole_k && rw < rows) widen_panel<T>(a, ng + rw, rows - rw, rpad - rw, k0, kc, wp, kKP, wlo);
         // The next panel's weights, prefetched while this one's tiles run.
         int64_t pn = ng, pk = k0 + kKC;
         if (pk >= a.K) pn += P, pk = 0;
@@ -309,16 +335,33 @@ KILN_BF16_GEMM_TARGET void rows_nv(const GemvArgs& a, const uint32_t* __restrict
             for (int64_t off = 0; off < pbytes; off += 64) _mm_prefetch(p0 + off, _MM_HINT_T1);
           }
         };
-        auto tile = [&](int64_t tb, int64_t r0) {
-          const uint32_t* __restrict xk = xp + ((tb0 + tb) * kblocks + kb) * kKP * NR;
-          float* __restrict ct = c + (tb * kNG + r0) * NR;
+        // out (+)= the micro tile at panel row r0 times token block tb over
+        // the pairs [kp0, kp0 + kpn) of this K block (kp0 a multiple of 16).
+        auto product = [&](int64_t tb, int64_t r0, int64_t kp0, int64_t kpn, bool first, float* out) {
+          const uint32_t* __restrict xk = xp + ((tb0 + tb) * kblocks + kb) * kKP * NR + kp0 * NR;
+          const int64_t kw = (whole_k ? kb * kKP : 0) + kp0;  // the panels' column
           if constexpr (Amx) {
-            const auto [w, ldw] = amx_slice<T>(a, ng, k0, r0, rw, whole_k ? wp + kb * kKP : wp, ldp);
-            amx_product(NV, {w, ldw, 16 * ldw, 64},
-                        {reinterpret_cast<const char*>(xk), NR * 4, 64, 16 * NR * 4}, (kp_n + 15) / 16,
-                        kb == 0, ct);
-          } else
-            micro<kMR, NV>(wp + r0 * kKP, xk, kp_n, kb == 0, ct);
+            const AmxOperand X{reinterpret_cast<const char*>(xk), NR * 4, 64, 16 * NR * 4};
+            const auto [w, ldw] = amx_slice<T>(a, ng, k0 + 2 * kp0, r0, rw, wp + kw, ldp);
+            amx_product(NV, {w, ldw, 16 * ldw, 64}, X, (kpn + 15) / 16, first, out);
+            if constexpr (hi_lo) {
+              const char* l = reinterpret_cast<const char*>(wlo + r0 * ldp + kw);
+              amx_product(NV, {l, ldp * 4, 16 * ldp * 4, 64}, X, (kpn + 15) / 16, false, out);
+            }
+          } else {
+            micro<kMR, NV>(wp + r0 * kKP + kp0, xk, kpn, first, out);
+            if constexpr (hi_lo) micro<kMR, NV>(wlo + r0 * kKP + kp0, xk, kpn, false, out);
+          }
+        };
+        auto tile = [&](int64_t tb, int64_t r0) {
+          float* __restrict ct = c + (tb * kNG + r0) * NR;
+          if (!block) return product(tb, r0, 0, kp_n, kb == 0, ct);
+          constexpr int64_t kBP = kScaleBlock / 2;  // pairs a scale block
+          for (int64_t kp0 = 0; kp0 < kp_n; kp0 += kBP) {
+            product(tb, r0, kp0, std::min(kBP, kp_n - kp0), true, tb_sums);
+            add_block_rows(a, ct, tb_sums, mr, NR, ng + r0, (k0 + 2 * kp0) / kScaleBlock,
+                           kb == 0 && kp0 == 0);
+          }
         };
         // After the last K block each token block's sums go to y.
         auto store = [&](int64_t tb) {
@@ -409,8 +452,9 @@ void gemm_bf16_pack_x(const GemvArgs& a, uint32_t* xp) {
 
 void gemm_bf16_rows(DType w_dtype, const GemvArgs& a, const uint32_t* xp, int64_t n0, int64_t n1) {
 #ifdef KILN_BF16_GEMM_X86
-  KILN_CHECK(bf16_gemm_covers(w_dtype, a.scale_kind), TypeError,
-             "[gemm] the AVX512-BF16 GEMM does not take " << name(w_dtype) << " weights with this scale");
+  KILN_CHECK(bf16_gemm_takes(w_dtype, a), TypeError,
+             "[gemm] the AVX512-BF16 GEMM does not take "
+                 << name(w_dtype) << " weights with this scale, or an exact float32 x");
   KILN_CHECK(a.y_dtype == DType::Float32 ||
                  (!a.accumulate && (a.y_dtype == DType::BFloat16 || a.y_dtype == DType::Float16)),
              TypeError, "[gemm] y must be float32, or bf16/f16 without accumulate, not " << name(a.y_dtype));
@@ -418,6 +462,8 @@ void gemm_bf16_rows(DType w_dtype, const GemvArgs& a, const uint32_t* xp, int64_
   switch (w_dtype) {
     case DType::BFloat16:
       return rows_for<bfloat16>(a, xp, n0, n1);
+    case DType::Float16:
+      return rows_for<half>(a, xp, n0, n1);
     case DType::Float8_e4m3fn:
       return rows_for<float8_e4m3fn>(a, xp, n0, n1);
     default:

@@ -29,7 +29,8 @@ namespace {
 
 // The bf16 pairs of W's rows n .. n + 16 (rows past `rows` zero), k in
 // [k0, k0 + 32 * nv), one __m512i per row and step: r[v][j] = row j's 16
-// pairs of step v (zero past K).
+// pairs of step v (zero past K). f16 rows: one step, r[0] its hi parts and
+// r[1] its lo parts (f16_hi_lo).
 template <class T, int NVS>
 KILN_BF16_GEMM_TARGET void load_w_steps(const GemvArgs& a, int64_t n, int64_t rows, int64_t k0,
                                         __m512i (*r)[16]) {
@@ -39,8 +40,12 @@ KILN_BF16_GEMM_TARGET void load_w_steps(const GemvArgs& a, int64_t n, int64_t ro
       continue;
     }
     const T* src = static_cast<const T*>(a.w) + (n + j) * a.ldw + k0;
-    const int64_t cnt = std::clamp<int64_t>(a.K - k0, 0, 32 * NVS);
-    if constexpr (std::is_same_v<T, bfloat16>) {
+    const int64_t cnt = std::clamp<int64_t>(a.K - k0, 0, std::is_same_v<T, half> ? 32 : 32 * NVS);
+    if constexpr (std::is_same_v<T, half>) {
+      const __mmask32 m = cnt >= 32 ? ~__mmask32(0) : __mmask32((1u << cnt) - 1u);
+      f16_hi_lo(_mm256_maskz_loadu_epi16(__mmask16(m), src),
+                _mm256_maskz_loadu_epi16(__mmask16(m >> 16), src + 16), r[0][j], r[1][j]);
+    } else if constexpr (std::is_same_v<T, bfloat16>) {
       r[0][j] = _mm512_maskz_loadu_epi16(cnt >= 32 ? ~__mmask32(0) : __mmask32((1u << cnt) - 1u), src);
     } else {
       const __mmask64 m = cnt >= 64 ? ~__mmask64(0) : (__mmask64(1) << cnt) - 1u;
@@ -56,19 +61,24 @@ KILN_BF16_GEMM_TARGET void load_w_steps(const GemvArgs& a, int64_t n, int64_t ro
 // The panel of W's rows [n, n + rows) as tdpbf16ps's B operand: wv[g][s][kp]
 // [16] = the pairs (W[n + 16 g + c][32 s + 2 kp], ..[+ 1]) for column c, one
 // 1 KiB tile per 16 rows and step, groups up to rpad / 16 (rows past `rows`
-// zero). Read into registers a row at a time and transposed 16 x 16.
+// zero). Read into registers a row at a time and transposed 16 x 16. f16
+// rows: their hi parts in wv, their lo parts in the same layout at wlo.
 template <class T>
 KILN_BF16_GEMM_TARGET void pack_panel_vnni(const GemvArgs& a, int64_t n, int64_t rows, int64_t rpad,
-                                           uint32_t* __restrict wv) {
-  constexpr int NVS = std::is_same_v<T, bfloat16> ? 1 : 2;  // steps per load: 32 bf16 or 64 FP8 codes
+                                           uint32_t* __restrict wv, uint32_t* __restrict wlo) {
+  constexpr bool hi_lo = std::is_same_v<T, half>;
+  // Vectors per load: one step of 32 bf16, two of 64 FP8 codes, or a step's
+  // hi and lo parts of 32 f16.
+  constexpr int NVS = std::is_same_v<T, bfloat16> ? 1 : 2;
+  constexpr int64_t adv = hi_lo ? 1 : NVS;  // steps per load
   const int64_t S = k_steps(a.K);
   for (int64_t g = 0; g < rpad / 16; ++g)
-    for (int64_t s = 0; s < S; s += NVS) {
+    for (int64_t s = 0; s < S; s += adv) {
       __m512i r[NVS][16];
       load_w_steps<T, NVS>(a, n + 16 * g, rows - 16 * g, 32 * s, r);
-      for (int v = 0; v < NVS && s + v < S; ++v) {
+      for (int v = 0; v < NVS && s + v * (1 - hi_lo) < S; ++v) {
         transpose16(r[v]);
-        uint32_t* __restrict d = wv + (g * S + s + v) * 256;
+        uint32_t* __restrict d = hi_lo ? (v ? wlo : wv) + (g * S + s) * 256 : wv + (g * S + s + v) * 256;
         for (int i = 0; i < 16; ++i) _mm512_storeu_si512(d + 16 * i, r[v][i]);
       }
     }
@@ -128,24 +138,30 @@ template <class T>
 KILN_BF16_GEMM_TARGET void rows_amx_long(const GemvArgs& a, const uint32_t* __restrict xq, int64_t n0,
                                          int64_t n1) {
   const int64_t S = k_steps(a.K), ntb = (a.M + 31) / 32;
+  constexpr bool hi_lo = std::is_same_v<T, half>;  // f16 weights: two bf16 panels
+  constexpr int64_t panels = hi_lo ? 2 : 1;
+  const bool block = a.scale_kind == ScaleKind::Block;
   // About 1 MiB of panel: 512 KiB ran 0.90x and 1.5 MiB 0.93x the speed
   // (4096 x 4096, 2048 tokens).
-  const int64_t R = std::clamp<int64_t>((int64_t(1) << 20) / (S * 64) / 32 * 32, 32, kNG);
+  const int64_t R = std::clamp<int64_t>((int64_t(1) << 20) / (S * 64 * panels) / 32 * 32, 32, kNG);
   // Steps of K per pass over the panel's column pairs: x's 16 KiB of them
   // stay in L1 while each pair's tiles of W stream from L2, the pairs' sums
   // waiting in c (L1) between passes. Sums in the tiles over all of K read
   // both operands from L2 and ran 0.84x (2048 tokens, 1024 x 1024; 4 and 16
   // steps: 0.89x and 0.82x).
-  constexpr int64_t KS = 8;
+  // Block scales: passes of one 128-k scale block, its sums in t, then
+  // scaled into c.
+  const int64_t KS = block ? kScaleBlock / 32 : 8;
   thread_local Scratch<uint32_t> wbuf;
   thread_local Scratch<float> cbuf;
-  uint32_t* __restrict wv = wbuf.get(size_t(R * S * 16));
-  float* __restrict c = cbuf.get(size_t(R * 32 + 2 * kNG));
-  float *sc = c + R * 32, *bs = sc + kNG;
+  uint32_t* __restrict wv = wbuf.get(size_t(R * S * 16 * panels));
+  uint32_t* __restrict wlo = hi_lo ? wv + R * S * 16 : nullptr;
+  float* __restrict c = cbuf.get(size_t(R * 32 + 2 * kNG + 1024));
+  float *sc = c + R * 32, *bs = sc + kNG, *t = bs + kNG;
   const int64_t xbytes = S * 2048;  // one token block of xq
   for (int64_t ng = n0; ng < n1; ng += R) {
     const int64_t rows = std::min(R, n1 - ng), rpad = (rows + 31) / 32 * 32;
-    pack_panel_vnni<T>(a, ng, rows, rpad, wv);
+    pack_panel_vnni<T>(a, ng, rows, rpad, wv, wlo);
     for (int64_t r = 0; r < rpad; ++r) {
       sc[r] = r < rows ? gemv_store::row_scale(a, ng + r) : 0.0f;
       bs[r] = r < rows && a.bias ? a.bias[ng + r] : 0.0f;
@@ -161,9 +177,15 @@ KILN_BF16_GEMM_TARGET void rows_amx_long(const GemvArgs& a, const uint32_t* __re
           const int64_t done = (s0 * pairs + p * steps) * lps * 64;
           const char* pf = nx ? nx + done : nullptr;
           const int64_t pl = nx ? std::clamp<int64_t>((xbytes - done) / 64 / steps, 0, lps) : 0;
+          const AmxOperand X{xk + s0 * 2048, 64, 1024, 2048};
+          float* out = block ? t : c + p * 1024;
           const char* w = reinterpret_cast<const char*>(wv + (2 * p * S + s0) * 256);
-          amx_product(2, {xk + s0 * 2048, 64, 1024, 2048}, {w, 64, S * 1024, 1024}, steps, s0 == 0,
-                      c + p * 1024, pf, pl);
+          amx_product(2, X, {w, 64, S * 1024, 1024}, steps, block || s0 == 0, out, pf, pl);
+          if constexpr (hi_lo) {
+            const char* l = reinterpret_cast<const char*>(wlo + (2 * p * S + s0) * 256);
+            amx_product(2, X, {l, 64, S * 1024, 1024}, steps, false, out);
+          }
+          if (block) add_block_cols(a, c + p * 1024, t, ng + 32 * p, s0 * 32 / kScaleBlock, s0 == 0);
         }
       }
       for (int64_t p = 0; p < pairs; ++p)
@@ -174,6 +196,7 @@ KILN_BF16_GEMM_TARGET void rows_amx_long(const GemvArgs& a, const uint32_t* __re
 }
 
 template void rows_amx_long<bfloat16>(const GemvArgs&, const uint32_t*, int64_t, int64_t);
+template void rows_amx_long<half>(const GemvArgs&, const uint32_t*, int64_t, int64_t);
 template void rows_amx_long<float8_e4m3fn>(const GemvArgs&, const uint32_t*, int64_t, int64_t);
 template void rows_amx_long<float8_e5m2>(const GemvArgs&, const uint32_t*, int64_t, int64_t);
 

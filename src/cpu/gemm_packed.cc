@@ -385,7 +385,7 @@ int64_t gemm_packed_x_floats(DType w_dtype, int64_t M, int64_t K) {
 void gemm_pack_x(DType w_dtype, const GemvArgs& a, float* xp) {
   check_weight_dtype(w_dtype);
   if (a.M <= 0 || a.K <= 0) return;
-  if (bf16_gemm_covers(w_dtype, a.scale_kind)) return gemm_bf16_pack_x(a, reinterpret_cast<uint32_t*>(xp));
+  if (bf16_gemm_takes(w_dtype, a)) return gemm_bf16_pack_x(a, reinterpret_cast<uint32_t*>(xp));
   KILN_CHECK(a.x != nullptr, ValueError, "[gemm] bf16 x rows without the AVX512-BF16 GEMM");
   const int64_t blocks = HWY_DYNAMIC_DISPATCH(GemmPackedXBlocks)(a.M);
   // Blocks of up to 128 KiB of x per hand-off (runs inline when nested).
@@ -407,7 +407,7 @@ void gemm_packed_rows(DType w_dtype, const GemvArgs& a, const float* xp, int64_t
       }
     return;
   }
-  if (bf16_gemm_covers(w_dtype, a.scale_kind))
+  if (bf16_gemm_takes(w_dtype, a))
     return gemm_bf16_rows(w_dtype, a, reinterpret_cast<const uint32_t*>(xp), n0, n1);
   HWY_DYNAMIC_DISPATCH(GemmPackedRows)(w_dtype, a, xp, n0, n1);
 }

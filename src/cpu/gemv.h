@@ -51,6 +51,10 @@ struct GemvArgs {
   int64_t scale_ld = 0;         // Block: blocks per scale row (ceil(K / 128))
   const float* bias = nullptr;  // [N] float32 or null
   bool accumulate = false;      // y += result (y must be float32)
+  // x's float32 values must be kept as they are: the bf16 GEMM, which
+  // rounds x to bf16, declines (bf16_gemm_takes). scaled_mm's x with its
+  // block scales folded in.
+  bool x_exact = false;
   // W (float8_e4m3fn) is known to hold no NaN code: the caller scanned it
   // (fp8_has_nan_code), so the kernel skips its own per-step test.
   bool w_no_nan = false;

@@ -197,8 +197,9 @@ TEST(Linear, PackedGemmBlockBoundaries) {
 }
 
 // The bf16 GEMM (gemm_bf16.cc) on each unit the CPU has (AVX512-BF16, AMX
-// tiles): bf16 and FP8 weights (no scale, tensor and row scales) give the
-// double-precision product of bf16(x) and W within float32 accumulation, at
+// tiles): bf16, f16 (as hi + lo bf16 parts) and FP8 weights (no scale,
+// tensor, row and 128 x 128 block scales) give the double-precision product
+// of bf16(x) and W within float32 accumulation, at
 // the packed GEMM's blocking edges (one and two token vectors, odd K, K
 // blocks, panel and tile tails, AMX's loop orders for few and many tokens);
 // and within the rounding's stated bound, 2^-8 of sum |x w|, of the product
@@ -214,15 +215,15 @@ TEST(Linear, Bf16GemmIsExactToBf16RoundedActivations) {
     };
     const Case cases[] = {{7, 13, 5},     {9, 12, 256},   {16, 205, 513}, {17, 130, 300}, {33, 7, 64},
                           {40, 200, 259}, {300, 7, 2049}, {200, 40, 600}, {1030, 40, 640}};
-    for (DType wd : {DType::BFloat16, DType::Float8_e4m3fn, DType::Float8_e5m2})
-      for (int sk : {0, 1, 2})
+    for (DType wd : {DType::BFloat16, DType::Float16, DType::Float8_e4m3fn, DType::Float8_e5m2})
+      for (int sk : {0, 1, 2, 3})
         for (const Case& c : cases) {
           SCOPED_TRACE(trace(wd, sk, c.M, c.N, c.K));
           const Tensor x = randn_as({c.M, c.K}, DType::Float32, 14), w = randn_as({c.N, c.K}, wd, 15);
           const Tensor b = randn_as({c.N}, DType::Float32, 16), sc = make_scale(sk, c.N, c.K);
-          ASSERT_TRUE(cpu::bf16_gemm_covers(wd, sk == 0   ? cpu::ScaleKind::None
-                                                : sk == 1 ? cpu::ScaleKind::Tensor
-                                                          : cpu::ScaleKind::Row));
+          const cpu::ScaleKind kinds[] = {cpu::ScaleKind::None, cpu::ScaleKind::Tensor, cpu::ScaleKind::Row,
+                                          cpu::ScaleKind::Block};
+          ASSERT_TRUE(cpu::bf16_gemm_covers(wd, kinds[sk]));
           const Tensor y = linear(x, w, b, sc);
           std::vector<double> want, mag;
           reference(x.to(DType::BFloat16), w, b, sc, want, mag);
@@ -264,23 +265,26 @@ TEST(Linear, Bf16GemmBf16WeightsInPlaceAndAtEdges) {
 // Many tokens on AMX (x as the tiles' A operand, W packed per panel): two
 // panels (N = 230 past one 192-row panel at K = 2100, whose last step is 20
 // wide), 17 token blocks (the last of 8 tokens), float32 x and y and bf16 x
-// and y (rounded once at the end), each weight type with row scales and a
-// bias. Exact to the double-precision product of bf16(x) and W within
-// float32 accumulation (and y's own rounding for bf16 y).
+// and y (rounded once at the end), each weight type with row scales (FP8
+// also with block scales, whose last block is 52 wide) and a bias. Exact to
+// the double-precision product of bf16(x) and W within float32 accumulation
+// (and y's own rounding for bf16 y).
 TEST(Linear, Bf16GemmManyTokensOverPanels) {
   const test::Bf16Gemm on(true);
   const test::AmxTiles unit(true);
   if (!cpu::amx_tiles_active()) GTEST_SKIP() << "no AMX-BF16 on this CPU (or KILN_SIMD_TARGET below AVX3)";
   const int64_t M = 520, N = 230, K = 2100;
   const Tensor x = randn_as({M, K}, DType::Float32, 41), b = randn_as({N}, DType::Float32, 42);
-  for (DType wd : {DType::BFloat16, DType::Float8_e4m3fn, DType::Float8_e5m2}) {
-    SCOPED_TRACE(name(wd));
-    const Tensor w = randn_as({N, K}, wd, 43), sc = make_scale(2, N, K);
-    std::vector<double> want, mag;
-    reference(x.to(DType::BFloat16), w, b, sc, want, mag);
-    test::expect_close(linear(x, w, b, sc), want, 0, 1e-30, &mag, 1e-5);
-    test::expect_close(linear(x.to(DType::BFloat16), w, b, sc), want, 0, 1e-30, &mag, 0x1p-8);
-  }
+  for (DType wd : {DType::BFloat16, DType::Float16, DType::Float8_e4m3fn, DType::Float8_e5m2})
+    for (int sk : {2, 3}) {
+      if (sk == 3 && (wd == DType::BFloat16 || wd == DType::Float16)) continue;
+      SCOPED_TRACE(trace(wd, sk, M, N, K));
+      const Tensor w = randn_as({N, K}, wd, 43), sc = make_scale(sk, N, K);
+      std::vector<double> want, mag;
+      reference(x.to(DType::BFloat16), w, b, sc, want, mag);
+      test::expect_close(linear(x, w, b, sc), want, 0, 1e-30, &mag, 1e-5);
+      test::expect_close(linear(x.to(DType::BFloat16), w, b, sc), want, 0, 1e-30, &mag, 0x1p-8);
+    }
 }
 
 // Every FP8 code through the bf16 GEMM's conversion: W is diagonal with code
@@ -337,11 +341,11 @@ TEST(Linear, Bf16GemmNarrowActivationsAndOutputs) {
 }
 
 // With the bf16 GEMM on, what it does not take stays exact to float32: f32
-// and f16 weights, FP8 block scales; and bf16 activations lose nothing to it.
+// weights; and bf16 activations lose nothing to it.
 TEST(Linear, Bf16GemmLeavesOtherProductsExact) {
   const test::Bf16Gemm on(true);
-  for (DType wd : {DType::Float32, DType::Float16, DType::Float8_e4m3fn}) {
-    const int sk = wd == DType::Float8_e4m3fn ? 3 : 0;
+  for (DType wd : {DType::Float32}) {
+    const int sk = 0;
     SCOPED_TRACE(trace(wd, sk, 40, 150, 300));
     check_linear(randn_as({40, 300}, DType::Float32, 17), randn_as({150, 300}, wd, 18), Tensor(),
                  make_scale(sk, 150, 300));
@@ -354,9 +358,9 @@ TEST(Linear, Bf16GemmLeavesOtherProductsExact) {
 }
 
 // NaN codes and infinities in the bf16 GEMM: an e4m3fn NaN code (either sign)
-// makes its row NaN, an e5m2 infinity its row infinite (or NaN against a zero
-// x), and an infinite activation its token's outputs; the other outputs stay
-// exact to bf16(x).
+// makes its row NaN, an e5m2 or f16 infinity its row infinite (or NaN
+// against a zero x), and an infinite activation its token's outputs; the
+// other outputs stay exact to bf16(x).
 TEST(Linear, Bf16GemmNanCodesAndInfinities) {
   const test::Bf16Gemm on(true);
   if (!cpu::bf16_gemm_active()) GTEST_SKIP() << "no AVX512-BF16 on this CPU (or KILN_SIMD_TARGET below AVX3)";
@@ -365,13 +369,18 @@ TEST(Linear, Bf16GemmNanCodesAndInfinities) {
     SCOPED_TRACE(amx ? "AMX tiles" : "AVX512-BF16");
     const int64_t M = 20, N = 30, K = 70;
     Tensor x = randn_as({M, K}, DType::Float32, 22);
-    for (DType wd : {DType::Float8_e4m3fn, DType::Float8_e5m2}) {
+    for (DType wd : {DType::Float8_e4m3fn, DType::Float8_e5m2, DType::Float16}) {
       SCOPED_TRACE(name(wd));
       Tensor w = randn_as({N, K}, wd, 23);
-      uint8_t* codes = static_cast<uint8_t*>(w.data_ptr());
       const bool e4m3 = wd == DType::Float8_e4m3fn;
-      codes[3 * K + 5] = e4m3 ? 0x7F : 0x7C;    // row 3: NaN / +inf
-      codes[11 * K + 69] = e4m3 ? 0xFF : 0xFE;  // row 11: NaN / NaN
+      if (wd == DType::Float16) {  // row 3: +inf (its lo part zero, not NaN); row 11: NaN
+        static_cast<uint16_t*>(w.data_ptr())[3 * K + 5] = 0x7C00;
+        static_cast<uint16_t*>(w.data_ptr())[11 * K + 69] = 0x7E00;
+      } else {
+        uint8_t* codes = static_cast<uint8_t*>(w.data_ptr());
+        codes[3 * K + 5] = e4m3 ? 0x7F : 0x7C;    // row 3: NaN / +inf
+        codes[11 * K + 69] = e4m3 ? 0xFF : 0xFE;  // row 11: NaN / NaN
+      }
       const Tensor y = linear(x, w);
       std::vector<double> want, mag;
       reference(x.to(DType::BFloat16), w, Tensor(), Tensor(), want, mag);
@@ -393,6 +402,35 @@ TEST(Linear, Bf16GemmNanCodesAndInfinities) {
     const auto yv = dvals(linear(x, w));
     for (int64_t n = 0; n < N; ++n) EXPECT_EQ(yv[size_t(4 * N + n)], INFINITY) << n;
     EXPECT_TRUE(std::isfinite(yv[size_t(5 * N)]));
+  }
+}
+
+// f16 weights over their whole finite range (every exponent, subnormals,
+// +-65504) through the bf16 GEMM's hi + lo parts: exact to the
+// double-precision product of bf16(x) and W within float32 accumulation on
+// each unit, few tokens and many.
+TEST(Linear, Bf16GemmF16WeightsOverTheirRange) {
+  const test::Bf16Gemm on(true);
+  if (!cpu::bf16_gemm_active()) GTEST_SKIP() << "no AVX512-BF16 on this CPU (or KILN_SIMD_TARGET below AVX3)";
+  const int64_t N = 70, K = 1030;
+  std::vector<uint16_t> bits(size_t(N * K));
+  uint32_t state = 12345u;
+  for (uint16_t& b : bits) {
+    state = state * 1664525u + 1013904223u;
+    b = uint16_t(state >> 16);
+    if ((b & 0x7C00) == 0x7C00) b &= 0xFBFF;  // inf / NaN exponent: one below it
+  }
+  bits[0] = 0x7BFF, bits[1] = 0xFBFF, bits[2] = 0x0001, bits[3] = 0x83FF;  // +-65504, subnormals
+  const Tensor w = from_buffer_copy(bits.data(), {N, K}, DType::Float16);
+  for (const bool amx : test::amx_settings()) {
+    const test::AmxTiles unit(amx);
+    for (int64_t M : {9, 40, 600}) {
+      SCOPED_TRACE(std::string(amx ? "AMX tiles" : "AVX512-BF16") + " M=" + std::to_string(M));
+      const Tensor x = randn_as({M, K}, DType::Float32, 44);
+      std::vector<double> want, mag;
+      reference(x.to(DType::BFloat16), w, Tensor(), Tensor(), want, mag);
+      test::expect_close(linear(x, w), want, 0, 1e-30, &mag, 1e-5);
+    }
   }
 }
 

@@ -76,9 +76,10 @@ def kernel_switch(allowed, allow, value):
 
 
 def rounds_x_to_bf16(m, wdt, kind):
-    # Past the matrix-vector rows (6), bf16/FP8 weights without block scales.
-    return (kiln.bf16_gemm_active() and m > 6 and kind != "block"
-            and wdt in ("bfloat16", "float8_e4m3fn", "float8_e5m2"))
+    # Past the matrix-vector rows (6), bf16, f16 and FP8 weights, every scale
+    # layout (f16 weights as hi + lo bf16 parts: exact to themselves).
+    return (kiln.bf16_gemm_active() and m > 6
+            and wdt in ("bfloat16", "float16", "float8_e4m3fn", "float8_e5m2"))
 
 
 @pytest.mark.parametrize("wdt", ["bfloat16", "float8_e4m3fn"])

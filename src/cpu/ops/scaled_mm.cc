@@ -61,6 +61,7 @@ void scaled_mm_kernel(const Tensor& a, const Tensor& b, const Tensor& sa, const 
     args.scale_kind = ScaleKind::Block;
     wscale = sb.t().contiguous();  // [nb, kb]
     args.scale_ld = kb;
+    args.x_exact = true;  // A * scale_a is no longer an FP8 (bf16) value
   }
   args.scale = wscale.data<float>();
   args.w = w.data_ptr();

@@ -91,10 +91,10 @@ Entry linear_entry(LinearCase lc, bool narrow) {
         if (lc.scale == LinearCase::PerBlock) v *= (*s)[size_t((n / 128) * blocks(K) + k / 128)];
       }
     // Past the matrix-vector rows, the AVX512-BF16 GEMM (where active) rounds
-    // x to bf16 for bf16 and FP8 weights without block scales.
-    const bool rounds_x = bf16_gemm_active() && M > kLinearGemvMaxRows && lc.scale != LinearCase::PerBlock &&
-                          (lc.w_dtype == DType::BFloat16 || lc.w_dtype == DType::Float8_e4m3fn ||
-                           lc.w_dtype == DType::Float8_e5m2);
+    // x to bf16 for bf16, f16 and FP8 weights, whatever their scales (a
+    // float32 entry's weight has the walk's dtype).
+    const DType wd = lc.w_dtype == DType::Float32 ? in.tensors[1].dtype() : lc.w_dtype;
+    const bool rounds_x = bf16_gemm_active() && M > kLinearGemvMaxRows && wd != DType::Float32;
     std::vector<double> x = in.values[0];
     if (rounds_x)
       for (double& v : x) v = stored(v, DType::BFloat16);
@@ -242,12 +242,13 @@ Entry grouped_entry(Form f, bool narrow) {
     if (f == Form::TwoThree || f == Form::TwoThreeFp8) {
       const int64_t T = sa[0], K = sa[1], N = sb[2];
       const std::vector<int32_t> ends = ends_of(T, G);
-      // FP8 groups past the matrix-vector rows take the bf16 GEMM (where
-      // active), which rounds x to bf16.
+      // FP8, f16 (and bf16, already bf16 x) groups past the matrix-vector
+      // rows take the bf16 GEMM (where active), which rounds x to bf16.
+      const DType wd = f == Form::TwoThreeFp8 ? DType::Float8_e4m3fn : in.tensors[1].dtype();
       auto rounds_x = [&](int64_t g) {
         const int64_t rows = ends[size_t(g)] - (g ? ends[size_t(g - 1)] : 0);
-        return f == Form::TwoThreeFp8 && bf16_gemm_active() &&
-               rows > cpu::grouped_gemv_max_rows(DType::Float8_e4m3fn, true);
+        return wd != DType::Float32 && bf16_gemm_active() &&
+               rows > cpu::grouped_gemv_max_rows(wd, f == Form::TwoThreeFp8);
       };
       y.assign(size_t(T * N), 0.0);
       for (int64_t g = 0; g < G; ++g)
