@@ -337,18 +337,18 @@ void prefill_vs_openblas(Ctx& c) {
 // Prefill rows (--prefill-rows, default 64, 512, 2048) over the decode shapes
 // (lm_head and products past 2^37 flops left out: seconds a call), for bf16
 // weights with bf16 x and y (the call torch's bf16 F.linear makes, its peer),
-// bf16 weights with float32 x, and FP8 (e4m3, row scales) with float32 x,
+// bf16 weights with float32 x, FP8 (e4m3, row scales) with float32 x, and
+// the kinds --prefill-dtypes adds (f16, fp8-block, ...: float32 x),
 // interleaved per shape. Each is reported in GFLOP/s and as a fraction of the
 // compute roof of the unit it runs on (AMX tiles, the AVX512-BF16 dot
 // product or the FMA peak), measured at the start of the run.
 void prefill_rows_cases(Ctx& c) {
   json peer_cases = json::array();
   const bench::ComputeRoof roof = bench::measure_compute_roof();
-  c.summary["compute_roof_gflops"] = {
-      {"fma_f32", roof.fma_f32_gflops},
-      {"bf16_dot", roof.bf16_dot_gflops},
-      {"amx_bf16", roof.amx_bf16_gflops},
-      {"threads", roof.threads}};
+  c.summary["compute_roof_gflops"] = {{"fma_f32", roof.fma_f32_gflops},
+                                      {"bf16_dot", roof.bf16_dot_gflops},
+                                      {"amx_bf16", roof.amx_bf16_gflops},
+                                      {"threads", roof.threads}};
   const bool bf16_unit = cpu::bf16_gemm_active(), amx = bf16_unit && cpu::amx_tiles_active();
   c.summary["bf16_gemm"] = amx         ? "AMX-BF16 tiles (x rounded to bf16)"
                            : bf16_unit ? "AVX512-BF16 (x rounded to bf16)"
@@ -362,7 +362,11 @@ void prefill_rows_cases(Ctx& c) {
   std::vector<int64_t> rows;
   for (const std::string& r : split(c.opt.prefill_rows)) rows.push_back(std::stoll(r));
   if (c.opt.quick) rows = {32};
-  std::map<int64_t, std::vector<double>> fp8_over_bf16;
+  std::vector<std::string> kinds = {"bf16-bf16x", "bf16", "fp8"};
+  for (const std::string& k : split(c.opt.prefill_dtypes))
+    if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
+  // Each kind's time over bf16's (float32 x), per M.
+  std::map<std::string, std::map<int64_t, std::vector<double>>> over_bf16;
   for (const int64_t M : rows)
     for (const json& sh : shapes) {
       const int64_t N = sh["N"], K = sh["K"];
@@ -371,18 +375,23 @@ void prefill_rows_cases(Ctx& c) {
       const std::string dims = " " + sh.value("model", "") + " " + sh.value("layer", "") +
                                " M=" + std::to_string(M) + " " + std::to_string(N) + "x" + std::to_string(K);
       const Tensor x = randn({M, K}), xb = x.to(DType::BFloat16);
-      const std::pair<Tensor, Tensor> wb = make_weight(weight_kind("bf16"), N, K);
-      const std::pair<Tensor, Tensor> w8 = make_weight(weight_kind("fp8"), N, K);
       Tensor y = empty({M, N}), yb = empty({M, N}, DType::BFloat16);
-      std::vector<bench::Runner::Latency> cases = {
-          {"prefill linear bf16-bf16x" + dims, [&] { linear_out(xb, wb.first, Tensor(), Tensor(), yb); }},
-          {"prefill linear bf16" + dims, [&] { linear_out(x, wb.first, Tensor(), Tensor(), y); }},
-          {"prefill linear fp8" + dims, [&] { linear_out(x, w8.first, Tensor(), w8.second, y); }}};
-      const char* kinds[] = {"bf16-bf16x", "bf16", "fp8"};
+      std::vector<std::pair<Tensor, Tensor>> ws;
+      for (const std::string& k : kinds) ws.push_back(make_weight(weight_kind(k), N, K));
+      std::vector<bench::Runner::Latency> cases;
+      for (size_t i = 0; i < kinds.size(); ++i) {
+        const bool narrow = weight_kind(kinds[i]).act == DType::BFloat16;
+        const Tensor &xi = narrow ? xb : x, &wi = ws[i].first, &si = ws[i].second;
+        Tensor& yi = narrow ? yb : y;
+        cases.push_back({"prefill linear " + kinds[i] + dims,
+                         [&xi, &wi, &si, &yi] { linear_out(xi, wi, Tensor(), si, yi); }});
+      }
       std::vector<bench::Result> rs = c.runner.latency_cases(cases, 1);
       for (size_t i = 0; i < rs.size(); ++i) {
         const double g = flops / rs[i].median_s / 1e9;
-        const double peak = amx ? roof.amx_bf16_gflops : bf16_unit ? roof.bf16_dot_gflops : roof.fma_f32_gflops;
+        const double peak = amx         ? roof.amx_bf16_gflops
+                            : bf16_unit ? roof.bf16_dot_gflops
+                                        : roof.fma_f32_gflops;
         rs[i].extra["kind"] = std::string("prefill-") + kinds[i];
         rs[i].extra["M"] = M;
         rs[i].extra["N"] = N;
@@ -391,12 +400,14 @@ void prefill_rows_cases(Ctx& c) {
         if (peak > 0) rs[i].extra["compute_roof_fraction"] = g / peak;
         record(c, rs[i]);
       }
-      fp8_over_bf16[M].push_back(rs[2].median_s / rs[1].median_s);
+      for (size_t i = 2; i < rs.size(); ++i)
+        over_bf16[kinds[i]][M].push_back(rs[i].median_s / rs[1].median_s);
       peer_cases.push_back(
           {{"name", rs[0].name}, {"N", N}, {"K", K}, {"M", M}, {"kind", "prefill-bf16"}, {"copies", 1}});
     }
-  for (auto& [M, v] : fp8_over_bf16)
-    c.summary["prefill_geomean_time_ratio_fp8_over_bf16"][std::to_string(M)] = geomean(v);
+  for (auto& [kind, per_m] : over_bf16)
+    for (auto& [M, v] : per_m)
+      c.summary["prefill_geomean_time_ratio_" + kind + "_over_bf16"][std::to_string(M)] = geomean(v);
   merge_torch_peer(c, peer_cases, "prefill_peer", "prefill_geomean_speedup_bf16_vs_torch",
                    [](const json& r) { return std::to_string(r["M"].get<int64_t>()); });
 }
@@ -508,6 +519,10 @@ Command add_one(CLI::App& bench, const std::string& what, const std::string& hel
       app->add_option("--prefill-rows", opt->prefill_rows,
                       "Rows (tokens) of the prefill cases over the decode shapes, comma-separated "
                       "(bf16 x/y beside torch's bf16 F.linear, bf16 and FP8 weights with float32 x)");
+    if (what == "linear")
+      app->add_option("--prefill-dtypes", opt->prefill_dtypes,
+                      "More weight kinds for the prefill cases, beside bf16-bf16x, bf16 and fp8 "
+                      "(e.g. f16,fp8-block): float32 x, each kind's time over bf16's in the summary");
   }
   if (what == "linear")
     app->add_option("--dtypes", opt->dtypes,

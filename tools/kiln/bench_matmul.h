@@ -19,6 +19,7 @@ struct MatOptions : bench::CommonOptions {
   std::string what;  // linear | scaled_mm | moe
   std::string cases, peer_python, dtypes = "f32,bf16,fp8";
   std::string prefill_rows = "64,512,2048";  // linear: M of the prefill cases over the decode shapes
+  std::string prefill_dtypes;                // linear: weight kinds the prefill cases add
   int threads = 0, limit = 0;
   bool no_prefill = false;
   bool exact_too = false;  // linear: also time bf16/FP8 cases with the dot kernel off
@@ -43,7 +44,7 @@ double mem_budget();
 struct WeightKind {
   std::string label;  // f32 | bf16 | bf16-bf16x | f16 | fp8 (e4m3, row scales) | fp8-block | fp8-tensor
   DType dtype;
-  int scale;  // 0 none, 1 tensor, 2 row, 3 block
+  int scale;                   // 0 none, 1 tensor, 2 row, 3 block
   DType act = DType::Float32;  // x and y of the decode cases
 };
 WeightKind weight_kind(const std::string& s);
