@@ -123,6 +123,33 @@ TEST(Tensor, CopyConvertsAndBroadcasts) {
   EXPECT_EQ(c.to(DType::Float64).select(0, 0).item<double>(), 2.5);
 }
 
+// A transposed matrix made contiguous (the blocked transpose of the copy
+// kernel): every element size, sizes around its 32 x 32 blocks, a batch dim
+// with its own stride, and a source whose columns lie further apart than
+// its rows are long. Checked against index arithmetic on the source.
+TEST(Tensor, TransposedCopiesMatchIndexArithmetic) {
+  for (DType d : {DType::Int8, DType::Int16, DType::Int32, DType::Int64})
+    for (int64_t R : {2, 31, 32, 33, 70})
+      for (int64_t C : {2, 32, 65}) {
+        // base[b][c][r + pad] = unique ids; src = base[..., :R] viewed as [B, R, C].
+        const int64_t B = 3, pad = 5, mod = d == DType::Int8 ? 101 : 1 << 14;
+        const Tensor base =
+            remainder(arange(0, B * C * (R + pad)), Scalar(mod)).reshape({B, C, R + pad}).to(d);
+        const Tensor src = base.slice(2, 0, R).transpose(1, 2).slice(0, 1, B);  // [B - 1, R, C]
+        const Tensor dst = src.contiguous();
+        ASSERT_TRUE(dst.is_contiguous());
+        const Tensor got = dst.to(DType::Int64), flat = base.to(DType::Int64).contiguous();
+        const int64_t* g = got.data<int64_t>();
+        const int64_t* f = flat.data<int64_t>();
+        int bad = 0;
+        for (int64_t b = 0; b < B - 1; ++b)
+          for (int64_t r = 0; r < R; ++r)
+            for (int64_t c = 0; c < C; ++c)
+              bad += g[(b * R + r) * C + c] != f[((b + 1) * C + c) * (R + pad) + r];
+        EXPECT_EQ(bad, 0) << name(d) << " R=" << R << " C=" << C;
+      }
+}
+
 TEST(Tensor, NarrowFloatsRoundTrip) {
   Tensor x = linspace(-500, 500, 1001);
   for (DType d : {DType::BFloat16, DType::Float16, DType::Float8_e4m3fn, DType::Float8_e5m2}) {

@@ -1,7 +1,11 @@
 // CPU kernels of copy and fill (core/copy_ops.h): contiguous same-dtype
 // copies are a threaded memcpy, contiguous conversions the vector converters
-// of core/convert.h, everything else a strided cast loop.
+// of core/convert.h, a transposed matrix (x.t().contiguous()) a blocked
+// transpose, everything else a strided cast loop.
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "core/cast.h"
 #include "core/convert.h"
@@ -34,6 +38,80 @@ void cast_loop(const StridedLoop& loop) {
   });
 }
 
+// One 32 x 32 block of a transposed copy: rows [r0, r0 + rn) and columns
+// [c0, c0 + cn) of dst (row length C) from src's columns (sc apart, each
+// contiguous along r). Read whole runs of src's columns into a buffer in L1,
+// then write whole runs of dst's rows from it: rows 2^k bytes apart share L1
+// sets, so writing or reading them an element at a time misses. (GCC's loop
+// interchange would turn the write loop round, making the stores to dst the
+// strided ones again.)
+#if defined(__GNUC__) && !defined(__clang__)
+#define KILN_NO_INTERCHANGE __attribute__((optimize("no-loop-interchange")))
+#else
+#define KILN_NO_INTERCHANGE
+#endif
+constexpr int64_t kTransposeBlock = 32;
+template <typename U>
+KILN_NO_INTERCHANGE void transpose_block(U* __restrict d, int64_t C, const U* __restrict s, int64_t sc,
+                                         int64_t r0, int64_t rn, int64_t c0, int64_t cn) {
+  U blk[kTransposeBlock][kTransposeBlock];  // blk[c][r]
+  for (int64_t c = 0; c < cn; ++c) std::memcpy(blk[c], s + (c0 + c) * sc + r0, size_t(rn) * sizeof(U));
+  for (int64_t r = 0; r < rn; ++r) {
+    U* __restrict row = d + (r0 + r) * C + c0;
+    for (int64_t c = 0; c < cn; ++c) row[c] = blk[c][r];
+  }
+}
+
+// dst [..., R, C] (contiguous) = src of the same dtype whose last two dims
+// are a transposed matrix (stride 1 along R), in 32 x 32 blocks, a band of
+// 32 rows of dst per task. The strided loop walks dst's rows and reads src a
+// line per element.
+template <typename U>
+void transpose_blocks(const Tensor& dst, const Tensor& src) {
+  const int64_t nd = dst.dim(), R = dst.size(nd - 2), C = dst.size(nd - 1), sc = src.stride(nd - 1);
+  const int64_t batches = R * C == 0 ? 0 : dst.numel() / (R * C);
+  constexpr int64_t kB = kTransposeBlock;
+  const int64_t rb = (R + kB - 1) / kB;
+  U* d = static_cast<U*>(dst.data_ptr());
+  const U* s = static_cast<const U*>(src.data_ptr());
+  parallel_for(0, batches * rb, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, C)),
+               [&](int64_t b0, int64_t b1) {
+                 for (int64_t t = b0; t < b1; ++t) {
+                   const int64_t bi = t / rb, r0 = (t % rb) * kB, rn = std::min(R - r0, kB);
+                   int64_t so = 0;  // src's offset of batch bi
+                   for (int64_t i = nd - 3, rest = bi; i >= 0; --i) {
+                     so += (rest % src.size(i)) * src.stride(i);
+                     rest /= src.size(i);
+                   }
+                   for (int64_t c0 = 0; c0 < C; c0 += kB)
+                     transpose_block(d + bi * R * C, C, s + so, sc, r0, rn, c0, std::min(C - c0, kB));
+                 }
+               });
+}
+
+bool copy_transposed(const Tensor& dst, const Tensor& src) {
+  const int64_t nd = dst.dim();
+  if (nd < 2 || src.dtype() != dst.dtype() || !dst.is_contiguous() || src.stride(nd - 2) != 1 ||
+      dst.size(nd - 2) < 2 || dst.size(nd - 1) < 2 || src.stride(nd - 1) < dst.size(nd - 2))
+    return false;
+  switch (dst.itemsize()) {
+    case 1:
+      transpose_blocks<uint8_t>(dst, src);
+      return true;
+    case 2:
+      transpose_blocks<uint16_t>(dst, src);
+      return true;
+    case 4:
+      transpose_blocks<uint32_t>(dst, src);
+      return true;
+    case 8:
+      transpose_blocks<uint64_t>(dst, src);
+      return true;
+    default:
+      return false;
+  }
+}
+
 // dst = src (same shape, no overlap), converting dtypes.
 void copy(const Tensor& dst, const Tensor& src) {
   const int64_t n = dst.numel();
@@ -52,6 +130,7 @@ void copy(const Tensor& dst, const Tensor& src) {
     }
     if (convert_contiguous(src.data_ptr(), src.dtype(), dst.data_ptr(), dst.dtype(), n)) return;
   }
+  if (copy_transposed(dst, src)) return;
   const Tensor* ops[2] = {&dst, &src};
   const StridedLoop loop = StridedLoop::make(dst.shape(), ops);
   dispatch<kAllSet>(dst.dtype(), "copy_", [&]<typename To>() {
