@@ -7,7 +7,8 @@
 // float32 FMAs on a Zen 5). Both round float32 activations to bf16 (to
 // nearest even: each product off by at most 2^-8 of itself, as torch's bf16
 // F.linear rounds them before its call); bf16 activations and FP8 inputs of
-// scaled_mm lose nothing, and the sums stay float32. Allowed by default on
+// scaled_mm lose nothing, and the sums stay float32. matmul / mm / bmm of
+// bf16 tensors past the matrix-vector rows take them too (nothing rounded). Allowed by default on
 // AMD CPUs with AVX512-BF16 and on CPUs with AMX; KILN_BF16_GEMM=on|off sets
 // the default, and allow_bf16_gemm(false) keeps every product exact to
 // float32.

@@ -45,7 +45,8 @@ bool bf16_gemm_active();
 // bf16_gemm_active() and weights of this dtype and scale layout.
 bool bf16_gemm_covers(DType w_dtype, ScaleKind scale_kind);
 // Whether gemm takes the product a on the bf16 GEMM: it covers W's dtype
-// and scale layout, and x need not stay exact (a.x_exact).
+// and scale layout, x need not stay exact (a.x_exact), and a k-major W
+// (a.w_kmajor) is bf16. Products it does not take must not be k-major.
 bool bf16_gemm_takes(DType w_dtype, const GemvArgs& a);
 // Packed x as uint32 bf16 pairs (no more words than gemm_packed_x_floats's
 // floats), and rows [n0, n1) of W on the calling thread.

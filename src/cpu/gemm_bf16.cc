@@ -104,7 +104,7 @@ bool bf16_gemm_covers(DType w_dtype, ScaleKind scale_kind) {
 }
 
 bool bf16_gemm_takes(DType w_dtype, const GemvArgs& a) {
-  return !a.x_exact && bf16_gemm_covers(w_dtype, a.scale_kind);
+  return !a.x_exact && (!a.w_kmajor || w_dtype == DType::BFloat16) && bf16_gemm_covers(w_dtype, a.scale_kind);
 }
 
 #ifdef KILN_BF16_GEMM_X86
@@ -165,6 +165,21 @@ KILN_BF16_GEMM_TARGET void widen_panel(const GemvArgs& a, int64_t n, int64_t row
                                        int64_t kc, uint32_t* __restrict wp, int64_t ldp = kKP,
                                        uint32_t* __restrict wlo = nullptr) {
   const int64_t kp_pad = (kc + 31) / 32 * 16;
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    if (a.w_kmajor) {
+      for (int64_t r0 = 0; r0 < rows; r0 += 16) {
+        const int64_t rn = std::min<int64_t>(16, rows - r0);
+        for (int64_t kp0 = 0; kp0 < kp_pad; kp0 += 16) {
+          __m512i v[16];
+          kmajor_pairs(a, n + r0, rn, k0 + 2 * kp0, k0 + kc, v);
+          transpose16(v);  // v[j]: row n + r0 + j's 16 pairs from kp0
+          for (int64_t j = 0; j < rn; ++j) _mm512_storeu_si512(wp + (r0 + j) * ldp + kp0, v[j]);
+        }
+      }
+      for (int64_t r = rows; r < rpad; ++r) std::fill(wp + r * ldp, wp + r * ldp + kp_pad, 0u);
+      return;
+    }
+  }
   for (int64_t r = 0; r < rows; ++r) {
     const T* __restrict src = static_cast<const T*>(a.w) + (n + r) * a.ldw + k0;
     uint16_t* __restrict d = reinterpret_cast<uint16_t*>(wp + r * ldp);
@@ -321,12 +336,13 @@ KILN_BF16_GEMM_TARGET void rows_nv(const GemvArgs& a, const uint32_t* __restrict
         // of whole 32-k steps (no copy: 1.25x at 64 tokens); the rows past
         // them (wp from row rw on), other weights and K tails go through the
         // bf16 panel.
-        const int64_t rw = Amx && std::is_same_v<T, bfloat16> && kc % 32 == 0 ? rows / 32 * 32 : 0;
+        const int64_t rw =
+            Amx && std::is_same_v<T, bfloat16> && !a.w_kmajor && kc % 32 == 0 ? rows / 32 * 32 : 0;
         if (!whole_k && rw < rows) widen_panel<T>(a, ng + rw, rows - rw, rpad - rw, k0, kc, wp, kKP, wlo);
         // The next panel's weights, prefetched while this one's tiles run.
         int64_t pn = ng, pk = k0 + kKC;
         if (pk >= a.K) pn += P, pk = 0;
-        const int64_t prows = pn < n1 ? std::min(P, n1 - pn) : 0;
+        const int64_t prows = pn < n1 && !a.w_kmajor ? std::min(P, n1 - pn) : 0;  // (rows of W only)
         const int64_t pbytes = std::min(kKC, a.K - pk) * int64_t(sizeof(T));
         auto prefetch_slice = [&](int64_t r0) {
           for (int64_t r = r0; r < std::min<int64_t>(r0 + mr, prows); ++r) {

@@ -72,6 +72,18 @@ KILN_BF16_GEMM_TARGET void pack_panel_vnni(const GemvArgs& a, int64_t n, int64_t
   constexpr int NVS = std::is_same_v<T, bfloat16> ? 1 : 2;
   constexpr int64_t adv = hi_lo ? 1 : NVS;  // steps per load
   const int64_t S = k_steps(a.K);
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    if (a.w_kmajor) {  // the B layout as W^T's rows lie, pairs of rows interleaved
+      for (int64_t g = 0; g < rpad / 16; ++g)
+        for (int64_t s = 0; s < S; ++s) {
+          __m512i v[16];
+          kmajor_pairs(a, n + 16 * g, std::max<int64_t>(0, rows - 16 * g), 32 * s, a.K, v);
+          uint32_t* __restrict d = wv + (g * S + s) * 256;
+          for (int i = 0; i < 16; ++i) _mm512_storeu_si512(d + 16 * i, v[i]);
+        }
+      return;
+    }
+  }
   for (int64_t g = 0; g < rpad / 16; ++g)
     for (int64_t s = 0; s < S; s += adv) {
       __m512i r[NVS][16];

@@ -103,6 +103,25 @@ KILN_BF16_GEMM_TARGET inline void add_block_cols(const GemvArgs& a, float* __res
   }
 }
 
+// A k-major bf16 W (GemvArgs::w_kmajor): v[i] = the 16 pairs (W(n + c, k0 +
+// 2i), W(n + c, k0 + 2i + 1)) for c < 16, i < 16; zero for c >= cols and for
+// k >= k_end. Two rows of W^T interleaved: tdpbf16ps's B layout as it is, and
+// the transpose of its A layout.
+KILN_BF16_GEMM_TARGET inline void kmajor_pairs(const GemvArgs& a, int64_t n, int64_t cols, int64_t k0,
+                                               int64_t k_end, __m512i* v) {
+  constexpr __mmask16 kAll = 0xFFFF;
+  const __mmask16 cm = __mmask16(cols >= 16 ? 0xFFFF : (1u << cols) - 1u);
+  const uint16_t* w = static_cast<const uint16_t*>(a.w) + n;
+  for (int64_t i = 0; i < 16; ++i) {
+    const int64_t k = k0 + 2 * i;
+    const __m256i e = k < k_end ? _mm256_maskz_loadu_epi16(cm, w + k * a.ldw) : _mm256_setzero_si256();
+    const __m256i o =
+        k + 1 < k_end ? _mm256_maskz_loadu_epi16(cm, w + (k + 1) * a.ldw) : _mm256_setzero_si256();
+    v[i] = _mm512_or_si512(_mm512_maskz_cvtepu16_epi32(kAll, e),
+                           _mm512_maskz_slli_epi32(kAll, _mm512_maskz_cvtepu16_epi32(kAll, o), 16));
+  }
+}
+
 // 32 f16 weights (w0 the first 16) as two bf16 vectors whose sum is each
 // weight exactly: hi its float32 value cut to bf16's 8 significant bits, lo
 // = w - hi (an f16 has 11 significant bits, so lo's at most 3 fit bf16; the

@@ -407,6 +407,8 @@ void gemm_packed_rows(DType w_dtype, const GemvArgs& a, const float* xp, int64_t
       }
     return;
   }
+  KILN_CHECK(!a.w_kmajor || bf16_gemm_takes(w_dtype, a), NotImplementedError,
+             "[gemm] a k-major W needs the bf16 GEMM and bf16 weights");
   if (bf16_gemm_takes(w_dtype, a))
     return gemm_bf16_rows(w_dtype, a, reinterpret_cast<const uint32_t*>(xp), n0, n1);
   HWY_DYNAMIC_DISPATCH(GemmPackedRows)(w_dtype, a, xp, n0, n1);

@@ -51,6 +51,10 @@ struct GemvArgs {
   int64_t scale_ld = 0;         // Block: blocks per scale row (ceil(K / 128))
   const float* bias = nullptr;  // [N] float32 or null
   bool accumulate = false;      // y += result (y must be float32)
+  // W given k-major, as the [K, N] matrix W^T: element (n, k) at w[k * ldw +
+  // n]. Only the bf16 GEMM takes it, for bf16 W (bf16_gemm_takes): matmul's
+  // row-major B, and the input gradient's W in a backward pass.
+  bool w_kmajor = false;
   // x's float32 values must be kept as they are: the bf16 GEMM, which
   // rounds x to bf16, declines (bf16_gemm_takes). scaled_mm's x with its
   // block scales folded in.

@@ -1,6 +1,8 @@
 // CPU kernels of matmul / mm / bmm (ops/registry/matmul.h): float32 and
 // float64 run OpenBLAS gemm per batch, the narrow floats compute in float32
-// and round once, integers accumulate exactly in int64 (wrapping like torch).
+// and round once (bf16 past the matrix-vector rows on the bf16 GEMM's units,
+// which compute the same way), integers accumulate exactly in int64
+// (wrapping like torch).
 // Also register_matmul_kernels(), which registers the whole family.
 #include <algorithm>
 #include <type_traits>
@@ -68,9 +70,42 @@ void int_mm(const Tensor& a, const Tensor& b, T* out) {
     }
 }
 
+// out [M, N] (contiguous bf16) = a @ b for bf16 a and b on the bf16 GEMM
+// (AMX tiles or AVX512-BF16; gemm.h), where it is active and M is past the
+// matrix-vector rows: the product of two bf16 values is exact in float32 and
+// the sums are float32, as the float32 path computes them (in another
+// order), at 3-6x its speed (4096 x 4096, 64-2048 rows, AMX). B is read
+// where it lies: row-major [K, N] as a k-major W (GemvArgs::w_kmajor), a
+// transposed view (x @ w.t()) as W's rows; any other layout is copied
+// row-major first. False: not taken.
+bool bf16_mm(const Tensor& a, const Tensor& b, const Tensor& out) {
+  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+  if (a.dtype() != DType::BFloat16 || b.dtype() != DType::BFloat16 || M <= kLinearGemvMaxRows || K == 0 ||
+      N == 0 || !bf16_gemm_covers(DType::BFloat16, ScaleKind::None))
+    return false;
+  const Tensor x = a.stride(1) == 1 && a.stride(0) >= K ? a : a.contiguous();
+  const bool w_rows = b.stride(0) == 1 && (N <= 1 || b.stride(1) >= K);  // b = W.t()
+  const Tensor w = w_rows ? b.t() : b.stride(1) == 1 && (K <= 1 || b.stride(0) >= N) ? b : b.contiguous();
+  GemvArgs g;
+  g.w = w.data_ptr();
+  g.w_kmajor = !w_rows;
+  g.ldw = w_rows ? (N > 1 ? w.stride(0) : K) : (K > 1 ? w.stride(0) : N);
+  g.N = N;
+  g.K = K;
+  g.x_bf16 = static_cast<const uint16_t*>(x.data_ptr());
+  g.ldx = x.stride(0);
+  g.M = M;
+  g.y = out.data_ptr();
+  g.ldy = N;
+  g.y_dtype = DType::BFloat16;
+  gemm(DType::BFloat16, g);
+  return true;
+}
+
 // out [M, N] contiguous of a's dtype = a @ b (2-D each).
 void mm_into(const Tensor& a, const Tensor& b, const Tensor& out) {
   const DType d = a.dtype();
+  if (bf16_mm(a, b, out)) return;
   if (d == DType::Float32) return gemm2d<float>(a, b, out.data<float>());
   if (d == DType::Float64) return gemm2d<double>(a, b, out.data<double>());
   if (d == DType::BFloat16 || d == DType::Float16) {
