@@ -132,6 +132,13 @@ for c in req["cases"]:
             x = torch.randn(M, K).to(torch.bfloat16)
             with torch.inference_mode():
                 t = timeit(lambda i: F.linear(x, w), 1, req["repeat"], req["warmup"])
+        elif kind == "prefill-matmul-bf16":
+            # x @ B for bf16 x and a row-major bf16 B [K, N].
+            M = c["M"]
+            b = torch.randn(K, N).to(torch.bfloat16)
+            x = torch.randn(M, K).to(torch.bfloat16)
+            with torch.inference_mode():
+                t = timeit(lambda i: torch.matmul(x, b), 1, req["repeat"], req["warmup"])
         elif kind == "fp8":
             w8 = torch.randn(N, K).to(torch.float8_e4m3fn)
             ws = [w8] + [w8.clone() for _ in range(copies - 1)]
@@ -334,6 +341,11 @@ void prefill_vs_openblas(Ctx& c) {
   c.summary["prefill_ratio_fp8_over_f32"] = t["linear fp8"] / t["linear f32"];
 }
 
+// bf16-matmul, a kind --prefill-dtypes may add: matmul of bf16 x and a
+// row-major bf16 B = W^T [K, N] (the layout of x @ W and of a backward pass's
+// input gradient), beside torch's bf16 matmul.
+constexpr const char* kMatmulKind = "bf16-matmul";
+
 // Prefill rows (--prefill-rows, default 64, 512, 2048) over the decode shapes
 // (lm_head and products past 2^37 flops left out: seconds a call), for bf16
 // weights with bf16 x and y (the call torch's bf16 F.linear makes, its peer),
@@ -343,7 +355,7 @@ void prefill_vs_openblas(Ctx& c) {
 // compute roof of the unit it runs on (AMX tiles, the AVX512-BF16 dot
 // product or the FMA peak), measured at the start of the run.
 void prefill_rows_cases(Ctx& c) {
-  json peer_cases = json::array();
+  json peer_cases = json::array(), mm_peer_cases = json::array();
   const bench::ComputeRoof roof = bench::measure_compute_roof();
   c.summary["compute_roof_gflops"] = {{"fma_f32", roof.fma_f32_gflops},
                                       {"bf16_dot", roof.bf16_dot_gflops},
@@ -377,9 +389,20 @@ void prefill_rows_cases(Ctx& c) {
       const Tensor x = randn({M, K}), xb = x.to(DType::BFloat16);
       Tensor y = empty({M, N}), yb = empty({M, N}, DType::BFloat16);
       std::vector<std::pair<Tensor, Tensor>> ws;
-      for (const std::string& k : kinds) ws.push_back(make_weight(weight_kind(k), N, K));
+      for (const std::string& k : kinds) {
+        if (k != kMatmulKind) {
+          ws.push_back(make_weight(weight_kind(k), N, K));
+          continue;
+        }
+        ws.push_back({make_weight(weight_kind("bf16"), N, K).first.t().contiguous(), Tensor()});
+      }
       std::vector<bench::Runner::Latency> cases;
       for (size_t i = 0; i < kinds.size(); ++i) {
+        if (kinds[i] == kMatmulKind) {
+          const Tensor& bi = ws[i].first;
+          cases.push_back({"prefill matmul " + kinds[i] + dims, [&xb, &bi, &yb] { yb = matmul(xb, bi); }});
+          continue;
+        }
         const bool narrow = weight_kind(kinds[i]).act == DType::BFloat16;
         const Tensor &xi = narrow ? xb : x, &wi = ws[i].first, &si = ws[i].second;
         Tensor& yi = narrow ? yb : y;
@@ -404,11 +427,21 @@ void prefill_rows_cases(Ctx& c) {
         over_bf16[kinds[i]][M].push_back(rs[i].median_s / rs[1].median_s);
       peer_cases.push_back(
           {{"name", rs[0].name}, {"N", N}, {"K", K}, {"M", M}, {"kind", "prefill-bf16"}, {"copies", 1}});
+      for (size_t i = 0; i < rs.size(); ++i)
+        if (kinds[i] == kMatmulKind)
+          mm_peer_cases.push_back({{"name", rs[i].name},
+                                   {"N", N},
+                                   {"K", K},
+                                   {"M", M},
+                                   {"kind", "prefill-matmul-bf16"},
+                                   {"copies", 1}});
     }
   for (auto& [kind, per_m] : over_bf16)
     for (auto& [M, v] : per_m)
       c.summary["prefill_geomean_time_ratio_" + kind + "_over_bf16"][std::to_string(M)] = geomean(v);
   merge_torch_peer(c, peer_cases, "prefill_peer", "prefill_geomean_speedup_bf16_vs_torch",
+                   [](const json& r) { return std::to_string(r["M"].get<int64_t>()); });
+  merge_torch_peer(c, mm_peer_cases, "prefill_matmul_peer", "prefill_geomean_speedup_bf16_matmul_vs_torch",
                    [](const json& r) { return std::to_string(r["M"].get<int64_t>()); });
 }
 
@@ -522,7 +555,8 @@ Command add_one(CLI::App& bench, const std::string& what, const std::string& hel
     if (what == "linear")
       app->add_option("--prefill-dtypes", opt->prefill_dtypes,
                       "More weight kinds for the prefill cases, beside bf16-bf16x, bf16 and fp8 "
-                      "(e.g. f16,fp8-block): float32 x, each kind's time over bf16's in the summary");
+                      "(e.g. f16,fp8-block): float32 x, each kind's time over bf16's in the summary; "
+                      "bf16-matmul: bf16 x @ a row-major bf16 [K, N], beside torch's matmul");
   }
   if (what == "linear")
     app->add_option("--dtypes", opt->dtypes,
