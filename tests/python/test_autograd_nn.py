@@ -360,6 +360,52 @@ def test_nll_loss_matches_cross_entropy_on_log_probabilities():
     np.testing.assert_allclose(grad_of(kx), want, rtol=1e-12)
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_1d_input_custom_ignore_and_float32(reduction):
+    # A 1-D input (no batch: class dim 0), int32 targets with ignore_index=2,
+    # float32 logits; and nll_loss with a weight.
+    x = RNG.standard_normal((6, 7)).astype(np.float32)
+    target = np.array([1, 2, 6, 0, 2, 3], np.int32)
+    weight = RNG.uniform(0.5, 2.0, 7)
+    want = np_cross_entropy(x.astype(np.float64), target, weight, 2, reduction, 0.1)
+    out = F.cross_entropy(kiln.tensor(x), kiln.tensor(target), kiln.tensor(weight.astype(np.float32)),
+                          ignore_index=2, reduction=reduction, label_smoothing=0.1)
+    assert out.dtype == kiln.float32
+    np.testing.assert_allclose(np.asarray(out), want, rtol=2e-6, atol=1e-6)
+    one = F.cross_entropy(leaf(x[0].astype(np.float64)), kiln.tensor(np.array(3)), reduction=reduction)
+    np.testing.assert_allclose(float(np.asarray(one)), -np_log_softmax(x[:1].astype(np.float64), 1)[0, 3],
+                               rtol=1e-12)
+    kx = leaf(np_log_softmax(x.astype(np.float64), 1))
+    nl = F.nll_loss(kx, kiln.tensor(target), kiln.tensor(weight), ignore_index=2, reduction=reduction)
+    np.testing.assert_allclose(np.asarray(nl), np_cross_entropy(x.astype(np.float64), target, weight, 2,
+                                                                reduction), rtol=1e-10, atol=1e-12)
+    g = RNG.standard_normal(np.shape(np.asarray(nl)))
+    nl.backward(kiln.tensor(np.asarray(g)))
+    scale = g if reduction == "none" else np.full(6, float(g))
+    if reduction == "mean":
+        scale = scale / sum(weight[t] for t in target if t != 2)
+    want_g = np.zeros((6, 7))
+    for i, t in enumerate(target):
+        if t != 2:
+            want_g[i, t] = -weight[t] * scale[i]
+    np.testing.assert_allclose(grad_of(kx), want_g, rtol=1e-10, atol=1e-12)
+
+
+def test_cross_entropy_builds_no_dense_target():
+    # Class indices: the forward holds log_softmax's output and little more (a
+    # one-hot target distribution would be another input-sized tensor).
+    x = kiln.tensor(RNG.standard_normal((512, 8192)).astype(np.float32))
+    x.requires_grad_(True)
+    target = kiln.tensor(RNG.integers(0, 8192, 512))
+    kiln.reset_peak_memory_stats()
+    base = kiln.memory_stats()["current_bytes"]
+    loss = F.cross_entropy(x, target, label_smoothing=0.1)
+    grew = kiln.memory_stats()["peak_bytes"] - base
+    assert grew < 1.3 * 512 * 8192 * 4, grew
+    loss.backward()
+    assert x.grad.shape == (512, 8192)
+
+
 def test_cross_entropy_rejects_out_of_range_targets():
     with pytest.raises(IndexError, match=r"^\[cross_entropy\]"):
         F.cross_entropy(kiln.tensor(np.zeros((2, 3))), kiln.tensor(np.array([0, 3])))
