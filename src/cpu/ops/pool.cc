@@ -43,43 +43,48 @@ void over_planes(const Tensor& t, const Tensor& out, int64_t planes, int64_t wor
 }
 
 // Calls f(o, st, en, pool) for each output cell o of a plane (row-major over
-// g.out), where [st, en) is the window clipped to the input and pool the
-// window's size with padding (avg_pool's count_include_pad count).
-template <typename F>
-void avg_windows(const PoolGeom& g, F&& f) {
+// g.out), where window(i, x, st, en, pool) sets dim i's [st, en) for output
+// index x and multiplies its size into pool.
+template <typename W, typename F>
+void for_windows(const PoolGeom& g, W&& window, F&& f) {
   int64_t o = 0;
   for (int64_t a = 0; a < g.out[0]; ++a)
     for (int64_t b = 0; b < g.out[1]; ++b)
       for (int64_t c = 0; c < g.out[2]; ++c, ++o) {
         const int64_t idx[3] = {a, b, c};
         int64_t st[3], en[3], pool = 1;
-        for (int i = 0; i < 3; ++i) {
-          st[i] = idx[i] * g.s[i] - g.p[i];
-          en[i] = std::min(st[i] + g.k[i], g.in[i] + g.p[i]);
-          pool *= en[i] - st[i];
-          st[i] = std::max<int64_t>(st[i], 0);
-          en[i] = std::min(en[i], g.in[i]);
-        }
+        for (int i = 0; i < 3; ++i) window(i, idx[i], st[i], en[i], pool);
         f(o, st, en, pool);
       }
 }
 
-// The same over the adaptive windows [floor(o*in/out), ceil((o+1)*in/out)).
+// The windows clipped to the input, pool their size with padding (avg_pool's
+// count_include_pad count).
+template <typename F>
+void avg_windows(const PoolGeom& g, F&& f) {
+  for_windows(
+      g,
+      [&g](int i, int64_t x, int64_t& st, int64_t& en, int64_t& pool) {
+        st = x * g.s[i] - g.p[i];
+        en = std::min(st + g.k[i], g.in[i] + g.p[i]);
+        pool *= en - st;
+        st = std::max<int64_t>(st, 0);
+        en = std::min(en, g.in[i]);
+      },
+      f);
+}
+
+// The adaptive windows [floor(o*in/out), ceil((o+1)*in/out)).
 template <typename F>
 void adaptive_windows(const PoolGeom& g, F&& f) {
-  int64_t o = 0;
-  for (int64_t a = 0; a < g.out[0]; ++a)
-    for (int64_t b = 0; b < g.out[1]; ++b)
-      for (int64_t c = 0; c < g.out[2]; ++c, ++o) {
-        const int64_t idx[3] = {a, b, c};
-        int64_t st[3], en[3], pool = 1;
-        for (int i = 0; i < 3; ++i) {
-          st[i] = idx[i] * g.in[i] / g.out[i];
-          en[i] = ((idx[i] + 1) * g.in[i] + g.out[i] - 1) / g.out[i];
-          pool *= en[i] - st[i];
-        }
-        f(o, st, en, pool);
-      }
+  for_windows(
+      g,
+      [&g](int i, int64_t x, int64_t& st, int64_t& en, int64_t& pool) {
+        st = x * g.in[i] / g.out[i];
+        en = ((x + 1) * g.in[i] + g.out[i] - 1) / g.out[i];
+        pool *= en - st;
+      },
+      f);
 }
 
 // Calls f(pos) for each flat in-plane position of the box [st, en).
