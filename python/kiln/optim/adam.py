@@ -29,31 +29,23 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            from .._grad_mode import enable_grad
-
-            with enable_grad():
-                loss = closure()
+        loss = self._closure_loss(closure)
         fn = getattr(_C, self._fn)
         with no_grad():
-            for g in self.param_groups:
+            for g, p in self._params_with_grad():
                 beta1, beta2 = g["betas"]
-                for p in g["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state[p]
-                    if not state:
-                        state["step"] = _C.tensor(0.0)
-                        state["exp_avg"] = _float32_state(p)
-                        state["exp_avg_sq"] = _float32_state(p)
-                        if g["amsgrad"]:
-                            state["max_exp_avg_sq"] = _float32_state(p)
-                    step = int(state["step"].item()) + 1
-                    state["step"] = _C.tensor(float(step))
-                    fn(p, p.grad, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"), step,
-                       float(g["lr"]), float(beta1), float(beta2), float(g["eps"]), float(g["weight_decay"]),
-                       bool(g["amsgrad"]), bool(g["maximize"]))
+                state = self.state[p]
+                if not state:
+                    state["step"] = _C.tensor(0.0)
+                    state["exp_avg"] = _float32_state(p)
+                    state["exp_avg_sq"] = _float32_state(p)
+                    if g["amsgrad"]:
+                        state["max_exp_avg_sq"] = _float32_state(p)
+                step = int(state["step"].item()) + 1
+                state["step"] = _C.tensor(float(step))
+                fn(p, p.grad, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"), step,
+                   float(g["lr"]), float(beta1), float(beta2), float(g["eps"]), float(g["weight_decay"]),
+                   bool(g["amsgrad"]), bool(g["maximize"]))
         return loss
 
 

@@ -84,6 +84,24 @@ class Optimizer:
     def step(self, closure=None):
         raise NotImplementedError
 
+
+    def _closure_loss(self, closure):
+        """closure's loss, evaluated with gradients on as torch's step(closure)
+        does; None without one."""
+        if closure is None:
+            return None
+        from .._grad_mode import enable_grad
+
+        with enable_grad():
+            return closure()
+
+    def _params_with_grad(self):
+        """(group, parameter) for every parameter that has a gradient."""
+        for g in self.param_groups:
+            for p in g["params"]:
+                if p.grad is not None:
+                    yield g, p
+
     def state_dict(self):
         """{'state': {index: {...}}, 'param_groups': [{..., 'params': [index, ...]}]}; parameters
         are numbered in param_groups order, as torch."""

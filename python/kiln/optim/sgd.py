@@ -22,25 +22,16 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            from .._grad_mode import enable_grad
-
-            with enable_grad():
-                loss = closure()
+        loss = self._closure_loss(closure)
         with no_grad():
-            for g in self.param_groups:
-                for p in g["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state[p]
-                    buf = state.get("momentum_buffer")
-                    first = buf is None
-                    if g["momentum"] != 0 and buf is None:
-                        buf = state["momentum_buffer"] = _float32_state(p)
-                    elif g["momentum"] == 0:
-                        state["momentum_buffer"] = None
-                    _C._optim_sgd_step(p, p.grad, buf, float(g["lr"]), float(g["momentum"]),
-                                       float(g["dampening"]), float(g["weight_decay"]), bool(g["nesterov"]),
-                                       bool(g["maximize"]), first)
+            for g, p in self._params_with_grad():
+                state = self.state[p]
+                buf = state.get("momentum_buffer")
+                first = buf is None
+                if g["momentum"] != 0 and buf is None:
+                    buf = state["momentum_buffer"] = _float32_state(p)
+                elif g["momentum"] == 0:
+                    state["momentum_buffer"] = None
+                _C._optim_sgd_step(p, p.grad, buf, float(g["lr"]), float(g["momentum"]), float(g["dampening"]),
+                                   float(g["weight_decay"]), bool(g["nesterov"]), bool(g["maximize"]), first)
         return loss
