@@ -140,10 +140,8 @@ Tensor class_loss(const Problem& p, const Tensor& input, const Tensor& logp, con
                  if (!n.needs(0)) return r;
                  Tensor d;
                  if (log_softmax_input) {
-                   Tensor s = a;
-                   if (b.defined())
-                     s = add(s, mul(b, w.defined() ? sum(w)
-                                                   : scalar_tensor(Scalar(double(p.C)), p.acc, a.device())));
+                   Tensor s = a;  // + b * sum_c w_c (C without a weight)
+                   if (b.defined()) s = add(s, w.defined() ? mul(b, sum(w)) : mul(b, Scalar(double(p.C))));
                    d = mul(exp(logp), s.unsqueeze(p.cdim));
                  } else {
                    d = zeros_like(logp);
