@@ -1,6 +1,6 @@
 // kiln.llm: load a language model, run it on token ids, generate text.
 //
-//   m = kiln.llm.load("model.gguf", dtype="fp8")
+//   m = kiln.llm.load("model.gguf", dtype="fp8")  # or "native": a GGUF file's blocks as stored
 //   for piece in m.generate("Once upon a time", max_tokens=32, temperature=0):
 //       print(piece, end="")
 //
@@ -285,7 +285,8 @@ void init_llm(nb::module_& m) {
         "Where the default model's GGUF is cached (whether or not it has been fetched yet).");
   m.def(
       "llm_load",
-      [](nb::handle path_arg, nb::handle dtype, nb::handle max_context, nb::handle kv_dtype, nb::handle adapter) {
+      [](nb::handle path_arg, nb::handle dtype, nb::handle max_context, nb::handle kv_dtype,
+         nb::handle adapter) {
         kiln::llm::LoadOptions o;
         o.weights = kiln::llm::weight_format_from_name(std::string(kiln::py::utf8(dtype, "llm", "dtype")));
         o.max_context = int_arg(max_context, "max_context", /*clamp=*/false);
@@ -313,7 +314,8 @@ void init_llm(nb::module_& m) {
       "(run on the base model it names) (None or \"default\": the "
       "default model, SmolLM2-135M-Instruct, fetched on first use). adapter: a LoRA adapter directory "
       "(PEFT's layout) merged into the weights at load. dtype: the linear weights "
-      "as fp8 (per-row e4m3fn), bf16 or f32. max_context: KV-cache positions (0: the length the model "
+      "as fp8 (per-row e4m3fn), native (a GGUF file's ggml blocks as stored, the rest as fp8), bf16 or f32. "
+      "max_context: KV-cache positions (0: the length the model "
       "was trained for, lowered to what fits in memory); one whose cache cannot fit in the memory "
       "available is a ValueError naming the bytes it needs.");
 }

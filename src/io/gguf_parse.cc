@@ -339,6 +339,12 @@ std::optional<DType> ggml_plain_dtype(GGMLType t) {
   }
 }
 
+std::optional<BlockType> ggml_block_type(GGMLType t) {
+  const GGMLTypeInfo* info = ggml_type_info(uint32_t(t));
+  if (!info || ggml_plain_dtype(t)) return std::nullopt;
+  return block_type_from_name(info->name);
+}
+
 GGUFHeader parse_gguf(const uint8_t* data, size_t size, const std::string& name) {
   Reader r(data, size, name);
   GGUFHeader h;

@@ -78,6 +78,11 @@ class LoraSource final : public TensorSource {
     return merged(n, base_->get_rows(n, r0, rows), it->second.second.narrow(0, r0, rows));
   }
   Shape shape_of(const std::string& n) const override { return base_->shape_of(n); }
+  std::optional<BlockType> block_type(const std::string& n) const override {
+    if (a_.factors.count(n)) return std::nullopt;  // merged: floats
+    return base_->block_type(n);
+  }
+  Tensor blocks(const std::string& n) const override { return base_->blocks(n); }
   bool dequantizes() const override { return base_->dequantizes(); }
   int64_t stored_bytes(const std::string& n) const override { return base_->stored_bytes(n); }
   int64_t total_bytes() const override { return base_->total_bytes(); }

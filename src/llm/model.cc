@@ -17,15 +17,18 @@ namespace kiln::llm {
 namespace fs = std::filesystem;
 
 WeightFormat weight_format_from_name(const std::string& name) {
+  if (name == "native") return WeightFormat::Native;
   if (name == "fp8" || name == "float8_e4m3fn") return WeightFormat::FP8;
   if (name == "bf16" || name == "bfloat16") return WeightFormat::BF16;
   if (name == "f32" || name == "float32") return WeightFormat::F32;
-  KILN_CHECK(false, ValueError, "[llm] unknown weight dtype '" << name << "' (fp8, bf16 or f32)");
+  KILN_CHECK(false, ValueError, "[llm] unknown weight dtype '" << name << "' (native, fp8, bf16 or f32)");
   return WeightFormat::FP8;
 }
 
 const char* weight_format_name(WeightFormat f) {
   switch (f) {
+    case WeightFormat::Native:
+      return "native";
     case WeightFormat::FP8:
       return "fp8";
     case WeightFormat::BF16:

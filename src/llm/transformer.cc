@@ -189,7 +189,7 @@ void Transformer::load_layer(WeightLoader& ld, int64_t l) {
   L.o = ld.linear(p + "self_attn.o_proj");
   L.qkv = fuse_rows({&L.q, &L.k, &L.v});
   KILN_CHECK(L.q.w.size(0) == Hq_ * D_ && L.k.w.size(0) == Hk_ * D_ && L.v.w.size(0) == Hk_ * D_ &&
-                 L.q.w.size(1) == H_ && L.o.w.size(0) == H_ && L.o.w.size(1) == Hq_ * D_,
+                 L.q.in_features() == H_ && L.o.w.size(0) == H_ && L.o.in_features() == Hq_ * D_,
              ValueError,
              "[llm] " << name_ << ": attention weights of layer " << l << " do not match the config");
   if (c.qk_norm || ld.has(p + "self_attn.q_norm.weight")) {
@@ -325,10 +325,10 @@ void Transformer::forward_chunk(const int32_t* ids, int64_t T, Tensor* logits_ou
   if (logits_out->size(0) == T) {
     Tensor xn = s_.xn.narrow(0, 0, T);
     rms_norm_out(x, final_norm_, cfg_.rms_norm_eps, xn);
-    linear_out(xn, head.w, head.bias, head.scale, *logits_out, head.codes, head.subnormals.get());
+    head.apply(xn, *logits_out);
   } else {  // the last token only: [1, V]
     rms_norm_out(x.narrow(0, T - 1, 1), final_norm_, cfg_.rms_norm_eps, s_.last);
-    linear_out(s_.last, head.w, head.bias, head.scale, *logits_out, head.codes, head.subnormals.get());
+    head.apply(s_.last, *logits_out);
   }
 }
 
@@ -342,14 +342,14 @@ void Transformer::attention(int64_t l, int64_t T) {
   // xn [T, H] -> q [T, Hq*D], k/v [T, Hk*D]
   if (T == 1 && L.qkv.defined()) {
     // Decode: one matrix-vector call; q/k/v are column ranges of its [1, N] output.
-    linear_out(xn, L.qkv.w, L.qkv.bias, L.qkv.scale, s_.qkv1, L.qkv.codes, L.qkv.subnormals.get());
+    L.qkv.apply(xn, s_.qkv1);
     q = s_.qkv1.narrow(1, 0, Hq_ * D_);
     k = s_.qkv1.narrow(1, Hq_ * D_, Hk_ * D_);
     v = s_.qkv1.narrow(1, (Hq_ + Hk_) * D_, Hk_ * D_);
   } else {
-    linear_out(xn, L.q.w, L.q.bias, L.q.scale, q, L.q.codes, L.q.subnormals.get());
-    linear_out(xn, L.k.w, L.k.bias, L.k.scale, k, L.k.codes, L.k.subnormals.get());
-    linear_out(xn, L.v.w, L.v.bias, L.v.scale, v, L.v.codes, L.v.subnormals.get());
+    L.q.apply(xn, q);
+    L.k.apply(xn, k);
+    L.v.apply(xn, v);
   }
   bytes_read_ += L.q.bytes() + L.k.bytes() + L.v.bytes() + int64_t(L.attn_norm.nbytes());
   const Tensor q3 = q.view({T, Hq_, D_}), k3 = k.view({T, Hk_, D_}), v3 = v.view({T, Hk_, D_});
@@ -382,7 +382,7 @@ void Transformer::attention(int64_t l, int64_t T) {
   scaled_dot_product_attention_out(q3.transpose(0, 1), cache_.keys(l).select(0, 0),
                                    cache_.values(l).select(0, 0), opt,
                                    attn.view({T, Hq_, D_}).transpose(0, 1));
-  linear_out(attn, L.o.w, L.o.bias, L.o.scale, tmp, L.o.codes, L.o.subnormals.get());
+  L.o.apply(attn, tmp);
   bytes_read_ += L.o.bytes();
   add_(x.data<float>(), tmp.data<float>(), T * H_);
 }
@@ -397,16 +397,15 @@ void Transformer::mlp(int64_t l, int64_t T) {
   rms_norm_out(x, L.mlp_norm, cfg_.rms_norm_eps, xn);
   if (T == 1 && L.gate_up.defined()) {
     Tensor gu = s_.gate_up1.narrow(1, 0, 2 * I);
-    linear_out(xn, L.gate_up.w, L.gate_up.bias, L.gate_up.scale, gu, L.gate_up.codes,
-               L.gate_up.subnormals.get());
+    L.gate_up.apply(xn, gu);
     g = gu.narrow(1, 0, I);
     u = gu.narrow(1, I, I);
   } else {
-    linear_out(xn, L.gate.w, L.gate.bias, L.gate.scale, g, L.gate.codes, L.gate.subnormals.get());
-    linear_out(xn, L.up.w, L.up.bias, L.up.scale, u, L.up.codes, L.up.subnormals.get());
+    L.gate.apply(xn, g);
+    L.up.apply(xn, u);
   }
   swiglu_out(g, u, a);
-  linear_out(a, L.down.w, L.down.bias, L.down.scale, tmp, L.down.codes, L.down.subnormals.get());
+  L.down.apply(a, tmp);
   bytes_read_ += L.gate.bytes() + L.up.bytes() + L.down.bytes() + int64_t(L.mlp_norm.nbytes());
   add_(x.data<float>(), tmp.data<float>(), T * H_);
 }
@@ -415,7 +414,8 @@ std::vector<std::pair<std::string, Tensor>> Transformer::named_weights() const {
   std::vector<std::pair<std::string, Tensor>> out;
   auto lin = [&](const std::string& p, const Linear& L) {
     if (!L.defined()) return;
-    out.emplace_back(p + ".weight", L.w);
+    // Blocks leave as float32: a checkpoint holds no ggml block types.
+    out.emplace_back(p + ".weight", L.blocks ? dequantize_blocks(L.w, *L.blocks) : L.w);
     if (L.scale.defined()) {
       const bool row = L.scale.numel() == L.w.size(0) && L.w.size(0) != 1;
       out.emplace_back(p + (row || L.scale.numel() == 1 ? ".weight_scale" : ".weight_scale_inv"),

@@ -10,6 +10,7 @@
 #include "kiln/io/gguf.h"
 #include "kiln/io/gguf_names.h"
 #include "kiln/io/safetensors.h"
+#include "kiln/linear.h"
 #include "kiln/quantize.h"
 
 namespace kiln::llm::detail {
@@ -19,6 +20,16 @@ int64_t Linear::bytes() const {
   for (const Tensor* t : {&w, &scale, &bias})
     if (t->defined()) b += int64_t(t->nbytes());
   return b;
+}
+
+void Linear::apply(const Tensor& x, const Tensor& out) const {
+  if (blocks) return block_linear_out(x, w, *blocks, bias, out);
+  linear_out(x, w, bias, scale, out, codes, subnormals.get());
+}
+
+Tensor TensorSource::blocks(const std::string& name) const {
+  KILN_CHECK(false, NotImplementedError, "[llm] " << describe() << " holds no blocks for " << name);
+  return Tensor();
 }
 
 Fp8Codes scanned_codes(const Tensor& w, bool owned) {
@@ -37,8 +48,9 @@ Linear fuse_rows(std::vector<Linear*> parts) {
   const Linear& a = *parts[0];
   for (const Linear* p : parts) {
     const bool row_scale = !p->scale.defined() || (p->scale.numel() == p->w.size(0) && p->w.size(0) > 1);
-    if (!p->owned || !row_scale || p->w.dtype() != a.w.dtype() || p->w.size(1) != a.w.size(1) ||
-        p->scale.defined() != a.scale.defined() || p->bias.defined() != a.bias.defined())
+    if (!p->owned || !row_scale || p->blocks != a.blocks || p->w.dtype() != a.w.dtype() ||
+        p->w.size(1) != a.w.size(1) || p->scale.defined() != a.scale.defined() ||
+        p->bias.defined() != a.bias.defined())
       return f;
     N += p->w.size(0);
   }
@@ -47,6 +59,7 @@ Linear fuse_rows(std::vector<Linear*> parts) {
   if (a.scale.defined()) f.scale = empty({N, 1}, DType::Float32);
   if (a.bias.defined()) f.bias = empty({N}, DType::Float32);
   f.owned = true;
+  f.blocks = a.blocks;
   f.codes = Fp8Codes::NoNan;
   for (const Linear* p : parts)
     if (p->codes != Fp8Codes::NoNan) f.codes = Fp8Codes::Unchecked;
@@ -122,6 +135,19 @@ class GGUFSource final : public TensorSource {
   }
   Shape shape_of(const std::string& n) const override { return f_.tensor_info(gguf_name(n)).shape; }
   bool dequantizes() const override { return true; }
+  std::optional<BlockType> block_type(const std::string& n) const override {
+    const auto& info = f_.tensor_info(gguf_name(n));
+    if (info.shape.size() != 2) return std::nullopt;
+    return io::ggml_block_type(info.type);
+  }
+  Tensor blocks(const std::string& n) const override {
+    const std::string& g = gguf_name(n);
+    KILN_CHECK(block_type(n).has_value(), ValueError,
+               "[llm] " << n << " is not a 2-D block-quantized tensor");
+    const Tensor raw = f_.raw(g);                                                        // [N, bytes per row]
+    if (auto heads = f_.qk_permute_heads(g)) return io::unpermute_qk_rows(raw, *heads);  // whole rows move
+    return raw;
+  }
   int64_t stored_bytes(const std::string& n) const override {
     auto it = names_.find(n);
     return it == names_.end() ? 0 : int64_t(f_.tensor_info(it->second).nbytes);
@@ -210,9 +236,9 @@ class MemorySource final : public TensorSource {
 bool same_storage(const Tensor& a, const Tensor& b) { return a.storage() == b.storage(); }
 
 DType linear_dtype(WeightFormat f) {
-  return f == WeightFormat::FP8    ? DType::Float8_e4m3fn
-         : f == WeightFormat::BF16 ? DType::BFloat16
-                                   : DType::Float32;
+  return f == WeightFormat::FP8 || f == WeightFormat::Native ? DType::Float8_e4m3fn
+         : f == WeightFormat::BF16                           ? DType::BFloat16
+                                                             : DType::Float32;
 }
 
 // Row scales [N] for a native FP8 weight [N, K] with its checkpoint scale, or
@@ -300,6 +326,22 @@ Tensor WeightLoader::embedding(const std::string& name) {
 
 Linear WeightLoader::linear(const std::string& prefix) {
   const std::string wn = prefix + ".weight";
+  if (opt_.weights == WeightFormat::Native) {
+    if (const std::optional<BlockType> bt = src_.block_type(wn)) {
+      // As stored: the blocks, copied out of the mapped file (whose pages are
+      // then dropped) so that q/k/v and gate/up can be fused into one weight.
+      Linear L;
+      L.w = src_.blocks(wn).contiguous().clone();
+      L.blocks = bt;
+      L.owned = true;
+      KILN_CHECK(block_scales_finite(L.w, *bt), ValueError,
+                 "[llm] " << wn << " (" << block_type_info(*bt).name << ") in " << src_.describe()
+                          << " has a NaN or infinite block scale; the file is damaged");
+      done(wn, true);
+      if (src_.contains(prefix + ".bias")) L.bias = f32(prefix + ".bias");
+      return L;
+    }
+  }
   if (src_.dequantizes()) {
     Linear L;
     L.w = convert_by_rows(wn, linear_dtype(opt_.weights), &L.scale);

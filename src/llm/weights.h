@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "kiln/block_quant.h"
 #include "kiln/io/model_config.h"
 #include "kiln/llm/model.h"
 #include "kiln/quantize.h"
@@ -42,6 +44,15 @@ class TensorSource {
   // than viewing stored bytes: converting such a tensor goes by get_rows, so
   // a float32 copy of a whole table is never held beside its result.
   virtual bool dequantizes() const { return false; }
+  // The block type `name` is stored in, when the source can hand out its
+  // blocks as they are (GGUF); nullopt otherwise.
+  virtual std::optional<BlockType> block_type(const std::string& name) const {
+    (void)name;
+    return std::nullopt;
+  }
+  // A 2-D tensor's blocks, uint8 [N, row bytes], in Hugging Face row order
+  // (zero-copy unless rows had to move); only where block_type(name) is set.
+  virtual Tensor blocks(const std::string& name) const;
   // The source's bytes for `name` (for progress), 0 when absent.
   virtual int64_t stored_bytes(const std::string& name) const = 0;
   virtual int64_t total_bytes() const = 0;
@@ -56,14 +67,24 @@ std::unique_ptr<TensorSource> safetensors_source(const std::string& path);
 std::unique_ptr<TensorSource> memory_source(std::vector<std::pair<std::string, Tensor>> tensors);
 
 // A linear layer as held: y = x @ (w * scale)^T + bias.
-// w: [N, K] f32 / bf16 / FP8; scale: undefined, [N, 1] per row, [] per tensor
+// w: [N, K] f32 / bf16 / FP8, or ggml blocks; scale: undefined, [N, 1] per row, [] per tensor
 // or [ceil(N/128), ceil(K/128)] per block (float32); bias: [N] float32 or undefined.
 struct Linear {
   Tensor w, scale, bias;
   bool owned = false;  // converted at load (not a view of the source's bytes)
   Fp8Codes codes = Fp8Codes::Unchecked;  // NoNan: an owned e4m3 weight scanned at load
   std::shared_ptr<const Fp8Subnormals> subnormals;  // of an owned e4m3 weight, listed at load
+  // Set when w holds ggml blocks as stored (uint8 [N, row bytes], see
+  // kiln/block_quant.h) rather than a float or FP8 matrix.
+  std::optional<BlockType> blocks;
   int64_t bytes() const;
+  // K: W's columns (for blocks, the elements its rows hold).
+  int64_t in_features() const {
+    return blocks ? w.size(1) / block_type_info(*blocks).block_bytes * block_type_info(*blocks).block_size
+                  : w.size(1);
+  }
+  // out = x @ W^T + bias, by the kernel for how W is held.
+  void apply(const Tensor& x, const Tensor& out) const;
   bool defined() const { return w.defined(); }
 };
 

@@ -228,3 +228,52 @@ def test_model_loads_as_its_dequantization(tmp_path, rng, qtype):
         want = np.asarray(kiln.llm.load(str(fpath), dtype=dtype).logits(ids))
         assert got.shape == (len(ids), V) and np.isfinite(got).all()
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("qtype", TYPES, ids=lambda q: q.name)
+def test_model_runs_blocks_natively_as_its_dequantization(tmp_path, rng, qtype):
+    # dtype="native": the blocks as stored (no FP8 copy), so the logits are
+    # the f32 dequantization's to float32 rounding, through the matrix-vector
+    # kernel (6 tokens) and the GEMM (13); Q/K rows un-permuted as blocks.
+    bs, ts = block_sizes(qtype)
+    quant, deq = {}, {}
+    for name, (n, k) in MATRICES.items():
+        raw = random_blocks(rng, qtype, n * k // bs, scale=rng.uniform(0.001, 0.01, n * k // bs))
+        quant[name] = raw.reshape(n, k // bs * ts)
+        deq[name] = reference(quant[name], qtype)
+    # The embedding table is held in bf16 under native (as under fp8): one of
+    # bf16 values, plain float32 in both files, makes the f32 model's the same.
+    emb = rng.standard_normal((V, H)).astype(np.float32)
+    emb = (emb.view(np.uint32) & 0xFFFF0000).view(np.float32)
+    quant["token_embd.weight"] = deq["token_embd.weight"] = emb
+    qpath, fpath = tmp_path / "q.gguf", tmp_path / "f.gguf"
+    write_model(qpath, quant, qtype)
+    write_model(fpath, deq, qtype)
+    native = kiln.llm.load(str(qpath), dtype="native")
+    assert native.dtype == "native"
+    ref = kiln.llm.load(str(fpath), dtype="f32")
+    for ids in ([1, 5, 9, 33, 70, 2], list(range(3, 16))):
+        got = np.asarray(native.logits(ids))
+        want = np.asarray(ref.logits(ids))
+        assert np.isfinite(got).all()
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+        native.reset()
+        ref.reset()
+    # A native load reads fewer bytes than the FP8 copy where blocks are smaller.
+    if ts / bs < 1.0:
+        assert native.weight_bytes < kiln.llm.load(str(qpath), dtype="fp8").weight_bytes
+
+
+def test_native_load_refuses_a_non_finite_block_scale(tmp_path, rng):
+    qtype = gguf.GGMLQuantizationType.Q4_K
+    bs, ts = block_sizes(qtype)
+    quant = {}
+    for name, (n, k) in MATRICES.items():
+        raw = random_blocks(rng, qtype, n * k // bs, scale=rng.uniform(0.001, 0.01, n * k // bs))
+        quant[name] = raw.reshape(n, k // bs * ts)
+    quant["blk.0.ffn_up.weight"][3, 0:2] = np.array([np.inf], dtype=np.float16).view(np.uint8)
+    path = tmp_path / "bad.gguf"
+    write_model(path, quant, qtype)
+    with pytest.raises(ValueError, match=r"ffn_up|up_proj.*non-finite|NaN or infinite block scale"):
+        kiln.llm.load(str(path), dtype="native")
+    kiln.llm.load(str(path), dtype="f32")  # dequantizing follows the reference (inf values), as before

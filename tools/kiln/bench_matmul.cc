@@ -478,6 +478,7 @@ int run_matmul(MatOptions opt) {
   Ctx c{opt, runner, results, summary};
   if (opt.what == "linear" || opt.what == "scaled_mm") {
     decode_cases(c, opt.what == "scaled_mm");
+    if (!opt.gguf_types.empty()) gguf_decode_cases(c);
     if (!opt.no_prefill) {
       if (opt.what == "scaled_mm") {
         prefill_scaled_mm(c);
@@ -563,6 +564,11 @@ Command add_one(CLI::App& bench, const std::string& what, const std::string& hel
                     "Weight kinds: f32,bf16,f16,fp8 (e4m3 row scales),fp8-tensor,fp8-block,fp8-e5m2, "
                     "and bf16-bf16x (bf16 weights, x and y: the call torch's F.linear makes with bf16 "
                     "tensors)");
+  if (what == "linear")
+    app->add_option(
+        "--gguf-types", opt->gguf_types,
+        "Also decode cases with weights held as ggml blocks (block_linear), comma-separated: "
+        "Q4_0,Q4_1,Q5_0,Q5_1,Q8_0,Q2_K,Q3_K,Q4_K,Q5_K,Q6_K,Q8_K,IQ4_NL,IQ4_XS (GB/s of block bytes)");
   if (what == "linear")
     app->add_flag(
         "--exact-too", opt->exact_too,

@@ -20,6 +20,7 @@ struct MatOptions : bench::CommonOptions {
   std::string cases, peer_python, dtypes = "f32,bf16,fp8";
   std::string prefill_rows = "64,512,2048";  // linear: M of the prefill cases over the decode shapes
   std::string prefill_dtypes;                // linear: weight kinds the prefill cases add
+  std::string gguf_types;                    // linear: ggml block types of the decode cases
   int threads = 0, limit = 0;
   bool no_prefill = false;
   bool exact_too = false;  // linear: also time bf16/FP8 cases with the dot kernel off
@@ -54,5 +55,8 @@ double geomean(const std::vector<double>& v);
 // One MoE layer per config and token count, with the PyTorch peers
 // (torch._grouped_mm, a per-expert F.linear loop) when --peer-python is given.
 void moe_cases(Ctx& c);
+
+// One-token block_linear per --gguf-types type over the decode shapes (bench_gguf.cc).
+void gguf_decode_cases(Ctx& c);
 
 }  // namespace kiln::cli::matbench

@@ -73,6 +73,8 @@ bool holds_a_model(const std::string& path) {
 int run_convert(ConvertFlags& c) {
   if (c.positional.empty()) throw UsageError("no OUT_DIR: expected [MODEL] OUT_DIR");
   if (c.positional.size() > 2) throw UsageError("too many arguments: expected [MODEL] OUT_DIR");
+  if (c.model.dtype == "native")
+    throw UsageError("--dtype native: safetensors hold no ggml blocks; convert to fp8, bf16 or f32");
   if (c.positional.size() == 2) {
     c.model.model = c.positional[0];
     c.out = c.positional[1];

@@ -23,10 +23,12 @@
 namespace kiln::cli {
 
 void add_model_flags(CLI::App& app, ModelFlags& f, bool with_quiet) {
-  app.add_option("--dtype", f.dtype,
-                 "Linear-layer weights while running: fp8 (per-row e4m3 at load; native FP8 checkpoints as "
-                 "they are), bf16 or f32 (an FP8 checkpoint's weights dequantized at load)")
-      ->check(CLI::IsMember({"fp8", "bf16", "f32"}))
+  app.add_option(
+         "--dtype", f.dtype,
+         "Linear-layer weights while running: fp8 (per-row e4m3 at load; native FP8 checkpoints as they "
+         "are), native (a GGUF file's Q4_K, Q8_0, ... blocks as stored, exact to the file; everything "
+         "else as fp8), bf16 or f32 (an FP8 checkpoint's weights dequantized at load)")
+      ->check(CLI::IsMember({"native", "fp8", "bf16", "f32"}))
       ->capture_default_str();
   app.add_option("--context", f.context,
                  "KV-cache positions (0: the length the model was trained for, lowered to what fits in "

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "kiln/block_quant.h"
 #include "kiln/io/mapped_file.h"
 #include "kiln/tensor.h"
 
@@ -111,6 +112,9 @@ const std::string& ggml_dequantizable_type_names();
 // The kiln dtype a ggml type is stored as element-for-element (F32, F16, BF16,
 // F64, I8..I64), or nullopt for block-quantized types.
 std::optional<DType> ggml_plain_dtype(GGMLType t);
+// The block type kiln's kernels run a ggml type as (kiln/block_quant.h), or
+// nullopt for plain types and for block types kiln only dequantizes.
+std::optional<BlockType> ggml_block_type(GGMLType t);
 
 struct GGUFTensorInfo {
   std::string name;

@@ -133,6 +133,7 @@ void register_matmul_product_kernels() {
 
 void register_matmul_kernels() {
   register_linear_kernels();
+  register_block_linear_kernels();
   register_matmul_product_kernels();
   register_scaled_mm_kernels();
   register_grouped_mm_kernels();

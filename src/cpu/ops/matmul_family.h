@@ -9,6 +9,7 @@
 namespace kiln::cpu {
 
 void register_linear_kernels();
+void register_block_linear_kernels();
 void register_matmul_product_kernels();
 void register_scaled_mm_kernels();
 void register_grouped_mm_kernels();

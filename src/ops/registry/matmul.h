@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "kiln/block_quant.h"
 #include "kiln/quantize.h"
 #include "kiln/tensor.h"
 
@@ -23,6 +24,17 @@ inline constexpr int64_t kScaleBlock = 128;
 // of an FP8 w (kiln/quantize.h), subnormals checked against w's shape.
 using Linear = void(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& scale,
                     ScaleLayout layout, const Tensor& out, Fp8Codes codes, const Fp8Subnormals* subnormals);
+
+// Weights as ggml blocks (kiln/block_quant.h). blocks: uint8 [N, row bytes],
+// each row's bytes contiguous, for rows of K elements (whole blocks).
+//   block_linear: x [M, K], out [M, N] float32 contiguous; bias undefined or
+//     [N] float32 contiguous.
+//   dequantize_blocks: out [N, K] float32 contiguous.
+//   block_scales_finite: whether every block's scales are finite.
+using BlockLinear = void(const Tensor& x, const Tensor& blocks, BlockType type, const Tensor& bias,
+                         const Tensor& out);
+using DequantizeBlocks = void(const Tensor& blocks, BlockType type, const Tensor& out);
+using BlockScalesFinite = bool(const Tensor& blocks, BlockType type);
 
 // a: [M, K] or [B, M, K]; b: [K, N] (shared by every batch) or [B, K, N];
 // out: [M, N] / [B, M, N] contiguous; one dtype (float or integer) for all.
@@ -103,6 +115,9 @@ using MoeFfn = void(const Tensor& x, const Tensor& logits, const Tensor& gate_up
 
 #define KILN_OPS_MATMUL(X)                  \
   X(linear, Linear)                         \
+  X(block_linear, BlockLinear)              \
+  X(dequantize_blocks, DequantizeBlocks)    \
+  X(block_scales_finite, BlockScalesFinite) \
   X(matmul, Matmul)                         \
   X(mm, Matmul)                             \
   X(bmm, Matmul)                            \

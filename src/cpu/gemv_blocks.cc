@@ -1,0 +1,452 @@
+// The block kernels of gemv_blocks.h. Each weight row is split into
+// q [K] int8 and its group scales a, b [K / G] in thread-local buffers that
+// stay in L1 (4 KiB of q for K = 4096), then every activation row sums
+//   y = sum_g a_g * sum_{i in g} q_i x_i  +  sum_g b_g * xs_g
+// with xs_g = sum_{i in g} x_i computed once per call. q widens to float32
+// exactly; the products and sums are float32 as in the FMA kernels.
+#include "cpu/gemv_blocks.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/scratch.h"
+#include "cpu/block_split.h"
+#include "cpu/gemm.h"
+#include "kiln/float_types.h"
+#include "kiln/thread_pool.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "cpu/gemv_blocks.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace kiln::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// sum_i q_i x_i per group, scaled by a_g, over `groups` groups of G; four
+// groups at a time so the scaled sums run in four independent chains.
+template <int G>
+float ScaledGroupDot(const int8_t* q, const float* a, const float* x, int64_t groups) {
+  const hn::ScalableTag<float> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<int8_t, decltype(df)> d8;
+  const int64_t L = int64_t(hn::Lanes(df));
+  auto widen = [&](const int8_t* p) { return hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, p))); };
+  auto t0 = hn::Zero(df), t1 = hn::Zero(df), t2 = hn::Zero(df), t3 = hn::Zero(df);
+  int64_t g = 0;
+  for (; g + 4 <= groups; g += 4) {
+    const int8_t* qg = q + g * G;
+    const float* xg = x + g * G;
+    auto p0 = hn::Zero(df), p1 = hn::Zero(df), p2 = hn::Zero(df), p3 = hn::Zero(df);
+    for (int64_t k = 0; k < G; k += L) {
+      p0 = hn::MulAdd(widen(qg + k), hn::LoadU(df, xg + k), p0);
+      p1 = hn::MulAdd(widen(qg + G + k), hn::LoadU(df, xg + G + k), p1);
+      p2 = hn::MulAdd(widen(qg + 2 * G + k), hn::LoadU(df, xg + 2 * G + k), p2);
+      p3 = hn::MulAdd(widen(qg + 3 * G + k), hn::LoadU(df, xg + 3 * G + k), p3);
+    }
+    t0 = hn::MulAdd(p0, hn::Set(df, a[g]), t0);
+    t1 = hn::MulAdd(p1, hn::Set(df, a[g + 1]), t1);
+    t2 = hn::MulAdd(p2, hn::Set(df, a[g + 2]), t2);
+    t3 = hn::MulAdd(p3, hn::Set(df, a[g + 3]), t3);
+  }
+  for (; g < groups; ++g) {
+    auto p = hn::Zero(df);
+    for (int64_t k = 0; k < G; k += L) p = hn::MulAdd(widen(q + g * G + k), hn::LoadU(df, x + g * G + k), p);
+    t0 = hn::MulAdd(p, hn::Set(df, a[g]), t0);
+  }
+  return hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(t0, t1), hn::Add(t2, t3))));
+}
+
+// sum_i u_i v_i over n floats.
+float Dot(const float* u, const float* v, int64_t n) {
+  const hn::ScalableTag<float> df;
+  const int64_t L = int64_t(hn::Lanes(df));
+  auto s0 = hn::Zero(df), s1 = hn::Zero(df);
+  int64_t i = 0;
+  for (; i + 2 * L <= n; i += 2 * L) {
+    s0 = hn::MulAdd(hn::LoadU(df, u + i), hn::LoadU(df, v + i), s0);
+    s1 = hn::MulAdd(hn::LoadU(df, u + i + L), hn::LoadU(df, v + i + L), s1);
+  }
+  float s = hn::GetLane(hn::SumOfLanes(df, hn::Add(s0, s1)));
+  for (; i < n; ++i) s += u[i] * v[i];
+  return s;
+}
+
+// xs[m * groups + g] = sum of x row m's group g (G elements).
+void GroupSums(const float* x, int64_t ldx, int64_t M, int64_t K, int64_t G, float* xs) {
+  const hn::ScalableTag<float> df;
+  const int64_t L = int64_t(hn::Lanes(df));
+  const int64_t groups = K / G;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t g = 0; g < groups; ++g) {
+      const float* p = x + m * ldx + g * G;
+      auto s = hn::Zero(df);
+      for (int64_t k = 0; k < G; k += L) s = hn::Add(s, hn::LoadU(df, p + k));
+      xs[m * groups + g] = hn::GetLane(hn::SumOfLanes(df, s));
+    }
+}
+
+#if HWY_TARGET != HWY_SCALAR
+// n f16 scales, one every `stride` bytes from src, widened to float32 (exact)
+// by the F16C / AVX-512 conversion instead of a scalar decode per block.
+void F16Scales(const uint8_t* src, int64_t stride, int64_t n, float* out) {
+  const hn::ScalableTag<float> df;
+  const hn::Rebind<hwy::float16_t, decltype(df)> dh;
+  const int64_t L = int64_t(hn::Lanes(df));
+  HWY_ALIGN uint16_t h[64];
+  for (int64_t i0 = 0; i0 < n; i0 += 64) {
+    const int64_t c = std::min<int64_t>(64, n - i0);
+    for (int64_t i = 0; i < c; ++i) std::memcpy(&h[i], src + (i0 + i) * stride, 2);
+    int64_t i = 0;
+    for (; i + L <= c; i += L)
+      hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(h) + i)), df,
+                 out + i0 + i);
+    for (; i < c; ++i) out[i0 + i] = f16_bits_to_float(h[i]);
+  }
+}
+
+// The split of the commonest types with 16-byte vectors; the others are
+// split by the scalar code (block_split.cc), which gives the same q, a, b.
+bool SplitFast(BlockType t, const uint8_t* src, int64_t nb, int8_t* q, float* a, float* b) {
+  const hn::FixedTag<uint8_t, 16> d8;
+  const hn::FixedTag<int8_t, 16> di8;
+  const auto lo4 = hn::Set(d8, 0x0F);
+  auto nibbles = [&](const uint8_t* p, int8_t* lo, int8_t* hi, int bias) {
+    const auto v = hn::LoadU(d8, p);
+    const auto bv = hn::Set(di8, int8_t(bias));
+    hn::StoreU(hn::Sub(hn::BitCast(di8, hn::And(v, lo4)), bv), di8, lo);
+    hn::StoreU(hn::Sub(hn::BitCast(di8, hn::ShiftRight<4>(v)), bv), di8, hi);
+  };
+  const int64_t bytes = block_type_info(t).block_bytes;
+  switch (t) {
+    case BlockType::Q8_0:
+      F16Scales(src, bytes, nb, a);
+      for (int64_t i = 0; i < nb; ++i) std::memcpy(q + 32 * i, src + i * bytes + 2, 32);
+      return true;
+    case BlockType::Q4_0:
+      F16Scales(src, bytes, nb, a);
+      for (int64_t i = 0; i < nb; ++i) nibbles(src + i * bytes + 2, q + 32 * i, q + 32 * i + 16, 8);
+      return true;
+    case BlockType::Q4_1:
+      F16Scales(src, bytes, nb, a);
+      F16Scales(src + 2, bytes, nb, b);
+      for (int64_t i = 0; i < nb; ++i) nibbles(src + i * bytes + 4, q + 32 * i, q + 32 * i + 16, 0);
+      return true;
+    case BlockType::IQ4_NL: {
+      F16Scales(src, bytes, nb, a);
+      HWY_ALIGN static constexpr int8_t kLv[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                                   1,    13,   25,  38,  53,  69,  89,  113};
+      const auto lv = hn::Load(di8, kLv);
+      for (int64_t i = 0; i < nb; ++i) {
+        const auto v = hn::LoadU(d8, src + i * bytes + 2);
+        hn::StoreU(hn::TableLookupBytes(lv, hn::BitCast(di8, hn::And(v, lo4))), di8, q + 32 * i);
+        hn::StoreU(hn::TableLookupBytes(lv, hn::BitCast(di8, hn::ShiftRight<4>(v))), di8, q + 32 * i + 16);
+      }
+      return true;
+    }
+    case BlockType::Q4_K: {
+      HWY_ALIGN float d[64], dmin[64];
+      for (int64_t i0 = 0; i0 < nb; i0 += 64) {
+        const int64_t c = std::min<int64_t>(64, nb - i0);
+        F16Scales(src + i0 * bytes, bytes, c, d);
+        F16Scales(src + i0 * bytes + 2, bytes, c, dmin);
+        for (int64_t i = 0; i < c; ++i) {
+          const uint8_t* blk = src + (i0 + i) * bytes;
+          const uint8_t* s = blk + 4;
+          float* ag = a + (i0 + i) * 8;
+          float* bg = b + (i0 + i) * 8;
+          for (int g = 0; g < 8; ++g) {
+            const int sc = g < 4 ? s[g] & 63 : (s[g + 4] & 0x0F) | ((s[g - 4] >> 2) & 0x30);
+            const int m = g < 4 ? s[g + 4] & 63 : (s[g + 4] >> 4) | ((s[g] >> 2) & 0x30);
+            ag[g] = d[i] * float(sc);
+            bg[g] = -(dmin[i] * float(m));
+          }
+          int8_t* qb = q + (i0 + i) * 256;
+          for (int ch = 0; ch < 4; ++ch)
+            for (int h = 0; h < 2; ++h)
+              nibbles(blk + 16 + ch * 32 + h * 16, qb + ch * 64 + h * 16, qb + ch * 64 + 32 + h * 16, 0);
+        }
+      }
+      return true;
+    }
+    case BlockType::Q6_K: {
+      HWY_ALIGN float d[64];
+      const auto three = hn::Set(d8, 3);
+      const auto k32 = hn::Set(di8, 32);
+      for (int64_t i0 = 0; i0 < nb; i0 += 64) {
+        const int64_t c = std::min<int64_t>(64, nb - i0);
+        F16Scales(src + i0 * bytes + 208, bytes, c, d);
+        for (int64_t i = 0; i < c; ++i) {
+          const uint8_t* blk = src + (i0 + i) * bytes;
+          const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
+          for (int g = 0; g < 16; ++g) a[(i0 + i) * 16 + g] = d[i] * float(sc[g]);
+          int8_t* qb = q + (i0 + i) * 256;
+          for (int half = 0; half < 2; ++half)
+            for (int j = 0; j < 2; ++j) {
+              const uint8_t* l = blk + half * 64 + j * 16;
+              const auto la = hn::LoadU(d8, l), lb = hn::LoadU(d8, l + 32);
+              const auto h = hn::LoadU(d8, blk + 128 + half * 32 + j * 16);
+              auto put = [&](hn::Vec<decltype(d8)> low, hn::Vec<decltype(d8)> high2, int8_t* o) {
+                const auto v = hn::Or(low, hn::ShiftLeft<4>(hn::And(high2, three)));
+                hn::StoreU(hn::Sub(hn::BitCast(di8, v), k32), di8, o);
+              };
+              int8_t* o = qb + half * 128 + j * 16;
+              put(hn::And(la, lo4), h, o);
+              put(hn::And(lb, lo4), hn::ShiftRight<2>(h), o + 32);
+              put(hn::ShiftRight<4>(la), hn::ShiftRight<4>(h), o + 64);
+              put(hn::ShiftRight<4>(lb), hn::ShiftRight<6>(h), o + 96);
+            }
+        }
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+#endif
+
+#if HWY_TARGET != HWY_SCALAR
+// Q4_0, Q4_1 and Q4_K: the matrix-vector kernel reads the nibbles straight
+// from the blocks (widen, mask or shift, convert: ~2x faster than splitting
+// them into q first); only the scales are split. Q4_0's q - 8 is summed as
+// q with the offset b = -8a.
+bool NibbleDirect(BlockType t) {
+  return t == BlockType::Q4_0 || t == BlockType::Q4_1 || t == BlockType::Q4_K;
+}
+
+void NibbleScales(BlockType t, const uint8_t* src, int64_t nb, float* a, float* b) {
+  const int64_t bytes = block_type_info(t).block_bytes;
+  if (t == BlockType::Q4_K) {
+    HWY_ALIGN float d[64], dmin[64];
+    for (int64_t i0 = 0; i0 < nb; i0 += 64) {
+      const int64_t c = std::min<int64_t>(64, nb - i0);
+      F16Scales(src + i0 * bytes, bytes, c, d);
+      F16Scales(src + i0 * bytes + 2, bytes, c, dmin);
+      for (int64_t i = 0; i < c; ++i) {
+        const uint8_t* s = src + (i0 + i) * bytes + 4;
+        for (int g = 0; g < 8; ++g) {
+          const int sc = g < 4 ? s[g] & 63 : (s[g + 4] & 0x0F) | ((s[g - 4] >> 2) & 0x30);
+          const int m = g < 4 ? s[g + 4] & 63 : (s[g + 4] >> 4) | ((s[g] >> 2) & 0x30);
+          a[(i0 + i) * 8 + g] = d[i] * float(sc);
+          b[(i0 + i) * 8 + g] = -(dmin[i] * float(m));
+        }
+      }
+    }
+    return;
+  }
+  F16Scales(src, bytes, nb, a);
+  if (t == BlockType::Q4_1) return F16Scales(src + 2, bytes, nb, b);
+  for (int64_t i = 0; i < nb; ++i) b[i] = -8.0f * a[i];
+}
+
+// sum_g a_g * sum_{i in g} q_i x_i with q the blocks' nibbles.
+float NibbleDot(BlockType t, const uint8_t* row, int64_t nb, const float* a, const float* x) {
+  const hn::ScalableTag<float> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<uint8_t, decltype(df)> d8;
+  const int64_t L = int64_t(hn::Lanes(df));
+  const auto lo4 = hn::Set(di, 15);
+  auto t0 = hn::Zero(df), t1 = hn::Zero(df), t2 = hn::Zero(df), t3 = hn::Zero(df);
+  // 16 * r bytes at p: low nibbles against x[0, 16r), high ones against xh.
+  auto run = [&](const uint8_t* p, const float* xl, const float* xh, int64_t n, auto& plo, auto& phi) {
+    for (int64_t k = 0; k < n; k += L) {
+      const auto v = hn::PromoteTo(di, hn::LoadU(d8, p + k));
+      plo = hn::MulAdd(hn::ConvertTo(df, hn::And(v, lo4)), hn::LoadU(df, xl + k), plo);
+      phi = hn::MulAdd(hn::ConvertTo(df, hn::ShiftRight<4>(v)), hn::LoadU(df, xh + k), phi);
+    }
+  };
+  if (t == BlockType::Q4_K) {
+    // Chunk c of a super-block: 32 bytes, low nibbles group 2c, high 2c + 1.
+    for (int64_t blk = 0; blk < nb; ++blk)
+      for (int c = 0; c < 4; c += 2) {
+        const uint8_t* p = row + blk * 144 + 16 + c * 32;
+        const float* xg = x + blk * 256 + c * 64;
+        auto p0 = hn::Zero(df), p1 = hn::Zero(df), p2 = hn::Zero(df), p3 = hn::Zero(df);
+        run(p, xg, xg + 32, 32, p0, p1);
+        run(p + 32, xg + 64, xg + 96, 32, p2, p3);
+        const float* ag = a + blk * 8 + c * 2;
+        t0 = hn::MulAdd(p0, hn::Set(df, ag[0]), t0);
+        t1 = hn::MulAdd(p1, hn::Set(df, ag[1]), t1);
+        t2 = hn::MulAdd(p2, hn::Set(df, ag[2]), t2);
+        t3 = hn::MulAdd(p3, hn::Set(df, ag[3]), t3);
+      }
+  } else {
+    // A block: 16 bytes, low nibbles elements 0-15, high ones 16-31.
+    const int64_t bytes = block_type_info(t).block_bytes, off = t == BlockType::Q4_0 ? 2 : 4;
+    int64_t blk = 0;
+    // One sum per block (low and high nibbles into the same accumulator),
+    // so each block costs one scaling FMA; two blocks in flight.
+    for (; blk + 2 <= nb; blk += 2) {
+      auto p0 = hn::Zero(df), p1 = hn::Zero(df);
+      run(row + blk * bytes + off, x + blk * 32, x + blk * 32 + 16, 16, p0, p0);
+      run(row + (blk + 1) * bytes + off, x + blk * 32 + 32, x + blk * 32 + 48, 16, p1, p1);
+      if (blk & 2) {
+        t0 = hn::MulAdd(p0, hn::Set(df, a[blk]), t0);
+        t1 = hn::MulAdd(p1, hn::Set(df, a[blk + 1]), t1);
+      } else {
+        t2 = hn::MulAdd(p0, hn::Set(df, a[blk]), t2);
+        t3 = hn::MulAdd(p1, hn::Set(df, a[blk + 1]), t3);
+      }
+    }
+    if (blk < nb) {
+      auto p0 = hn::Zero(df), p1 = hn::Zero(df);
+      run(row + blk * bytes + off, x + blk * 32, x + blk * 32 + 16, 16, p0, p1);
+      t0 = hn::MulAdd(hn::Add(p0, p1), hn::Set(df, a[blk]), t0);
+    }
+  }
+  return hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(t0, t1), hn::Add(t2, t3))));
+}
+#endif
+
+void Split(BlockType t, const uint8_t* src, int64_t nb, int8_t* q, float* a, float* b) {
+#if HWY_TARGET != HWY_SCALAR
+  if (SplitFast(t, src, nb, q, a, b)) return;
+#endif
+  split_blocks(t, src, nb, q, a, b);
+}
+
+// Buffers for one split row, grown as needed and kept by the thread.
+struct SplitRow {
+  std::vector<int8_t> q;
+  std::vector<float> a, b;
+  void fit(int64_t K, int64_t G) {
+    if (int64_t(q.size()) < K) q.resize(size_t(K));
+    if (int64_t(a.size()) < K / G) {
+      a.resize(size_t(K / G));
+      b.resize(size_t(K / G));
+    }
+  }
+};
+
+void BlockGemvRows(const BlockGemvArgs& a, const float* xs, int64_t n0, int64_t n1) {
+  thread_local SplitRow row;
+  const int64_t G = split_group(a.type), groups = a.K / G;
+  const int64_t nblocks = a.K / block_type_info(a.type).block_size;
+  const bool offset = split_has_offset(a.type);
+  row.fit(a.K, G);
+  const int64_t row_bytes = nblocks * block_type_info(a.type).block_bytes;
+  for (int64_t n = n0; n < n1; ++n) {
+    // The row after next into L2 meanwhile: one row alone leaves too few
+    // misses in flight to keep the memory bus busy.
+    if (n + 2 < n1)
+      for (int64_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(a.w + (n + 2) * a.ldw + o, 0, 2);
+#if HWY_TARGET != HWY_SCALAR
+    if (NibbleDirect(a.type)) {
+      const uint8_t* wr = a.w + n * a.ldw;
+      NibbleScales(a.type, wr, nblocks, row.a.data(), row.b.data());
+      for (int64_t m = 0; m < a.M; ++m) {
+        float s = NibbleDot(a.type, wr, nblocks, row.a.data(), a.x + m * a.ldx);
+        s += Dot(row.b.data(), xs + m * groups, groups);
+        a.y[m * a.ldy + n] = a.bias ? s + a.bias[n] : s;
+      }
+      continue;
+    }
+#endif
+    Split(a.type, a.w + n * a.ldw, nblocks, row.q.data(), row.a.data(), row.b.data());
+    for (int64_t m = 0; m < a.M; ++m) {
+      const float* x = a.x + m * a.ldx;
+      float s = G == 16 ? ScaledGroupDot<16>(row.q.data(), row.a.data(), x, groups)
+                        : ScaledGroupDot<32>(row.q.data(), row.a.data(), x, groups);
+      if (offset) s += Dot(row.b.data(), xs + m * groups, groups);
+      a.y[m * a.ldy + n] = a.bias ? s + a.bias[n] : s;
+    }
+  }
+}
+
+// out[n * K + i] = a[i / G] * q[i] (+ b[i / G]): two roundings, as the reference.
+void WidenRows(BlockType t, const uint8_t* w, int64_t ldw, int64_t K, int64_t n0, int64_t n1, float* out) {
+  thread_local SplitRow row;
+  const hn::ScalableTag<float> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<int8_t, decltype(df)> d8;
+  const int64_t L = int64_t(hn::Lanes(df));
+  const int64_t G = split_group(t), nblocks = K / block_type_info(t).block_size;
+  const bool offset = split_has_offset(t);
+  row.fit(K, G);
+  for (int64_t n = n0; n < n1; ++n) {
+    Split(t, w + n * ldw, nblocks, row.q.data(), row.a.data(), row.b.data());
+    float* o = out + (n - n0) * K;
+    for (int64_t g = 0; g < K / G; ++g) {
+      const auto sa = hn::Set(df, row.a[size_t(g)]);
+      const auto sb = hn::Set(df, offset ? row.b[size_t(g)] : 0.0f);
+      for (int64_t k = g * G; k < (g + 1) * G; k += L) {
+        auto v = hn::Mul(hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, row.q.data() + k))), sa);
+        if (offset) v = hn::Add(v, sb);
+        hn::StoreU(v, df, o + k);
+      }
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kiln::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace kiln::cpu {
+HWY_EXPORT(BlockGemvRows);
+HWY_EXPORT(GroupSums);
+HWY_EXPORT(WidenRows);
+
+void block_gemv(const BlockGemvArgs& a) {
+  if (a.N <= 0 || a.M <= 0) return;
+  thread_local std::vector<float> xs_buf;
+  const int64_t G = split_group(a.type);
+  const float* xs = nullptr;
+  if (split_has_offset(a.type) || a.type == BlockType::Q4_0) {  // Q4_0: the nibble kernel's offset
+    if (int64_t(xs_buf.size()) < a.M * (a.K / G)) xs_buf.resize(size_t(a.M * (a.K / G)));
+    HWY_DYNAMIC_DISPATCH(GroupSums)(a.x, a.ldx, a.M, a.K, G, xs_buf.data());
+    xs = xs_buf.data();
+  }
+  // Chunks of at least ~32 KiB of blocks, so a hand-off pays for itself.
+  const int64_t grain = std::max<int64_t>(8, (int64_t(32) << 10) / std::max<int64_t>(1, a.ldw));
+  parallel_for(0, a.N, grain, [&](int64_t n0, int64_t n1) {
+    HWY_DYNAMIC_DISPATCH(BlockGemvRows)(a, xs, n0, n1);
+  });
+}
+
+void dequantize_block_rows(BlockType t, const uint8_t* w, int64_t ldw, int64_t K, int64_t n0, int64_t n1,
+                           float* out) {
+  if (n1 <= n0 || K <= 0) return;
+  HWY_DYNAMIC_DISPATCH(WidenRows)(t, w, ldw, K, n0, n1, out);
+}
+
+void block_gemm(const BlockGemvArgs& a) {
+  if (a.N <= 0 || a.M <= 0) return;
+  GemvArgs g;
+  g.x = a.x;
+  g.ldx = a.ldx;
+  g.M = a.M;
+  g.K = a.K;
+  g.ldw = a.K;
+  g.ldy = a.ldy;
+  g.y_dtype = DType::Float32;
+  g.x_exact = true;
+  const ScratchBlock xbuf(size_t(gemm_packed_x_floats(DType::Float32, a.M, a.K)) * sizeof(float));
+  float* xp = xbuf.as<float>();
+  gemm_pack_x(DType::Float32, g, xp);
+  // Panels of ~1 MiB of float32 rows, a multiple of 16 rows.
+  const int64_t rows = std::max<int64_t>(16, ((int64_t(1) << 18) / std::max<int64_t>(1, a.K)) / 16 * 16);
+  const int64_t panels = (a.N + rows - 1) / rows;
+  parallel_for(0, panels, 1, [&](int64_t p0, int64_t p1) {
+    thread_local std::vector<float> panel;
+    if (int64_t(panel.size()) < rows * a.K) panel.resize(size_t(rows * a.K));
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t n0 = p * rows, n1 = std::min(a.N, n0 + rows);
+      HWY_DYNAMIC_DISPATCH(WidenRows)(a.type, a.w, a.ldw, a.K, n0, n1, panel.data());
+      GemvArgs h = g;
+      h.w = panel.data();
+      h.N = n1 - n0;
+      h.y = a.y + n0;
+      h.bias = a.bias ? a.bias + n0 : nullptr;
+      gemm_packed_rows(DType::Float32, h, xp, 0, n1 - n0);
+    }
+  });
+}
+
+}  // namespace kiln::cpu
+#endif
