@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""How far bf16 and FP8 greedy decoding follow float32, over a set of prompts.
+"""How far bf16, FP8 and native greedy decoding follow float32, over a set of prompts.
 
 For each prompt, every weight format decodes greedily from a fresh cache; the table gives the
-first token where bf16 / FP8 leave the float32 continuation (N = never within --tokens) and
+first token where bf16 / FP8 / native (a GGUF's blocks as stored; the same as fp8 for other
+models) leave the float32 continuation (N = never within --tokens) and
 float32's margin between its top two logits at that token (a small margin is a near-tie that
 any rounding can flip). The last lines count the prompts that agree all the way.
 
@@ -39,6 +40,8 @@ PROMPTS = [
     "The weather today is",
 ]
 
+FORMATS = ("bf16", "fp8", "native")
+
 
 def greedy(model, ids, n):
     """n greedy tokens after ids, and float32's top-2 margin at each step."""
@@ -70,31 +73,31 @@ def main():
         with open(a.prompts, encoding="utf-8") as f:
             prompts = [line.rstrip("\n") for line in f if line.strip()]
     kv = getattr(kiln, a.kv_dtype) if a.kv_dtype else None
-    models = {d: kiln.llm.load(a.model, dtype=d, kv_dtype=kv) for d in ("f32", "bf16", "fp8")}
+    models = {d: kiln.llm.load(a.model, dtype=d, kv_dtype=kv) for d in ("f32",) + FORMATS}
     rows = []
     for p in prompts:
         ids = models["f32"].tokenizer.encode(p)
         ref, margins = greedy(models["f32"], ids, a.tokens)
         row = {"prompt": p}
-        for d in ("bf16", "fp8"):
+        for d in FORMATS:
             got, _ = greedy(models[d], ids, a.tokens)
             first = next((i for i, (x, y) in enumerate(zip(ref, got)) if x != y), None)
             row[d] = {"first_difference": first,
                       "f32_top2_margin": None if first is None else margins[first]}
         rows.append(row)
-    summary = {d: sum(r[d]["first_difference"] is None for r in rows) for d in ("bf16", "fp8")}
+    summary = {d: sum(r[d]["first_difference"] is None for r in rows) for d in FORMATS}
     if a.json:
         print(json.dumps({"tokens": a.tokens, "kv_dtype": a.kv_dtype, "prompts": len(rows),
                           "agree_all_the_way": summary, "rows": rows}, indent=2))
         return
-    print(f"{'prompt':40s} {'bf16':>16s} {'fp8':>16s}   (first differing token, f32 top-2 margin)")
+    print(f"{'prompt':40s}" + "".join(f" {d:>16s}" for d in FORMATS) + "   (first differing token, f32 top-2 margin)")
     for r in rows:
         cells = []
-        for d in ("bf16", "fp8"):
+        for d in FORMATS:
             f = r[d]["first_difference"]
             cells.append(f"{'N':>4s}{'':8s}" if f is None else f"{f:4d} ({r[d]['f32_top2_margin']:5.2f})")
-        print(f"{r['prompt'][:40]:40s} {cells[0]:>16s} {cells[1]:>16s}")
-    for d in ("bf16", "fp8"):
+        print(f"{r['prompt'][:40]:40s}" + "".join(f" {c:>16s}" for c in cells))
+    for d in FORMATS:
         print(f"{d}: {summary[d]} of {len(rows)} prompts follow float32 for all {a.tokens} tokens")
 
 

@@ -28,8 +28,10 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // sum_i q_i x_i per group, scaled by a_g, over `groups` groups of G; four
 // groups at a time so the scaled sums run in four independent chains.
+// Group g's q at q + g * qs (qs = G for a split row, the block size in
+// bytes where q is read in place, as for Q8_0).
 template <int G>
-float ScaledGroupDot(const int8_t* q, const float* a, const float* x, int64_t groups) {
+float ScaledGroupDot(const int8_t* q, int64_t qs, const float* a, const float* x, int64_t groups) {
   const hn::ScalableTag<float> df;
   const hn::RebindToSigned<decltype(df)> di;
   const hn::Rebind<int8_t, decltype(df)> d8;
@@ -38,14 +40,14 @@ float ScaledGroupDot(const int8_t* q, const float* a, const float* x, int64_t gr
   auto t0 = hn::Zero(df), t1 = hn::Zero(df), t2 = hn::Zero(df), t3 = hn::Zero(df);
   int64_t g = 0;
   for (; g + 4 <= groups; g += 4) {
-    const int8_t* qg = q + g * G;
+    const int8_t* qg = q + g * qs;
     const float* xg = x + g * G;
     auto p0 = hn::Zero(df), p1 = hn::Zero(df), p2 = hn::Zero(df), p3 = hn::Zero(df);
     for (int64_t k = 0; k < G; k += L) {
       p0 = hn::MulAdd(widen(qg + k), hn::LoadU(df, xg + k), p0);
-      p1 = hn::MulAdd(widen(qg + G + k), hn::LoadU(df, xg + G + k), p1);
-      p2 = hn::MulAdd(widen(qg + 2 * G + k), hn::LoadU(df, xg + 2 * G + k), p2);
-      p3 = hn::MulAdd(widen(qg + 3 * G + k), hn::LoadU(df, xg + 3 * G + k), p3);
+      p1 = hn::MulAdd(widen(qg + qs + k), hn::LoadU(df, xg + G + k), p1);
+      p2 = hn::MulAdd(widen(qg + 2 * qs + k), hn::LoadU(df, xg + 2 * G + k), p2);
+      p3 = hn::MulAdd(widen(qg + 3 * qs + k), hn::LoadU(df, xg + 3 * G + k), p3);
     }
     t0 = hn::MulAdd(p0, hn::Set(df, a[g]), t0);
     t1 = hn::MulAdd(p1, hn::Set(df, a[g + 1]), t1);
@@ -54,7 +56,7 @@ float ScaledGroupDot(const int8_t* q, const float* a, const float* x, int64_t gr
   }
   for (; g < groups; ++g) {
     auto p = hn::Zero(df);
-    for (int64_t k = 0; k < G; k += L) p = hn::MulAdd(widen(q + g * G + k), hn::LoadU(df, x + g * G + k), p);
+    for (int64_t k = 0; k < G; k += L) p = hn::MulAdd(widen(q + g * qs + k), hn::LoadU(df, x + g * G + k), p);
     t0 = hn::MulAdd(p, hn::Set(df, a[g]), t0);
   }
   return hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(t0, t1), hn::Add(t2, t3))));
@@ -90,21 +92,33 @@ void GroupSums(const float* x, int64_t ldx, int64_t M, int64_t K, int64_t G, flo
 }
 
 #if HWY_TARGET != HWY_SCALAR
-// n f16 scales, one every `stride` bytes from src, widened to float32 (exact)
-// by the F16C / AVX-512 conversion instead of a scalar decode per block.
-void F16Scales(const uint8_t* src, int64_t stride, int64_t n, float* out) {
+// n f16 scales, one every `stride` bytes from src, widened to float32 (exact):
+// gathered as 32-bit words a vector at a time (the word from the scale on, or
+// for a scale in its block's last 2 bytes the word that ends with it, so no
+// read leaves the blocks), then converted by F16C / AVX-512.
+void F16Scales(const uint8_t* src, int64_t stride, int64_t n, float* out, bool at_block_end = false) {
   const hn::ScalableTag<float> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::RebindToUnsigned<decltype(di)> du;
+  const hn::Rebind<uint16_t, decltype(df)> du16;
   const hn::Rebind<hwy::float16_t, decltype(df)> dh;
   const int64_t L = int64_t(hn::Lanes(df));
-  HWY_ALIGN uint16_t h[64];
-  for (int64_t i0 = 0; i0 < n; i0 += 64) {
-    const int64_t c = std::min<int64_t>(64, n - i0);
-    for (int64_t i = 0; i < c; ++i) std::memcpy(&h[i], src + (i0 + i) * stride, 2);
-    int64_t i = 0;
-    for (; i + L <= c; i += L)
-      hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(h) + i)), df,
-                 out + i0 + i);
-    for (; i < c; ++i) out[i0 + i] = f16_bits_to_float(h[i]);
+  const uint8_t* base = src - (at_block_end ? 2 : 0);
+  auto convert = [&](const uint8_t* p, hn::Vec<decltype(di)> offsets) {
+    const auto w = hn::GatherOffset(di, reinterpret_cast<const int32_t*>(p), offsets);
+    const auto h = at_block_end ? hn::BitCast(di, hn::ShiftRight<16>(hn::BitCast(du, w)))
+                                : hn::And(w, hn::Set(di, 0xFFFF));
+    return hn::PromoteTo(df, hn::BitCast(dh, hn::DemoteTo(du16, h)));
+  };
+  const auto lanes = hn::Iota(di, 0);
+  const auto step = hn::Mul(lanes, hn::Set(di, int32_t(stride)));
+  int64_t i = 0;
+  for (; i + L <= n; i += L) hn::StoreU(convert(base + i * stride, step), df, out + i);
+  if (i < n) {  // the last few: lanes past n re-read the last scale
+    HWY_ALIGN float tail[hn::MaxLanes(df)];
+    const auto last = hn::Min(lanes, hn::Set(di, int32_t(n - i - 1)));
+    hn::Store(convert(base + i * stride, hn::Mul(last, hn::Set(di, int32_t(stride)))), df, tail);
+    std::memcpy(out + i, tail, size_t(n - i) * sizeof(float));
   }
 }
 
@@ -172,13 +186,71 @@ bool SplitFast(BlockType t, const uint8_t* src, int64_t nb, int8_t* q, float* a,
       }
       return true;
     }
+    case BlockType::IQ4_XS: {
+      HWY_ALIGN static constexpr int8_t kLv[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                                   1,    13,   25,  38,  53,  69,  89,  113};
+      const auto lv = hn::Load(di8, kLv);
+      HWY_ALIGN float d[64];
+      for (int64_t i0 = 0; i0 < nb; i0 += 64) {
+        const int64_t c = std::min<int64_t>(64, nb - i0);
+        F16Scales(src + i0 * bytes, bytes, c, d);
+        for (int64_t i = 0; i < c; ++i) {
+          const uint8_t* blk = src + (i0 + i) * bytes;
+          uint16_t sh;
+          std::memcpy(&sh, blk + 2, 2);
+          int8_t* qb = q + (i0 + i) * 256;
+          for (int g = 0; g < 8; ++g) {
+            const int lo = (blk[4 + (g >> 1)] >> (4 * (g & 1))) & 0x0F, hi = (sh >> (2 * g)) & 3;
+            a[(i0 + i) * 8 + g] = d[i] * float((lo | hi << 4) - 32);
+            const auto v = hn::LoadU(d8, blk + 8 + g * 16);
+            hn::StoreU(hn::TableLookupBytes(lv, hn::BitCast(di8, hn::And(v, lo4))), di8, qb + g * 32);
+            hn::StoreU(hn::TableLookupBytes(lv, hn::BitCast(di8, hn::ShiftRight<4>(v))), di8,
+                       qb + g * 32 + 16);
+          }
+        }
+      }
+      return true;
+    }
+    case BlockType::Q5_K: {
+      // Q4_K's nibbles, each with bit g of qh[l] (g: the element's group) as bit 4.
+      HWY_ALIGN float d[64], dmin[64];
+      const auto one = hn::Set(d8, 1);
+      for (int64_t i0 = 0; i0 < nb; i0 += 64) {
+        const int64_t c = std::min<int64_t>(64, nb - i0);
+        F16Scales(src + i0 * bytes, bytes, c, d);
+        F16Scales(src + i0 * bytes + 2, bytes, c, dmin);
+        for (int64_t i = 0; i < c; ++i) {
+          const uint8_t* blk = src + (i0 + i) * bytes;
+          const uint8_t* s = blk + 4;
+          for (int g = 0; g < 8; ++g) {
+            const int sc = g < 4 ? s[g] & 63 : (s[g + 4] & 0x0F) | ((s[g - 4] >> 2) & 0x30);
+            const int m = g < 4 ? s[g + 4] & 63 : (s[g + 4] >> 4) | ((s[g] >> 2) & 0x30);
+            a[(i0 + i) * 8 + g] = d[i] * float(sc);
+            b[(i0 + i) * 8 + g] = -(dmin[i] * float(m));
+          }
+          int8_t* qb = q + (i0 + i) * 256;
+          for (int h = 0; h < 2; ++h) {
+            auto qh = hn::LoadU(d8, blk + 16 + h * 16);
+            for (int ch = 0; ch < 4; ++ch, qh = hn::ShiftRight<2>(qh)) {
+              const auto v = hn::LoadU(d8, blk + 48 + ch * 32 + h * 16);
+              const auto lo = hn::Or(hn::And(v, lo4), hn::ShiftLeft<4>(hn::And(qh, one)));
+              const auto hi =
+                  hn::Or(hn::ShiftRight<4>(v), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<1>(qh), one)));
+              hn::StoreU(hn::BitCast(di8, lo), di8, qb + ch * 64 + h * 16);
+              hn::StoreU(hn::BitCast(di8, hi), di8, qb + ch * 64 + 32 + h * 16);
+            }
+          }
+        }
+      }
+      return true;
+    }
     case BlockType::Q6_K: {
       HWY_ALIGN float d[64];
       const auto three = hn::Set(d8, 3);
       const auto k32 = hn::Set(di8, 32);
       for (int64_t i0 = 0; i0 < nb; i0 += 64) {
         const int64_t c = std::min<int64_t>(64, nb - i0);
-        F16Scales(src + i0 * bytes + 208, bytes, c, d);
+        F16Scales(src + i0 * bytes + 208, bytes, c, d, true);
         for (int64_t i = 0; i < c; ++i) {
           const uint8_t* blk = src + (i0 + i) * bytes;
           const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
@@ -252,11 +324,23 @@ float NibbleDot(BlockType t, const uint8_t* row, int64_t nb, const float* a, con
   const auto lo4 = hn::Set(di, 15);
   auto t0 = hn::Zero(df), t1 = hn::Zero(df), t2 = hn::Zero(df), t3 = hn::Zero(df);
   // 16 * r bytes at p: low nibbles against x[0, 16r), high ones against xh.
+#if HWY_TARGET <= HWY_AVX3
+  // vpermps from the float table 0..15 reads only an index's low 4 bits: one
+  // uop for mask-and-convert (~10% of the kernel, which the vector ports bound).
+  const auto iota = hn::Iota(df, 0.0f);
+  auto low = [&](hn::Vec<decltype(di)> v) {
+    return hn::Vec<decltype(df)>{_mm512_permutexvar_ps(v.raw, iota.raw)};
+  };
+  auto high = [&](hn::Vec<decltype(di)> v) { return low(hn::ShiftRight<4>(v)); };
+#else
+  auto low = [&](hn::Vec<decltype(di)> v) { return hn::ConvertTo(df, hn::And(v, lo4)); };
+  auto high = [&](hn::Vec<decltype(di)> v) { return hn::ConvertTo(df, hn::ShiftRight<4>(v)); };
+#endif
   auto run = [&](const uint8_t* p, const float* xl, const float* xh, int64_t n, auto& plo, auto& phi) {
     for (int64_t k = 0; k < n; k += L) {
       const auto v = hn::PromoteTo(di, hn::LoadU(d8, p + k));
-      plo = hn::MulAdd(hn::ConvertTo(df, hn::And(v, lo4)), hn::LoadU(df, xl + k), plo);
-      phi = hn::MulAdd(hn::ConvertTo(df, hn::ShiftRight<4>(v)), hn::LoadU(df, xh + k), phi);
+      plo = hn::MulAdd(low(v), hn::LoadU(df, xl + k), plo);
+      phi = hn::MulAdd(high(v), hn::LoadU(df, xh + k), phi);
     }
   };
   if (t == BlockType::Q4_K) {
@@ -313,11 +397,12 @@ void Split(BlockType t, const uint8_t* src, int64_t nb, int8_t* q, float* a, flo
 struct SplitRow {
   std::vector<int8_t> q;
   std::vector<float> a, b;
-  void fit(int64_t K, int64_t G) {
+  // q for K elements; a and b for `groups` groups.
+  void fit(int64_t K, int64_t groups) {
     if (int64_t(q.size()) < K) q.resize(size_t(K));
-    if (int64_t(a.size()) < K / G) {
-      a.resize(size_t(K / G));
-      b.resize(size_t(K / G));
+    if (int64_t(a.size()) < groups) {
+      a.resize(size_t(groups));
+      b.resize(size_t(groups));
     }
   }
 };
@@ -326,31 +411,51 @@ void BlockGemvRows(const BlockGemvArgs& a, const float* xs, int64_t n0, int64_t 
   thread_local SplitRow row;
   const int64_t G = split_group(a.type), groups = a.K / G;
   const int64_t nblocks = a.K / block_type_info(a.type).block_size;
-  const bool offset = split_has_offset(a.type);
-  row.fit(a.K, G);
   const int64_t row_bytes = nblocks * block_type_info(a.type).block_bytes;
-  for (int64_t n = n0; n < n1; ++n) {
-    // The row after next into L2 meanwhile: one row alone leaves too few
-    // misses in flight to keep the memory bus busy.
-    if (n + 2 < n1)
-      for (int64_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(a.w + (n + 2) * a.ldw + o, 0, 2);
+  const bool offset = split_has_offset(a.type);
 #if HWY_TARGET != HWY_SCALAR
-    if (NibbleDirect(a.type)) {
-      const uint8_t* wr = a.w + n * a.ldw;
-      NibbleScales(a.type, wr, nblocks, row.a.data(), row.b.data());
-      for (int64_t m = 0; m < a.M; ++m) {
-        float s = NibbleDot(a.type, wr, nblocks, row.a.data(), a.x + m * a.ldx);
-        s += Dot(row.b.data(), xs + m * groups, groups);
-        a.y[m * a.ldy + n] = a.bias ? s + a.bias[n] : s;
+  if (a.type == BlockType::Q8_0 || NibbleDirect(a.type)) {
+    // The scales of a tile of rows in one pass where rows follow each other
+    // (a small model's rows of 576 elements are 18 blocks: per-row calls cost
+    // nearly as much as the sums), then the rows' sums from them.
+    // ~4 KiB of blocks a tile. In-process A/B (Emerald Rapids, 2 threads):
+    // 576-element Q4_1 rows 1.2x per-row scales; 16-32 KiB tiles lost 1.35x
+    // on 4096-element Q4_K rows (the sums re-read the tile from L2).
+    const int64_t tile = a.ldw == row_bytes ? std::max<int64_t>(1, 4096 / row_bytes) : 1;
+    row.fit(0, tile * groups);
+    for (int64_t n = n0; n < n1; n += tile) {
+      const int64_t rows = std::min(tile, n1 - n);
+      const uint8_t* w0 = a.w + n * a.ldw;
+      if (a.type == BlockType::Q8_0)
+        F16Scales(w0, 34, rows * nblocks, row.a.data());
+      else
+        NibbleScales(a.type, w0, rows * nblocks, row.a.data(), row.b.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        const uint8_t* wr = w0 + r * a.ldw;
+        const float* ar = row.a.data() + r * groups;
+        for (int64_t m = 0; m < a.M; ++m) {
+          const float* x = a.x + m * a.ldx;
+          float s;
+          if (a.type == BlockType::Q8_0) {  // int8 q read in place, 2 bytes into each 34-byte block
+            s = ScaledGroupDot<32>(reinterpret_cast<const int8_t*>(wr + 2), 34, ar, x, nblocks);
+          } else {
+            s = NibbleDot(a.type, wr, nblocks, ar, x);
+            s += Dot(row.b.data() + r * groups, xs + m * groups, groups);
+          }
+          a.y[m * a.ldy + n + r] = a.bias ? s + a.bias[n + r] : s;
+        }
       }
-      continue;
     }
+    return;
+  }
 #endif
+  row.fit(a.K, groups);
+  for (int64_t n = n0; n < n1; ++n) {
     Split(a.type, a.w + n * a.ldw, nblocks, row.q.data(), row.a.data(), row.b.data());
     for (int64_t m = 0; m < a.M; ++m) {
       const float* x = a.x + m * a.ldx;
-      float s = G == 16 ? ScaledGroupDot<16>(row.q.data(), row.a.data(), x, groups)
-                        : ScaledGroupDot<32>(row.q.data(), row.a.data(), x, groups);
+      float s = G == 16 ? ScaledGroupDot<16>(row.q.data(), 16, row.a.data(), x, groups)
+                        : ScaledGroupDot<32>(row.q.data(), 32, row.a.data(), x, groups);
       if (offset) s += Dot(row.b.data(), xs + m * groups, groups);
       a.y[m * a.ldy + n] = a.bias ? s + a.bias[n] : s;
     }
@@ -366,7 +471,7 @@ void WidenRows(BlockType t, const uint8_t* w, int64_t ldw, int64_t K, int64_t n0
   const int64_t L = int64_t(hn::Lanes(df));
   const int64_t G = split_group(t), nblocks = K / block_type_info(t).block_size;
   const bool offset = split_has_offset(t);
-  row.fit(K, G);
+  row.fit(K, K / G);
   for (int64_t n = n0; n < n1; ++n) {
     Split(t, w + n * ldw, nblocks, row.q.data(), row.a.data(), row.b.data());
     float* o = out + (n - n0) * K;

@@ -414,8 +414,8 @@ std::vector<std::pair<std::string, Tensor>> Transformer::named_weights() const {
   std::vector<std::pair<std::string, Tensor>> out;
   auto lin = [&](const std::string& p, const Linear& L) {
     if (!L.defined()) return;
-    // Blocks leave as float32: a checkpoint holds no ggml block types.
-    out.emplace_back(p + ".weight", L.blocks ? dequantize_blocks(L.w, *L.blocks) : L.w);
+    out.emplace_back(p + ".weight", L.w);
+    if (L.blocks) out.emplace_back(p + ".weight_block_type", full({}, double(int(*L.blocks)), DType::Int64));
     if (L.scale.defined()) {
       const bool row = L.scale.numel() == L.w.size(0) && L.w.size(0) != 1;
       out.emplace_back(p + (row || L.scale.numel() == 1 ? ".weight_scale" : ".weight_scale_inv"),

@@ -160,9 +160,15 @@ TEST(BlockLinear, ShapesDtypesAndBadInput) {
   EXPECT_EQ(yb.dtype(), DType::BFloat16);
   const Tensor ref = block_linear(x.to(DType::BFloat16).to(DType::Float32), b, t);
   EXPECT_TRUE(allclose(yb.to(DType::Float32), ref, 1e-2, 1e-2));
-  // A row view of the blocks (rows strided) gives those rows.
+  // A row view of the blocks gives those rows; rows further apart than their
+  // bytes (the first block of each two-block row) read as a copy of them.
   const Tensor y2 = block_linear(x, b.narrow(0, 1, 2), t);
   EXPECT_TRUE(equal(y2, y.narrow(-1, 1, 2)));
+  const Tensor two = random_blocks(t, 9, 512, 4);
+  const Tensor x9 = randn({9, 256}, DType::Float32, &g);
+  for (int64_t M : {1, 9})
+    EXPECT_TRUE(equal(block_linear(x9.narrow(0, 0, M), two.narrow(1, 0, 144), t),
+                      block_linear(x9.narrow(0, 0, M), two.narrow(1, 0, 144).contiguous(), t)));
   EXPECT_THROW(block_linear(randn({2, 255}, DType::Float32, &g), b, t), ValueError);
   EXPECT_THROW(block_linear(x, b.to(DType::Int8), t), TypeError);
   EXPECT_THROW(block_linear(x, b.narrow(1, 0, 100), t), ValueError);  // not whole blocks

@@ -108,8 +108,10 @@ ModelSpec resolve(const GenOptions& opt, const std::string& m) {
     s.kiln_path = opt.default_model.empty() ? llm::ensure_default_model() : opt.default_model;
     s.hf_path = s.kiln_path;  // transformers dequantizes the same Q4_1 GGUF
     s.dtypes = {"fp8", "bf16", "f32"};
+    // native runs the file's own Q4_1 blocks: llama.cpp runs the same file.
     s.llama = {{"fp8", dir + "/smollm2-135m-instruct.q8_0.gguf"},
-               {"bf16", dir + "/smollm2-135m-instruct.bf16.gguf"}};
+               {"bf16", dir + "/smollm2-135m-instruct.bf16.gguf"},
+               {"native", s.kiln_path}};
     s.hf_dtypes = {"bf16", "f32"};
   } else if (m == "moe") {
     const std::string base = dir + "/qwen3-30b-a3b-widths-L" + std::to_string(opt.moe_layers);
@@ -324,7 +326,8 @@ Command add_bench_generate(CLI::App& bench) {
   app->add_option("--models", opt->models,
                   "default (SmolLM2-135M), moe (synthetic Qwen3-30B-A3B widths) and/or model paths; "
                   "default: default moe");
-  app->add_option("--dtypes", opt->dtypes, "kiln weight formats to run (fp8 bf16 f32; default per model)");
+  app->add_option("--dtypes", opt->dtypes,
+                  "kiln weight formats to run (fp8 bf16 f32 native; default per model: fp8 bf16 f32)");
   app->add_option("--tokens", opt->tokens, "Tokens to decode per generation (default 64)")
       ->check(CLI::Range(1, 4096));
   app->add_option("--prompt-tokens", opt->prompt_tokens, "Prompt length in tokens (default 32)")

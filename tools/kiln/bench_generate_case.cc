@@ -9,12 +9,14 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bench/harness.h"
 #include "bench_generate.h"
 #include "kiln/allocator.h"
+#include "kiln/block_quant.h"
 #include "kiln/dtype.h"
 #include "kiln/linear.h"
 #include "kiln/llm/model.h"
@@ -120,6 +122,7 @@ json decode_split(const llm::Model& m, double per_token_s) {
   struct Call {
     std::string group;
     Tensor w, scale;
+    std::optional<BlockType> blocks;  // w holds ggml blocks (--dtype native)
   };
   std::vector<Call> calls;
   auto find = [&](const std::string& name) {
@@ -130,6 +133,13 @@ json decode_split(const llm::Model& m, double per_token_s) {
   for (const auto& [n, t] : named) {
     if (t.dim() < 2 || n == "model.embed_tokens.weight" || !n.ends_with(".weight")) continue;
     const std::string base = n.substr(0, n.size() - 7);
+    if (const Tensor bt = find(base + ".weight_block_type"); bt.defined()) {
+      calls.push_back({n.find("self_attn") != std::string::npos ? "attention linears"
+                       : n.rfind("lm_head", 0) == 0             ? "lm_head"
+                                                                : "mlp linears",
+                       t, Tensor(), BlockType(bt.item<int64_t>())});
+      continue;
+    }
     Tensor scale = find(base + ".weight_scale");
     if (!scale.defined()) scale = find(base + ".weight_scale_inv");
     if (t.dim() == 3) {  // stacked experts [E, N, K]: top_k of them
@@ -151,14 +161,17 @@ json decode_split(const llm::Model& m, double per_token_s) {
   std::vector<Fp8Codes> codes;
   std::vector<std::unique_ptr<Fp8Subnormals>> subnormals;
   for (const auto& cl : calls) {
-    codes.push_back(fp8_has_nan_code(cl.w) ? Fp8Codes::Unchecked : Fp8Codes::NoNan);
+    codes.push_back(cl.blocks || fp8_has_nan_code(cl.w) ? Fp8Codes::Unchecked : Fp8Codes::NoNan);
     subnormals.push_back(cl.w.dtype() == DType::Float8_e4m3fn
                              ? std::make_unique<Fp8Subnormals>(fp8_find_subnormals(cl.w))
                              : nullptr);
   }
   std::vector<Tensor> xs, ys;
   for (const auto& cl : calls) {
-    xs.push_back(full({1, cl.w.size(1)}, 0.01, DType::Float32));
+    const int64_t K = cl.blocks ? cl.w.size(1) / block_type_info(*cl.blocks).block_bytes *
+                                      block_type_info(*cl.blocks).block_size
+                                : cl.w.size(1);
+    xs.push_back(full({1, K}, 0.01, DType::Float32));
     ys.push_back(empty({1, cl.w.size(0)}));
   }
   json groups = json::object();
@@ -167,7 +180,10 @@ json decode_split(const llm::Model& m, double per_token_s) {
     std::map<std::string, double> t;
     for (size_t i = 0; i < calls.size(); ++i) {
       const double a = bench::now_s();
-      linear_out(xs[i], calls[i].w, Tensor(), calls[i].scale, ys[i], codes[i], subnormals[i].get());
+      if (calls[i].blocks)
+        block_linear_out(xs[i], calls[i].w, *calls[i].blocks, Tensor(), ys[i]);
+      else
+        linear_out(xs[i], calls[i].w, Tensor(), calls[i].scale, ys[i], codes[i], subnormals[i].get());
       t[calls[i].group] += bench::now_s() - a;
     }
     if (pass < 2) continue;  // the last pass is the one reported

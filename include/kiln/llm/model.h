@@ -168,7 +168,10 @@ class Model {
   // The weights as held, under Hugging Face names. An FP8 linear weight
   // "X.weight" [N, K] float8_e4m3fn comes with "X.weight_scale" [N, 1] float32
   // (compressed-tensors channel layout), so these tensors written to
-  // safetensors with a matching config load back without conversion.
+  // safetensors with a matching config load back without conversion. A
+  // weight held as ggml blocks (native) is "X.weight" uint8 [N, row bytes]
+  // with "X.weight_block_type", an int64 scalar (kiln::BlockType); no
+  // checkpoint format holds those, and from_tensors does not take them.
   virtual std::vector<std::pair<std::string, Tensor>> named_weights() const = 0;
 
  protected:
