@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/ggml_blocks.h"
 #include "kiln/float_types.h"
 
 namespace kiln::cpu {
@@ -32,7 +33,8 @@ inline float f16_at(const uint8_t* p) {
   return f16_bits_to_float(h);
 }
 
-constexpr int8_t kLevels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+using ggml::k4_scale_min;
+using ggml::kIQ4Levels;
 
 // Q4_0's nibble order: byte j holds elements j (low) and j + 16 (high).
 inline void nibbles32(const uint8_t* qs, int8_t* q, int bias) {
@@ -48,16 +50,6 @@ inline void q5_32(const uint8_t* qh_p, const uint8_t* qs, int8_t* q, int bias) {
   for (int j = 0; j < 16; ++j) {
     q[j] = int8_t(((qs[j] & 0x0F) | int((qh >> j) & 1) << 4) - bias);
     q[j + 16] = int8_t(((qs[j] >> 4) | int((qh >> (j + 16)) & 1) << 4) - bias);
-  }
-}
-
-inline void k4_scale_min(const uint8_t* s, int j, int& sc, int& m) {
-  if (j < 4) {
-    sc = s[j] & 63;
-    m = s[j + 4] & 63;
-  } else {
-    sc = (s[j + 4] & 0x0F) | ((s[j - 4] >> 2) & 0x30);
-    m = (s[j + 4] >> 4) | ((s[j] >> 2) & 0x30);
   }
 }
 
@@ -167,7 +159,7 @@ void split_blocks(BlockType t, const uint8_t* src, int64_t nblocks, int8_t* q, f
         a[i] = f16_at(src);
         nibbles32(src + 2, q, t == BlockType::Q4_0 ? 8 : 0);
         if (t == BlockType::IQ4_NL)
-          for (int j = 0; j < 32; ++j) q[j] = kLevels[q[j]];
+          for (int j = 0; j < 32; ++j) q[j] = kIQ4Levels[q[j]];
       }
       return;
     case BlockType::Q4_1:
@@ -216,7 +208,7 @@ void split_blocks(BlockType t, const uint8_t* src, int64_t nblocks, int8_t* q, f
           const int hi = (sh >> (2 * g)) & 3;
           a[g] = d * float((lo | hi << 4) - 32);
           nibbles32(src + 8 + g * 16, q + g * 32, 0);
-          for (int j = 0; j < 32; ++j) q[g * 32 + j] = kLevels[q[g * 32 + j]];
+          for (int j = 0; j < 32; ++j) q[g * 32 + j] = kIQ4Levels[q[g * 32 + j]];
         }
       }
       return;

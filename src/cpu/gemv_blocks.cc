@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/ggml_blocks.h"
 #include "core/scratch.h"
 #include "cpu/block_split.h"
 #include "cpu/gemm.h"
@@ -122,6 +123,23 @@ void F16Scales(const uint8_t* src, int64_t stride, int64_t n, float* out, bool a
   }
 }
 
+// Q4_K / Q5_K: a = d * sc and b = -(dmin * m) of each block's 8 groups.
+void K45Scales(const uint8_t* src, int64_t bytes, int64_t nb, float* a, float* b) {
+  HWY_ALIGN float d[64], dmin[64];
+  for (int64_t i0 = 0; i0 < nb; i0 += 64) {
+    const int64_t c = std::min<int64_t>(64, nb - i0);
+    F16Scales(src + i0 * bytes, bytes, c, d);
+    F16Scales(src + i0 * bytes + 2, bytes, c, dmin);
+    for (int64_t i = 0; i < c; ++i)
+      for (int g = 0; g < 8; ++g) {
+        int sc, m;
+        ggml::k4_scale_min(src + (i0 + i) * bytes + 4, g, sc, m);
+        a[(i0 + i) * 8 + g] = d[i] * float(sc);
+        b[(i0 + i) * 8 + g] = -(dmin[i] * float(m));
+      }
+  }
+}
+
 // The split of the commonest types with 16-byte vectors; the others are
 // split by the scalar code (block_split.cc), which gives the same q, a, b.
 bool SplitFast(BlockType t, const uint8_t* src, int64_t nb, int8_t* q, float* a, float* b) {
@@ -151,9 +169,7 @@ bool SplitFast(BlockType t, const uint8_t* src, int64_t nb, int8_t* q, float* a,
       return true;
     case BlockType::IQ4_NL: {
       F16Scales(src, bytes, nb, a);
-      HWY_ALIGN static constexpr int8_t kLv[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                                   1,    13,   25,  38,  53,  69,  89,  113};
-      const auto lv = hn::Load(di8, kLv);
+      const auto lv = hn::Load(di8, ggml::kIQ4Levels);
       for (int64_t i = 0; i < nb; ++i) {
         const auto v = hn::LoadU(d8, src + i * bytes + 2);
         hn::StoreU(hn::TableLookupBytes(lv, hn::BitCast(di8, hn::And(v, lo4))), di8, q + 32 * i);
@@ -161,35 +177,91 @@ bool SplitFast(BlockType t, const uint8_t* src, int64_t nb, int8_t* q, float* a,
       }
       return true;
     }
-    case BlockType::Q4_K: {
+    case BlockType::Q4_K:
+      K45Scales(src, bytes, nb, a, b);
+      for (int64_t i = 0; i < nb; ++i)
+        for (int ch = 0; ch < 4; ++ch)
+          for (int h = 0; h < 2; ++h) {
+            int8_t* qc = q + i * 256 + ch * 64 + h * 16;
+            nibbles(src + i * bytes + 16 + ch * 32 + h * 16, qc, qc + 32, 0);
+          }
+      return true;
+    case BlockType::Q5_0:
+    case BlockType::Q5_1: {
+      // Q4_0's nibbles with bit j of the u32 qh as element j's bit 4: each
+      // lane picks its qh byte, then tests its bit.
+      const bool one_scale = t == BlockType::Q5_0;
+      F16Scales(src, bytes, nb, a);
+      if (!one_scale) F16Scales(src + 2, bytes, nb, b);
+      HWY_ALIGN static constexpr uint8_t kSelLo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
+      HWY_ALIGN static constexpr uint8_t kSelHi[16] = {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
+      HWY_ALIGN static constexpr uint8_t kBit[16] = {1, 2, 4, 8, 16, 32, 64, 128,
+                                                     1, 2, 4, 8, 16, 32, 64, 128};
+      const auto sel_lo = hn::Load(d8, kSelLo), sel_hi = hn::Load(d8, kSelHi), bit = hn::Load(d8, kBit);
+      const auto b4 = hn::Set(d8, 16);
+      const auto bias = hn::Set(di8, int8_t(one_scale ? 16 : 0));
+      const int64_t qh_off = one_scale ? 2 : 4;
+      for (int64_t i = 0; i < nb; ++i) {
+        const uint8_t* blk = src + i * bytes;
+        const auto qh = hn::LoadU(d8, blk + qh_off);  // qh in bytes 0-3 (16 bytes stay in the block)
+        const auto v = hn::LoadU(d8, blk + qh_off + 4);
+        const auto hl = hn::IfThenElseZero(hn::TestBit(hn::TableLookupBytes(qh, sel_lo), bit), b4);
+        const auto hh = hn::IfThenElseZero(hn::TestBit(hn::TableLookupBytes(qh, sel_hi), bit), b4);
+        hn::StoreU(hn::Sub(hn::BitCast(di8, hn::Or(hn::And(v, lo4), hl)), bias), di8, q + 32 * i);
+        hn::StoreU(hn::Sub(hn::BitCast(di8, hn::Or(hn::ShiftRight<4>(v), hh)), bias), di8, q + 32 * i + 16);
+      }
+      return true;
+    }
+    case BlockType::Q2_K:
+    case BlockType::Q3_K: {
+      // Element h*128 + s*32 + l: 2 bits of qs[h*32 + l] at bit 2s; Q3_K
+      // subtracts 4 where bit 4h + s of hmask[l] is clear.
+      const bool three = t == BlockType::Q3_K;
+      const int64_t qs_off = three ? 32 : 16;
       HWY_ALIGN float d[64], dmin[64];
+      const auto three_v = hn::Set(d8, 3);
+      const auto four = hn::Set(di8, 4);
       for (int64_t i0 = 0; i0 < nb; i0 += 64) {
         const int64_t c = std::min<int64_t>(64, nb - i0);
-        F16Scales(src + i0 * bytes, bytes, c, d);
-        F16Scales(src + i0 * bytes + 2, bytes, c, dmin);
+        F16Scales(src + i0 * bytes + (three ? 108 : 80), bytes, c, d, three);
+        if (!three) F16Scales(src + i0 * bytes + 82, bytes, c, dmin, true);
         for (int64_t i = 0; i < c; ++i) {
           const uint8_t* blk = src + (i0 + i) * bytes;
-          const uint8_t* s = blk + 4;
-          float* ag = a + (i0 + i) * 8;
-          float* bg = b + (i0 + i) * 8;
-          for (int g = 0; g < 8; ++g) {
-            const int sc = g < 4 ? s[g] & 63 : (s[g + 4] & 0x0F) | ((s[g - 4] >> 2) & 0x30);
-            const int m = g < 4 ? s[g + 4] & 63 : (s[g + 4] >> 4) | ((s[g] >> 2) & 0x30);
-            ag[g] = d[i] * float(sc);
-            bg[g] = -(dmin[i] * float(m));
+          float* ag = a + (i0 + i) * 16;
+          if (three) {
+            const uint8_t* sc = blk + 96;
+            for (int g = 0; g < 16; ++g) {
+              const int lo = (sc[g & 7] >> (4 * (g >> 3))) & 0x0F,
+                        hi = (sc[8 + (g & 3)] >> (2 * (g >> 2))) & 3;
+              ag[g] = d[i] * float((lo | hi << 4) - 32);
+            }
+          } else {
+            float* bg = b + (i0 + i) * 16;
+            for (int g = 0; g < 16; ++g) {
+              ag[g] = d[i] * float(blk[g] & 0x0F);
+              bg[g] = -(dmin[i] * float(blk[g] >> 4));
+            }
           }
           int8_t* qb = q + (i0 + i) * 256;
-          for (int ch = 0; ch < 4; ++ch)
-            for (int h = 0; h < 2; ++h)
-              nibbles(blk + 16 + ch * 32 + h * 16, qb + ch * 64 + h * 16, qb + ch * 64 + 32 + h * 16, 0);
+          for (int h = 0; h < 2; ++h)
+            for (int j = 0; j < 2; ++j) {
+              auto v = hn::LoadU(d8, blk + qs_off + h * 32 + j * 16);
+              const auto hm = three ? hn::LoadU(d8, blk + j * 16) : hn::Zero(d8);
+              for (int sh = 0; sh < 4; ++sh, v = hn::ShiftRight<2>(v)) {
+                auto qv = hn::BitCast(di8, hn::And(v, three_v));
+                if (three) {
+                  const auto set = hn::TestBit(hm, hn::Set(d8, uint8_t(1u << (4 * h + sh))));
+                  qv = hn::Sub(qv, hn::IfThenZeroElse(hn::RebindMask(di8, set), four));
+                }
+                hn::StoreU(qv, di8, qb + h * 128 + sh * 32 + j * 16);
+              }
+            }
         }
       }
       return true;
     }
     case BlockType::IQ4_XS: {
-      HWY_ALIGN static constexpr int8_t kLv[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                                   1,    13,   25,  38,  53,  69,  89,  113};
-      const auto lv = hn::Load(di8, kLv);
+      const auto lv = hn::Load(di8, ggml::kIQ4Levels);
       HWY_ALIGN float d[64];
       for (int64_t i0 = 0; i0 < nb; i0 += 64) {
         const int64_t c = std::min<int64_t>(64, nb - i0);
@@ -213,32 +285,20 @@ bool SplitFast(BlockType t, const uint8_t* src, int64_t nb, int8_t* q, float* a,
     }
     case BlockType::Q5_K: {
       // Q4_K's nibbles, each with bit g of qh[l] (g: the element's group) as bit 4.
-      HWY_ALIGN float d[64], dmin[64];
+      K45Scales(src, bytes, nb, a, b);
       const auto one = hn::Set(d8, 1);
-      for (int64_t i0 = 0; i0 < nb; i0 += 64) {
-        const int64_t c = std::min<int64_t>(64, nb - i0);
-        F16Scales(src + i0 * bytes, bytes, c, d);
-        F16Scales(src + i0 * bytes + 2, bytes, c, dmin);
-        for (int64_t i = 0; i < c; ++i) {
-          const uint8_t* blk = src + (i0 + i) * bytes;
-          const uint8_t* s = blk + 4;
-          for (int g = 0; g < 8; ++g) {
-            const int sc = g < 4 ? s[g] & 63 : (s[g + 4] & 0x0F) | ((s[g - 4] >> 2) & 0x30);
-            const int m = g < 4 ? s[g + 4] & 63 : (s[g + 4] >> 4) | ((s[g] >> 2) & 0x30);
-            a[(i0 + i) * 8 + g] = d[i] * float(sc);
-            b[(i0 + i) * 8 + g] = -(dmin[i] * float(m));
-          }
-          int8_t* qb = q + (i0 + i) * 256;
-          for (int h = 0; h < 2; ++h) {
-            auto qh = hn::LoadU(d8, blk + 16 + h * 16);
-            for (int ch = 0; ch < 4; ++ch, qh = hn::ShiftRight<2>(qh)) {
-              const auto v = hn::LoadU(d8, blk + 48 + ch * 32 + h * 16);
-              const auto lo = hn::Or(hn::And(v, lo4), hn::ShiftLeft<4>(hn::And(qh, one)));
-              const auto hi =
-                  hn::Or(hn::ShiftRight<4>(v), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<1>(qh), one)));
-              hn::StoreU(hn::BitCast(di8, lo), di8, qb + ch * 64 + h * 16);
-              hn::StoreU(hn::BitCast(di8, hi), di8, qb + ch * 64 + 32 + h * 16);
-            }
+      for (int64_t i = 0; i < nb; ++i) {
+        const uint8_t* blk = src + i * bytes;
+        int8_t* qb = q + i * 256;
+        for (int h = 0; h < 2; ++h) {
+          auto qh = hn::LoadU(d8, blk + 16 + h * 16);
+          for (int ch = 0; ch < 4; ++ch, qh = hn::ShiftRight<2>(qh)) {
+            const auto v = hn::LoadU(d8, blk + 48 + ch * 32 + h * 16);
+            const auto lo = hn::Or(hn::And(v, lo4), hn::ShiftLeft<4>(hn::And(qh, one)));
+            const auto hi =
+                hn::Or(hn::ShiftRight<4>(v), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<1>(qh), one)));
+            hn::StoreU(hn::BitCast(di8, lo), di8, qb + ch * 64 + h * 16);
+            hn::StoreU(hn::BitCast(di8, hi), di8, qb + ch * 64 + 32 + h * 16);
           }
         }
       }
@@ -292,24 +352,7 @@ bool NibbleDirect(BlockType t) {
 
 void NibbleScales(BlockType t, const uint8_t* src, int64_t nb, float* a, float* b) {
   const int64_t bytes = block_type_info(t).block_bytes;
-  if (t == BlockType::Q4_K) {
-    HWY_ALIGN float d[64], dmin[64];
-    for (int64_t i0 = 0; i0 < nb; i0 += 64) {
-      const int64_t c = std::min<int64_t>(64, nb - i0);
-      F16Scales(src + i0 * bytes, bytes, c, d);
-      F16Scales(src + i0 * bytes + 2, bytes, c, dmin);
-      for (int64_t i = 0; i < c; ++i) {
-        const uint8_t* s = src + (i0 + i) * bytes + 4;
-        for (int g = 0; g < 8; ++g) {
-          const int sc = g < 4 ? s[g] & 63 : (s[g + 4] & 0x0F) | ((s[g - 4] >> 2) & 0x30);
-          const int m = g < 4 ? s[g + 4] & 63 : (s[g + 4] >> 4) | ((s[g] >> 2) & 0x30);
-          a[(i0 + i) * 8 + g] = d[i] * float(sc);
-          b[(i0 + i) * 8 + g] = -(dmin[i] * float(m));
-        }
-      }
-    }
-    return;
-  }
+  if (t == BlockType::Q4_K) return K45Scales(src, bytes, nb, a, b);
   F16Scales(src, bytes, nb, a);
   if (t == BlockType::Q4_1) return F16Scales(src + 2, bytes, nb, b);
   for (int64_t i = 0; i < nb; ++i) b[i] = -8.0f * a[i];

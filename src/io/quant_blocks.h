@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/ggml_blocks.h"
 #include "kiln/float_types.h"
 
 namespace kiln::io::detail {
@@ -38,8 +39,6 @@ void dequant_q6_k(const uint8_t* src, float* dst, int64_t nblocks);
 void dequant_q8_k(const uint8_t* src, float* dst, int64_t nblocks);
 void dequant_iq4_xs(const uint8_t* src, float* dst, int64_t nblocks);
 
-// IQ4_NL / IQ4_XS: the 16 non-uniform 4-bit levels.
-inline constexpr int8_t kIQ4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                          1,    13,   25,  38,  53,  69,  89,  113};
+using ggml::kIQ4Levels;  // IQ4_NL / IQ4_XS levels (core/ggml_blocks.h)
 
 }  // namespace kiln::io::detail

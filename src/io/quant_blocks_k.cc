@@ -67,16 +67,7 @@ void dequant_q3_k(const uint8_t* src, float* dst, int64_t nblocks) {
 
 namespace {
 
-// Q4_K / Q5_K: eight 6-bit scales and mins packed in 12 bytes.
-inline void k4_scale_min(const uint8_t* s, int j, int& sc, int& m) {
-  if (j < 4) {
-    sc = s[j] & 63;
-    m = s[j + 4] & 63;
-  } else {
-    sc = (s[j + 4] & 0x0F) | ((s[j - 4] >> 2) & 0x30);
-    m = (s[j + 4] >> 4) | ((s[j] >> 2) & 0x30);
-  }
-}
+using ggml::k4_scale_min;
 
 // Q4_K (qh == nullptr) and Q5_K.
 void dequant_k45(const uint8_t* src, float* dst, int64_t nblocks, bool five) {

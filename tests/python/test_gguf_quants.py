@@ -211,14 +211,20 @@ MATRICES = {
 }
 
 
-@pytest.mark.parametrize("qtype", TYPES, ids=lambda q: q.name)
-def test_model_loads_as_its_dequantization(tmp_path, rng, qtype):
+def random_matrices(rng, qtype):
+    """MATRICES as random blocks of qtype, and each one's reference dequantization."""
     bs, ts = block_sizes(qtype)
     quant, deq = {}, {}
     for name, (n, k) in MATRICES.items():
         raw = random_blocks(rng, qtype, n * k // bs, scale=rng.uniform(0.001, 0.01, n * k // bs))
         quant[name] = raw.reshape(n, k // bs * ts)
         deq[name] = reference(quant[name], qtype)
+    return quant, deq
+
+
+@pytest.mark.parametrize("qtype", TYPES, ids=lambda q: q.name)
+def test_model_loads_as_its_dequantization(tmp_path, rng, qtype):
+    quant, deq = random_matrices(rng, qtype)
     qpath, fpath = tmp_path / "q.gguf", tmp_path / "f.gguf"
     write_model(qpath, quant, qtype)
     write_model(fpath, deq, qtype)
@@ -236,11 +242,7 @@ def test_model_runs_blocks_natively_as_its_dequantization(tmp_path, rng, qtype):
     # the f32 dequantization's to float32 rounding, through the matrix-vector
     # kernel (6 tokens) and the GEMM (13); Q/K rows un-permuted as blocks.
     bs, ts = block_sizes(qtype)
-    quant, deq = {}, {}
-    for name, (n, k) in MATRICES.items():
-        raw = random_blocks(rng, qtype, n * k // bs, scale=rng.uniform(0.001, 0.01, n * k // bs))
-        quant[name] = raw.reshape(n, k // bs * ts)
-        deq[name] = reference(quant[name], qtype)
+    quant, deq = random_matrices(rng, qtype)
     # The embedding table is held in bf16 under native (as under fp8): one of
     # bf16 values, plain float32 in both files, makes the f32 model's the same.
     emb = rng.standard_normal((V, H)).astype(np.float32)
@@ -266,11 +268,7 @@ def test_model_runs_blocks_natively_as_its_dequantization(tmp_path, rng, qtype):
 
 def test_native_load_refuses_a_non_finite_block_scale(tmp_path, rng):
     qtype = gguf.GGMLQuantizationType.Q4_K
-    bs, ts = block_sizes(qtype)
-    quant = {}
-    for name, (n, k) in MATRICES.items():
-        raw = random_blocks(rng, qtype, n * k // bs, scale=rng.uniform(0.001, 0.01, n * k // bs))
-        quant[name] = raw.reshape(n, k // bs * ts)
+    quant, _ = random_matrices(rng, qtype)
     quant["blk.0.ffn_up.weight"][3, 0:2] = np.array([np.inf], dtype=np.float16).view(np.uint8)
     path = tmp_path / "bad.gguf"
     write_model(path, quant, qtype)
