@@ -56,6 +56,8 @@ int64_t block_row_bytes(BlockType t, int64_t K);
 // W [N, K] as float32, each element as the reference dequantizes it. blocks:
 // uint8 [N, K / block_size * block_bytes] with contiguous rows.
 Tensor dequantize_blocks(const Tensor& blocks, BlockType type);
+// The same into `out` (float32 [N, K], contiguous): an embedding lookup's rows.
+void dequantize_blocks_out(const Tensor& blocks, BlockType type, const Tensor& out);
 
 // y = x @ W^T + bias (torch.nn.functional.linear with W dequantized), read
 // from the blocks directly. x: [..., K] float32, bfloat16 or float16; bias:

@@ -158,10 +158,10 @@ Transformer::Transformer(io::ModelConfig cfg, const TensorSource& src, const Loa
 
   WeightLoader ld(src, cfg_, options);
   embed_ = ld.embedding("model.embed_tokens.weight");
-  KILN_CHECK(embed_.size(0) >= V_ && embed_.size(1) == H_, ValueError,
-             "[llm] " << name_ << ": embedding table " << embed_.shape_str() << " does not match vocab " << V_
-                      << " x hidden " << H_);
-  V_ = embed_.size(0);
+  KILN_CHECK(embed_.w.size(0) >= V_ && embed_.in_features() == H_, ValueError,
+             "[llm] " << name_ << ": embedding table [" << embed_.w.size(0) << ", " << embed_.in_features()
+                      << "] does not match vocab " << V_ << " x hidden " << H_);
+  V_ = embed_.w.size(0);
   layers_.resize(size_t(c.num_hidden_layers));
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) load_layer(ld, l);
   final_norm_ = ld.f32("model.norm.weight");
@@ -269,7 +269,7 @@ void Transformer::run_reset(int64_t position) {
 }
 
 int64_t Transformer::weight_bytes() const {
-  int64_t b = int64_t(embed_.nbytes() + final_norm_.nbytes()) + lm_head_.bytes();
+  int64_t b = embed_.bytes() + int64_t(final_norm_.nbytes()) + lm_head_.bytes();
   for (const auto& L : layers_) {
     b += int64_t(L.attn_norm.nbytes() + L.mlp_norm.nbytes());
     for (const Linear* x : {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down}) b += x->bytes();
@@ -308,8 +308,13 @@ Tensor Transformer::run_forward(std::span<const int32_t> tokens, bool all_logits
 void Transformer::forward_chunk(const int32_t* ids, int64_t T, Tensor* logits_out) {
   // x [T, H] = embedding rows.
   Tensor x = s_.x.narrow(0, 0, T);
-  for (int64_t t = 0; t < T; ++t) x.narrow(0, t, 1).copy_(embed_.narrow(0, ids[t], 1));
-  bytes_read_ += T * H_ * int64_t(embed_.itemsize());
+  for (int64_t t = 0; t < T; ++t) {
+    if (embed_.blocks)
+      dequantize_blocks_out(embed_.w.narrow(0, ids[t], 1), *embed_.blocks, x.narrow(0, t, 1));
+    else
+      x.narrow(0, t, 1).copy_(embed_.w.narrow(0, ids[t], 1));
+  }
+  bytes_read_ += T * int64_t(embed_.w.nbytes()) / embed_.w.size(0);
   rope_cos_sin_out(pos_, inv_freq_, s_.cos.narrow(0, 0, T), s_.sin.narrow(0, 0, T));
   for (int64_t l = 0; l < int64_t(layers_.size()); ++l) {
     attention(l, T);
@@ -320,7 +325,7 @@ void Transformer::forward_chunk(const int32_t* ids, int64_t T, Tensor* logits_ou
   }
   pos_ += T;
   if (!logits_out) return;
-  const Linear head = lm_head_.defined() ? lm_head_ : Linear{embed_, Tensor(), Tensor()};
+  const Linear& head = lm_head_.defined() ? lm_head_ : embed_;
   bytes_read_ += head.bytes() + int64_t(final_norm_.nbytes());
   if (logits_out->size(0) == T) {
     Tensor xn = s_.xn.narrow(0, 0, T);
@@ -423,7 +428,10 @@ std::vector<std::pair<std::string, Tensor>> Transformer::named_weights() const {
     }
     if (L.bias.defined()) out.emplace_back(p + ".bias", L.bias);
   };
-  out.emplace_back("model.embed_tokens.weight", embed_);
+  out.emplace_back("model.embed_tokens.weight", embed_.w);
+  if (embed_.blocks)
+    out.emplace_back("model.embed_tokens.weight_block_type",
+                     full({}, double(int(*embed_.blocks)), DType::Int64));
   for (size_t l = 0; l < layers_.size(); ++l) {
     const auto& L = layers_[l];
     const std::string p = "model.layers." + std::to_string(l) + ".";

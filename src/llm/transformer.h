@@ -94,7 +94,7 @@ class Transformer final : public Model {
   int64_t max_ctx_ = 0, pos_ = 0;
   int64_t H_ = 0, Hq_ = 0, Hk_ = 0, D_ = 0, V_ = 0;
   bool olmoe_qk_norm_ = false;
-  Tensor embed_;    // [V, H] bf16 or f32
+  Linear embed_;    // [V, H] bf16 or f32, or ggml blocks (native); the head when tied
   Linear lm_head_;  // untied only; tied uses embed_
   Tensor final_norm_;
   std::vector<LayerWeights> layers_;

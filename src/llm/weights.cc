@@ -314,33 +314,39 @@ Tensor WeightLoader::convert_by_rows(const std::string& name, DType d, Tensor* s
   return out;
 }
 
-Tensor WeightLoader::embedding(const std::string& name) {
+std::optional<Linear> WeightLoader::native_blocks(const std::string& wn) {
+  if (opt_.weights != WeightFormat::Native) return std::nullopt;
+  const std::optional<BlockType> bt = src_.block_type(wn);
+  if (!bt) return std::nullopt;
+  // As stored: the blocks, copied out of the mapped file (whose pages are
+  // then dropped) so that q/k/v and gate/up can be fused into one weight.
+  Linear L;
+  L.w = src_.blocks(wn).contiguous().clone();
+  L.blocks = bt;
+  L.owned = true;
+  KILN_CHECK(block_scales_finite(L.w, *bt), ValueError,
+             "[llm] " << wn << " (" << block_type_info(*bt).name << ") in " << src_.describe()
+                      << " has a NaN or infinite block scale; the file is damaged");
+  done(wn, true);
+  return L;
+}
+
+Linear WeightLoader::embedding(const std::string& name) {
+  if (std::optional<Linear> L = native_blocks(name)) return *L;
   const DType d = opt_.weights == WeightFormat::F32 ? DType::Float32 : DType::BFloat16;
-  if (src_.dequantizes()) return convert_by_rows(name, d, nullptr);
+  if (src_.dequantizes()) return Linear{convert_by_rows(name, d, nullptr)};
   const Tensor t = src_.get(name);
   KILN_CHECK(t.dim() == 2, ValueError, "[llm] " << name << " must be 2-D, got " << t.shape_str());
   Tensor r = is_fp8(t.dtype()) ? t.to(DType::Float32).to(d) : t.to(d).contiguous();
   done(name, !same_storage(r, t));
-  return r;
+  return Linear{r};
 }
 
 Linear WeightLoader::linear(const std::string& prefix) {
   const std::string wn = prefix + ".weight";
-  if (opt_.weights == WeightFormat::Native) {
-    if (const std::optional<BlockType> bt = src_.block_type(wn)) {
-      // As stored: the blocks, copied out of the mapped file (whose pages are
-      // then dropped) so that q/k/v and gate/up can be fused into one weight.
-      Linear L;
-      L.w = src_.blocks(wn).contiguous().clone();
-      L.blocks = bt;
-      L.owned = true;
-      KILN_CHECK(block_scales_finite(L.w, *bt), ValueError,
-                 "[llm] " << wn << " (" << block_type_info(*bt).name << ") in " << src_.describe()
-                          << " has a NaN or infinite block scale; the file is damaged");
-      done(wn, true);
-      if (src_.contains(prefix + ".bias")) L.bias = f32(prefix + ".bias");
-      return L;
-    }
+  if (std::optional<Linear> L = native_blocks(wn)) {
+    if (src_.contains(prefix + ".bias")) L->bias = f32(prefix + ".bias");
+    return *L;
   }
   if (src_.dequantizes()) {
     Linear L;

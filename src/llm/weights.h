@@ -114,8 +114,10 @@ class WeightLoader {
   Linear linear(const std::string& prefix);
   // A vector (norm weight, bias) or router as float32 contiguous.
   Tensor f32(const std::string& name);
-  // The embedding table: bfloat16, or float32 when the format is f32.
-  Tensor embedding(const std::string& name);
+  // The embedding table (also the head of a model with tied embeddings):
+  // bfloat16, float32 when the format is f32, or under native a GGUF's
+  // blocks as stored.
+  Linear embedding(const std::string& name);
   // Experts of one MoE layer stacked for the grouped kernel:
   // gate_up [E, 2I, H] (gate rows first), down [E, H, I], with per-expert row
   // scales [E, 2I] / [E, H] when FP8. `prefix` is the layer's MoE module
@@ -131,6 +133,8 @@ class WeightLoader {
 
  private:
   void done(const std::string& name, bool converted);
+  // Under native, a block-quantized source tensor as stored (no bias); else nullopt.
+  std::optional<Linear> native_blocks(const std::string& weight_name);
   // A 2-D tensor of a dequantizing source as `d` (float32 or bfloat16) or, for
   // float8_e4m3fn, quantized per row with the scales [N, 1] in *scale; a chunk
   // of rows at a time.

@@ -28,10 +28,21 @@ int64_t check_blocks(const Tensor& blocks, BlockType type, const char* op) {
 
 }  // namespace
 
+void dequantize_blocks_out(const Tensor& blocks, BlockType type, const Tensor& out) {
+  const int64_t K = check_blocks(blocks, type, "dequantize_blocks");
+  KILN_CHECK(out.defined() && out.dtype() == DType::Float32 && out.is_contiguous() &&
+                 out.sizes() == Shape({blocks.size(0), K}),
+             ValueError,
+             "[dequantize_blocks] out must be float32 [" << blocks.size(0) << ", " << K
+                                                         << "] and contiguous, got "
+                                                         << (out.defined() ? out.shape_str() : "undefined"));
+  ops::dequantize_blocks(common_device("dequantize_blocks", {&blocks, &out}), blocks, type, out);
+}
+
 Tensor dequantize_blocks(const Tensor& blocks, BlockType type) {
   const int64_t K = check_blocks(blocks, type, "dequantize_blocks");
   Tensor out = empty({blocks.size(0), K}, DType::Float32, blocks.device());
-  ops::dequantize_blocks(common_device("dequantize_blocks", {&blocks, &out}), blocks, type, out);
+  dequantize_blocks_out(blocks, type, out);
   return out;
 }
 

@@ -180,6 +180,18 @@ TEST(BlockLinear, ShapesDtypesAndBadInput) {
   EXPECT_EQ(block_linear(x, b.narrow(0, 0, 0), t).sizes(), (Shape{2, 3, 0}));
 }
 
+TEST(BlockLinear, DequantizeIntoRowsOfAnotherTensor) {
+  const BlockType t = BlockType::Q6_K;
+  const Tensor b = random_blocks(t, 6, 512, 8);
+  const Tensor all = dequantize_blocks(b, t);
+  Tensor out = zeros({3, 512});
+  dequantize_blocks_out(b.narrow(0, 4, 1), t, out.narrow(0, 1, 1));  // an embedding lookup's row
+  EXPECT_TRUE(equal(out.narrow(0, 1, 1), all.narrow(0, 4, 1)));
+  EXPECT_TRUE(equal(out.narrow(0, 0, 1), zeros({1, 512})));
+  EXPECT_THROW(dequantize_blocks_out(b, t, zeros({6, 511})), ValueError);
+  EXPECT_THROW(dequantize_blocks_out(b, t, zeros({6, 512}, DType::BFloat16)), ValueError);
+}
+
 TEST(BlockLinear, NonFiniteScalesAreFound) {
   for (BlockType t : kAll) {
     Tensor b = random_blocks(t, 3, block_type_info(t).block_size * 2, 5);

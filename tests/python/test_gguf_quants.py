@@ -236,18 +236,18 @@ def test_model_loads_as_its_dequantization(tmp_path, rng, qtype):
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("tied", [False, True], ids=["untied", "tied"])
 @pytest.mark.parametrize("qtype", TYPES, ids=lambda q: q.name)
-def test_model_runs_blocks_natively_as_its_dequantization(tmp_path, rng, qtype):
-    # dtype="native": the blocks as stored (no FP8 copy), so the logits are
-    # the f32 dequantization's to float32 rounding, through the matrix-vector
-    # kernel (6 tokens) and the GEMM (13); Q/K rows un-permuted as blocks.
+def test_model_runs_blocks_natively_as_its_dequantization(tmp_path, rng, qtype, tied):
+    # dtype="native": the blocks as stored (no FP8 or bf16 copy), the
+    # embedding table's too (rows dequantized per token; the head when tied),
+    # so the logits are the f32 dequantization's to float32 rounding, through
+    # the matrix-vector kernel (6 tokens) and the GEMM (13); Q/K rows
+    # un-permuted as blocks.
     bs, ts = block_sizes(qtype)
     quant, deq = random_matrices(rng, qtype)
-    # The embedding table is held in bf16 under native (as under fp8): one of
-    # bf16 values, plain float32 in both files, makes the f32 model's the same.
-    emb = rng.standard_normal((V, H)).astype(np.float32)
-    emb = (emb.view(np.uint32) & 0xFFFF0000).view(np.float32)
-    quant["token_embd.weight"] = deq["token_embd.weight"] = emb
+    if tied:
+        del quant["output.weight"], deq["output.weight"]
     qpath, fpath = tmp_path / "q.gguf", tmp_path / "f.gguf"
     write_model(qpath, quant, qtype)
     write_model(fpath, deq, qtype)
@@ -261,7 +261,7 @@ def test_model_runs_blocks_natively_as_its_dequantization(tmp_path, rng, qtype):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
         native.reset()
         ref.reset()
-    # A native load reads fewer bytes than the FP8 copy where blocks are smaller.
+    # A native load holds fewer bytes than the FP8 copy where blocks are smaller.
     if ts / bs < 1.0:
         assert native.weight_bytes < kiln.llm.load(str(qpath), dtype="fp8").weight_bytes
 

@@ -129,6 +129,7 @@ ModelSpec resolve(const GenOptions& opt, const std::string& m) {
     s.kiln_path = s.hf_path = m;
     s.dtypes = {"fp8", "bf16", "f32"};
     s.hf_dtypes = {"bf16", "f32"};
+    if (m.size() > 5 && m.substr(m.size() - 5) == ".gguf") s.llama = {{"native", m}};  // the same file
   }
   if (!opt.dtypes.empty()) s.dtypes = opt.dtypes;
   for (auto it = s.llama.begin(); it != s.llama.end();) it = have(it->second) ? it + 1 : s.llama.erase(it);

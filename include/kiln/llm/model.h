@@ -47,12 +47,14 @@ namespace kiln::llm {
 //   fp8:  per-output-row float8_e4m3fn quantization at load (native FP8
 //         checkpoints are used as they are); the default.
 //   native: a GGUF file's block-quantized weights (Q4_K, Q8_0, ...) run as
-//         stored (kiln/block_quant.h), exact to the file's dequantization;
-//         every other weight as fp8. Not yet the default: its kernels read
-//         ~0.4x of the memory roof (fp8 decodes the default model ~1.4x faster).
+//         stored (kiln/block_quant.h), exact to the file's dequantization,
+//         the embedding table's too; other weights as fp8. Not yet the
+//         default: its kernels read ~0.3-0.6 of the memory roof, and fp8
+//         decodes the default model ~1.6x faster.
 //   bf16, f32: widened/narrowed at load.
-// Embeddings, norms and routers stay in a safe dtype (bf16 or f32), and MoE
-// expert stacks of a GGUF file are converted to fp8 under native.
+// Embeddings (but under native a GGUF's block-quantized table), norms and
+// routers stay in a safe dtype (bf16 or f32); under native, MoE expert
+// stacks of a GGUF file are converted to fp8.
 enum class WeightFormat { Native, FP8, BF16, F32 };
 WeightFormat weight_format_from_name(
     const std::string& name);  // "native" | "fp8" | "bf16" | "f32"; ValueError
