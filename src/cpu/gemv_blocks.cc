@@ -1,9 +1,12 @@
-// The block kernels of gemv_blocks.h. Each weight row is split into
-// q [K] int8 and its group scales a, b [K / G] in thread-local buffers that
-// stay in L1 (4 KiB of q for K = 4096), then every activation row sums
+// The block kernels of gemv_blocks.h. Every activation row sums
 //   y = sum_g a_g * sum_{i in g} q_i x_i  +  sum_g b_g * xs_g
-// with xs_g = sum_{i in g} x_i computed once per call. q widens to float32
-// exactly; the products and sums are float32 as in the FMA kernels.
+// with xs_g = sum_{i in g} x_i computed once per call. Q4_0, Q4_1, Q4_K and
+// Q8_0 read q in place from the blocks, with the f16 scales of a ~4 KiB tile
+// of rows converted first; the other types split each row into q [K] int8
+// and a, b [K / G] in thread-local buffers that stay in L1. q widens to
+// float32 exactly; the products and sums are float32 as in the FMA kernels.
+// With x in float32 the vector ports bound these kernels (widen, nibble,
+// convert, FMA: ~1.75 cycles per 16 weights), not the memory bus.
 #include "cpu/gemv_blocks.h"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // Linear layers over weights held as ggml blocks (kiln/block_quant.h): the
-// matrix-vector kernel for a few activation rows, which splits each weight row
-// into q and group scales in L1 (block_split.h) and sums
+// matrix-vector kernel for a few activation rows, which reads q from the
+// blocks (or from a split of each row in L1, block_split.h) and sums
 // a * sum(q * x) + b * sum(x) per group; the many-row path, which widens
 // panels of W to float32 for the packed GEMM; and dequantization.
 #pragma once
