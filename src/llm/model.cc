@@ -2,6 +2,7 @@
 // safetensors file) and tokenizer, then builds the transformer from it.
 #include "kiln/llm/model.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -73,6 +74,68 @@ Tensor Model::forward(std::span<const int32_t> tokens, bool all_logits) {
 void Model::reset(int64_t position) {
   const Use use(*this, "[LanguageModel.reset]");
   run_reset(position);
+}
+
+Model::Sequence& Model::sequence(SequenceId id) const {
+  for (const auto& [i, s] : sequences_)
+    if (i == id) return *s;
+  KILN_CHECK(false, ValueError, "[llm] sequence " << id << " is not open");
+  throw;  // unreachable
+}
+
+Model::SequenceId Model::open_sequence() {
+  const Use use(*this, "[LanguageModel.open_sequence]");
+  sequences_.emplace_back(next_sequence_, new_sequence());
+  return next_sequence_++;
+}
+
+void Model::close_sequence(SequenceId id) {
+  const Use use(*this, "[LanguageModel.close_sequence]");
+  (void)sequence(id);
+  std::erase_if(sequences_, [&](const auto& p) { return p.first == id; });
+}
+
+int64_t Model::open_sequences() const { return int64_t(sequences_.size()); }
+
+int64_t Model::sequence_position(SequenceId id) const { return sequence(id).position; }
+
+void Model::truncate_sequence(SequenceId id, int64_t position) {
+  const Use use(*this, "[LanguageModel.truncate_sequence]");
+  Sequence& s = sequence(id);
+  KILN_CHECK(position >= 0 && position <= s.position, ValueError,
+             "[llm] truncate position " << position << " outside [0, " << s.position << "]");
+  s.truncate(position);
+}
+
+void Model::copy_sequence(SequenceId src, SequenceId dst, int64_t positions) {
+  const Use use(*this, "[LanguageModel.copy_sequence]");
+  const Sequence& s = sequence(src);
+  Sequence& d = sequence(dst);
+  KILN_CHECK(src != dst && positions >= 0 && positions <= s.position, ValueError,
+             "[llm] cannot copy " << positions << " positions of sequence " << src << " (" << s.position
+                                  << " filled) into sequence " << dst);
+  d.copy_prefix(s, positions);
+}
+
+Tensor Model::forward_batch(std::span<const BatchItem> items) {
+  const Use use(*this, "[LanguageModel.forward_batch]");
+  KILN_CHECK(!items.empty(), ValueError, "[llm] forward_batch needs at least one item");
+  std::vector<Sequence*> seqs;
+  int64_t rows = 0;
+  for (const auto& it : items) {
+    Sequence* s = &sequence(it.sequence);
+    KILN_CHECK(std::find(seqs.begin(), seqs.end(), s) == seqs.end(), ValueError,
+               "[llm] sequence " << it.sequence << " appears twice in one forward_batch");
+    KILN_CHECK(!it.tokens.empty(), ValueError, "[llm] sequence " << it.sequence << " has no tokens");
+    KILN_CHECK(s->position + int64_t(it.tokens.size()) <= max_context(), ValueError,
+               "[llm] " << it.tokens.size() << " tokens at position " << s->position << " of sequence "
+                        << it.sequence << " do not fit the context of " << max_context() << " tokens");
+    seqs.push_back(s);
+    rows += int64_t(it.tokens.size());
+  }
+  KILN_CHECK(rows <= max_batch_tokens(), ValueError,
+             "[llm] forward_batch of " << rows << " tokens; at most " << max_batch_tokens() << " per call");
+  return run_forward_batch(seqs, items);
 }
 
 namespace {

@@ -154,7 +154,7 @@ Transformer::Transformer(io::ModelConfig cfg, const TensorSource& src, const Loa
   // Before the weights: a context that cannot fit is refused at once, and the
   // cache is only an address-space reservation (kv_cache.cc) that fills as used.
   max_ctx_ = choose_context(c, options, Hk_, D_);
-  cache_ = KVCache(c.num_hidden_layers, 1, Hk_, max_ctx_, D_, options.kv_dtype);
+  main_.cache = KVCache(c.num_hidden_layers, 1, Hk_, max_ctx_, D_, options.kv_dtype);
 
   WeightLoader ld(src, cfg_, options);
   embed_ = ld.embedding("model.embed_tokens.weight");
@@ -261,10 +261,9 @@ const Tokenizer& Transformer::tokenizer() const {
 }
 
 void Transformer::run_reset(int64_t position) {
-  KILN_CHECK(position >= 0 && position <= pos_, ValueError,
-             "[llm] reset position " << position << " outside [0, " << pos_ << "]");
-  cache_.truncate(position);
-  pos_ = position;
+  KILN_CHECK(position >= 0 && position <= main_.position, ValueError,
+             "[llm] reset position " << position << " outside [0, " << main_.position << "]");
+  main_.truncate(position);
   ++resets_;
 }
 
@@ -283,14 +282,60 @@ int64_t Transformer::weight_bytes() const {
   return b;
 }
 
-int64_t Transformer::kv_cache_bytes() const { return cache_.capacity_bytes(); }
+int64_t Transformer::kv_cache_bytes() const { return main_.cache.capacity_bytes(); }
+
+void KVSequence::copy_prefix(const Model::Sequence& src, int64_t positions) {
+  const auto& s = static_cast<const KVSequence&>(src);
+  cache.truncate(0);
+  if (positions > 0)
+    for (int64_t l = 0; l < s.cache.layers(); ++l)
+      cache.append(l, s.cache.keys(l, positions), s.cache.values(l, positions));
+  position = positions;
+}
+
+std::unique_ptr<Model::Sequence> Transformer::new_sequence() {
+  auto s = std::make_unique<KVSequence>();
+  s->cache = KVCache(main_.cache.layers(), 1, Hk_, max_ctx_, D_, main_.cache.dtype());
+  return s;
+}
+
+Tensor Transformer::run_forward_batch(std::span<Sequence* const> seqs, std::span<const BatchItem> items) {
+  const int64_t B = int64_t(items.size());
+  batch_ids_.clear();
+  batch_segs_.clear();
+  for (int64_t i = 0; i < B; ++i) {
+    const auto& it = items[size_t(i)];
+    for (int32_t t : it.tokens)
+      KILN_CHECK(t >= 0 && t < V_, ValueError,
+                 "[llm] token id " << t << " of sequence " << it.sequence << " is outside the vocabulary [0, "
+                                   << V_ << ")");
+    batch_segs_.push_back(
+        {static_cast<KVSequence*>(seqs[size_t(i)]), int64_t(batch_ids_.size()), int64_t(it.tokens.size())});
+    batch_ids_.insert(batch_ids_.end(), it.tokens.begin(), it.tokens.end());
+  }
+  bytes_read_ = 0;
+  forward_rows(batch_ids_.data(), int64_t(batch_ids_.size()), batch_segs_);
+  // The last row of each item -> tmp [B, H] -> normed xn [B, H] -> logits [B, V].
+  if (!batch_logits_.defined() || batch_logits_.size(0) < B)
+    batch_logits_ = empty({std::max<int64_t>(B, 16), V_});
+  Tensor last = s_.tmp.narrow(0, 0, B), xn = s_.xn.narrow(0, 0, B), out = batch_logits_.narrow(0, 0, B);
+  for (int64_t i = 0; i < B; ++i) {
+    const Segment& g = batch_segs_[size_t(i)];
+    last.narrow(0, i, 1).copy_(s_.x.narrow(0, g.row0 + g.T - 1, 1));
+  }
+  rms_norm_out(last, final_norm_, cfg_.rms_norm_eps, xn);
+  const Linear& head = lm_head_.defined() ? lm_head_ : embed_;
+  head.apply(xn, out);
+  bytes_read_ += head.bytes() + int64_t(final_norm_.nbytes());
+  return out;
+}
 
 Tensor Transformer::run_forward(std::span<const int32_t> tokens, bool all_logits) {
   const int64_t n = int64_t(tokens.size());
   KILN_CHECK(n > 0, ValueError, "[llm] forward needs at least one token");
-  KILN_CHECK(pos_ + n <= max_ctx_, ValueError,
-             "[llm] " << n << " tokens at position " << pos_ << " do not fit the context of " << max_ctx_
-                      << " tokens");
+  KILN_CHECK(main_.position + n <= max_ctx_, ValueError,
+             "[llm] " << n << " tokens at position " << main_.position << " do not fit the context of "
+                      << max_ctx_ << " tokens");
   for (int64_t i = 0; i < n; ++i)
     KILN_CHECK(tokens[size_t(i)] >= 0 && tokens[size_t(i)] < V_, ValueError,
                "[llm] token id " << tokens[size_t(i)] << " at index " << i
@@ -305,7 +350,7 @@ Tensor Transformer::run_forward(std::span<const int32_t> tokens, bool all_logits
   return all_logits ? all_logits_.narrow(0, 0, n) : s_.logits1;
 }
 
-void Transformer::forward_chunk(const int32_t* ids, int64_t T, Tensor* logits_out) {
+void Transformer::forward_rows(const int32_t* ids, int64_t T, std::span<const Segment> segs) {
   // x [T, H] = embedding rows.
   Tensor x = s_.x.narrow(0, 0, T);
   for (int64_t t = 0; t < T; ++t) {
@@ -315,16 +360,25 @@ void Transformer::forward_chunk(const int32_t* ids, int64_t T, Tensor* logits_ou
       x.narrow(0, t, 1).copy_(embed_.w.narrow(0, ids[t], 1));
   }
   bytes_read_ += T * int64_t(embed_.w.nbytes()) / embed_.w.size(0);
-  rope_cos_sin_out(pos_, inv_freq_, s_.cos.narrow(0, 0, T), s_.sin.narrow(0, 0, T));
+  // cos/sin [T, rotary_dim / 2] of each segment's positions.
+  for (const Segment& g : segs)
+    rope_cos_sin_out(g.seq->position, inv_freq_, s_.cos.narrow(0, g.row0, g.T),
+                     s_.sin.narrow(0, g.row0, g.T));
   for (int64_t l = 0; l < int64_t(layers_.size()); ++l) {
-    attention(l, T);
+    attention(l, T, segs);
     if (layers_[size_t(l)].moe)
       moe(l, T);
     else
       mlp(l, T);
   }
-  pos_ += T;
+  for (const Segment& g : segs) g.seq->position += g.T;
+}
+
+void Transformer::forward_chunk(const int32_t* ids, int64_t T, Tensor* logits_out) {
+  const Segment seg{&main_, 0, T};
+  forward_rows(ids, T, std::span<const Segment>(&seg, 1));
   if (!logits_out) return;
+  Tensor x = s_.x.narrow(0, 0, T);
   const Linear& head = lm_head_.defined() ? lm_head_ : embed_;
   bytes_read_ += head.bytes() + int64_t(final_norm_.nbytes());
   if (logits_out->size(0) == T) {
@@ -337,7 +391,7 @@ void Transformer::forward_chunk(const int32_t* ids, int64_t T, Tensor* logits_ou
   }
 }
 
-void Transformer::attention(int64_t l, int64_t T) {
+void Transformer::attention(int64_t l, int64_t T, std::span<const Segment> segs) {
   auto& L = layers_[size_t(l)];
   const double eps = cfg_.rms_norm_eps;
   Tensor x = s_.x.narrow(0, 0, T), xn = s_.xn.narrow(0, 0, T);
@@ -375,18 +429,23 @@ void Transformer::attention(int64_t l, int64_t T) {
     }
     bytes_read_ += int64_t(L.q_norm.nbytes() + L.k_norm.nbytes());
   }
-  const Tensor cos = s_.cos.narrow(0, 0, T), sin = s_.sin.narrow(0, 0, T);  // positions [pos_, pos_ + T)
+  const Tensor cos = s_.cos.narrow(0, 0, T), sin = s_.sin.narrow(0, 0, T);  // each row's position
   apply_rotary_emb_(q3, cos, sin);
   apply_rotary_emb_(k3, cos, sin);
-  // [T, Hk, D] -> cache [Hk, S, D]
-  const int64_t S = cache_.append(l, k3.transpose(0, 1), v3.transpose(0, 1));
-  AttentionOptions opt;
-  opt.is_causal = true;
-  opt.causal_offset = S - T;
-  opt.enable_gqa = true;
-  scaled_dot_product_attention_out(q3.transpose(0, 1), cache_.keys(l).select(0, 0),
-                                   cache_.values(l).select(0, 0), opt,
-                                   attn.view({T, Hq_, D_}).transpose(0, 1));
+  const Tensor attn3 = attn.view({T, Hq_, D_});
+  for (const Segment& g : segs) {
+    // The segment's [t, Hk, D] -> its cache [Hk, S, D]; its queries attend to that cache.
+    KVCache& cache = g.seq->cache;
+    const int64_t S =
+        cache.append(l, k3.narrow(0, g.row0, g.T).transpose(0, 1), v3.narrow(0, g.row0, g.T).transpose(0, 1));
+    AttentionOptions opt;
+    opt.is_causal = true;
+    opt.causal_offset = S - g.T;
+    opt.enable_gqa = true;
+    scaled_dot_product_attention_out(q3.narrow(0, g.row0, g.T).transpose(0, 1), cache.keys(l).select(0, 0),
+                                     cache.values(l).select(0, 0), opt,
+                                     attn3.narrow(0, g.row0, g.T).transpose(0, 1));
+  }
   L.o.apply(attn, tmp);
   bytes_read_ += L.o.bytes();
   add_(x.data<float>(), tmp.data<float>(), T * H_);

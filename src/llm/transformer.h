@@ -59,6 +59,22 @@ struct Scratch {
   std::vector<int64_t> counts;    // [E + 1]
 };
 
+// A sequence's own KV cache (Model::open_sequence; forward() has its own).
+struct KVSequence final : Model::Sequence {
+  KVCache cache;
+  void truncate(int64_t p) override {
+    cache.truncate(p);
+    position = p;
+  }
+  void copy_prefix(const Model::Sequence& src, int64_t positions) override;
+};
+
+// Rows [row0, row0 + T) of a forward step belong to `seq`, at its position.
+struct Segment {
+  KVSequence* seq = nullptr;
+  int64_t row0 = 0, T = 0;
+};
+
 class Transformer final : public Model {
  public:
   // Builds from a weight source (weights prepared as options say).
@@ -69,7 +85,8 @@ class Transformer final : public Model {
   const Tokenizer& tokenizer() const override;
   WeightFormat weight_format() const override { return format_; }
   int64_t max_context() const override { return max_ctx_; }
-  int64_t position() const override { return pos_; }
+  int64_t position() const override { return main_.position; }
+  int64_t max_batch_tokens() const override { return s_.rows; }
   int64_t weight_bytes() const override;
   int64_t bytes_read_last_forward() const override { return bytes_read_; }
   int64_t kv_cache_bytes() const override;
@@ -78,8 +95,13 @@ class Transformer final : public Model {
  private:
   void run_reset(int64_t position) override;
   Tensor run_forward(std::span<const int32_t> tokens, bool all_logits) override;
+  std::unique_ptr<Sequence> new_sequence() override;
+  Tensor run_forward_batch(std::span<Sequence* const> seqs, std::span<const BatchItem> items) override;
+  // Runs rows [0, R) of ids through every layer (x [R, H] holds the result),
+  // each segment at its sequence's position; advances the positions.
+  void forward_rows(const int32_t* ids, int64_t R, std::span<const Segment> segs);
   void forward_chunk(const int32_t* ids, int64_t T, Tensor* logits_out);
-  void attention(int64_t l, int64_t T);
+  void attention(int64_t l, int64_t T, std::span<const Segment> segs);
   void mlp(int64_t l, int64_t T);
   void moe(int64_t l, int64_t T);
   void add_linear_bytes(const Linear& L) { bytes_read_ += L.bytes(); }
@@ -91,7 +113,7 @@ class Transformer final : public Model {
   WeightFormat format_;
   std::optional<Tokenizer> tokenizer_;
   std::string name_;
-  int64_t max_ctx_ = 0, pos_ = 0;
+  int64_t max_ctx_ = 0;
   int64_t H_ = 0, Hq_ = 0, Hk_ = 0, D_ = 0, V_ = 0;
   bool olmoe_qk_norm_ = false;
   Linear embed_;    // [V, H] bf16 or f32, or ggml blocks (native); the head when tied
@@ -99,9 +121,12 @@ class Transformer final : public Model {
   Tensor final_norm_;
   std::vector<LayerWeights> layers_;
   Tensor inv_freq_;  // [rotary_dim / 2] float32
-  KVCache cache_;
+  KVSequence main_;  // forward()'s cache
   Scratch s_;
-  Tensor all_logits_;  // grown on demand for forward(all_logits)
+  Tensor all_logits_;               // grown on demand for forward(all_logits)
+  Tensor batch_logits_;             // [items, V] of forward_batch, grown on demand
+  std::vector<int32_t> batch_ids_;  // the batch's tokens, item after item
+  std::vector<Segment> batch_segs_;
   int64_t bytes_read_ = 0;
 };
 

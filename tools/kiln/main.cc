@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   commands.push_back(kiln::cli::add_tokenize(app));
   commands.push_back(kiln::cli::add_generate(app));
   commands.push_back(kiln::cli::add_chat(app));
+  commands.push_back(kiln::cli::add_serve(app));
   commands.push_back(kiln::cli::add_perplexity(app));
   commands.push_back(kiln::cli::add_convert(app));
   // Listed for --help; `kiln finetune|vae ...` run python -m kiln.finetune|vae before parsing.

@@ -159,6 +159,42 @@ class Model {
   // Another thread reading the view needs a Use over forward() and the read.
   Tensor forward(std::span<const int32_t> tokens, bool all_logits = false);
 
+  // ---- Several sequences at once (a server's concurrent streams) ----
+  // A sequence is a KV cache of its own beside the one forward() uses,
+  // reserved as address space and committed as its positions fill (closing it
+  // returns its memory). forward_batch runs one step over several sequences:
+  // every linear layer is one matrix product over all their tokens, attention
+  // runs per sequence on its own cache. Its logits are those forward() gives
+  // for the same tokens up to rounding (a batch takes the GEMM path, which may
+  // round x to bf16 where one token's matrix-vector path does not).
+  using SequenceId = int64_t;
+  struct BatchItem {
+    SequenceId sequence = 0;
+    std::span<const int32_t> tokens;  // at least one; appended at the sequence's position
+  };
+  SequenceId open_sequence();
+  void close_sequence(SequenceId id);  // ValueError for an id not open
+  int64_t sequence_position(SequenceId id) const;
+  // Forgets the sequence's positions from `position` on.
+  void truncate_sequence(SequenceId id, int64_t position);
+  // dst's cache becomes src's first `positions` positions (a shared prompt
+  // prefix, computed once); dst's own positions are replaced.
+  void copy_sequence(SequenceId src, SequenceId dst, int64_t positions);
+  // Float32 logits [items.size(), V] of each item's last token, a view of
+  // scratch that the next call overwrites. The items' tokens together are at
+  // most max_batch_tokens(); each sequence appears once. ValueError when a
+  // sequence's tokens do not fit max_context() or an id is out of range.
+  Tensor forward_batch(std::span<const BatchItem> items);
+  virtual int64_t max_batch_tokens() const = 0;
+  int64_t open_sequences() const;
+  // A sequence's state, as an implementation keeps it.
+  struct Sequence {
+    virtual ~Sequence() = default;
+    int64_t position = 0;  // tokens in its cache
+    virtual void truncate(int64_t position) = 0;
+    virtual void copy_prefix(const Sequence& src, int64_t positions) = 0;  // src: same model's
+  };
+
   // Bytes of weights as held (embedding counted once when tied).
   virtual int64_t weight_bytes() const = 0;
   // Weight bytes the last forward() read (MoE: only the experts selected), the
@@ -180,6 +216,12 @@ class Model {
   // The work of forward() and reset(), run while the calling thread holds the model.
   virtual Tensor run_forward(std::span<const int32_t> tokens, bool all_logits) = 0;
   virtual void run_reset(int64_t position) = 0;
+  // The per-sequence work behind the public calls, run with the model held.
+  virtual std::unique_ptr<Sequence> new_sequence() = 0;
+  virtual Tensor run_forward_batch(std::span<Sequence* const> seqs, std::span<const BatchItem> items) = 0;
+  Sequence& sequence(SequenceId id) const;
+  std::vector<std::pair<SequenceId, std::unique_ptr<Sequence>>> sequences_;
+  SequenceId next_sequence_ = 1;
   uint64_t resets_ = 0;  // reset() implementations count themselves here
 
  private:
