@@ -12,6 +12,7 @@
 #include "kiln/linear.h"
 #include "kiln/nn.h"
 #include "kiln/sysinfo.h"
+#include "kiln/thread_pool.h"
 
 namespace kiln::llm::detail {
 
@@ -231,8 +232,9 @@ void Transformer::allocate_scratch() {
   s_.up = empty({R, max_I});
   s_.act = empty({R, max_I});
   s_.last = empty({1, H_});
-  s_.qkv1 = empty({1, (Hq_ + 2 * Hk_) * D_});
-  s_.gate_up1 = empty({1, 2 * max_I});
+  s_.fused_rows = std::min(R, kMaxFusedRows);
+  s_.qkv1 = empty({s_.fused_rows, (Hq_ + 2 * Hk_) * D_});
+  s_.gate_up1 = empty({s_.fused_rows, 2 * max_I});
   s_.logits1 = empty({1, V_});
   s_.ids = empty({R}, DType::Int32);
   if (c.is_moe()) {
@@ -399,12 +401,13 @@ void Transformer::attention(int64_t l, int64_t T, std::span<const Segment> segs)
   Tensor attn = s_.attn.narrow(0, 0, T), tmp = s_.tmp.narrow(0, 0, T);
   rms_norm_out(x, L.attn_norm, eps, xn);
   // xn [T, H] -> q [T, Hq*D], k/v [T, Hk*D]
-  if (T == 1 && L.qkv.defined()) {
-    // Decode: one matrix-vector call; q/k/v are column ranges of its [1, N] output.
-    L.qkv.apply(xn, s_.qkv1);
-    q = s_.qkv1.narrow(1, 0, Hq_ * D_);
-    k = s_.qkv1.narrow(1, Hq_ * D_, Hk_ * D_);
-    v = s_.qkv1.narrow(1, (Hq_ + Hk_) * D_, Hk_ * D_);
+  if (T <= s_.fused_rows && L.qkv.defined()) {
+    // Decode (one token, or a batch's few): one call; q/k/v are column ranges of its [T, N] output.
+    const Tensor qkv = s_.qkv1.narrow(0, 0, T);
+    L.qkv.apply(xn, qkv);
+    q = qkv.narrow(1, 0, Hq_ * D_);
+    k = qkv.narrow(1, Hq_ * D_, Hk_ * D_);
+    v = qkv.narrow(1, (Hq_ + Hk_) * D_, Hk_ * D_);
   } else {
     L.q.apply(xn, q);
     L.k.apply(xn, k);
@@ -433,8 +436,8 @@ void Transformer::attention(int64_t l, int64_t T, std::span<const Segment> segs)
   apply_rotary_emb_(q3, cos, sin);
   apply_rotary_emb_(k3, cos, sin);
   const Tensor attn3 = attn.view({T, Hq_, D_});
-  for (const Segment& g : segs) {
-    // The segment's [t, Hk, D] -> its cache [Hk, S, D]; its queries attend to that cache.
+  // Segment g: its [t, Hk, D] keys/values -> its cache [Hk, S, D]; its queries attend to that cache.
+  auto attend = [&](const Segment& g) {
     KVCache& cache = g.seq->cache;
     const int64_t S =
         cache.append(l, k3.narrow(0, g.row0, g.T).transpose(0, 1), v3.narrow(0, g.row0, g.T).transpose(0, 1));
@@ -445,6 +448,19 @@ void Transformer::attention(int64_t l, int64_t T, std::span<const Segment> segs)
     scaled_dot_product_attention_out(q3.narrow(0, g.row0, g.T).transpose(0, 1), cache.keys(l).select(0, 0),
                                      cache.values(l).select(0, 0), opt,
                                      attn3.narrow(0, g.row0, g.T).transpose(0, 1));
+  };
+  if (segs.size() == 1) {
+    attend(segs[0]);  // forward(), or one sequence: the op parallelises inside
+  } else {
+    // A batch: the one-token segments (decoding sequences) split across the
+    // threads, each run whole on one (a pool dispatch per sequence costs more
+    // than one token's attention); prompt chunks then use every thread each.
+    parallel_for(0, int64_t(segs.size()), 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i)
+        if (segs[size_t(i)].T == 1) attend(segs[size_t(i)]);
+    });
+    for (const Segment& g : segs)
+      if (g.T > 1) attend(g);
   }
   L.o.apply(attn, tmp);
   bytes_read_ += L.o.bytes();
@@ -459,8 +475,8 @@ void Transformer::mlp(int64_t l, int64_t T) {
   auto rows = [&](const Tensor& b) { return b.view({-1}).narrow(0, 0, T * I).view({T, I}); };
   Tensor g = rows(s_.gate), u = rows(s_.up), a = rows(s_.act);
   rms_norm_out(x, L.mlp_norm, cfg_.rms_norm_eps, xn);
-  if (T == 1 && L.gate_up.defined()) {
-    Tensor gu = s_.gate_up1.narrow(1, 0, 2 * I);
+  if (T <= s_.fused_rows && L.gate_up.defined()) {
+    Tensor gu = s_.gate_up1.narrow(0, 0, T).narrow(1, 0, 2 * I);
     L.gate_up.apply(xn, gu);
     g = gu.narrow(1, 0, I);
     u = gu.narrow(1, I, I);

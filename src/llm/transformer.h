@@ -43,7 +43,8 @@ struct LayerWeights {
 struct Scratch {
   int64_t rows = 0;
   Tensor x, xn, q, k, v, attn, tmp;  // [rows, H] / [rows, Hq*D] / [rows, Hk*D]
-  Tensor qkv1, gate_up1;             // [1, (Hq+2Hk)*D], [1, 2I]: one decode step's fused outputs
+  int64_t fused_rows = 0;            // steps of at most this many rows run q|k|v and gate|up fused
+  Tensor qkv1, gate_up1;             // [fused_rows, (Hq+2Hk)*D], [fused_rows, 2I]: their outputs
   Tensor gate, up, act;              // [rows, I]
   Tensor last;                       // [1, H]
   Tensor logits1;                    // [1, V]
@@ -132,6 +133,9 @@ class Transformer final : public Model {
 
 // Rows of one chunk of a prefill (scratch height).
 inline constexpr int64_t kMaxChunk = 512;
+// Steps of up to this many rows (decoding, a batch of decoding sequences) run
+// the fused q|k|v and gate|up weights: one call each instead of three and two.
+inline constexpr int64_t kMaxFusedRows = 64;
 // The context of a model whose config does not give its trained length.
 inline constexpr int64_t kFallbackContext = 4096;
 

@@ -8,6 +8,7 @@
 
 #include "kiln/error.h"
 #include "kiln/random.h"
+#include "kiln/thread_pool.h"
 #include "kiln/tokenizer.h"
 #include "llm/stop_strings.h"
 #include "nn/sampling.h"
@@ -363,6 +364,8 @@ void Engine::loop() {
       continue;
     }
     const int64_t V = logits.size(1);
+    std::vector<std::pair<Slot*, const float*>>& draws = draws_;
+    draws.clear();
     for (size_t i = 0; i < owners.size(); ++i) {
       Slot& s = *owners[i];
       s.fed += int64_t(items[i].tokens.size());
@@ -376,11 +379,16 @@ void Engine::loop() {
             model_.copy_sequence(s.seq, o->seq, s.fed);
             o->fed = s.fed;
             o->parent = nullptr;
-            sample(*o, row);
+            draws.emplace_back(o.get(), row);
           }
       }
-      sample(s, row);
+      draws.emplace_back(&s, row);
     }
+    // Each choice samples with its own generator, scratch row and decoder: in
+    // parallel (a full-vocabulary softmax per row is not free at 16+ rows).
+    parallel_for(0, int64_t(draws.size()), 4, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) sample(*draws[size_t(i)].first, draws[size_t(i)].second);
+    });
     ++metrics_.steps;
     metrics_.step_seconds.observe(seconds_since(t0));
   }

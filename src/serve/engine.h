@@ -153,6 +153,7 @@ class Engine {
   std::vector<std::unique_ptr<Slot>> slots_;
   std::deque<Pending> waiting_;
   std::vector<Idle> idle_;  // least recently used first
+  std::vector<std::pair<Slot*, const float*>> draws_;  // this step's (choice, logits row) to sample
   std::thread thread_;
 };
 
