@@ -80,3 +80,31 @@ from .llm_train import load_trainable as _load_trainable  # noqa: E402
 
 llm.load_trainable = _load_trainable  # noqa: F821  (kiln.llm is made above)
 llm.__all__.append("load_trainable")  # noqa: F821
+
+
+def serve(model=None, host="127.0.0.1", port=8080, *, block=True, dtype="fp8", max_context=0, **options):
+    """Serves a model over HTTP with OpenAI's API, as ``kiln serve`` does.
+
+    model: a LanguageModel, or a path (None: the default model) loaded with
+    ``dtype`` and ``max_context``. options: api_key, name, max_batch,
+    step_tokens, max_queue, idle_sequences, max_tokens, max_body_bytes,
+    timeout_seconds (kiln serve's flags). block=True serves in this thread
+    until Ctrl-C; block=False serves in a background thread and returns the
+    kiln.llm.Server at once (``.url``, ``.port``, ``.stop()``; a context manager).
+    """
+    import os as _os
+
+    if model is None or isinstance(model, (str, _os.PathLike)):
+        model = llm.load(model, dtype=dtype, max_context=max_context)  # noqa: F821
+    server = llm.Server(model, host=host, port=port, **options)  # noqa: F821
+    if block:
+        try:
+            server.run()
+        except KeyboardInterrupt:
+            pass
+        return server
+    server.start()
+    return server
+
+
+__all__.append("serve")

@@ -101,7 +101,7 @@ def start_kiln(kiln, model, threads, max_batch, context):
 def start_peer(peer_python, model, threads, context):
     port = free_port()
     cmd = [peer_python, "-c", PEER_SERVER, "--model", model, "--port", str(port), "--host", "127.0.0.1",
-           "--n_ctx", str(context), "--verbose", "False"]
+           "--n_ctx", str(context), "--verbose", "False", "--interrupt_requests", "False"]
     if threads:
         cmd += ["--n_threads", str(threads), "--n_threads_batch", str(threads)]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -19,6 +19,7 @@ void init_nn(nb::module_& m);       // nn.cc: softmax, attention, norms, rope, e
 void init_tokenizer(nb::module_& m);  // tokenizer.cc: Tokenizer, StreamDecoder, chat templates
 void init_linalg(nb::module_& m);   // linalg.cc: kiln.linalg
 void init_llm(nb::module_& m);      // llm.cc: kiln.llm (load, LanguageModel, Generation)
+void init_serve(nb::module_& m);    // serve.cc: kiln.llm.Server (kiln.serve)
 void init_shape(nb::module_& m);  // shape.cc: cat, stack, the split family
 void init_interpolate(nb::module_& m);  // interpolate.cc: interpolate, upsample_*
 void init_optim(nb::module_& m);  // optim.cc: the fused optimizer steps (kiln.optim)
@@ -51,6 +52,7 @@ NB_MODULE(_C, m) {
   init_tokenizer(m);
   init_linalg(m);
   init_llm(m);
+  init_serve(m);
   init_shape(m);
   init_optim(m);
   init_pad(m);

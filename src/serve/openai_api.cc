@@ -294,12 +294,14 @@ ResponseBuilder::ResponseBuilder(const ApiRequest& r, const Tokenizer& tok, std:
                    .count()),
       choices_(size_t(r.req.n)) {}
 
-std::string ResponseBuilder::token_text(int32_t id) const {
-  const int32_t one[] = {id};
-  return tok_.decode(one);
-}
-
 namespace {
+
+// Characters (code points) of UTF-8 text: text_offset counts these, as OpenAI's does.
+int64_t chars(const std::string& s) {
+  int64_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
 
 json bytes_of(const std::string& s) {
   json b = json::array();
@@ -307,12 +309,9 @@ json bytes_of(const std::string& s) {
   return b;
 }
 
-}  // namespace
-
 // Chat: {"content": [{token, logprob, bytes, top_logprobs}]}; completions:
 // {tokens, token_logprobs, top_logprobs, text_offset}.
-static json logprobs_json(const std::vector<TokenInfo>& toks, bool chat, const Tokenizer& tok,
-                          int64_t offset0) {
+json logprobs_json(const std::vector<TokenInfo>& toks, bool chat, const Tokenizer& tok, int64_t offset0) {
   auto text = [&](int32_t id) {
     const int32_t one[] = {id};
     return tok.decode(one);
@@ -341,12 +340,15 @@ static json logprobs_json(const std::vector<TokenInfo>& toks, bool chat, const T
     for (const auto& a : t.top) top[text(a.id)] = a.logprob;
     tops.push_back(top);
     offs.push_back(off);
-    off += int64_t(s.size());
+    off += chars(s);
   }
   return json{{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offs}};
 }
 
-std::string ResponseBuilder::chunk_json(int64_t choice, const Event* e, bool open_role) const {
+}  // namespace
+
+std::string ResponseBuilder::chunk_json(int64_t choice, const Event* e, bool open_role,
+                                        int64_t offset) const {
   const bool chat = r_.endpoint == Endpoint::Chat;
   json c = {{"index", choice}};
   if (chat) {
@@ -358,7 +360,7 @@ std::string ResponseBuilder::chunk_json(int64_t choice, const Event* e, bool ope
   } else {
     c["text"] = e ? e->text : "";
   }
-  c["logprobs"] = e && !e->tokens.empty() ? logprobs_json(e->tokens, chat, tok_, 0) : json(nullptr);
+  c["logprobs"] = e && !e->tokens.empty() ? logprobs_json(e->tokens, chat, tok_, offset) : json(nullptr);
   c["finish_reason"] = e && !e->finish_reason.empty() ? json(e->finish_reason) : json(nullptr);
   json j = {{"id", id_},
             {"object", chat ? "chat.completion.chunk" : "text_completion"},
@@ -379,6 +381,7 @@ std::string ResponseBuilder::chunks(const std::vector<Event>& events) {
         Event e;
         e.text = r_.prompt_text;
         out += chunk_json(i, &e, false);
+        choices_[size_t(i)].streamed = chars(e.text);
       }
     }
   }
@@ -386,9 +389,9 @@ std::string ResponseBuilder::chunks(const std::vector<Event>& events) {
     if (e.finish_reason == "error") failed_ = true;
     if (e.text.empty() && e.tokens.empty() && e.finish_reason.empty()) continue;
     if (e.finish_reason == "cancelled") continue;
-    Event shown = e;
-    if (shown.finish_reason == "error") shown.finish_reason = "error";
-    out += chunk_json(e.choice, &shown, false);
+    auto& c = choices_[size_t(e.choice)];
+    out += chunk_json(e.choice, &e, false, c.streamed);  // text_offset: where this text starts
+    c.streamed += chars(e.text);
   }
   return out;
 }
@@ -433,7 +436,7 @@ std::string ResponseBuilder::body(int64_t prompt_tokens, int64_t completion_toke
     } else {
       const std::string head = r_.echo ? r_.prompt_text : "";
       o["text"] = head + c.text;
-      o["logprobs"] = lp ? logprobs_json(c.tokens, false, tok_, int64_t(head.size())) : json(nullptr);
+      o["logprobs"] = lp ? logprobs_json(c.tokens, false, tok_, chars(head)) : json(nullptr);
     }
     o["finish_reason"] = c.finish.empty() ? json(nullptr) : json(c.finish);
     choices.push_back(std::move(o));

@@ -68,8 +68,7 @@ class ResponseBuilder {
   bool failed() const { return failed_; }  // a choice ended in an error
 
  private:
-  std::string chunk_json(int64_t choice, const Event* e, bool open_role) const;
-  std::string token_text(int32_t id) const;
+  std::string chunk_json(int64_t choice, const Event* e, bool open_role, int64_t offset = 0) const;
   const ApiRequest& r_;
   const Tokenizer& tok_;
   std::string model_, id_;
@@ -78,6 +77,7 @@ class ResponseBuilder {
   struct Choice {
     std::string text, finish;
     std::vector<TokenInfo> tokens;
+    int64_t streamed = 0;  // characters of text streamed so far
   };
   std::vector<Choice> choices_;
 };

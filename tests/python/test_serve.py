@@ -280,3 +280,57 @@ def test_openai_client(server):
     assert [m.id for m in client.models.list()] == ["SmolLM2-135M-Instruct.Q4_1"]
     with pytest.raises(openai.BadRequestError):
         client.chat.completions.create(model="x", messages=[], max_tokens=3)
+
+
+def test_python_embedding():
+    kiln = pytest.importorskip("kiln")
+    model = cached_default_model()
+    if model is None:
+        pytest.skip("needs the default model")
+    m = kiln.llm.load(str(model), max_context=1024)
+    with kiln.serve(m, port=0, block=False, name="smol", api_key="k") as s:
+        assert s.url == f"http://127.0.0.1:{s.port}"
+        st, r = post(s.port, "/v1/chat/completions", chat("What is the capital of France?"), key="k")
+        assert st == 200 and "Paris" in r["choices"][0]["message"]["content"]
+        st, models = request(s.port, "GET", "/v1/models", key="k")
+        assert json.loads(models)["data"][0]["id"] == "smol"
+        port = s.port
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=2)
+    # The model is the caller's again.
+    assert m.position == 0 and "".join(m.generate("Hi", max_tokens=3, temperature=0))
+    with pytest.raises(TypeError):
+        kiln.llm.Server(m, port=0, max_batch="many")
+
+
+def test_completion_logprobs_stream_offsets(server):
+    body = {"prompt": "The capital of France is", "max_tokens": 5, "temperature": 0, "logprobs": 2, "echo": True}
+    _, whole = post(server, "/v1/completions", body)
+    lp = whole["choices"][0]["logprobs"]
+    text = whole["choices"][0]["text"]
+    assert len(lp["tokens"]) == 5 and all(len(t) <= 2 for t in lp["top_logprobs"])
+    for tok, off in zip(lp["tokens"], lp["text_offset"]):
+        assert text[off:off + len(tok)] == tok  # offsets index the choice's text (after the echoed prompt)
+    chunks, _ = stream(server, "/v1/completions", body)
+    offs = [o for c in chunks if c["choices"] and c["choices"][0]["logprobs"]
+            for o in c["choices"][0]["logprobs"]["text_offset"]]
+    assert offs == lp["text_offset"]
+
+
+def test_bench_serve_quick_json():
+    model = cached_default_model()
+    if model is None or kiln_cli() is None:
+        pytest.skip("needs the kiln CLI and the default model")
+    r = subprocess.run([kiln_cli(), "bench", "serve", str(model), "--quick", "--json"], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["command"] == "bench serve" and doc["machine"]["cpu_model"]
+    cases = {(x["server"], x["clients"]): x for x in doc["results"]}
+    assert set(cases) == {("kiln", 1), ("kiln", 2)}
+    for x in cases.values():
+        assert x["complete"] == x["requests"] > 0 and x["tokens"] > 0
+        assert x["total_tokens_per_s"] > 0 and x["ttft_p50_s"] <= x["ttft_p99_s"]
+    m = doc["malformed"]
+    assert m["all_4xx"] and m["serving_after"], m
+    assert m["statuses"]["huge body"] == 413

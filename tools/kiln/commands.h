@@ -33,5 +33,6 @@ Command add_convert(CLI::App& parent);      // convert.cc
 Command add_bench_generate(CLI::App& bench);  // bench_generate.cc
 Command add_bench_train(CLI::App& bench);     // bench_train.cc
 Command add_bench_vae(CLI::App& bench);       // bench_vae.cc
+Command add_bench_serve(CLI::App& bench);     // bench_serve.cc
 
 }  // namespace kiln::cli

@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
   commands.push_back(kiln::cli::add_bench_generate(*bench));
   commands.push_back(kiln::cli::add_bench_train(*bench));
   commands.push_back(kiln::cli::add_bench_vae(*bench));
+  commands.push_back(kiln::cli::add_bench_serve(*bench));
 
   try {
     app.parse(argc, argv);

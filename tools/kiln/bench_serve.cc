@@ -1,0 +1,123 @@
+// `kiln bench serve`: serving figures, measured by the Python module
+// kiln.bench_serve (concurrent streaming clients against `kiln serve` and,
+// with --peer-python, llama.cpp's server on the same file), with this
+// machine's description added. Loopback only; bounded in requests and time.
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "bench/harness.h"
+#include "bench/options.h"
+#include "bench/python_side.h"
+#include "bench/report.h"
+#include "commands.h"
+#include "kiln/sysinfo.h"
+#include "kiln/version.h"
+#include "llm_common.h"
+
+namespace kiln::cli {
+namespace {
+
+using bench::json;
+
+struct ServeBenchOptions : bench::CommonOptions {
+  std::string model, python, peer_python, clients = "1,4,16,64";
+  int requests = 2, max_tokens = 64, context = 2048, threads = 0;
+  double soak = 0;
+};
+
+std::string shell_quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+int run_bench_serve(ServeBenchOptions& opt) {
+  const std::string py = bench::find_python(opt.python);
+  if (py.empty()) {
+    std::fprintf(stderr, "kiln bench serve: no python next to the kiln binary; pass --python PATH\n");
+    return 1;
+  }
+  const std::string model = resolve_model_path(opt.model, opt.json);
+  std::error_code ec;
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  if (opt.quick) {
+    opt.clients = "1,2";
+    opt.requests = 1;
+    opt.max_tokens = 8;
+  }
+  std::string args = "--kiln " + shell_quoted(self) + " --model " + shell_quoted(model) + " --clients " +
+                     shell_quoted(opt.clients) + " --requests " + std::to_string(opt.requests) +
+                     " --max-tokens " + std::to_string(opt.max_tokens) + " --context " +
+                     std::to_string(opt.context) + " --threads " + std::to_string(opt.threads);
+  if (opt.soak > 0) args += " --soak " + std::to_string(opt.soak);
+  if (!opt.peer_python.empty()) args += " --peer-python " + shell_quoted(opt.peer_python);
+  if (!opt.json) std::fprintf(stderr, "kiln bench serve: running %s -m kiln.bench_serve ...\n", py.c_str());
+  const bench::PythonRun pr = bench::run_python_module(py, "kiln.bench_serve", args);
+  if (!pr.ok) {
+    std::fprintf(stderr, "kiln bench serve: %s\n", pr.why.c_str());
+    return 1;
+  }
+  json machine = bench::machine_json(sys::RoofStats{});
+  machine.erase("roof");
+  machine.erase("roof_gbps");
+  json doc = pr.doc;
+  doc["command"] = "bench serve";
+  doc["kiln_version"] = kiln::kVersion;
+  doc["machine"] = machine;
+  const std::string table = doc.value("table", std::string());
+  if (opt.json || !opt.out.empty()) {
+    bench::emit_report(doc, opt.out, opt.json, "", "");
+    if (opt.json) return 0;
+  }
+  std::printf("kiln %s bench serve: %s, %s%s\n%s", kiln::kVersion, sys::system_info().cpu_model.c_str(),
+              model.c_str(), opt.quick ? "; --quick: a smoke run, not a measurement" : "", table.c_str());
+  for (const json& mi : doc.value("missing", json::array()))
+    std::printf("  not measured: %s (%s)\n", mi.value("name", "").c_str(), mi.value("why", "").c_str());
+  return 0;
+}
+
+}  // namespace
+
+Command add_bench_serve(CLI::App& bench) {
+  auto opt = std::make_shared<ServeBenchOptions>();
+  CLI::App* app = bench.add_subcommand(
+      "serve",
+      "kiln serve under concurrent streaming clients: total and per-stream tokens/s, time to first token.");
+  app->footer(
+      "Starts `kiln serve MODEL` on a free loopback port (and llama.cpp's server on the same file with "
+      "--peer-python, a Python with llama-cpp-python[server]); for each client count, that many clients each "
+      "stream --requests chat requests of --max-tokens tokens. Reports total tokens/s, per-stream tokens/s "
+      "and "
+      "time to first token p50/p99 per server and count, kiln's 16-client over 1-client ratio and its ratio "
+      "to "
+      "llama.cpp at 16 clients, then sends malformed requests and checks the server still serves. --soak S "
+      "keeps 16 clients busy for S seconds and samples kiln's resident memory.");
+  bench::CommonDefaults d;
+  d.repeat = 1;
+  d.quick_repeat = 1;
+  d.warmup = -1;
+  d.timed = "(unused: --requests sets the count)";
+  bench::add_common_options(*app, *opt, d);
+  app->add_option("model", opt->model, "A .gguf file (default: the default model)");
+  app->add_option("--clients", opt->clients, "Concurrent clients, comma-separated")->capture_default_str();
+  app->add_option("--requests", opt->requests, "Requests per client, one after another (4 at 1 client)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app->add_option("--max-tokens", opt->max_tokens, "Tokens per request")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app->add_option("--context", opt->context, "Each server's context")
+      ->check(CLI::Range(64, 1 << 20))
+      ->capture_default_str();
+  add_threads_option(*app, opt->threads);
+  app->add_option("--soak", opt->soak, "Seconds of 16 busy clients on kiln, watching its memory (0: none)")
+      ->check(CLI::Range(0.0, 86400.0));
+  app->add_option("--python", opt->python, "Python with kiln installed (default: a python next to kiln)");
+  app->add_option("--peer-python", opt->peer_python,
+                  "A Python with llama-cpp-python[server], for llama.cpp's server");
+  return {app, [opt] { return run_bench_serve(*opt); }};
+}
+
+}  // namespace kiln::cli
