@@ -87,10 +87,10 @@ def wait_ready(port, proc, timeout=180):
     raise RuntimeError("the server did not answer within %d s" % timeout)
 
 
-def start_kiln(kiln, model, threads, max_batch, context):
+def start_kiln(kiln, model, threads, max_batch, context, dtype="fp8"):
     port = free_port()
-    cmd = [kiln, "serve", model, "--port", str(port), "--quiet", "--max-batch", str(max_batch),
-           "--context", str(context)]
+    cmd = [kiln, "serve", model, "--port", str(port), "--quiet", "--max-batch", str(max_batch), "--timeout", "5",
+           "--context", str(context), "--dtype", dtype]
     if threads:
         cmd += ["--threads", str(threads)]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -289,7 +289,10 @@ def bench_serve(args):
     doc = {"python_version": platform.python_version(), "results": [], "missing": [],
            "model": args.model, "max_tokens": args.max_tokens, "requests_per_client": args.requests}
     clients = [int(c) for c in args.clients.split(",")]
-    servers = [("kiln", lambda: start_kiln(args.kiln, args.model, args.threads, max(clients), args.context))]
+    dtypes = args.dtypes.split(",")
+    servers = [("kiln" if d == "fp8" else "kiln " + d,
+                lambda d=d: start_kiln(args.kiln, args.model, args.threads, max(clients), args.context, d))
+               for d in dtypes]
     if args.peer_python:
         servers.append(("llama.cpp", lambda: start_peer(args.peer_python, args.model, args.threads, args.context)))
     else:
@@ -311,31 +314,35 @@ def bench_serve(args):
                 by[(name, c)] = r
                 print("  %s, %d clients: %.1f tok/s total" % (name, c, r["total_tokens_per_s"] or 0),
                       file=sys.stderr, flush=True)
-            if name == "kiln" and args.malformed:
+            if name == servers[0][0] and args.malformed:
                 doc["malformed"] = malformed(port)
-            if name == "kiln" and args.soak > 0:
+            if name == servers[0][0] and args.soak > 0:
                 doc["soak"] = soak(port, proc.pid, args.soak, args.max_tokens)
         finally:
             stop(proc)
     # The ratios, from this run.
     ratios = {}
-    k1, k16 = by.get(("kiln", 1)), by.get(("kiln", 16))
-    if k1 and k16 and k1["total_tokens_per_s"]:
-        ratios["kiln_16_over_1_clients"] = k16["total_tokens_per_s"] / k1["total_tokens_per_s"]
     p16 = by.get(("llama.cpp", 16))
-    if k16 and p16 and p16["total_tokens_per_s"]:
-        ratios["kiln_over_llama_cpp_16_clients"] = k16["total_tokens_per_s"] / p16["total_tokens_per_s"]
-        ratios["ttft_p99_kiln_s_vs_llama_cpp_s_16_clients"] = [k16["ttft_p99_s"], p16["ttft_p99_s"]]
+    for name, _ in servers:
+        if name == "llama.cpp":
+            continue
+        k1, k16 = by.get((name, 1)), by.get((name, 16))
+        key = name.replace(" ", "_")
+        if k1 and k16 and k1["total_tokens_per_s"]:
+            ratios[key + "_16_over_1_clients"] = k16["total_tokens_per_s"] / k1["total_tokens_per_s"]
+        if k16 and p16 and p16["total_tokens_per_s"]:
+            ratios[key + "_over_llama_cpp_16_clients"] = k16["total_tokens_per_s"] / p16["total_tokens_per_s"]
+            ratios["ttft_p99_s_16_clients_%s_vs_llama_cpp" % key] = [k16["ttft_p99_s"], p16["ttft_p99_s"]]
     doc["ratios"] = ratios
     return doc
 
 
 def table(doc):
-    lines = ["%-10s %7s %12s %12s %10s %10s %9s" % ("server", "clients", "total tok/s", "stream tok/s",
+    lines = ["%-12s %7s %12s %12s %10s %10s %9s" % ("server", "clients", "total tok/s", "stream tok/s",
                                                   "ttft p50", "ttft p99", "complete")]
     f = lambda v, fmt: fmt % v if v is not None else "-"
     for r in doc["results"]:
-        lines.append("%-10s %7d %12s %12s %10s %10s %5d/%-3d" % (
+        lines.append("%-12s %7d %12s %12s %10s %10s %5d/%-3d" % (
             r["server"], r["clients"], f(r["total_tokens_per_s"], "%.1f"), f(r["per_stream_tokens_per_s"], "%.1f"),
             f(r["ttft_p50_s"], "%.3f s"), f(r["ttft_p99_s"], "%.3f s"), r["complete"], r["requests"]))
     for k, v in doc.get("ratios", {}).items():
@@ -360,6 +367,7 @@ def main(argv=None):
     p.add_argument("--max-tokens", type=int, default=64, help="tokens per request (default 64)")
     p.add_argument("--context", type=int, default=2048, help="each server's context (default 2048)")
     p.add_argument("--threads", type=int, default=0, help="threads of each server (default: their own)")
+    p.add_argument("--dtypes", default="fp8", help="kiln's weight formats, each its own server (default fp8)")
     p.add_argument("--case-timeout", type=float, default=600, help="no new request starts after this many s of a case")
     p.add_argument("--peer-python", default=None, help="a Python with llama-cpp-python[server]")
     p.add_argument("--malformed", action=argparse.BooleanOptionalAction, default=True,

@@ -4,6 +4,7 @@
 // machine's description added. Loopback only; bounded in requests and time.
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -22,7 +23,7 @@ namespace {
 using bench::json;
 
 struct ServeBenchOptions : bench::CommonOptions {
-  std::string model, python, peer_python, clients = "1,4,16,64";
+  std::string model, python, peer_python, clients = "1,4,16,64", dtypes = "fp8";
   int requests = 2, max_tokens = 64, context = 2048, threads = 0;
   double soak = 0;
 };
@@ -51,6 +52,7 @@ int run_bench_serve(ServeBenchOptions& opt) {
                      shell_quoted(opt.clients) + " --requests " + std::to_string(opt.requests) +
                      " --max-tokens " + std::to_string(opt.max_tokens) + " --context " +
                      std::to_string(opt.context) + " --threads " + std::to_string(opt.threads);
+  args += " --dtypes " + shell_quoted(opt.dtypes);
   if (opt.soak > 0) args += " --soak " + std::to_string(opt.soak);
   if (!opt.peer_python.empty()) args += " --peer-python " + shell_quoted(opt.peer_python);
   if (!opt.json) std::fprintf(stderr, "kiln bench serve: running %s -m kiln.bench_serve ...\n", py.c_str());
@@ -67,9 +69,17 @@ int run_bench_serve(ServeBenchOptions& opt) {
   doc["kiln_version"] = kiln::kVersion;
   doc["machine"] = machine;
   const std::string table = doc.value("table", std::string());
-  if (opt.json || !opt.out.empty()) {
-    bench::emit_report(doc, opt.out, opt.json, "", "");
-    if (opt.json) return 0;
+  if (!opt.out.empty()) {
+    std::ofstream f(opt.out);
+    f << doc.dump(2) << "\n";
+    if (!f) {
+      std::fprintf(stderr, "kiln bench serve: cannot write %s\n", opt.out.c_str());
+      return 1;
+    }
+  }
+  if (opt.json) {
+    std::printf("%s\n", doc.dump(2).c_str());
+    return 0;
   }
   std::printf("kiln %s bench serve: %s, %s%s\n%s", kiln::kVersion, sys::system_info().cpu_model.c_str(),
               model.c_str(), opt.quick ? "; --quick: a smoke run, not a measurement" : "", table.c_str());
@@ -112,6 +122,10 @@ Command add_bench_serve(CLI::App& bench) {
       ->check(CLI::Range(64, 1 << 20))
       ->capture_default_str();
   add_threads_option(*app, opt->threads);
+  app->add_option("--dtypes", opt->dtypes,
+                  "kiln's weight formats, comma-separated, each its own server (fp8, native: the file's own "
+                  "blocks, the bytes per weight llama.cpp reads, bf16, f32)")
+      ->capture_default_str();
   app->add_option("--soak", opt->soak, "Seconds of 16 busy clients on kiln, watching its memory (0: none)")
       ->check(CLI::Range(0.0, 86400.0));
   app->add_option("--python", opt->python, "Python with kiln installed (default: a python next to kiln)");
