@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
+#include "io/tokenizer/impl.h"
 #include "kiln/error.h"
 #include "kiln/random.h"
 #include "kiln/thread_pool.h"
@@ -79,6 +81,8 @@ struct Engine::Slot {
   std::string held;              // text that may begin a stop string
   std::vector<int64_t> history;  // for the penalties
   std::vector<float> row;        // the logits the sampler may modify
+  std::vector<float> raw;        // constrained: the logits with refused tokens at -inf
+  std::optional<JsonMatcher> matcher;  // response_format: where the JSON text stands
   bool done = false;
 };
 
@@ -198,6 +202,10 @@ void Engine::admit(Pending p) {
     s->gen = std::make_unique<Generator>(req->seed + uint64_t(c));
     s->dec = std::make_unique<StreamDecoder>(model_.tokenizer());
     s->history.assign(req->prompt.begin(), req->prompt.end());
+    if (req->schema) {
+      load_token_bytes();
+      s->matcher.emplace(*req->schema);
+    }
     if (c == 0) {
       int64_t reused = 0;
       s->seq = acquire(req->prompt, reused);
@@ -243,8 +251,13 @@ bool Engine::sample(Slot& s, const float* logits) {
     finish(s, "error");
     return false;
   }
-  const auto tok =
-      int32_t(sample_row_(s.row.data(), V, r.sampling, s.history.data(), int64_t(s.history.size()), *s.gen));
+  const int32_t tok = s.matcher ? sample_constrained(s, logits, V)
+                                : int32_t(sample_row_(s.row.data(), V, r.sampling, s.history.data(),
+                                                      int64_t(s.history.size()), *s.gen));
+  if (tok < 0) {  // the schema allows nothing the model can say (cannot happen once a value may end)
+    finish(s, "length");
+    return false;
+  }
   Event e;
   e.choice = s.choice;
   if (r.top_logprobs >= 0) {
@@ -277,6 +290,10 @@ bool Engine::sample(Slot& s, const float* logits) {
   const bool eos = r.stop_at_eos && std::find(eos_.begin(), eos_.end(), tok) != eos_.end();
   bool stopped = false;
   if (!eos) e.text = llm::detail::push_past_stops(r.stop, s.held, s.dec->push(tok), stopped);
+  if (!eos && s.matcher) {
+    s.matcher->advance(token_bytes_[size_t(tok)]);  // allowed: sample_constrained checked it
+    stopped |= s.matcher->done();                   // the JSON value is closed
+  }
   const bool full = s.generated >= r.max_tokens || int64_t(s.tokens.size()) >= model_.max_context();
   if (!eos && !stopped && !full) {
     s.stream->post(std::move(e), 1);
@@ -292,6 +309,52 @@ bool Engine::sample(Slot& s, const float* logits) {
   e.finish_reason = (eos || stopped) ? "stop" : "length";
   if (s.stream->post(std::move(e), 1)) metrics_.request_seconds.observe(seconds_since(s.queued));
   return false;
+}
+
+void Engine::load_token_bytes() {
+  if (!token_bytes_.empty()) return;
+  const Tokenizer& tok = model_.tokenizer();
+  const int64_t V = model_.config().vocab_size;
+  token_bytes_.resize(size_t(V));
+  token_special_.assign(size_t(V), 0);
+  for (int32_t i = 0; i < int32_t(V); ++i) {
+    if (i < tok.vocab_size())
+      token_bytes_[size_t(i)] = tok.impl().decode_bytes(std::span<const int32_t>(&i, 1), false);
+    token_special_[size_t(i)] = i >= tok.vocab_size() || tok.is_special(i) || token_bytes_[size_t(i)].empty();
+  }
+}
+
+// A token the schema allows, drawn as sample_row_ draws from the logits with
+// every refused token removed: draw, and while the draw is refused, remove it
+// and draw again; after a few refusals, remove every refused token at once.
+int32_t Engine::sample_constrained(Slot& s, const float* logits, int64_t V) {
+  const Request& r = *s.req;
+  auto allowed = [&](int32_t t) {
+    if (std::find(eos_.begin(), eos_.end(), t) != eos_.end()) return s.matcher->can_end();
+    if (token_special_[size_t(t)]) return false;
+    JsonMatcher m = *s.matcher;
+    return m.advance(token_bytes_[size_t(t)]);
+  };
+  auto draw = [&] {
+    s.row = s.raw;
+    return int32_t(
+        sample_row_(s.row.data(), V, r.sampling, s.history.data(), int64_t(s.history.size()), *s.gen));
+  };
+  s.raw.assign(logits, logits + V);
+  for (int tries = 0; tries < 8; ++tries) {
+    const int32_t t = draw();
+    if (allowed(t)) return t;
+    s.raw[size_t(t)] = -INFINITY;
+  }
+  bool any = false;
+  for (int32_t t = 0; t < int32_t(V); ++t) {
+    if (s.raw[size_t(t)] == -INFINITY) continue;
+    if (allowed(t))
+      any = true;
+    else
+      s.raw[size_t(t)] = -INFINITY;
+  }
+  return any ? draw() : -1;
 }
 
 void Engine::loop() {

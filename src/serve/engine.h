@@ -22,6 +22,7 @@
 
 #include "kiln/llm/model.h"
 #include "kiln/sampling.h"
+#include "serve/json_constraint.h"
 #include "serve/metrics.h"
 
 namespace kiln::serve {
@@ -49,6 +50,8 @@ struct Request {
   bool stop_at_eos = true;
   int64_t n = 1;              // choices
   int64_t top_logprobs = -1;  // -1: no logprobs; else the alternatives per token (0..20)
+  // response_format: the text must be a JSON value this schema accepts (null: free text).
+  std::shared_ptr<const JsonSchema> schema;
 };
 
 // A piece of one choice's output: text (whole UTF-8 characters), the tokens
@@ -135,12 +138,18 @@ class Engine {
   llm::Model::SequenceId fresh_sequence();
   void release(Slot& s);
   bool sample(Slot& s, const float* logits);  // false when the slot finished
+  int32_t sample_constrained(Slot& s, const float* logits, int64_t V);  // -1: nothing may follow
+  void load_token_bytes();
   void finish(Slot& s, const char* reason);
 
   llm::Model& model_;
   EngineOptions opt_;
   Metrics& metrics_;
   std::vector<int32_t> eos_;
+  // Each token's bytes and whether it is special (a constrained choice never
+  // takes one, but the end of sequence), read once for the first schema.
+  std::vector<std::string> token_bytes_;
+  std::vector<uint8_t> token_special_;
   bool has_tokenizer_ = false;
 
   std::mutex mu_;

@@ -9,6 +9,7 @@
 
 #include "kiln/chat_template.h"
 #include "kiln/tokenizer.h"
+#include "serve/json_constraint.h"
 
 namespace kiln::serve {
 
@@ -198,11 +199,22 @@ ApiRequest parse_request(Endpoint endpoint, std::string_view text, const llm::Mo
       const json& f = body["response_format"];
       if (!f.is_object() || !f.contains("type") || !f["type"].is_string())
         bad("response_format", "'response_format' must be an object with a 'type'");
-      if (f["type"] != "text")
-        throw ApiError(400,
-                       "response_format '" + f["type"].get<std::string>() +
-                           "' is not supported by this server yet (only 'text')",
-                       "response_format");
+      const std::string type = f["type"].get<std::string>();
+      if (type == "json_object") {
+        r.req.schema = JsonSchema::any_object();
+      } else if (type == "json_schema") {
+        const auto js = f.find("json_schema");
+        if (js == f.end() || !js->is_object() || !js->contains("schema"))
+          bad("response_format.json_schema",
+              "'response_format.json_schema' must be an object with a 'schema'");
+        try {
+          r.req.schema = JsonSchema::compile((*js)["schema"]);
+        } catch (const std::invalid_argument& e) {
+          bad("response_format.json_schema.schema", e.what());
+        }
+      } else if (type != "text") {
+        bad("response_format.type", "'response_format.type' must be text, json_object or json_schema");
+      }
     }
     if (tok.chat_template().empty())
       throw ApiError(400, "the model has no chat template; use /v1/completions");

@@ -334,3 +334,55 @@ def test_bench_serve_quick_json():
     m = doc["malformed"]
     assert m["all_4xx"] and m["serving_after"], m
     assert m["statuses"]["huge body"] == 413
+
+
+PERSON = {"type": "object", "additionalProperties": False, "required": ["name", "age", "likes"],
+          "properties": {"name": {"type": "string"}, "age": {"type": "integer"},
+                         "likes": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+                         "mood": {"enum": ["happy", "sad", None]}}}
+
+
+def check_person(v):
+    assert isinstance(v, dict) and set(v) <= set(PERSON["properties"]) and {"name", "age", "likes"} <= set(v), v
+    assert isinstance(v["name"], str) and isinstance(v["age"], int) and not isinstance(v["age"], bool)
+    assert isinstance(v["likes"], list) and len(v["likes"]) <= 3 and all(isinstance(x, str) for x in v["likes"])
+    assert v.get("mood", None) in ("happy", "sad", None)
+
+
+def test_response_format_json_schema(server):
+    fmt = {"type": "json_schema", "json_schema": {"name": "person", "strict": True, "schema": PERSON}}
+    body = chat("Describe a person named Ada, aged 36, as JSON.", max_tokens=120, response_format=fmt)
+    st, r = post(server, "/v1/chat/completions", body)
+    assert st == 200, r
+    v = json.loads(r["choices"][0]["message"]["content"])
+    check_person(v)
+    assert v["name"] == "Ada" and r["choices"][0]["finish_reason"] == "stop"
+    # Sampled at temperature 1 too: every choice is a valid document (or cut by max_tokens).
+    st, r = post(server, "/v1/chat/completions", dict(body, temperature=1.0, n=4, seed=11, max_tokens=200))
+    for c in r["choices"]:
+        if c["finish_reason"] == "stop":
+            check_person(json.loads(c["message"]["content"]))
+
+
+def test_response_format_json_object_streams(server):
+    body = chat("Give me a JSON object about Paris.", max_tokens=80, temperature=0.8, seed=3,
+                response_format={"type": "json_object"})
+    chunks, done = stream(server, "/v1/chat/completions", body)
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"])
+    finish = [c["choices"][0]["finish_reason"] for c in chunks if c["choices"] and c["choices"][0]["finish_reason"]]
+    if finish == ["stop"]:
+        assert isinstance(json.loads(text), dict)
+    assert text.lstrip().startswith("{")
+
+
+@pytest.mark.parametrize("fmt,param", [
+    ({"type": "json_schema", "json_schema": {"schema": {"anyOf": [{"type": "string"}]}}},
+     "response_format.json_schema.schema"),
+    ({"type": "json_schema", "json_schema": {"schema": {"type": "string", "pattern": "a"}}},
+     "response_format.json_schema.schema"),
+    ({"type": "json_schema", "json_schema": {"name": "x"}}, "response_format.json_schema"),
+    ({"type": "xml"}, "response_format.type"),
+])
+def test_unsupported_schemas_are_refused(server, fmt, param):
+    st, r = post(server, "/v1/chat/completions", chat("x", response_format=fmt))
+    assert st == 400 and r["error"]["param"] == param, r
