@@ -8,7 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
-PRIVATE_DIRS = ("core", "cpu", "ops", "nn", "llm", "io", "linalg")
+PRIVATE_DIRS = ("core", "cpu", "ops", "nn", "llm", "io", "linalg", "serve")
 
 
 def includes(path):
@@ -29,6 +29,14 @@ def rel(p):
 def test_core_includes_no_layer_above_it():
     bad = [(rel(p), inc) for p in sources("src/core") for inc in includes(p)
            if inc.split("/")[0] in PRIVATE_DIRS and not inc.startswith("core/")]
+    assert not bad, bad
+
+
+def test_serve_is_the_top_layer():
+    # kiln serve (src/serve, its own library) uses the runtime; nothing in the
+    # library below it includes it, so kiln_core links without HTTP.
+    bad = [(rel(p), inc) for p in sources("src") if not rel(p).startswith("src/serve/")
+           for inc in includes(p) if inc.startswith("serve/")]
     assert not bad, bad
 
 
