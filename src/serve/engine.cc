@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 
@@ -371,89 +372,106 @@ void Engine::loop() {
       }
       waiting_size_ = int64_t(waiting_.size());
     }
-    // Clients that went away free their places; finished choices leave.
-    for (auto& s : slots_)
-      if (!s->done && s->stream->cancelled()) {
-        if (s->choice == 0) ++metrics_.cancelled;
-        finish(*s, "cancelled");
-      }
-    std::erase_if(waiting_, [&](const Pending& p) {
-      if (!p.stream->cancelled()) return false;
-      ++metrics_.cancelled;
-      return true;
-    });
-    // A choice waiting for its first choice's prompt ends with it (cancelled, or an error).
-    for (auto& s : slots_)
-      if (!s->done && s->parent && s->parent->done) finish(*s, "error");
-    for (auto& s : slots_)
-      if (s->done) release(*s);
-    std::erase_if(slots_, [](const auto& s) { return s->done; });
-    // Requests join while there is room for all their choices.
-    while (!waiting_.empty() && int64_t(slots_.size()) + waiting_.front().req.n <= opt_.max_batch) {
-      admit(std::move(waiting_.front()));
-      waiting_.pop_front();
-    }
-    waiting_size_ = int64_t(waiting_.size());
-    {
-      const std::lock_guard<std::mutex> lock(mu_);
-      metrics_.waiting = int64_t(queue_.size()) + waiting_size_.load();
-    }
-    metrics_.running = int64_t(slots_.size());
-    // The step: every decoding choice's token, then prompt chunks in arrival order.
-    items.clear();
-    owners.clear();
-    int64_t rows = 0;
-    for (auto& s : slots_)
-      if (!s->done && s->seq != 0 && s->generated > 0 && s->fed < int64_t(s->tokens.size())) {
-        items.push_back({s->seq, std::span<const int32_t>(s->tokens.data() + s->fed, 1)});
-        owners.push_back(s.get());
-        ++rows;
-      }
-    for (auto& s : slots_) {
-      if (s->done || s->seq == 0 || s->generated > 0) continue;
-      const int64_t chunk = std::min(int64_t(s->tokens.size()) - s->fed, opt_.step_tokens - rows);
-      if (chunk <= 0) break;
-      items.push_back({s->seq, std::span<const int32_t>(s->tokens.data() + s->fed, size_t(chunk))});
-      owners.push_back(s.get());
-      rows += chunk;
-    }
-    if (items.empty()) continue;
-    const auto t0 = Clock::now();
-    Tensor logits;
     try {
-      logits = model_.forward_batch(items);
-    } catch (const std::exception& e) {
-      for (Slot* s : owners) finish(*s, "error");
-      continue;
-    }
-    const int64_t V = logits.size(1);
-    std::vector<std::pair<Slot*, const float*>>& draws = draws_;
-    draws.clear();
-    for (size_t i = 0; i < owners.size(); ++i) {
-      Slot& s = *owners[i];
-      s.fed += int64_t(items[i].tokens.size());
-      if (s.fed < int64_t(s.tokens.size())) continue;  // a prompt chunk: more to come
-      const float* row = logits.data<float>() + int64_t(i) * V;
-      if (s.generated == 0) {
-        // The prompt is in: its other choices copy the cache and sample from the same logits.
-        for (auto& o : slots_)
-          if (o->parent == &s && o->seq == 0 && !o->done) {
-            o->seq = fresh_sequence();
-            model_.copy_sequence(s.seq, o->seq, s.fed);
-            o->fed = s.fed;
-            o->parent = nullptr;
-            draws.emplace_back(o.get(), row);
-          }
+      // Clients that went away free their places; finished choices leave.
+      for (auto& s : slots_)
+        if (!s->done && s->stream->cancelled()) {
+          if (s->choice == 0) ++metrics_.cancelled;
+          finish(*s, "cancelled");
+        }
+      std::erase_if(waiting_, [&](const Pending& p) {
+        if (!p.stream->cancelled()) return false;
+        ++metrics_.cancelled;
+        return true;
+      });
+      // A choice waiting for its first choice's prompt ends with it (cancelled, or an error).
+      for (auto& s : slots_)
+        if (!s->done && s->parent && s->parent->done) finish(*s, "error");
+      for (auto& s : slots_)
+        if (s->done) release(*s);
+      std::erase_if(slots_, [](const auto& s) { return s->done; });
+      // Requests join while there is room for all their choices.
+      while (!waiting_.empty() && int64_t(slots_.size()) + waiting_.front().req.n <= opt_.max_batch) {
+        Pending p = std::move(waiting_.front());
+        waiting_.pop_front();
+        const auto stream = p.stream;
+        const int64_t n = p.req.n;
+        try {
+          admit(std::move(p));
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "kiln serve: a request could not start: %s\n", e.what());
+          for (int64_t c = 0; c < n; ++c) stream->post(Event{c, "", {}, "error"}, 0);
+        }
       }
-      draws.emplace_back(&s, row);
+      waiting_size_ = int64_t(waiting_.size());
+      {
+        const std::lock_guard<std::mutex> lock(mu_);
+        metrics_.waiting = int64_t(queue_.size()) + waiting_size_.load();
+      }
+      metrics_.running = int64_t(slots_.size());
+      // The step: every decoding choice's token, then prompt chunks in arrival order.
+      items.clear();
+      owners.clear();
+      int64_t rows = 0;
+      for (auto& s : slots_)
+        if (!s->done && s->seq != 0 && s->generated > 0 && s->fed < int64_t(s->tokens.size())) {
+          items.push_back({s->seq, std::span<const int32_t>(s->tokens.data() + s->fed, 1)});
+          owners.push_back(s.get());
+          ++rows;
+        }
+      for (auto& s : slots_) {
+        if (s->done || s->seq == 0 || s->generated > 0) continue;
+        const int64_t chunk = std::min(int64_t(s->tokens.size()) - s->fed, opt_.step_tokens - rows);
+        if (chunk <= 0) break;
+        items.push_back({s->seq, std::span<const int32_t>(s->tokens.data() + s->fed, size_t(chunk))});
+        owners.push_back(s.get());
+        rows += chunk;
+      }
+      if (items.empty()) continue;
+      const auto t0 = Clock::now();
+      Tensor logits;
+      try {
+        logits = model_.forward_batch(items);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "kiln serve: a step failed: %s\n", e.what());
+        for (Slot* s : owners) finish(*s, "error");
+        continue;
+      }
+      const int64_t V = logits.size(1);
+      std::vector<std::pair<Slot*, const float*>>& draws = draws_;
+      draws.clear();
+      for (size_t i = 0; i < owners.size(); ++i) {
+        Slot& s = *owners[i];
+        s.fed += int64_t(items[i].tokens.size());
+        if (s.fed < int64_t(s.tokens.size())) continue;  // a prompt chunk: more to come
+        const float* row = logits.data<float>() + int64_t(i) * V;
+        if (s.generated == 0) {
+          // The prompt is in: its other choices copy the cache and sample from the same logits.
+          for (auto& o : slots_)
+            if (o->parent == &s && o->seq == 0 && !o->done) {
+              o->seq = fresh_sequence();
+              model_.copy_sequence(s.seq, o->seq, s.fed);
+              o->fed = s.fed;
+              o->parent = nullptr;
+              draws.emplace_back(o.get(), row);
+            }
+        }
+        draws.emplace_back(&s, row);
+      }
+      // Each choice samples with its own generator, scratch row and decoder: in
+      // parallel (a full-vocabulary softmax per row is not free at 16+ rows).
+      parallel_for(0, int64_t(draws.size()), 4, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) sample(*draws[size_t(i)].first, draws[size_t(i)].second);
+      });
+      ++metrics_.steps;
+      metrics_.step_seconds.observe(seconds_since(t0));
+    } catch (const std::exception& e) {
+      // A failure outside any one request (memory for a new sequence, a
+      // kernel error): the requests in the batch end with an error, the
+      // server keeps serving.
+      std::fprintf(stderr, "kiln serve: a step failed: %s\n", e.what());
+      for (auto& s : slots_) finish(*s, "error");
     }
-    // Each choice samples with its own generator, scratch row and decoder: in
-    // parallel (a full-vocabulary softmax per row is not free at 16+ rows).
-    parallel_for(0, int64_t(draws.size()), 4, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) sample(*draws[size_t(i)].first, draws[size_t(i)].second);
-    });
-    ++metrics_.steps;
-    metrics_.step_seconds.observe(seconds_since(t0));
   }
   // Stopping: every request still here ends cancelled.
   for (auto& s : slots_) finish(*s, "cancelled");
