@@ -28,12 +28,6 @@ struct ServeBenchOptions : bench::CommonOptions {
   double soak = 0;
 };
 
-std::string shell_quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 int run_bench_serve(ServeBenchOptions& opt) {
   const std::string py = bench::find_python(opt.python);
   if (py.empty()) {
@@ -48,13 +42,14 @@ int run_bench_serve(ServeBenchOptions& opt) {
     opt.requests = 1;
     opt.max_tokens = 8;
   }
-  std::string args = "--kiln " + shell_quoted(self) + " --model " + shell_quoted(model) + " --clients " +
-                     shell_quoted(opt.clients) + " --requests " + std::to_string(opt.requests) +
-                     " --max-tokens " + std::to_string(opt.max_tokens) + " --context " +
-                     std::to_string(opt.context) + " --threads " + std::to_string(opt.threads);
-  args += " --dtypes " + shell_quoted(opt.dtypes);
+  std::string args = "--kiln " + bench::shell_quoted(self) + " --model " + bench::shell_quoted(model) +
+                     " --clients " + bench::shell_quoted(opt.clients) + " --requests " +
+                     std::to_string(opt.requests) + " --max-tokens " + std::to_string(opt.max_tokens) +
+                     " --context " + std::to_string(opt.context) + " --threads " +
+                     std::to_string(opt.threads);
+  args += " --dtypes " + bench::shell_quoted(opt.dtypes);
   if (opt.soak > 0) args += " --soak " + std::to_string(opt.soak);
-  if (!opt.peer_python.empty()) args += " --peer-python " + shell_quoted(opt.peer_python);
+  if (!opt.peer_python.empty()) args += " --peer-python " + bench::shell_quoted(opt.peer_python);
   if (!opt.json) std::fprintf(stderr, "kiln bench serve: running %s -m kiln.bench_serve ...\n", py.c_str());
   const bench::PythonRun pr = bench::run_python_module(py, "kiln.bench_serve", args);
   if (!pr.ok) {

@@ -27,12 +27,6 @@ struct TrainOptions : bench::CommonOptions {
   std::string python, peer_python;
 };
 
-std::string quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 int run_train(const TrainOptions& opt) {
   if (opt.threads > 0) kiln::set_num_threads(opt.threads);
   const std::string py = bench::find_python(opt.python);
@@ -43,7 +37,7 @@ int run_train(const TrainOptions& opt) {
   std::string args =
       "--repeat " + std::to_string(opt.repeat) + " --threads " + std::to_string(kiln::num_threads());
   if (opt.quick) args += " --quick";
-  if (!opt.peer_python.empty()) args += " --peer-python " + quoted(opt.peer_python);
+  if (!opt.peer_python.empty()) args += " --peer-python " + bench::shell_quoted(opt.peer_python);
   if (!opt.json) std::fprintf(stderr, "kiln bench train: running %s -m kiln.bench_train ...\n", py.c_str());
   const bench::PythonRun pr = bench::run_python_module(py, "kiln.bench_train", args);
   if (!pr.ok) {

@@ -32,12 +32,6 @@ struct VaeOptions : bench::CommonOptions {
   bool kiln_only = false;
 };
 
-std::string quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 double mib(const json& v) { return v.is_number() ? v.get<double>() / (1024.0 * 1024.0) : 0.0; }
 
 // The memory figures, which the timing table does not show: peak RSS of each
@@ -76,8 +70,8 @@ int run_vae(const VaeOptions& opt) {
   if (opt.quick) args += " --quick";
   if (opt.image > 0) args += " --image " + std::to_string(opt.image);
   for (int t : opt.tiles) args += " --tile " + std::to_string(t);
-  if (!opt.model.empty()) args += " --model " + quoted(opt.model);
-  if (!opt.peer_python.empty()) args += " --peer-python " + quoted(opt.peer_python);
+  if (!opt.model.empty()) args += " --model " + bench::shell_quoted(opt.model);
+  if (!opt.peer_python.empty()) args += " --peer-python " + bench::shell_quoted(opt.peer_python);
   if (opt.kiln_only) args += " --kiln-only";
   if (!opt.json) std::fprintf(stderr, "kiln bench vae: running %s -m kiln.bench_vae ...\n", py.c_str());
   const bench::PythonRun pr = bench::run_python_module(py, "kiln.bench_vae", args);

@@ -145,4 +145,10 @@ std::string plot_with_python(const std::string& python, const nlohmann::json& do
   return "plotting failed: " + (nl == std::string::npos ? out : out.substr(nl + 1));
 }
 
+std::string shell_quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
 }  // namespace kiln::cli::bench

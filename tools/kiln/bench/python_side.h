@@ -27,6 +27,9 @@ struct PythonRun {
 PythonRun run_python_script(const std::string& python, const std::string& script, const nlohmann::json& input,
                             const std::string& who);
 
+// s as one shell word: in single quotes, each ' written as '\''.
+std::string shell_quoted(const std::string& s);
+
 // Runs `python -m <module> <args> --json` and parses its stdout (a JSON object
 // with a "results" list).
 PythonRun run_python_module(const std::string& python, const std::string& module, const std::string& args);
