@@ -17,7 +17,7 @@ enum : uint8_t { kRoot, kObject, kArray, kString, kNumber, kLiteral, kKey };
 enum : uint8_t { kObjStart, kObjKey, kObjColon, kObjValue, kObjAfter, kObjComma };
 // array: 0 after '[', 1 after an item, 2 after ','
 enum : uint8_t { kArrStart, kArrAfter, kArrComma };
-// string: 0 in text (pos: continuation bytes still due), 1 after '\', 2..5 in \uXXXX
+// string: 0 in text, 1 after '\', 2..5 in \uXXXX
 // number: 0 start, 1 after '-', 2 after a leading 0, 3 in the integer part, 4 after '.', 5 in the fraction,
 //         6 after e/E, 7 after its sign, 8 in the exponent
 enum : uint8_t { kNumStart, kNumMinus, kNumZero, kNumInt, kNumDot, kNumFrac, kNumE, kNumESign, kNumExp };
@@ -338,35 +338,58 @@ bool JsonMatcher::step(unsigned char c) {
       }
     }
     case kString:
+      // pos: UTF-8 continuation bytes still due (used: the first one's range,
+      // lo | hi << 8, where Unicode narrows it); count: 1 after a high
+      // surrogate escape, whose low half must follow; mask: \uXXXX's value.
       if (f.state == 0) {
-        if (c == '"' && f.pos == 0) {
+        if (f.pos > 0) {
+          unsigned lo = 0x80, hi = 0xBF;
+          if (f.used) lo = unsigned(f.used & 0xFF), hi = unsigned(f.used >> 8), f.used = 0;
+          if (c < lo || c > hi) return false;
+          --f.pos;
+          return true;
+        }
+        if (f.count == 1 && c != '\\') return false;
+        if (c == '"') {
           --depth_;
           Frame& parent = stack_[size_t(depth_ - 1)];
           if (parent.type == kObject && parent.state == kObjKey) parent.state = kObjColon, parent.prop = -1;
           return true;
         }
-        if (f.pos > 0) {  // inside a UTF-8 character: a continuation byte
-          if ((c & 0xC0) != 0x80) return false;
-          --f.pos;
-          return true;
-        }
         if (c == '\\') return f.state = 1, true;
         if (c < 0x80) return c >= 0x20;
-        // A UTF-8 lead byte: how many continuation bytes follow.
+        // A UTF-8 lead byte (Unicode's well-formed table: no overlong forms,
+        // surrogates or values past U+10FFFF).
         if (c >= 0xC2 && c <= 0xDF) return f.pos = 1, true;
-        if (c >= 0xE0 && c <= 0xEF) return f.pos = 2, true;
-        if (c >= 0xF0 && c <= 0xF4) return f.pos = 3, true;
+        if (c >= 0xE0 && c <= 0xEF) {
+          f.pos = 2;
+          f.used = c == 0xE0 ? (0xA0 | 0xBF << 8) : c == 0xED ? (0x80 | 0x9F << 8) : 0;
+          return true;
+        }
+        if (c >= 0xF0 && c <= 0xF4) {
+          f.pos = 3;
+          f.used = c == 0xF0 ? (0x90 | 0xBF << 8) : c == 0xF4 ? (0x80 | 0x8F << 8) : 0;
+          return true;
+        }
         return false;
       }
       if (f.state == 1) {
-        if (c == 'u') return f.state = 2, true;
+        if (c == 'u') return f.state = 2, f.mask = 0, true;
+        if (f.count == 1) return false;
         if (c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' || c == 'r' || c == 't')
           return f.state = 0, true;
         return false;
       }
       if (!is_hex(c)) return false;
-      f.state = f.state == 5 ? 0 : uint8_t(f.state + 1);
-      return true;
+      f.mask = f.mask * 16 + uint64_t(is_digit(c) ? c - '0' : (c | 0x20) - 'a' + 10);
+      if (f.state < 5) return ++f.state, true;
+      f.state = 0;
+      if (f.count == 1) {  // the low half of a surrogate pair
+        f.count = 0;
+        return f.mask >= 0xDC00 && f.mask <= 0xDFFF;
+      }
+      if (f.mask >= 0xD800 && f.mask <= 0xDBFF) return f.count = 1, true;
+      return !(f.mask >= 0xDC00 && f.mask <= 0xDFFF);
     case kKey: {
       // A closed object's key: the bytes must follow one of the properties not given yet.
       const auto& keys = nodes[size_t(f.node)].keys;

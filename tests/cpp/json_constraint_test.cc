@@ -49,6 +49,12 @@ TEST(JsonConstraint, AnyObject) {
        {"[1]", "\"x\"", "{\"a\" 1}", "{\"a\":01}", "{,}", "{\"a\":1,}", "{\"a\":tru}", "{\"a\":\"\x01\"}",
         "{\"a\":1} x", "{\"a\":-}", "{\"a\":1.}", "{\"a\":\"\\q\"}", "{\"a\":\"\\u12g4\"}"})
     EXPECT_FALSE(accepts(*s, bad)) << bad;
+  // Strings hold well-formed UTF-8 and paired surrogate escapes only.
+  EXPECT_TRUE(accepts(*s, "{\"a\": \"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80 \\ud83d\\ude00\"}"));
+  for (const char* bad : {"{\"a\": \"\\udc00\"}", "{\"a\": \"\\ud83d\"}", "{\"a\": \"\\ud83dx\"}",
+                          "{\"a\": \"\xc3\"}", "{\"a\": \"\xe0\x80\x80\"}", "{\"a\": \"\xed\xa0\x80\"}",
+                          "{\"a\": \"\xf4\x90\x80\x80\"}", "{\"a\": \"\xc0\xaf\"}"})
+    EXPECT_FALSE(accepts(*s, bad)) << bad;
   // Whitespace between tokens is bounded.
   EXPECT_TRUE(accepts(*s, "{\n  \"a\": 1\n}"));
   EXPECT_FALSE(continues(*s, "{" + std::string(40, ' ')));

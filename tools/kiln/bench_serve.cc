@@ -2,17 +2,21 @@
 // kiln.bench_serve (concurrent streaming clients against `kiln serve` and,
 // with --peer-python, llama.cpp's server on the same file), with this
 // machine's description added. Loopback only; bounded in requests and time.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "bench/harness.h"
 #include "bench/options.h"
 #include "bench/python_side.h"
 #include "bench/report.h"
 #include "commands.h"
+#include "kiln/llm/model.h"
 #include "kiln/sysinfo.h"
 #include "kiln/version.h"
 #include "llm_common.h"
@@ -27,6 +31,55 @@ struct ServeBenchOptions : bench::CommonOptions {
   int requests = 2, max_tokens = 64, context = 2048, threads = 0;
   double soak = 0;
 };
+
+// The engine's bound without HTTP: one batched decode step of B sequences
+// (Model::forward_batch, B rows, each sequence 64 tokens in), median of 9, for
+// each client count B. Total tokens/s = B / step time.
+json decode_steps(const std::string& path, const std::string& dtype, const std::vector<int>& counts,
+                  int context) {
+  llm::LoadOptions lo;
+  lo.weights = llm::weight_format_from_name(dtype);
+  lo.max_context = context;
+  auto m = llm::Model::load(path, lo);
+  const int64_t V = m->config().vocab_size;
+  json out = json::array();
+  for (int B : counts) {
+    std::vector<llm::Model::SequenceId> ids;
+    std::vector<std::vector<int32_t>> toks(static_cast<size_t>(B));
+    for (int i = 0; i < B; ++i) {
+      ids.push_back(m->open_sequence());
+      for (int t = 0; t < 64 + 16; ++t) toks[size_t(i)].push_back(int32_t((1009 * i + 7 * t + 11) % V));
+    }
+    std::vector<llm::Model::BatchItem> items;
+    for (int i = 0; i < B; ++i) {  // prefill 64 tokens each, a few sequences a call
+      items.push_back({ids[size_t(i)], std::span<const int32_t>(toks[size_t(i)].data(), 64)});
+      if (int64_t(items.size()) * 64 + 64 > m->max_batch_tokens() || i == B - 1) {
+        m->forward_batch(items);
+        items.clear();
+      }
+    }
+    std::vector<double> t;
+    for (int s = 0; s < 9; ++s) {
+      items.clear();
+      for (int i = 0; i < B; ++i)
+        items.push_back({ids[size_t(i)], std::span<const int32_t>(toks[size_t(i)].data() + 64 + s, 1)});
+      const auto t0 = std::chrono::steady_clock::now();
+      m->forward_batch(items);
+      t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    for (auto id : ids) m->close_sequence(id);
+    std::sort(t.begin(), t.end());
+    const double med = t[t.size() / 2];
+    out.push_back({{"name", "decode step " + std::to_string(B) + " rows"},
+                   {"rows", B},
+                   {"dtype", dtype},
+                   {"median_s", med},
+                   {"min_s", t.front()},
+                   {"max_s", t.back()},
+                   {"tokens_per_s", B / med}});
+  }
+  return out;
+}
 
 int run_bench_serve(ServeBenchOptions& opt) {
   const std::string py = bench::find_python(opt.python);
@@ -56,6 +109,14 @@ int run_bench_serve(ServeBenchOptions& opt) {
     std::fprintf(stderr, "kiln bench serve: %s\n", pr.why.c_str());
     return 1;
   }
+  std::vector<int> counts;
+  for (size_t at = 0; at <= opt.clients.size();) {
+    const size_t comma = std::min(opt.clients.find(',', at), opt.clients.size());
+    counts.push_back(std::stoi(opt.clients.substr(at, comma - at)));
+    at = comma + 1;
+  }
+  const std::string first_dtype = opt.dtypes.substr(0, opt.dtypes.find(','));
+  json steps = decode_steps(model, first_dtype, counts, opt.context);
   json machine = bench::machine_json(sys::RoofStats{});
   machine.erase("roof");
   machine.erase("roof_gbps");
@@ -63,7 +124,16 @@ int run_bench_serve(ServeBenchOptions& opt) {
   doc["command"] = "bench serve";
   doc["kiln_version"] = kiln::kVersion;
   doc["machine"] = machine;
-  const std::string table = doc.value("table", std::string());
+  doc["decode_steps"] = steps;
+  std::string table = doc.value("table", std::string());
+  table += "engine alone (Model::forward_batch, " + first_dtype + "):";
+  for (const json& r : steps) {
+    char b[96];
+    std::snprintf(b, sizeof b, " %d rows %.2f ms (%.0f tok/s);", r["rows"].get<int>(),
+                  r["median_s"].get<double>() * 1e3, r["tokens_per_s"].get<double>());
+    table += b;
+  }
+  table += "\n";
   if (!opt.out.empty()) {
     std::ofstream f(opt.out);
     f << doc.dump(2) << "\n";
