@@ -11,6 +11,8 @@
 #include "kiln/blas_env.h"
 #include "kiln/dropout.h"
 #include "kiln/dtype.h"
+#include "kiln/fft.h"
+#include "kiln/out.h"
 #include "kiln/grouped_mm.h"
 #include "kiln/index.h"
 #include "kiln/linear.h"

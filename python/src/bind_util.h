@@ -92,6 +92,9 @@ Operand to_operand(nb::handle h, const char* op = "scalar");
 // out= as the C++ ops take it: an undefined Tensor for None; TypeError naming
 // `op` for anything but a kiln.Tensor.
 Tensor out_tensor(nb::handle out, const char* op = "out");
+// A composite's return: `result` itself for out=None, else `out` after
+// write_out (kiln/out.h) checked it and copied result in.
+nb::object result_or_out(const char* op, Tensor result, nb::handle out);
 
 // Calls f(x, y) with two binary-op operands as Tensor or Scalar (TypeError when
 // both are numbers: torch wants at least one tensor).

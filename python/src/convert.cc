@@ -4,6 +4,7 @@
 #include <string>
 
 #include "bind_util.h"
+#include "kiln/out.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -249,6 +250,12 @@ Tensor out_tensor(nb::handle out, const char* op) {
   if (out.is_none()) return Tensor();
   if (!is_tensor(out)) throw TypeError(std::string("[") + op + "] expected a kiln.Tensor for out=");
   return nb::cast<const Tensor&>(out);
+}
+
+nb::object result_or_out(const char* op, Tensor result, nb::handle out) {
+  if (out.is_none()) return nb::cast(std::move(result));
+  write_out(op, result, out_tensor(out, op));
+  return nb::borrow(out);
 }
 
 Operand to_operand(nb::handle h, const char* op) {

@@ -29,6 +29,7 @@ void init_pool(nb::module_& m);   // pool.cc: max/avg/adaptive pooling (kiln.nn.
 void init_memory_format(nb::module_& m);  // memory_format.cc: kiln.channels_last, ...
 void init_norm_fold(nb::module_& m);  // norm_fold.cc: group_norm, instance_norm, unfold, fold
 void init_dropout(nb::module_& m);  // dropout.cc: F.dropout and its channel / alpha forms
+void init_fft(nb::module_& m);      // fft.cc: kiln.fft
 namespace kiln::py {
 void register_error_translators();  // errors.cc
 }
@@ -61,6 +62,7 @@ NB_MODULE(_C, m) {
   init_interpolate(m);
   init_norm_fold(m);
   init_dropout(m);
+  init_fft(m);
   // kiln.special names of ops bound above by other areas (torch.special.softmax ...).
   for (const char* f : {"softmax", "log_softmax", "logsumexp"})
     m.attr((std::string("special_") + f).c_str()) = m.attr(f);

@@ -30,6 +30,7 @@ void register_kernels() {
   register_fold_kernels();
   register_group_norm_kernels();
   register_dropout_kernels();
+  register_fft_kernels();
 }
 
 }  // namespace kiln::cpu

@@ -34,5 +34,6 @@ void register_interpolate_kernels();
 void register_fold_kernels();
 void register_group_norm_kernels();
 void register_dropout_kernels();
+void register_fft_kernels();
 
 }  // namespace kiln::cpu

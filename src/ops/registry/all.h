@@ -15,9 +15,10 @@
 #include "ops/registry/binary_extra.h"
 #include "ops/registry/complex.h"
 #include "ops/registry/conv.h"
+#include "ops/registry/dropout.h"
+#include "ops/registry/fft.h"
 #include "ops/registry/fold.h"
 #include "ops/registry/group_norm.h"
-#include "ops/registry/dropout.h"
 #include "ops/registry/index.h"
 #include "ops/registry/interpolate.h"
 #include "ops/registry/linalg.h"
@@ -63,6 +64,7 @@
   KILN_OPS_FOLD(X)             \
   KILN_OPS_GROUP_NORM(X)       \
   KILN_OPS_DROPOUT(X)          \
+  KILN_OPS_FFT(X)              \
   /* each new family adds its list above this line */
 
 namespace kiln::ops {
