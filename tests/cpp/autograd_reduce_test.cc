@@ -20,7 +20,7 @@ Tensor random_f64(const Shape& shape, std::mt19937_64& rng) {
   return t;
 }
 
-double dot(const Tensor& a, const Tensor& b) {
+double dot_f64(const Tensor& a, const Tensor& b) {
   const Tensor ac = a.to(DType::Float64).contiguous(), bc = b.to(DType::Float64).contiguous();
   double s = 0;
   for (int64_t i = 0; i < ac.numel(); ++i) s += ac.data<double>()[i] * bc.data<double>()[i];
@@ -53,7 +53,7 @@ void check_double_backward(const Fn& f, const Shape& shape, uint64_t seed) {
       Tensor xs = x0.clone(), vs = v0.clone();
       (in_x ? xs : vs).data<double>()[j] += delta;
       xs.requires_grad_(true);
-      return dot(first(xs, vs, false), w);
+      return dot_f64(first(xs, vs, false), w);
     };
     return (at(eps) - at(-eps)) / (2 * eps);
   };
