@@ -1,7 +1,7 @@
 """kiln.nn.functional: the functions bound as ``_C.nn_functional_<name>`` (dropout and
 its channel / alpha forms, cross_entropy and nll_loss among them) plus the activations
-written with kiln's public ops (so they record autograd history wherever those ops have
-derivatives)."""
+and losses written with kiln's public ops (so they record autograd history wherever
+those ops have derivatives): see _activations.py and _losses.py."""
 
 from .. import _C
 
@@ -30,3 +30,7 @@ def sigmoid(input):
 
 def tanh(input):
     return _C.tanh(input)
+
+
+from ._activations import *  # noqa: E402,F401,F403
+from ._losses import *  # noqa: E402,F401,F403
