@@ -75,6 +75,15 @@ from . import nn, optim  # noqa: E402,F401
 from . import models  # noqa: E402,F401  (image VAEs written with kiln.nn)
 from .serialization import load, save  # noqa: E402,F401
 
+# kiln.special functions written in Python (polynomials, ndtr, erfcx, ...).
+from . import _special  # noqa: E402
+
+for _name in _special.FUNCTIONS:
+    if not hasattr(special, _name):  # noqa: F821  (kiln.special is made above)
+        setattr(special, _name, getattr(_special, _name))  # noqa: F821
+        special.__all__.append(_name)  # noqa: F821
+del _name
+
 # A trainable (kiln.nn.Module) form of the default model family, for fine-tuning.
 from .llm_train import load_trainable as _load_trainable  # noqa: E402
 
