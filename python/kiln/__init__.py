@@ -84,6 +84,21 @@ for _name in _special.FUNCTIONS:
         special.__all__.append(_name)  # noqa: F821
 del _name
 
+# torch.<name> functions written in Python (nn.functional and linalg under torch's
+# names and argument orders, composites), and their Tensor methods; a name _C defines
+# stays _C's.
+from . import _torch_functions  # noqa: E402
+
+for _name in _torch_functions.__all__:
+    if not hasattr(_C, _name):
+        globals()[_name] = getattr(_torch_functions, _name)
+        __all__.append(_name)
+for _name, _fn in _torch_functions.LINALG.items():
+    if not hasattr(linalg, _name):  # noqa: F821  (kiln.linalg is made above)
+        setattr(linalg, _name, _fn)  # noqa: F821
+        linalg.__all__.append(_name)  # noqa: F821
+del _name, _fn
+
 # A trainable (kiln.nn.Module) form of the default model family, for fine-tuning.
 from .llm_train import load_trainable as _load_trainable  # noqa: E402
 
@@ -117,3 +132,7 @@ def serve(model=None, host="127.0.0.1", port=8080, *, block=True, dtype="fp8", m
 
 
 __all__.append("serve")
+
+# torch.range (end included), bound last: nothing in this module calls the builtin after it.
+range = _torch_functions._range_inclusive  # noqa: A001
+__all__.append("range")
