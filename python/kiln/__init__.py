@@ -99,6 +99,15 @@ for _name, _fn in _torch_functions.LINALG.items():
         linalg.__all__.append(_name)  # noqa: F821
 del _name, _fn
 
+# Random sampling on kiln's generator: Tensor.normal_ ... and bernoulli, normal, ...
+from . import _random_methods  # noqa: E402
+
+for _name in _random_methods.FUNCTIONS:
+    if not hasattr(_C, _name):
+        globals()[_name] = getattr(_random_methods, _name)
+        __all__.append(_name)
+del _name
+
 # A trainable (kiln.nn.Module) form of the default model family, for fine-tuning.
 from .llm_train import load_trainable as _load_trainable  # noqa: E402
 
