@@ -683,3 +683,26 @@ def test_against_torch():
         except Exception as e:  # collect them all, report at the end
             failures.append(f"{name}: {type(e).__name__}: {e}")
     assert not failures, "\n".join(failures)
+
+
+def test_gradients_at_the_kinks_are_torchs():
+    """At a kink torch's backward picks one side; kiln's composites pick the same."""
+    def grad(f, values):
+        x = kiln.tensor(np.array(values, dtype=np.float64), requires_grad=True)
+        f(x).sum().backward()
+        return x.grad.numpy()
+
+    np.testing.assert_array_equal(grad(F.hardtanh, [-1.0, 1.0, 0.5]), [0.0, 0.0, 1.0])
+    np.testing.assert_array_equal(grad(F.relu6, [0.0, 6.0]), [0.0, 0.0])
+    np.testing.assert_array_equal(grad(F.hardsigmoid, [-3.0, 3.0]), [0.0, 0.0])
+    np.testing.assert_array_equal(grad(F.hardswish, [-3.0, 3.0]), [0.0, 1.0])
+    np.testing.assert_array_equal(grad(F.softplus, [0.0]), [0.5])
+    np.testing.assert_array_equal(grad(F.logsigmoid, [0.0]), [0.5])
+    ones = kiln.tensor(np.array([1.0, -1.0]))
+    np.testing.assert_array_equal(
+        grad(lambda x: F.margin_ranking_loss(x, kiln.tensor(np.array([1.0, 3.0])), ones, reduction="none"),
+             [1.0, 2.0]), [0.0, 0.0])
+    # BCE at saturated inputs: (x - y) / max(x (1 - x), 1e-12), finite.
+    g = grad(lambda x: F.binary_cross_entropy(x, kiln.tensor(np.array([1.0, 0.0, 0.0, 1.0])), reduction="sum"),
+             [0.0, 1.0, 0.0, 1.0])
+    np.testing.assert_allclose(g, [-1e12, 1e12, 0.0, 0.0])

@@ -15,7 +15,11 @@ def _inplace(input, result, inplace):
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    return input.clamp_(min_val, max_val) if inplace else _C.clamp(input, min_val, max_val)
+    if not input.is_floating_point():  # torch keeps an integer input's dtype
+        min_val, max_val = int(min_val), int(max_val)
+    # where, not clamp: torch's gradient is 0 at the bounds themselves.
+    r = _C.where(input <= min_val, min_val, _C.where(input >= max_val, max_val, input)).to(input.dtype)
+    return _inplace(input, r, inplace)
 
 
 def relu6(input, inplace=False):
@@ -23,11 +27,14 @@ def relu6(input, inplace=False):
 
 
 def hardsigmoid(input, inplace=False):
-    return _inplace(input, _C.clamp(input + 3.0, 0.0, 6.0) / 6.0, inplace)
+    # Gradient 1/6 strictly inside (-3, 3), 0 at and beyond the kinks (torch's).
+    return _inplace(input, _C.where(input <= -3.0, 0.0, _C.where(input >= 3.0, 1.0, input / 6.0 + 0.5)), inplace)
 
 
 def hardswish(input, inplace=False):
-    return _inplace(input, input * _C.clamp(input + 3.0, 0.0, 6.0) / 6.0, inplace)
+    # Gradient 0 at -3 and 1 at 3, as torch's backward.
+    r = _C.where(input <= -3.0, 0.0, _C.where(input >= 3.0, input, input * (input + 3.0) / 6.0))
+    return _inplace(input, r, inplace)
 
 
 def hardshrink(input, lambd=0.5):
@@ -49,8 +56,9 @@ def softsign(input):
 
 
 def _softplus1(z):
-    # log(1 + e^z) = max(z, 0) + log1p(e^-|z|): no overflow for any z.
-    return _C.clamp(z, min=0.0) + _C.log1p(_C.exp(-_C.abs(z)))
+    # log(1 + e^z) = max(z, 0) + log1p(e^-|z|): no overflow for any z. max(z, 0)
+    # as (z + |z|) / 2, so the gradient at 0 is sigmoid(0) = 1/2.
+    return (z + _C.abs(z)) * 0.5 + _C.log1p(_C.exp(-_C.abs(z)))
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -59,8 +67,8 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 
 def logsigmoid(input):
-    # log(sigmoid(x)) = min(x, 0) - log1p(e^-|x|).
-    return _C.clamp(input, max=0.0) - _C.log1p(_C.exp(-_C.abs(input)))
+    # log(sigmoid(x)) = min(x, 0) - log1p(e^-|x|), min(x, 0) as (x - |x|) / 2.
+    return (input - _C.abs(input)) * 0.5 - _C.log1p(_C.exp(-_C.abs(input)))
 
 
 def mish(input, inplace=False):

@@ -27,6 +27,11 @@ def _reduce(loss, reduction):
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
+def _pos(z):
+    """max(z, 0) with gradient 0 at z == 0 (torch's hinge losses)."""
+    return _C.where(z > 0, z, 0.0)
+
+
 def _check_reduction(reduction, allowed=("none", "mean", "sum")):
     if reduction not in allowed:
         raise ValueError(f"{reduction} is not a valid value for reduction")
@@ -80,10 +85,20 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _same_size(input, target, "bce")
-    # torch clamps each log at -100 so a 0 or 1 input gives a finite loss.
-    log_x = _C.clamp(_C.log(input), min=-100.0)
-    log_1mx = _C.clamp(_C.log1p(-input), min=-100.0)
-    loss = -(target * log_x + (1 - target) * log_1mx)
+    # torch clamps each log at -100 so a 0 or 1 input gives a finite loss, and
+    # its gradient is (x - y) / max(x (1 - x), 1e-12): finite at 0 and 1, where
+    # the chain rule through log would give inf * 0. The loss is its value plus
+    # the first-order terms g * (v - v.detach()), which carry those gradients
+    # (so it is differentiable once, not twice).
+    from .._grad_mode import no_grad
+
+    with no_grad():
+        log_x = _C.clamp(_C.log(input), min=-100.0)
+        log_1mx = _C.clamp(_C.log1p(-input), min=-100.0)
+        value = -(target * log_x + (1 - target) * log_1mx)
+        g_input = (input - target) / _C.clamp(input * (1 - input), min=1e-12)
+        g_target = log_1mx - log_x
+    loss = value + g_input * (input - input.detach()) + g_target * (target - target.detach())
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
@@ -109,12 +124,15 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
 
 
 def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
-    loss = _C.clamp(-target * (input1 - input2) + margin, min=0.0)
+    if not input1.dim() == input2.dim() == target.dim():
+        raise ValueError("margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                         f"input1: {list(input1.shape)}, input2: {list(input2.shape)}, target: {list(target.shape)}")
+    loss = _pos(-target * (input1 - input2) + margin)
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
-    margin_part = _C.where(target != 1, _C.clamp(margin - input, min=0.0), 0.0)
+    margin_part = _C.where(target != 1, _pos(margin - input), 0.0)
     self_part = _C.where(target != -1, input, 0.0)
     return _reduce(margin_part + self_part, _reduction(size_average, reduce, reduction))
 
@@ -126,7 +144,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     mag1 = _C.sum(input1 * input1, dim) + eps
     mag2 = _C.sum(input2 * input2, dim) + eps
     cos = prod / _C.sqrt(mag1 * mag2)
-    loss = _C.where(target == 1, 1 - cos, 0.0) + _C.where(target == -1, _C.clamp(cos - margin, min=0.0), 0.0)
+    loss = _C.where(target == 1, 1 - cos, 0.0) + _C.where(target == -1, _pos(cos - margin), 0.0)
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
@@ -186,7 +204,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     t = target.reshape([-1])
     c = x.size(1)
     xy = x.gather(1, t.unsqueeze(1))
-    z = _C.clamp(x - xy + margin, min=0.0)
+    z = _pos(x - xy + margin)
     if p == 2:
         z = z * z
     if weight is not None:
@@ -207,11 +225,13 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     # The targets are the entries before the first -1.
     valid = _C.cumprod((t >= 0).to(_C.int64), 1)
     idx = _C.where(valid > 0, t, 0)
-    is_target = _C.zeros(list(x.shape), dtype=x.dtype).scatter_add(1, idx, valid.to(x.dtype)) > 0
-    it = is_target.to(x.dtype)
+    # How often each class is listed (a repeated target counts each time, as
+    # torch's loop over the listed targets does), and the set of targets.
+    listed = _C.zeros(list(x.shape), dtype=x.dtype).scatter_add(1, idx, valid.to(x.dtype))
+    not_target = (listed == 0).to(x.dtype)
     # [N, j (target), i (non-target)] hinge terms.
-    hinge = _C.clamp(1 - x.unsqueeze(2) + x.unsqueeze(1), min=0.0)
-    loss = _C.sum(hinge * it.unsqueeze(2) * (1 - it).unsqueeze(1), (1, 2)) / c
+    hinge = _pos(1 - x.unsqueeze(2) + x.unsqueeze(1))
+    loss = _C.sum(hinge * listed.unsqueeze(2) * not_target.unsqueeze(1), (1, 2)) / c
     if input.dim() < 2:
         loss = loss.reshape([])
     return _reduce(loss, reduction)
@@ -221,11 +241,15 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
                         reduce=None, reduction="mean"):
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
+    if not anchor.dim() == positive.dim() == negative.dim():
+        raise ValueError("The anchor, positive, and negative tensors are expected to have the same number of "
+                         f"dimensions, but got: anchor {anchor.dim()}D, positive {positive.dim()}D, and negative "
+                         f"{negative.dim()}D inputs")
     d_ap = pairwise_distance(anchor, positive, p, eps)
     d_an = pairwise_distance(anchor, negative, p, eps)
     if swap:
         d_an = _C.minimum(d_an, pairwise_distance(positive, negative, p, eps))
-    return _reduce(_C.clamp(margin + d_ap - d_an, min=0.0), reduction)
+    return _reduce(_pos(margin + d_ap - d_an), reduction)
 
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False,
@@ -239,7 +263,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     d_an = dist(anchor, negative)
     if swap:
         d_an = _C.minimum(d_an, dist(positive, negative))
-    return _reduce(_C.clamp(margin + d_ap - d_an, min=0.0), reduction)
+    return _reduce(_pos(margin + d_ap - d_an), reduction)
 
 
 __all__ = ["l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "binary_cross_entropy",
