@@ -99,6 +99,19 @@ for _name, _fn in _torch_functions.LINALG.items():
         linalg.__all__.append(_name)  # noqa: F821
 del _name, _fn
 
+# Order statistics and searches over kiln's sort: unique, searchsorted, median, mode, ...
+from . import _sorting  # noqa: E402
+
+for _name in _sorting.FUNCTIONS:
+    if not hasattr(_C, _name):
+        globals()[_name] = getattr(_sorting, _name)
+        __all__.append(_name)
+del _name
+
+from ._einsum import einsum  # noqa: E402
+
+__all__.append("einsum")
+
 # Random sampling on kiln's generator: Tensor.normal_ ... and bernoulli, normal, ...
 from . import _random_methods  # noqa: E402
 

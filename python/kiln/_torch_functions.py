@@ -7,6 +7,7 @@ composes (cartesian_prod, block_diag, cov, diff, trapezoid, nansum, ...).
 Tensor methods of the same names are set here too. Each records autograd history
 through the ops it is written with."""
 
+import builtins as _builtins
 import itertools
 import math
 
@@ -537,6 +538,134 @@ def mvlgamma(input, p, *, out=None):
     return multigammaln(input, p, out=out)
 
 
+def _edges(lo, hi, bins, x):
+    if lo is None:
+        if x.numel():
+            lo, hi = float(_C.amin(x).item()), float(_C.amax(x).item())
+        else:
+            lo, hi = 0.0, 1.0
+    if lo > hi:
+        raise ValueError(f"histogram(): max must be larger than min, got min={lo} max={hi}")
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    return _C.linspace(lo, hi, bins + 1, dtype=_C.float64)
+
+
+def _bucket(x, edges):
+    """The bin of each value (last edge inclusive) and whether it is inside."""
+    nb = edges.numel() - 1
+    from ._sorting import searchsorted
+
+    b = searchsorted(edges.to(x.dtype), x, right=True) - 1
+    inside = (x >= edges[0].to(x.dtype)) & (x <= edges[nb].to(x.dtype))
+    return _C.clamp(b, 0, max(nb - 1, 0)), inside
+
+
+def histogramdd(input, bins=10, *, range=None, weight=None, density=False):  # noqa: A002 (torch's name)
+    """input [N, D] (or [..., D]); bins an int, D ints or D edge tensors; range
+    (lo0, hi0, lo1, hi1, ...). Returns (hist, [edges per dim])."""
+    x = input.reshape([-1, input.size(-1)])
+    d = x.size(1)
+    spec = bins if isinstance(bins, (list, tuple)) else [bins] * d
+    edges = []
+    for k in _builtins.range(d):
+        col = x[:, k]
+        if hasattr(spec[k], "shape"):
+            edges.append(spec[k].to(_C.float64))
+        else:
+            lo, hi = (None, None) if range is None else (float(range[2 * k]), float(range[2 * k + 1]))
+            edges.append(_edges(lo, hi, int(spec[k]), col))
+    flat = _C.zeros(x.size(0), dtype=_C.int64)
+    keep = _C.ones(x.size(0), dtype=_C.bool)
+    sizes = [e.numel() - 1 for e in edges]
+    for k, e in enumerate(edges):
+        b, inside = _bucket(x[:, k], e)
+        flat = flat * sizes[k] + b
+        keep = keep & inside
+    w = _C.ones(x.size(0), dtype=input.dtype) if weight is None else weight.reshape([-1]).to(input.dtype)
+    w = _C.where(keep, w, 0.0)
+    hist = _C.bincount(flat, weights=w, minlength=math.prod(sizes)).to(input.dtype).reshape(sizes)
+    if density:
+        total = _C.sum(hist)
+        for k, e in enumerate(edges):
+            shape = [1] * d
+            shape[k] = sizes[k]
+            hist = hist / (e.narrow(0, 1, sizes[k]) - e.narrow(0, 0, sizes[k])).to(input.dtype).reshape(shape)
+        hist = hist / total
+    return hist, [e.to(input.dtype) for e in edges]
+
+
+def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):  # noqa: A002
+    """torch.histogram: (hist, bin_edges) of the flattened input."""
+    from collections import namedtuple
+
+    if not input.is_floating_point():
+        raise TypeError(f"torch.histogram: input tensor and bins tensors should have the same dtype, float, got "
+                        f"{input.dtype}")
+    hist, edges = histogramdd(input.reshape([-1, 1]), [bins], range=range, weight=weight, density=density)
+    return namedtuple("histogram", ["hist", "bin_edges"])(hist, edges[0])
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """[*, P, M] and [*, R, M] -> [*, P, R] p-norm distances. For p = 2 with
+    more than 25 rows (torch's rule) the squared norms and a matrix product
+    give them, as torch does; otherwise the differences themselves."""
+    if x1.dim() < 2 or x2.dim() < 2:
+        raise ValueError(f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D, X2 got: {x2.dim()}D")
+    if x1.size(-1) != x2.size(-1):
+        raise ValueError(f"X1 and X2 must have the same number of columns. X1: {x1.size(-1)} X2: {x2.size(-1)}")
+    use_mm = p == 2 and (compute_mode == "use_mm_for_euclid_dist" or
+                         (compute_mode == "use_mm_for_euclid_dist_if_necessary" and
+                          (x1.size(-2) > 25 or x2.size(-2) > 25)))
+    if use_mm:
+        n1 = _C.sum(x1 * x1, -1, keepdim=True)
+        n2 = _C.sum(x2 * x2, -1, keepdim=True).transpose(-2, -1)
+        d2 = n1 + n2 - 2 * _C.matmul(x1, x2.transpose(-2, -1))
+        return _C.sqrt(_C.clamp(d2, min=0.0))
+    return _C.linalg_vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """A tensor from obj, sharing its memory where it can (a kiln tensor, a
+    NumPy array of the dtype asked) unless copy=True."""
+    import numpy as np
+
+    if isinstance(obj, _C.Tensor):
+        t = obj if dtype is None else obj.to(dtype)
+        if copy and t is obj:
+            t = obj.clone()
+    elif isinstance(obj, np.ndarray) and not copy and (dtype is None or _C.from_numpy(obj[:0]).dtype == dtype):
+        t = _C.from_numpy(obj)
+    else:
+        if copy is False:
+            raise ValueError("asarray(): can't avoid a copy of this object")
+        t = _C.tensor(obj, dtype=dtype)
+    if device is not None:
+        t = t.to(device)
+    return t.requires_grad_() if requires_grad else t
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """A 1-D tensor over a Python buffer's memory (shared, not copied)."""
+    import numpy as np
+
+    np_dtype = _C.empty(0, dtype=dtype).numpy().dtype
+    t = _C.from_numpy(np.frombuffer(buffer, dtype=np_dtype, count=count, offset=offset))
+    return t.requires_grad_() if requires_grad else t
+
+
+def to_dlpack(tensor):
+    return tensor.__dlpack__()
+
+
+def index_copy(input, dim, index, source):
+    return input.clone().index_copy_(dim, index, source)
+
+
+def masked_scatter(input, mask, source):
+    return input.clone().masked_scatter_(mask, source)
+
+
 def fill(input, value):
     return _C.full_like(input, value)
 
@@ -626,8 +755,43 @@ def _set_methods():
         strides[d] = st * step
         return self.as_strided(shape + [size], strides + [st], self.storage_offset())
 
+    def index_copy_(self, dim, index, source):
+        d = dim % max(self.dim(), 1)
+        shape = [1] * source.dim()
+        if source.dim():
+            shape[d] = -1
+        idx = index.reshape(shape).expand(list(source.shape)) if source.dim() else index.reshape([])
+        return self.scatter_(d, idx, source)
+
+    def masked_scatter_(self, mask, source):
+        # The positions mask selects (row-major), filled from source in order.
+        where = _C.nonzero(mask.expand(list(self.shape)).reshape([-1])).reshape([-1])
+        if where.numel() > source.numel():
+            raise ValueError("masked_scatter: expected source to have at least as many elements as ones in mask")
+        return self.put_(where, source.reshape([-1]).narrow(0, 0, where.numel()))
+
+    def fill_diagonal_(self, fill_value, wrap=False):
+        if self.dim() < 2:
+            raise ValueError("dimensions must larger than 1")
+        if self.dim() > 2 and len(set(self.shape)) != 1:
+            raise ValueError("all dimensions of input must be of equal length")
+        n = min(self.shape)
+        step = sum(self.stride(i) for i in range(self.dim()))
+        self.as_strided([n], [step], self.storage_offset()).fill_(fill_value)
+        if wrap and self.dim() == 2 and self.size(0) > self.size(1) + 1:
+            # torch's wrap: the diagonal starts again one row below its end.
+            rest = self.narrow(0, self.size(1) + 1, self.size(0) - self.size(1) - 1)
+            fill_diagonal_(rest, fill_value, wrap=True)
+        return self
+
     _T.sum_to_size = sum_to_size
     _T.unfold = unfold
+    _T.index_copy_ = index_copy_
+    _T.index_copy = index_copy
+    _T.masked_scatter_ = masked_scatter_
+    _T.masked_scatter = masked_scatter
+    _T.fill_diagonal_ = fill_diagonal_
+    _T.histogram = histogram
 
 
 _set_methods()
@@ -655,6 +819,6 @@ def linalg_tensorinv(A, ind=2):
     return _C.linalg_inv(A.reshape([n, m])).reshape(in_shape + out_shape)
 
 
-__all__ = [n for n in dir() if not n.startswith("_") and n not in ("F", "itertools", "math")
+__all__ = [n for n in dir() if not n.startswith("_") and n not in ("F", "itertools", "math", "namedtuple")
            and not n.startswith("linalg_")]
 LINALG = {"vander": linalg_vander, "matrix_exp": matrix_exp, "cond": linalg_cond, "tensorinv": linalg_tensorinv}

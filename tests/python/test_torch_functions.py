@@ -216,3 +216,54 @@ def test_matches_torch_when_installed():
         ("svd V", lambda v: kiln.svd(t(v))[1], lambda v: torch.svd(torch.tensor(v))[1]),
     ]:
         close(kf(x), tf(x).numpy(), 1e-9)
+
+
+def test_histograms_distances_and_memory_sharing():
+    import scipy.spatial.distance as sd
+
+    x = RNG.standard_normal(1000)
+    h, e = kiln.histogram(t(x), 10)
+    nh, ne = np.histogram(x, 10)
+    close(h, nh)
+    close(e, ne)
+    h, e = kiln.histogram(t(x), 7, range=(-1, 2), density=True, weight=t(np.abs(x)))
+    close(h, np.histogram(x, 7, range=(-1, 2), density=True, weights=np.abs(x))[0])
+    d = RNG.standard_normal((500, 2))
+    h, es = kiln.histogramdd(t(d), [3, 4])
+    close(h, np.histogramdd(d, [3, 4])[0])
+    a, b = RNG.uniform(size=(30, 3)), RNG.uniform(size=(40, 3))
+    close(kiln.cdist(t(a), t(b)), sd.cdist(a, b), 1e-9)  # the matrix-product path
+    close(kiln.cdist(t(a[:5]), t(b[:4])), sd.cdist(a[:5], b[:4]))
+    close(kiln.cdist(t(a[:5]), t(b[:4]), 1.0), sd.cdist(a[:5], b[:4], "cityblock"))
+    close(kiln.cdist(t(a[:5]), t(b[:4]), float("inf")), sd.cdist(a[:5], b[:4], "chebyshev"))
+    arr = np.arange(4.0)
+    shared = kiln.asarray(arr)
+    arr[0] = 9.0
+    assert float(shared[0].item()) == 9.0
+    assert float(kiln.asarray(arr, copy=True)[0].item()) == 9.0
+    buf = bytearray(b"\x01\x02\x03\x04")
+    fb = kiln.frombuffer(buf, dtype=kiln.uint8, offset=1)
+    buf[1] = 7
+    assert fb.numpy().tolist() == [7, 3, 4]
+    assert type(kiln.to_dlpack(kiln.ones(2))).__name__ == "PyCapsule"
+
+
+def test_index_copy_masked_scatter_fill_diagonal():
+    z = t(np.zeros((3, 4)))
+    z.index_copy_(1, t(np.array([0, 2])), t(np.arange(6.0).reshape(3, 2)))
+    ref = np.zeros((3, 4))
+    ref[:, [0, 2]] = np.arange(6.0).reshape(3, 2)
+    close(z, ref)
+    close(kiln.index_copy(t(np.zeros(4)), 0, t(np.array([3, 1])), t(np.array([5.0, 6.0]))), [0, 6, 0, 5])
+    mask = np.array([[True, False, True], [False, True, False]])
+    q = t(np.zeros((2, 3)))
+    q.masked_scatter_(t(mask), t(np.arange(1.0, 10.0)))
+    ref = np.zeros((2, 3))
+    ref[mask] = [1, 2, 3]
+    close(q, ref)
+    m = t(np.zeros((5, 3)))
+    m.fill_diagonal_(2.0, wrap=True)
+    close(m, [[2, 0, 0], [0, 2, 0], [0, 0, 2], [0, 0, 0], [2, 0, 0]])
+    c = t(np.zeros((3, 3, 3)))
+    c.fill_diagonal_(1.0)
+    assert float(c.sum().item()) == 3.0 and float(c[2, 2, 2].item()) == 1.0
