@@ -41,6 +41,7 @@
 #include "kiln/shape.h"
 #include "kiln/softmax.h"
 #include "kiln/sort.h"
+#include "kiln/special.h"
 #include "kiln/sysinfo.h"
 #include "kiln/tensor.h"
 #include "kiln/thread_pool.h"

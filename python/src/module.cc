@@ -30,6 +30,7 @@ void init_memory_format(nb::module_& m);  // memory_format.cc: kiln.channels_las
 void init_norm_fold(nb::module_& m);  // norm_fold.cc: group_norm, instance_norm, unfold, fold
 void init_dropout(nb::module_& m);  // dropout.cc: F.dropout and its channel / alpha forms
 void init_fft(nb::module_& m);      // fft.cc: kiln.fft
+void init_special(nb::module_& m);  // special.cc: Bessel, Airy, ndtri, zeta, polygamma, gammainc
 void init_products(nb::module_& m);  // products.cc: dot, mv, addmm, kron, tensordot, multi_dot, ...
 namespace kiln::py {
 void register_error_translators();  // errors.cc
@@ -65,6 +66,7 @@ NB_MODULE(_C, m) {
   init_dropout(m);
   init_fft(m);
   init_products(m);
+  init_special(m);
   // kiln.special names of ops bound above by other areas (torch.special.softmax ...).
   for (const char* f : {"softmax", "log_softmax", "logsumexp"})
     m.attr((std::string("special_") + f).c_str()) = m.attr(f);

@@ -1,7 +1,5 @@
 // The derivatives of the unary ops (torch's formulas, derivatives.yaml), each
 // written with kiln's public ops so that create_graph differentiates it again;
-// digamma and i0 need trigamma and I1, which kiln has no op for yet: their
-// nodes compute those in float64 and refuse create_graph.
 #include "ops/unary_grad.h"
 
 #include <cmath>
@@ -9,6 +7,7 @@
 
 #include "kiln/binary.h"
 #include "kiln/complex.h"
+#include "kiln/special.h"
 #include "kiln/unary.h"
 #include "kiln/unary_extra.h"
 
@@ -38,53 +37,7 @@ Tensor sq(const Tensor& t) { return mul(t, t); }
 // No gradient flows (piecewise constant functions): zeros, as torch.
 Tensor zero_grad(const Tensor& g, const Tensor&, const Tensor&) { return zeros_like(g); }
 
-// elementwise f over t in float64 on the CPU, back in t's dtype and device.
-Tensor map_f64(const Tensor& t, double (*f)(double)) {
-  Tensor in = t.to(DType::Float64).cpu().contiguous();
-  Tensor out = empty(in.sizes(), DType::Float64);
-  const double* src = in.data<double>();
-  double* dst = out.data<double>();
-  for (int64_t i = 0, n = in.numel(); i < n; ++i) dst[i] = f(src[i]);
-  return out.to(t.device()).to(t.dtype());
-}
-
-// A derivative with no double backward in kiln yet.
-void no_create_graph(const char* op, const char* what) {
-  if (autograd::is_grad_enabled())
-    throw NotImplementedError(std::string("[") + op + "] double backward needs " + what +
-                              ", which kiln does not have yet");
-}
-
 }  // namespace
-
-double trigamma(double x) {
-  if (std::isnan(x)) return x;
-  if (x <= 0 && x == std::floor(x)) return INFINITY;  // poles
-  double acc = 0;
-  if (x < 0.5) {  // reflection: psi1(1 - x) + psi1(x) = pi^2 / sin^2(pi x)
-    const double s = std::sin(pi * x);
-    return pi * pi / (s * s) - trigamma(1 - x);
-  }
-  for (; x < 10; x += 1) acc += 1 / (x * x);  // psi1(x) = psi1(x + 1) + 1/x^2
-  // Asymptotic series: 1/x + 1/(2x^2) + sum B_2k / x^(2k+1).
-  const double r = 1 / x, r2 = r * r;
-  const double tail =
-      r2 * r * (1.0 / 6 - r2 * (1.0 / 30 - r2 * (1.0 / 42 - r2 * (1.0 / 30 - r2 * 5.0 / 66))));
-  return acc + r + 0.5 * r2 + tail;
-}
-
-double bessel_i1(double x) {
-  if (std::isnan(x)) return x;
-  // sum_k (x/2)^(2k+1) / (k! (k+1)!): positive terms for x > 0, so no
-  // cancellation; I1 is odd.
-  const double a = std::fabs(x), q = 0.25 * a * a;
-  double term = 0.5 * a, sum = term;
-  for (int k = 0; k < 2000 && term > 1e-17 * sum; ++k) {
-    term *= q / ((k + 1.0) * (k + 2.0));
-    sum += term;
-  }
-  return x < 0 ? -sum : sum;
-}
 
 #define KILN_GRAD(fn, name, sx, sy, cplx, body) \
   const UnaryGrad fn##_grad{name, sx, sy,       \
@@ -147,14 +100,9 @@ KILN_GRAD(erfc, "ErfcBackward0", true, false, UnaryGrad::None,
 KILN_GRAD(erfinv, "ErfinvBackward0", false, true, UnaryGrad::None,
           { return mul(g, mul(exp(sq(y)), std::sqrt(pi) / 2)); })
 KILN_GRAD(lgamma, "LgammaBackward0", true, false, UnaryGrad::None, { return mul(g, digamma(x)); })
-KILN_GRAD(digamma, "DigammaBackward0", true, false, UnaryGrad::None, {
-  no_create_graph("digamma", "polygamma(1, x)");
-  return mul(g, map_f64(x, trigamma));
-})
-KILN_GRAD(i0, "I0Backward0", true, false, UnaryGrad::None, {
-  no_create_graph("i0", "i1");
-  return mul(g, map_f64(x, bessel_i1));
-})
+KILN_GRAD(digamma, "DigammaBackward0", true, false, UnaryGrad::None,
+          { return mul(g, special_polygamma(1, x)); })
+KILN_GRAD(i0, "I0Backward0", true, false, UnaryGrad::None, { return mul(g, special_i1(x)); })
 // sinc'(x) = (cos(pi x) - sinc(x)) / x, and 0 at x = 0
 KILN_GRAD(sinc, "SincBackward0", true, false, UnaryGrad::None, {
   Tensor d = div(sub(cos(mul(x, pi)), sinc(x)), x);

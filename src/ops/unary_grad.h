@@ -59,9 +59,4 @@ extern const UnaryGrad gelu_grad, gelu_tanh_grad;
 // logit's derivative with eps (eps < 0: none).
 UnaryGrad logit_grad(double eps);
 
-// Float64 trigamma (polygamma(1, x)) and modified Bessel I1, elementwise, for
-// the first derivatives of digamma and i0 (exposed for tests).
-double trigamma(double x);
-double bessel_i1(double x);
-
 }  // namespace kiln::unary_detail

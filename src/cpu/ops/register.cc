@@ -31,6 +31,7 @@ void register_kernels() {
   register_group_norm_kernels();
   register_dropout_kernels();
   register_fft_kernels();
+  register_special_kernels();
 }
 
 }  // namespace kiln::cpu

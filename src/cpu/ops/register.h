@@ -35,5 +35,6 @@ void register_fold_kernels();
 void register_group_norm_kernels();
 void register_dropout_kernels();
 void register_fft_kernels();
+void register_special_kernels();
 
 }  // namespace kiln::cpu

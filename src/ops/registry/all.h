@@ -30,6 +30,7 @@
 #include "ops/registry/shape.h"
 #include "ops/registry/softmax.h"
 #include "ops/registry/sort.h"
+#include "ops/registry/special.h"
 #include "ops/registry/unary.h"
 #include "ops/registry/unary_extra.h"
 
@@ -65,6 +66,7 @@
   KILN_OPS_GROUP_NORM(X)       \
   KILN_OPS_DROPOUT(X)          \
   KILN_OPS_FFT(X)              \
+  KILN_OPS_SPECIAL(X)          \
   /* each new family adds its list above this line */
 
 namespace kiln::ops {
