@@ -819,6 +819,36 @@ def linalg_tensorinv(A, ind=2):
     return _C.linalg_inv(A.reshape([n, m])).reshape(in_shape + out_shape)
 
 
+def linalg_matrix_sqrth(A):
+    """The principal square root of a Hermitian positive semi-definite matrix
+    (batches too): V diag(sqrt(w)) V^H from eigh. A negative eigenvalue gives
+    NaN entries, as sqrt does."""
+    w, V = _C.linalg_eigh(A)
+    VH = V.transpose(-2, -1)
+    if VH.is_complex():
+        VH = _C.conj(VH)
+    return (V * _C.sqrt(w).unsqueeze(-2).to(V.dtype)) @ VH
+
+
+def linalg_polar(A, *, side="right"):
+    """The polar decomposition from the SVD A = W S V^H: (U, P) with U = W V^H
+    unitary and P positive semi-definite, A = U P (side="right") or A = P U
+    (side="left"), as scipy.linalg.polar."""
+    if side not in ("right", "left"):
+        raise ValueError(f"linalg.polar: side must be 'right' or 'left', got {side!r}")
+    W, S, Vh = _C.linalg_svd(A, full_matrices=False)
+
+    def h(M):
+        Mt = M.transpose(-2, -1)
+        return _C.conj(Mt) if Mt.is_complex() else Mt
+
+    U = W @ Vh
+    Sd = S.to(A.dtype)
+    P = (h(Vh) * Sd.unsqueeze(-2)) @ Vh if side == "right" else (W * Sd.unsqueeze(-2)) @ h(W)
+    return U, P
+
+
 __all__ = [n for n in dir() if not n.startswith("_") and n not in ("F", "itertools", "math", "namedtuple")
            and not n.startswith("linalg_")]
-LINALG = {"vander": linalg_vander, "matrix_exp": matrix_exp, "cond": linalg_cond, "tensorinv": linalg_tensorinv}
+LINALG = {"vander": linalg_vander, "matrix_exp": matrix_exp, "cond": linalg_cond, "tensorinv": linalg_tensorinv,
+          "matrix_sqrth": linalg_matrix_sqrth, "polar": linalg_polar}

@@ -267,3 +267,19 @@ def test_index_copy_masked_scatter_fill_diagonal():
     c = t(np.zeros((3, 3, 3)))
     c.fill_diagonal_(1.0)
     assert float(c.sum().item()) == 3.0 and float(c[2, 2, 2].item()) == 1.0
+
+
+def test_matrix_sqrth_and_polar():
+    A = r(2, 4, 4)
+    S = A @ A.transpose(0, 2, 1) + np.eye(4)
+    root = kiln.linalg.matrix_sqrth(t(S)).numpy()
+    close(root @ root, S, 1e-12)
+    close(root, np.stack([scipy.linalg.sqrtm(s).real for s in S]), 1e-12)
+    for side in ("right", "left"):
+        U, P = kiln.linalg.polar(t(A[0]), side=side)
+        su, sp_ = scipy.linalg.polar(A[0], side=side)
+        close(U, su, 1e-12)
+        close(P, sp_, 1e-12)
+        close(U @ P if side == "right" else P @ U, A[0], 1e-12)
+    with pytest.raises(ValueError, match="side"):
+        kiln.linalg.polar(t(A[0]), side="up")
