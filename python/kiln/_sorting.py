@@ -161,51 +161,40 @@ def _finish(name, input, d, v, i, keepdim):
     return _values_indices[name](v, i)
 
 
-def median(input, dim=None, keepdim=False):
-    """The lower median (torch's: element (n - 1) // 2 of the sorted values);
-    NaN if the slice holds a NaN. Without dim: the value alone."""
-    if dim is None:
-        flat = input.reshape([-1])
-        if flat.numel() == 0:
-            return _C.full([], float("nan"), dtype=input.dtype)
-        vals, _ = _C.sort(flat)
-        has_nan = _C.any(_C.isnan(flat)) if flat.is_floating_point() else None
-        m = vals[(flat.numel() - 1) // 2]
-        return _C.where(has_nan, float("nan"), m) if has_nan is not None else m
-    x, d = _flat_or_dim(input, dim)
-    n = x.size(-1)
-    if n == 0:
-        raise IndexError(f"median(): Expected reduction dim {dim} to have non-zero size.")
-    vals, idx = _C.sort(x, -1, stable=True)
-    # NaN sorts last: a slice with a NaN takes its first NaN.
-    if x.is_floating_point():
-        nans = _C.sum(_C.isnan(x).to(_C.int64), -1, keepdim=True)
-        pos = _C.where(nans > 0, n - nans, (n - 1) // 2)
-    else:
-        pos = _C.full(list(x.shape[:-1]) + [1], (n - 1) // 2, dtype=_C.int64)
-    return _finish("median", input, d, vals.gather(-1, pos), idx.gather(-1, pos), keepdim)
-
-
-def nanmedian(input, dim=None, keepdim=False):
-    """The lower median of the non-NaN values (NaN when all are NaN)."""
+def _median(name, input, dim, keepdim, skip_nan):
+    """The lower median (torch's: element (n - 1) // 2 of the sorted values).
+    median: a slice holding a NaN gives NaN (its first NaN, as NaN sorts last);
+    nanmedian: the median of the non-NaN values (NaN when all are NaN)."""
     if dim is None:
         flat = input.reshape([-1])
         vals, _ = _C.sort(flat)
-        count = int(_C.sum(_C.logical_not(_C.isnan(flat))).item()) if flat.is_floating_point() else flat.numel()
-        if count == 0:
+        nans = int(_C.sum(_C.isnan(flat)).item()) if flat.is_floating_point() else 0
+        count = flat.numel() - nans if skip_nan else flat.numel()
+        if count == 0 or (nans and not skip_nan):
             return _C.full([], float("nan"), dtype=input.dtype)
         return vals[(count - 1) // 2]
     x, d = _flat_or_dim(input, dim)
     n = x.size(-1)
     if n == 0:
-        raise IndexError(f"nanmedian(): Expected reduction dim {dim} to have non-zero size.")
+        raise IndexError(f"{name}(): Expected reduction dim {dim} to have non-zero size.")
     vals, idx = _C.sort(x, -1, stable=True)
     if x.is_floating_point():
-        count = _C.sum(_C.logical_not(_C.isnan(x)).to(_C.int64), -1, keepdim=True)
-        pos = _C.where(count > 0, (count - 1) // 2, 0)
+        nans = _C.sum(_C.isnan(x).to(_C.int64), -1, keepdim=True)
+        if skip_nan:
+            pos = _C.where(nans < n, (n - nans - 1) // 2, 0)
+        else:
+            pos = _C.where(nans > 0, n - nans, (n - 1) // 2)
     else:
         pos = _C.full(list(x.shape[:-1]) + [1], (n - 1) // 2, dtype=_C.int64)
-    return _finish("nanmedian", input, d, vals.gather(-1, pos), idx.gather(-1, pos), keepdim)
+    return _finish(name, input, d, vals.gather(-1, pos), idx.gather(-1, pos), keepdim)
+
+
+def median(input, dim=None, keepdim=False):
+    return _median("median", input, dim, keepdim, skip_nan=False)
+
+
+def nanmedian(input, dim=None, keepdim=False):
+    return _median("nanmedian", input, dim, keepdim, skip_nan=True)
 
 
 def mode(input, dim=-1, keepdim=False):

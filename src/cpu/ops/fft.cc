@@ -209,19 +209,22 @@ Tensor readable(const Tensor& x) {
   return x;
 }
 
+// p[0, n) *= s (nothing for s == 1: the unnormalized transforms).
+template <typename T, typename R>
+void scale_by(T* p, int64_t n, R s) {
+  if (s == R(1)) return;
+  parallel_for(0, n, 1 << 14, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) p[i] *= s;
+  });
+}
+
 template <typename R>
 void c2c_typed(const Tensor& x, std::span<const int> dims, bool forward, double scale, const Tensor& out) {
   using C = std::complex<R>;
   const Geometry g = geometry(x.shape(), x.strides(), out.strides(), dims);
   run<R>(forward ? Kind::Forward : Kind::Backward, g, out.numel(), x.data_ptr(), sizeof(C), out.data_ptr(),
          sizeof(C));
-  if (scale != 1.0) {
-    C* op = static_cast<C*>(out.data_ptr());
-    const R s = R(scale);
-    parallel_for(0, out.numel(), 1 << 14, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) op[i] *= s;
-    });
-  }
+  scale_by(static_cast<C*>(out.data_ptr()), out.numel(), R(scale));
 }
 
 template <typename R>
@@ -229,13 +232,7 @@ void r2c_typed(const Tensor& x, std::span<const int> dims, double scale, const T
   using C = std::complex<R>;
   const Geometry g = geometry(x.shape(), x.strides(), out.strides(), dims);
   run<R>(Kind::R2C, g, x.numel(), x.data_ptr(), sizeof(R), out.data_ptr(), sizeof(C));
-  if (scale != 1.0) {
-    C* op = static_cast<C*>(out.data_ptr());
-    const R s = R(scale);
-    parallel_for(0, out.numel(), 1 << 14, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) op[i] *= s;
-    });
-  }
+  scale_by(static_cast<C*>(out.data_ptr()), out.numel(), R(scale));
 }
 
 // FFTW's c2r overwrites its input and, over several dims, assumes the whole
@@ -273,13 +270,7 @@ void c2r_typed(const Tensor& x, std::span<const int> dims, double scale, const T
   const int one[1] = {last};
   const Geometry g = geometry(logical, work.strides(), out.strides(), one);
   run<R>(Kind::C2R, g, out.numel(), work.data_ptr(), sizeof(C), out.data_ptr(), sizeof(R));
-  R* o = static_cast<R*>(out.data_ptr());
-  if (scale != 1.0) {
-    const R s = R(scale);
-    parallel_for(0, out.numel(), 1 << 14, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) o[i] *= s;
-    });
-  }
+  scale_by(static_cast<R*>(out.data_ptr()), out.numel(), R(scale));
 }
 
 void c2c_kernel(const Tensor& x_in, std::span<const int> dims, bool forward, double scale,
