@@ -112,6 +112,8 @@ from ._einsum import einsum  # noqa: E402
 
 __all__.append("einsum")
 
+from . import _tensor_pickle  # noqa: E402,F401  (Tensor.__reduce_ex__, __deepcopy__)
+
 # Random sampling on kiln's generator: Tensor.normal_ ... and bernoulli, normal, ...
 from . import _random_methods  # noqa: E402
 
@@ -158,3 +160,8 @@ __all__.append("serve")
 # torch.range (end included), bound last: nothing in this module calls the builtin after it.
 range = _torch_functions._range_inclusive  # noqa: A001
 __all__.append("range")
+
+
+def __dir__():
+    """Public names only (torch's namespaces list no private helpers either)."""
+    return sorted(set(__all__) | {"__version__"})

@@ -22,6 +22,3 @@ class Parameter(_C.Tensor):
 
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
-
-    def __reduce__(self):
-        raise TypeError("kiln.nn.Parameter cannot be pickled; use kiln.save on a state_dict")
