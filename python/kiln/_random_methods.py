@@ -224,6 +224,65 @@ def poisson(input, generator=None):
     return _C.where(small, count, result).to(input.dtype)
 
 
+def binomial(count, prob, generator=None):
+    """Binomial draws (count trials of probability prob, broadcast): with
+    q = min(p, 1 - p), by inverting the CDF where count q < 10 and by
+    Hoermann's BTRS rejection above, then n - k where p > 1/2."""
+    n = count.to(_C.float64)
+    p = prob.to(_C.float64)
+    n, p = _C.broadcast_tensors(n, p)
+    if n.numel() and (bool(_C.any(n < 0).item()) or bool(_C.any((p < 0) | (p > 1)).item())):
+        raise ValueError("binomial expects count >= 0 and 0 <= prob <= 1")
+    shape = list(n.shape)
+    flip = p > 0.5
+    q = _C.where(flip, 1 - p, p)
+    small = n * q < 10
+    # Inversion for the small means (the others run with q = 0, discarded).
+    qs = _C.where(small, q, 0.0)
+    ns = _C.where(small, n, 0.0)
+    u = _uniform(shape, generator)
+    pk = _C.exp(ns * _C.log1p(-qs))  # P(X = 0)
+    cdf, k = pk, _C.zeros_like(ns)
+    ratio = qs / (1 - qs)
+    for j in range(int(10 + 12 * math.sqrt(10) + 20)):
+        step = (u >= cdf) & (k < ns)
+        k = k + step.to(_C.float64)
+        pk = pk * (ns - j) / (j + 1) * ratio
+        cdf = cdf + pk
+    result = k
+    if bool(_C.any(_C.logical_not(small)).item()):
+        nb = _C.where(small, 100.0, n)
+        qb = _C.where(small, 0.5, q)
+        spq = _C.sqrt(nb * qb * (1 - qb))
+        b = 1.15 + 2.53 * spq
+        a = -0.0873 + 0.0248 * b + 0.01 * qb
+        c = nb * qb + 0.5
+        vr = 0.92 - 4.2 / b
+        alpha = (2.83 + 5.1 / b) * spq
+        lpq = _C.log(qb / (1 - qb))
+        m = _C.floor((nb + 1) * qb)
+        h = _C.lgamma(m + 1) + _C.lgamma(nb - m + 1)
+        big = _C.zeros_like(nb)
+        pending = _C.logical_not(small)
+        while bool(_C.any(pending).item()):
+            uu = _uniform(shape, generator) - 0.5
+            v = _uniform(shape, generator)
+            us = 0.5 - _C.abs(uu)
+            kk = _C.floor((2 * a / us + b) * uu + c)
+            inside = (kk >= 0) & (kk <= nb)
+            quick = inside & (us >= 0.07) & (v <= vr)
+            kc = _C.clamp(kk, min=0.0)
+            kc = _C.minimum(kc, nb)
+            lhs = _C.log(v * alpha / (a / (us * us) + b))
+            rhs = h - _C.lgamma(kc + 1) - _C.lgamma(nb - kc + 1) + (kc - m) * lpq
+            accept = pending & (quick | (inside & (lhs <= rhs)))
+            big = _C.where(accept, kk, big)
+            pending = pending & _C.logical_not(accept)
+        result = _C.where(small, k, big)
+    result = _C.where(flip, n - result, result)
+    return result.to(count.dtype if count.is_floating_point() else _C.float32)
+
+
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     if n < 0:
         raise ValueError(f"n must be non-negative, got {n}")
@@ -239,4 +298,4 @@ _T.bernoulli = bernoulli
 _T.multinomial = multinomial
 del _name
 
-FUNCTIONS = ["bernoulli", "normal", "multinomial", "poisson", "randperm"]
+FUNCTIONS = ["bernoulli", "normal", "multinomial", "poisson", "binomial", "randperm"]

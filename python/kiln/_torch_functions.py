@@ -819,6 +819,35 @@ def linalg_tensorinv(A, ind=2):
     return _C.linalg_inv(A.reshape([n, m])).reshape(in_shape + out_shape)
 
 
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    """(P, L, U) of lu_factor's compact LU [*, m, n] and 1-based pivots [*, k]:
+    A = P @ L @ U, L unit lower triangular [*, m, k], U upper [*, k, n]. The
+    pivots are LAPACK's row interchanges, applied in order."""
+    from collections import namedtuple
+
+    m, n = LU_data.size(-2), LU_data.size(-1)
+    k = min(m, n)
+    L = U = P = None
+    if unpack_data:
+        eye = _C.eye(m, k, dtype=LU_data.dtype)
+        L = _C.tril(LU_data.narrow(-1, 0, k), -1) + eye
+        U = _C.triu(LU_data.narrow(-2, 0, k))
+    if unpack_pivots:
+        piv = LU_pivots.reshape([-1, LU_pivots.size(-1)]).to(_C.int64).numpy()
+        perms = []
+        for row in piv:
+            perm = list(range(m))
+            for i, p in enumerate(row[:k]):
+                j = int(p) - 1
+                perm[i], perm[j] = perm[j], perm[i]
+            perms.append(perm)
+        # (P^T A)[i] = A[perm[i]]: P[perm[i], i] = 1.
+        idx = _C.tensor(perms, dtype=_C.int64).reshape(list(LU_pivots.shape[:-1]) + [m])
+        P = _C.zeros(list(LU_pivots.shape[:-1]) + [m, m], dtype=LU_data.dtype)
+        P = P.scatter(-2, idx.unsqueeze(-2), 1.0) if m else P
+    return namedtuple("lu_unpack", ["P", "L", "U"])(P, L, U)
+
+
 def linalg_matrix_sqrth(A):
     """The principal square root of a Hermitian positive semi-definite matrix
     (batches too): V diag(sqrt(w)) V^H from eigh. A negative eigenvalue gives

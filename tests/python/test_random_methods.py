@@ -115,3 +115,18 @@ def test_argument_checks():
         x.random_(5, 2)
     with pytest.raises(ValueError):
         kiln.poisson(kiln.tensor(np.array([-1.0])))
+
+
+@pytest.mark.parametrize("n,p", [(5, 0.3), (20, 0.9), (1000, 0.5), (100000, 0.02)])
+def test_binomial_follows_its_distribution(n, p):
+    kiln.manual_seed(21)
+    x = kiln.binomial(kiln.full([N], float(n)), kiln.full([N], p)).numpy().astype(int)
+    dist = stats.binom(n, p)
+    lo, hi = int(dist.ppf(0.001)), int(dist.ppf(0.999))
+    edges = np.unique(np.linspace(lo, hi, 25).astype(int))
+    observed = np.histogram(x, bins=np.concatenate([[-0.5], edges + 0.5, [np.inf]]))[0]
+    expected = np.diff(np.concatenate([[0.0], dist.cdf(edges), [1.0]])) * N
+    keep = expected > 5
+    assert stats.chisquare(observed[keep], expected[keep] * observed[keep].sum() / expected[keep].sum()).pvalue > 1e-4
+    edge = kiln.binomial(kiln.tensor(np.array([0.0, 7.0, 7.0])), kiln.tensor(np.array([0.5, 0.0, 1.0]))).numpy()
+    np.testing.assert_array_equal(edge, [0.0, 0.0, 7.0])

@@ -283,3 +283,37 @@ def test_matrix_sqrth_and_polar():
         close(U @ P if side == "right" else P @ U, A[0], 1e-12)
     with pytest.raises(ValueError, match="side"):
         kiln.linalg.polar(t(A[0]), side="up")
+
+
+def test_lu_unpack_affine_grid_embedding_bag():
+    for shape in [(4, 4), (2, 5, 3), (3, 5)]:
+        A = r(*shape)
+        LU, piv = kiln.linalg.lu_factor(t(A))
+        P, L, U = kiln.lu_unpack(LU, piv)
+        close(P @ L @ U, A, 1e-12)
+        k = min(shape[-2:])
+        assert L.shape[-2:] == (shape[-2], k) and U.shape[-2:] == (k, shape[-1])
+        if len(shape) == 2:
+            sp_, sl, su = scipy.linalg.lu(A)
+            close(P, sp_)
+            close(L, sl, 1e-12)
+            close(U, su, 1e-12)
+    # affine_grid: the base grid's (x, y, 1) times theta^T.
+    theta = r(2, 2, 3)
+    for ac in (False, True):
+        g = F.affine_grid(t(theta), (2, 1, 3, 4), align_corners=ac).numpy()
+        xs = np.linspace(-1, 1, 4) * (1 if ac else 3 / 4)
+        ys = np.linspace(-1, 1, 3) * (1 if ac else 2 / 3)
+        base = np.stack(list(np.meshgrid(xs, ys)) + [np.ones((3, 4))], -1)  # [H, W, 3]
+        close(g, np.einsum("hwk,njk->nhwj", base, theta), 1e-12)
+    # embedding_bag: per-bag sums, means and maxima of the gathered rows.
+    w = r(10, 3)
+    idx = np.array([1, 2, 4, 5, 4, 3, 2, 9])
+    off = np.array([0, 4, 4, 6])
+    bags = [idx[a:b] for a, b in zip(off, list(off[1:]) + [len(idx)])]
+    for mode, red in (("sum", np.sum), ("mean", np.mean), ("max", np.max)):
+        want = np.stack([red(w[b], 0) if len(b) else np.zeros(3) for b in bags])
+        close(F.embedding_bag(t(idx), t(w), t(off), mode=mode), want, 1e-12)
+    want = np.stack([w[b[b != 4]].sum(0) for b in bags])
+    close(F.embedding_bag(t(idx), t(w), t(off), mode="sum", padding_idx=4), want, 1e-12)
+    close(F.embedding_bag(t(idx.reshape(2, 4)), t(w), mode="mean"), w[idx.reshape(2, 4)].mean(1), 1e-12)

@@ -34,3 +34,4 @@ def tanh(input):
 
 from ._activations import *  # noqa: E402,F401,F403
 from ._losses import *  # noqa: E402,F401,F403
+from ._grids_bags import *  # noqa: E402,F401,F403
