@@ -108,6 +108,14 @@ for _name in _sorting.FUNCTIONS:
         __all__.append(_name)
 del _name
 
+from . import _scatter_reduce  # noqa: E402
+
+for _name in _scatter_reduce.FUNCTIONS:
+    if not hasattr(_C, _name):
+        globals()[_name] = getattr(_scatter_reduce, _name)
+        __all__.append(_name)
+del _name
+
 from ._einsum import einsum  # noqa: E402
 
 __all__.append("einsum")
