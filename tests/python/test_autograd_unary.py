@@ -137,11 +137,16 @@ def test_double_backward(fn, d1, d2):
     np.testing.assert_allclose(gg.numpy(), d2(xn), rtol=1e-10, atol=1e-14)
 
 
-def test_digamma_double_backward_raises():
-    x = kiln.tensor([1.5, 2.5]).to("float64").requires_grad_()
-    with pytest.raises(NotImplementedError, match="digamma"):
-        y = kiln.digamma(x)
-        kiln.autograd.grad(y, x, ones(y), create_graph=True)
+def test_digamma_and_i0_differentiate_twice():
+    # digamma'' = polygamma(2, x), i0'' = i1' = i0(x) - i1(x) / x (SciPy's values).
+    xn = np.array([1.5, 2.5])
+    x = kiln.tensor(xn).requires_grad_()
+    (g,) = kiln.autograd.grad(kiln.digamma(x), x, ones(x), create_graph=True)
+    (gg,) = kiln.autograd.grad(g, x, ones(x))
+    np.testing.assert_allclose(gg.numpy(), sp.polygamma(2, xn), rtol=1e-13)
+    (g,) = kiln.autograd.grad(kiln.i0(x), x, ones(x), create_graph=True)
+    (gg,) = kiln.autograd.grad(g, x, ones(x))
+    np.testing.assert_allclose(gg.numpy(), sp.i0(xn) - sp.i1(xn) / xn, rtol=1e-13)
 
 
 def test_node_names():
