@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <numbers>
 
@@ -214,8 +215,11 @@ inline double zeta(double x, double q) {
     }
     return sum;
   }
-  const int n = int(std::ceil(std::max(9.0, x) - std::min(q, 0.0)));
-  for (int k = 0; k < n; ++k) sum += std::pow(q + k, -x);
+  // w = q + n must reach max(9, x): |q| terms for a negative q. Past 10^9
+  // of them (q < -1e9) the sum is refused (NaN) rather than run for minutes.
+  if (q < -1e9) return kNaN;
+  const int64_t n = int64_t(std::ceil(std::max(9.0, x) - std::min(q, 0.0)));
+  for (int64_t k = 0; k < n; ++k) sum += std::pow(q + double(k), -x);
   const double w = q + n;
   // B_2j / (2j)!, j = 1..12
   static constexpr double kB[12] = {8.333333333333333e-02,  -1.388888888888889e-03,  3.306878306878307e-05,
