@@ -104,6 +104,13 @@ QR qr(const Tensor& A, const std::string& mode = "reduced");
 // The first n columns of H_1 ... H_k (A: m x n holds the Householder vectors
 // below its diagonal, tau: k <= n scalars), as LAPACK orgqr/ungqr.
 Tensor householder_product(const Tensor& A, const Tensor& tau);
+// LAPACK geqrf's raw output (torch.geqrf): `a` holds R on and above the
+// diagonal and the Householder vectors below it; tau ([*, min(m, n)]) their
+// scalars. householder_product(a, tau) is Q.
+struct Geqrf {
+  Tensor a, tau;
+};
+Geqrf geqrf(const Tensor& A);
 
 // ---- SVD and least squares ----
 struct SVD {
@@ -136,6 +143,24 @@ struct Eigh {
 };
 Eigh eigh(const Tensor& A, const std::string& UPLO = "L");
 Tensor eigvalsh(const Tensor& A, const std::string& UPLO = "L");
+// The eigenvalues of a general square matrix (complex, in LAPACK geev's
+// order; complex64 for float32 / complex64 A). Non-finite input raises.
+Tensor eigvals(const Tensor& A);
+
+// ---- LDL ----
+// Bunch-Kaufman A = L D L^T (L D L^H when hermitian), the lower triangle of A
+// read, as LAPACK sytrf / hetrf: LD holds L below the diagonal and the 1x1 /
+// 2x2 blocks of D (upper triangle zero); pivots: int32, LAPACK's 1-based
+// form (negative for a 2x2 block). info: int32 per matrix, k > 0 when
+// D[k-1, k-1] is exactly zero; ldl_factor raises then.
+struct LDLFactor {
+  Tensor LD, pivots;
+};
+struct LDLFactorEx {
+  Tensor LD, pivots, info;
+};
+LDLFactor ldl_factor(const Tensor& A, bool hermitian = false);
+LDLFactorEx ldl_factor_ex(const Tensor& A, bool hermitian = false, bool check_errors = false);
 
 // ---- norms and friends ----
 // ord: a number (2, 1, inf, 0, any real) over `dim` (nullopt: all dims).

@@ -55,6 +55,9 @@ void init_linalg(nb::module_& m) {
   const nb::handle lstsq_t = make_type("linalg_lstsq", {"solution", "residuals", "rank", "singular_values"});
   const nb::handle chol_t = make_type("linalg_cholesky_ex", {"L", "info"});
   const nb::handle eigh_t = make_type("linalg_eigh", {"eigenvalues", "eigenvectors"});
+  const nb::handle ldl_t = make_type("linalg_ldl_factor", {"LD", "pivots"});
+  const nb::handle ldlex_t = make_type("linalg_ldl_factor_ex", {"LD", "pivots", "info"});
+  const nb::handle geqrf_t = make_type("geqrf", {"a", "tau"});
 
   m.def(
       "_openblas_core", [] { return std::string(L::openblas_core()); },
@@ -192,6 +195,32 @@ void init_linalg(nb::module_& m) {
         return L::eigvalsh(to_tensor(A), std::string(utf8(UPLO, "linalg.eigvalsh", "UPLO")));
       },
       "A"_a, "UPLO"_a = "L");
+
+  m.def(
+      "linalg_eigvals", [](nb::handle A) { return L::eigvals(to_tensor(A)); }, "A"_a,
+      "The eigenvalues of a general square matrix (complex).");
+  m.def(
+      "linalg_ldl_factor",
+      [ldl_t](nb::handle A, bool hermitian) {
+        auto r = L::ldl_factor(to_tensor(A), hermitian);
+        return ldl_t(nb::cast(r.LD), nb::cast(r.pivots));
+      },
+      "A"_a, nb::kw_only(), "hermitian"_a = false);
+  m.def(
+      "linalg_ldl_factor_ex",
+      [ldlex_t](nb::handle A, bool hermitian, bool check_errors) {
+        auto r = L::ldl_factor_ex(to_tensor(A), hermitian, check_errors);
+        return ldlex_t(nb::cast(r.LD), nb::cast(r.pivots), nb::cast(r.info));
+      },
+      "A"_a, nb::kw_only(), "hermitian"_a = false, "check_errors"_a = false);
+  m.def(
+      "geqrf",
+      [geqrf_t](nb::handle A) {
+        auto r = L::geqrf(to_tensor(A));
+        return geqrf_t(nb::cast(r.a), nb::cast(r.tau));
+      },
+      "input"_a, "LAPACK geqrf's raw QR: (a, tau); linalg.householder_product(a, tau) is Q.");
+  def_tensor_method(m, "geqrf");
 
   m.def(
       "linalg_vector_norm",

@@ -125,6 +125,35 @@ lint syevd(char jobz, char uplo, lint n, T* a, lint ld, real_t<T>* w) {
   else
     return LAPACKE_zheevd(CM, jobz, uplo, n, a, ld, w);
 }
+// Eigenvalues of a general matrix (no vectors): w gets them as complex
+// numbers. a: finite (the high-level entry point refuses NaN).
+template <typename T>
+lint geev_values(lint n, T* a, lint ld, std::complex<real_t<T>>* w) {
+  if constexpr (is_cplx<T>) {
+    KILN_LAPACK_PICK(T, geev, CM, 'N', 'N', n, a, ld, w, nullptr, 1, nullptr, 1);
+  } else {
+    std::vector<T> wr(size_t(std::max<lint>(n, 1))), wi(size_t(std::max<lint>(n, 1)));
+    lint info;
+    if constexpr (std::is_same_v<T, float>)
+      info = LAPACKE_sgeev(CM, 'N', 'N', n, a, ld, wr.data(), wi.data(), nullptr, 1, nullptr, 1);
+    else
+      info = LAPACKE_dgeev(CM, 'N', 'N', n, a, ld, wr.data(), wi.data(), nullptr, 1, nullptr, 1);
+    for (lint i = 0; i < n; ++i) w[i] = {wr[size_t(i)], wi[size_t(i)]};
+    return info;
+  }
+}
+// Bunch-Kaufman LDL^T (sytrf) or, hermitian and complex, LDL^H (hetrf).
+template <typename T>
+lint sytrf(bool hermitian, char uplo, lint n, T* a, lint ld, lint* ipiv) {
+  return with_workspace<T>([&](T* w, lint lw) -> lint {
+    if constexpr (std::is_same_v<T, c64>) {
+      if (hermitian) return LAPACKE_chetrf_work(CM, uplo, n, a, ld, ipiv, w, lw);
+    } else if constexpr (std::is_same_v<T, c128>) {
+      if (hermitian) return LAPACKE_zhetrf_work(CM, uplo, n, a, ld, ipiv, w, lw);
+    }
+    KILN_LAPACK_PICK(T, sytrf_work, CM, uplo, n, a, ld, ipiv, w, lw);
+  });
+}
 template <typename T>
 lint gels(char trans, lint m, lint n, lint nrhs, T* a, lint lda, T* b, lint ldb) {
   KILN_LAPACK_PICK(T, gels, CM, trans, m, n, nrhs, a, lda, b, ldb);

@@ -97,6 +97,10 @@ void check_infos(const Tensor& info, const char* op, InfoKind kind, const Tensor
           os << "the algorithm did not converge on " << what << " (LAPACK info " << i << "; input " << in
              << ")";
           break;
+        case InfoKind::LDL:
+          os << what << " is singular: D[" << i - 1 << ", " << i - 1
+             << "] of its LDL factorization is exactly zero (info " << i << "; input " << in << ")";
+          break;
         case InfoKind::FullRank:
           os << what << " does not have full rank: R[" << i - 1 << ", " << i - 1
              << "] of its QR factorization is zero (info " << i << "; input " << in

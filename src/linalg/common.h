@@ -36,6 +36,7 @@ enum class InfoKind {
   Cholesky,  // potrf: the leading minor of order k is not positive-definite
   Converge,  // gesdd/gesvd, syevd/heevd, gelsd/gelss: no convergence
   FullRank,  // gels: R[k-1, k-1] is exactly zero
+  LDL,       // sytrf/hetrf: D[k-1, k-1] is exactly zero
 };
 // Raises kiln::Error "[op] ..." for the first matrix whose info is nonzero.
 // info: int32, the batch shape (0-dim: one matrix, no batch element named).

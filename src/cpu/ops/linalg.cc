@@ -12,6 +12,7 @@ void register_linalg_kernels() {
   register_linalg_qr_kernels();
   register_linalg_svd_kernels();
   register_linalg_lstsq_kernels();
+  register_linalg_eigvals_ldl_kernels();
 }
 
 }  // namespace kiln::cpu

@@ -11,5 +11,6 @@ void register_linalg_cholesky_eigh_kernels();  // cholesky, eigh, eigvalsh
 void register_linalg_qr_kernels();             // qr, householder_product
 void register_linalg_svd_kernels();            // svd, svdvals, pinv, matrix_rank
 void register_linalg_lstsq_kernels();          // lstsq
+void register_linalg_eigvals_ldl_kernels();    // eigvals, ldl_factor
 
 }  // namespace kiln::cpu

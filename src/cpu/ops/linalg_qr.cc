@@ -1,4 +1,4 @@
-// CPU kernels of linalg.qr and householder_product (ops/registry/linalg.h)
+// CPU kernels of linalg.qr, householder_product and geqrf (ops/registry/linalg.h)
 // through LAPACK geqrf + orgqr/ungqr: both are blocked Householder with
 // compact-WY (GEMM) trailing updates in OpenBLAS, which is the right tool here
 // -- a second implementation of the same algorithm would at best tie it. A
@@ -73,9 +73,29 @@ Tensor householder_product_kernel(const Tensor& A, const Tensor& tau, const Shap
   return colmajor_view(buf);
 }
 
+Tensor geqrf_kernel(const Tensor& A, const Tensor& tau) {
+  const Shape batch = batch_shape(A);
+  const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n), count = numel_of(batch);
+  Tensor buf = colmajor_copy(A);
+  dispatch<kLinalgSet>(A.dtype(), "geqrf", [&]<typename T>() {
+    T* ap = buf.data<T>();
+    T* tp = tau.data<T>();
+    for_each_matrix(count, std::max(m, n), [&](int64_t b) {
+      T* a = ap + b * m * n;
+      if (any_nan(a, m * n)) {
+        fill_nan(a, m * n);
+        return fill_nan(tp + b * k, k);
+      }
+      if (k > 0) lapack::geqrf<T>(m, n, a, m, tp + b * k);
+    });
+  });
+  return colmajor_view(buf);
+}
+
 }  // namespace
 
 void register_linalg_qr_kernels() {
+  ops::linalg_geqrf.set_kernel(DeviceKind::CPU, geqrf_kernel);
   ops::linalg_qr.set_kernel(DeviceKind::CPU, qr_kernel);
   ops::linalg_householder_product.set_kernel(DeviceKind::CPU, householder_product_kernel);
 }

@@ -97,6 +97,20 @@ enum class LstsqDriver { Gels, Gelsy, Gelsd, Gelss };
 using LinalgLstsq = Tensor(const Tensor& a, const Tensor& b, LstsqDriver driver, double rcond,
                            const Tensor& x, const Tensor& rank, const Tensor& sv, const Tensor& info);
 
+// A: [*, n, n]; w: [*, n] complex (complex64 for float32 / complex64 A),
+// info: int32 [*], zero-filled: geev's (> 0: the QR iteration failed). A
+// matrix holding a NaN or inf gets all-NaN eigenvalues and info 0.
+using LinalgEigvals = void(const Tensor& A, const Tensor& w, const Tensor& info);
+// A: [*, n, n] (the lower triangle read). Bunch-Kaufman: sytrf, or hetrf when
+// hermitian (complex A). Returns LD (a column-major view, [*, n, n], the upper
+// triangle zero) and writes pivots (int32 [*, n], LAPACK's 1-based form) and
+// info (int32 [*]: k > 0 when D(k, k) is exactly zero).
+using LinalgLdlFactor = Tensor(const Tensor& A, bool hermitian, const Tensor& pivots, const Tensor& info);
+// A: [*, m, n]. Returns geqrf's raw output: the Householder vectors below the
+// diagonal and R on and above it (a column-major view, [*, m, n]), and writes
+// tau ([*, min(m, n)], A's dtype). A matrix holding a NaN gets all NaN.
+using LinalgGeqrf = Tensor(const Tensor& A, const Tensor& tau);
+
 #define KILN_OPS_LINALG(X)                                \
   X(linalg_inv, LinalgInv)                                \
   X(linalg_solve, LinalgSolve)                            \
@@ -115,6 +129,9 @@ using LinalgLstsq = Tensor(const Tensor& a, const Tensor& b, LstsqDriver driver,
   X(linalg_svdvals, LinalgSvdvals)                        \
   X(linalg_pinv, LinalgPinv)                              \
   X(linalg_matrix_rank, LinalgMatrixRank)                 \
-  X(linalg_lstsq, LinalgLstsq)
+  X(linalg_lstsq, LinalgLstsq)                            \
+  X(linalg_eigvals, LinalgEigvals)                        \
+  X(linalg_ldl_factor, LinalgLdlFactor)                   \
+  X(linalg_geqrf, LinalgGeqrf)
 
 }  // namespace kiln::ops

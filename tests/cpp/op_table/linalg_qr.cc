@@ -1,4 +1,4 @@
-// Op table entries of linalg.qr and householder_product (ops/registry/
+// Op table entries of linalg.qr, householder_product and geqrf (ops/registry/
 // linalg.h). The oracle is Householder QR in float64 with LAPACK's reflector
 // convention (beta = -sign(alpha) ||x||, tau = 0 when the column below the
 // diagonal is zero), so Q and R carry LAPACK's signs.
@@ -25,14 +25,20 @@ void reflect(std::vector<T>& x, int64_t m, int64_t c, const std::vector<T>& v, T
   }
 }
 
-// Q (m x q) and R (r x n) of the m x n row-major a; q = r = min(m, n), or m
-// for both when `complete`. Complex reflectors as zlarfg: beta real, tau =
-// (beta - alpha) / beta, and A := H^H A.
+// LAPACK geqrf's output for the m x n row-major a, as torch.geqrf returns it:
+// R on and above the diagonal and the reflectors' vectors (v[j] = 1 implied)
+// below it, plus the vectors themselves and tau. Complex reflectors as
+// zlarfg: beta real, tau = (beta - alpha) / beta, and A := H^H A.
 template <typename T>
-std::pair<std::vector<T>, std::vector<T>> qr_ref(std::vector<T> a, int64_t m, int64_t n, bool complete) {
-  const int64_t k = std::min(m, n), q = complete ? m : k;
+struct Householder {
+  std::vector<T> a;
   std::vector<std::vector<T>> vs;
   std::vector<T> taus;
+};
+template <typename T>
+Householder<T> geqrf_ref(std::vector<T> a, int64_t m, int64_t n) {
+  const int64_t k = std::min(m, n);
+  Householder<T> h;
   for (int64_t j = 0; j < k; ++j) {
     const T alpha = a[j * n + j];
     double xnorm = 0;
@@ -46,18 +52,67 @@ std::pair<std::vector<T>, std::vector<T>> qr_ref(std::vector<T> a, int64_t m, in
       for (int64_t i = j + 1; i < m; ++i) v[i] = a[i * n + j] / (alpha - beta);
       reflect(a, m, n, v, conj(tau));
     }
-    vs.push_back(v);
-    taus.push_back(tau);
+    h.vs.push_back(v);
+    h.taus.push_back(tau);
   }
+  for (int64_t j = 0; j < k; ++j)  // what geqrf stores below R
+    for (int64_t i = j + 1; i < m; ++i) a[i * n + j] = h.vs[size_t(j)][size_t(i)];
+  h.a = std::move(a);
+  return h;
+}
+
+// Q (m x q) and R (r x n) of the m x n row-major a; q = r = min(m, n), or m
+// for both when `complete`.
+template <typename T>
+std::pair<std::vector<T>, std::vector<T>> qr_ref(const std::vector<T>& a_in, int64_t m, int64_t n,
+                                                 bool complete) {
+  const int64_t k = std::min(m, n), q = complete ? m : k;
+  const Householder<T> h = geqrf_ref(a_in, m, n);
   std::vector<T> Q(m * m, 0.0);
   for (int64_t i = 0; i < m; ++i) Q[i * m + i] = 1.0;
-  for (int64_t j = k; j-- > 0;) reflect(Q, m, m, vs[j], taus[j]);  // H_1 ... H_k I
+  for (int64_t j = k; j-- > 0;) reflect(Q, m, m, h.vs[j], h.taus[j]);  // H_1 ... H_k I
   std::vector<T> Qc(m * q), R(q * n, 0.0);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < q; ++j) Qc[i * q + j] = Q[i * m + j];
   for (int64_t i = 0; i < std::min(q, m); ++i)
-    for (int64_t j = i; j < n; ++j) R[i * n + j] = a[i * n + j];
+    for (int64_t j = i; j < n; ++j) R[i * n + j] = h.a[i * n + j];
   return {Qc, R};
+}
+
+// geqrf(A): its `a` (want_a) or tau.
+Entry geqrf_entry(bool want_a, int64_t m, int64_t n) {
+  Entry e;
+  e.op = "linalg_geqrf";
+  e.dtypes = kLinalgDtypes;
+  e.shapes = matrix_shapes(m, n);
+  e.call = [want_a](const std::vector<Tensor>& x) {
+    const linalg::Geqrf r = linalg::geqrf(x[0]);
+    return want_a ? r.a : r.tau;
+  };
+  set_oracles(e, [want_a](const auto& v, const Inputs& in, const Tensor& out) {
+    using T = typename std::decay_t<decltype(v[0])>::value_type;
+    const Shape& s = in.shapes[0];
+    const int64_t rows = s[s.size() - 2], cols = s.back();
+    Shape want(s.begin(), s.end() - 2);
+    if (want_a) {
+      want.push_back(rows);
+      want.push_back(cols);
+    } else {
+      want.push_back(std::min(rows, cols));
+    }
+    expect_shape(out, want);
+    std::vector<T> y;
+    for (size_t b = 0; b < v[0].size() / size_t(std::max<int64_t>(rows * cols, 1)); ++b) {
+      const Householder<T> h = geqrf_ref(slice(v[0], b, rows * cols), rows, cols);
+      const std::vector<T>& r = want_a ? h.a : h.taus;
+      y.insert(y.end(), r.begin(), r.end());
+    }
+    return y;
+  });
+  e.ulps = 64;
+  e.floor = 4.0 * double(std::max(m, n));  // R's scale
+  e.perf_shapes = {{{64, 32, 32}}};
+  return e;
 }
 
 // Q (want_q) or R of qr(A, mode).
@@ -158,6 +213,9 @@ KILN_OP_TABLE({
     qr_entry("r", false, 6, 6),
     householder_entry(7, 5, 4),
     householder_entry(6, 6, 6),
+    geqrf_entry(true, 7, 5),
+    geqrf_entry(false, 7, 5),
+    geqrf_entry(true, 5, 7),
 });
 
 }  // namespace
