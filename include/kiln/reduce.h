@@ -46,6 +46,12 @@ Tensor sum(const Tensor& x, const DimList& dim = std::nullopt, bool keepdim = fa
            std::optional<DType> dtype = std::nullopt);
 Tensor mean(const Tensor& x, const DimList& dim = std::nullopt, bool keepdim = false,
             std::optional<DType> dtype = std::nullopt);
+// The sum / mean of the non-NaN entries (nanmean of none: NaN). Integer x:
+// nansum is sum; nanmean needs a floating x or dtype.
+Tensor nansum(const Tensor& x, const DimList& dim = std::nullopt, bool keepdim = false,
+              std::optional<DType> dtype = std::nullopt);
+Tensor nanmean(const Tensor& x, const DimList& dim = std::nullopt, bool keepdim = false,
+               std::optional<DType> dtype = std::nullopt);
 // torch.prod takes one dim; kiln accepts any set of dims.
 Tensor prod(const Tensor& x, const DimList& dim = std::nullopt, bool keepdim = false,
             std::optional<DType> dtype = std::nullopt);
@@ -88,6 +94,12 @@ Tensor norm(const Tensor& x, double p = 2.0, const DimList& dim = std::nullopt, 
 // ---- scans (output has x's shape) ----
 Tensor cumsum(const Tensor& x, int dim, std::optional<DType> dtype = std::nullopt);
 Tensor cumprod(const Tensor& x, int dim, std::optional<DType> dtype = std::nullopt);
+// log(cumsum(exp(x))) without overflow; x floating.
+Tensor logcumsumexp(const Tensor& x, int dim);
+// Running max / min along dim and the index each came from: ties take the
+// later index; a NaN sticks (its index moves on to each later NaN), as torch.
+ValuesIndices cummax(const Tensor& x, int dim);
+ValuesIndices cummin(const Tensor& x, int dim);
 
 // ---- logical ----
 Tensor all(const Tensor& x, const DimList& dim = std::nullopt, bool keepdim = false);

@@ -1,5 +1,5 @@
-// Sorting and counting with PyTorch names and semantics: sort, argsort, topk,
-// bincount.
+// Sorting, searching and counting with PyTorch names and semantics: sort,
+// argsort, topk, searchsorted, bucketize, bincount.
 //
 // Ordering is total and matches torch: NaN compares larger than every number
 // (last ascending, first descending), -0.0 and 0.0 are equal; complex values
@@ -31,5 +31,16 @@ SortResult topk(const Tensor& x, int64_t k, int dim = -1, bool largest = true, b
 // weights (same length as x): sums of weights per bin, float32 for float32
 // weights and float64 for anything else (as torch).
 Tensor bincount(const Tensor& x, const Tensor& weights = Tensor(), int64_t minlength = 0);
+
+// For each value, its insertion position in the ascending last dim of
+// `sorted` (1-d for every value, or the same leading dims as `values`): before
+// equal entries, or after them when right. sorter: int64 indices that sort
+// each row (argsort's), or undefined. int64 result (int32 with out_int32) of
+// values' shape. Mixed dtypes are compared in their promoted dtype.
+Tensor searchsorted(const Tensor& sorted, const Tensor& values, bool right = false, bool out_int32 = false,
+                    const Tensor& sorter = Tensor());
+// The bucket of each entry of x among 1-d ascending boundaries:
+// searchsorted(boundaries, x, right).
+Tensor bucketize(const Tensor& x, const Tensor& boundaries, bool right = false, bool out_int32 = false);
 
 }  // namespace kiln

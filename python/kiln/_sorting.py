@@ -1,14 +1,14 @@
-"""torch's order statistics and searches written over kiln's sort (a kernel of its
-own): unique, unique_consecutive, searchsorted, bucketize, kthvalue, median,
-nanmedian, mode, cummax and cummin. Each costs a sort (O(n log n)) where torch
-has a dedicated kernel; results, dtypes and tie rules follow torch's."""
+"""torch's order statistics written over kiln's sort (a kernel of its own):
+unique, unique_consecutive, kthvalue, median, nanmedian and mode, each a sort
+(O(n log n)) where torch has a dedicated kernel; results, dtypes and tie rules
+follow torch's. searchsorted and bucketize take their arguments here and run
+as one C++ kernel."""
 
 from collections import namedtuple
 
 from . import _C
 
-_values_indices = {n: namedtuple(n, ["values", "indices"]) for n in ("kthvalue", "median", "nanmedian", "mode",
-                                                                      "cummax", "cummin")}
+_values_indices = {n: namedtuple(n, ["values", "indices"]) for n in ("kthvalue", "median", "nanmedian", "mode")}
 
 
 def _dim(x, dim):
@@ -105,31 +105,16 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
 
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None, out=None):
     """For each value, the index where it would be inserted into the sorted last
-    dim of sorted_sequence (left: before equal values; right: after them),
-    computed as the count of entries below (or at most) the value."""
+    dim of sorted_sequence (left: before equal values; right: after them): a
+    binary search per value in C++ (kiln::searchsorted)."""
     if side is not None:
         if side not in ("left", "right"):
             raise ValueError(f"side can only be 'left' or 'right' but got {side}")
         if right and side == "left":
             raise ValueError("side and right can't be set to opposites, got side of left while right was True")
         right = side == "right"
-    seq = sorted_sequence
-    if sorter is not None:
-        seq = seq.gather(-1, sorter)
-    scalar = not hasattr(input, "shape")
-    vals = _C.tensor(input, dtype=seq.dtype) if scalar else input
-    if seq.dim() == 1:
-        v = vals.unsqueeze(-1)
-        cmp = (seq <= v) if right else (seq < v)
-    else:
-        if tuple(seq.shape[:-1]) != tuple(vals.shape[:-1]):
-            raise ValueError("torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
-                             "dimensions of boundaries tensor and input value tensor must match, but we got "
-                             f"boundaries tensor {list(seq.shape)} and input value tensor {list(vals.shape)}")
-        v = vals.unsqueeze(-1)
-        s = seq.unsqueeze(-2)
-        cmp = (s <= v) if right else (s < v)
-    r = _C.sum(cmp.to(_C.int64), -1).to(_C.int32 if out_int32 else _C.int64)
+    vals = input if hasattr(input, "shape") else _C.tensor(input, dtype=sorted_sequence.dtype)
+    r = _C._searchsorted(sorted_sequence, vals, bool(right), bool(out_int32), sorter)
     return r if out is None else out.copy_(r)
 
 
@@ -222,49 +207,8 @@ def mode(input, dim=-1, keepdim=False):
     return _finish("mode", input, d, value, index, keepdim)
 
 
-def _cumulative_extreme(name, input, dim, greater):
-    """cummax / cummin: the running extreme and the index of its last
-    occurrence so far (NaN, once seen, stays; torch's rule)."""
-    d = _dim(input, dim)
-    x = input.movedim(d, -1) if input.dim() > 0 else input.reshape([1])
-    n = x.size(-1)
-    vals, idxs = [], []
-    if n:
-        best = x.narrow(-1, 0, 1)
-        bi = _C.zeros(list(best.shape), dtype=_C.int64)
-        vals.append(best)
-        idxs.append(bi)
-        for j in range(1, n):
-            cur = x.narrow(-1, j, 1)
-            take = (cur >= best) if greater else (cur <= best)
-            if cur.is_floating_point():
-                take = take | _C.isnan(cur)
-                take = take & _C.logical_not(_C.isnan(best) & _C.logical_not(_C.isnan(cur)))
-            best = _C.where(take, cur, best)
-            bi = _C.where(take, j, bi)
-            vals.append(best)
-            idxs.append(bi)
-        v, i = _C.cat(vals, -1), _C.cat(idxs, -1)
-    else:
-        v, i = x.clone(), _C.zeros(list(x.shape), dtype=_C.int64)
-    if input.dim() == 0:
-        v, i = v.reshape([]), i.reshape([])
-    else:
-        v, i = v.movedim(-1, d), i.movedim(-1, d)
-    return _values_indices[name](v, i)
-
-
-def cummax(input, dim):
-    return _cumulative_extreme("cummax", input, dim, True)
-
-
-def cummin(input, dim):
-    return _cumulative_extreme("cummin", input, dim, False)
-
-
-FUNCTIONS = ["unique", "unique_consecutive", "searchsorted", "bucketize", "kthvalue", "median", "nanmedian", "mode",
-             "cummax", "cummin"]
-METHODS = ["unique", "unique_consecutive", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin"]
+FUNCTIONS = ["unique", "unique_consecutive", "searchsorted", "bucketize", "kthvalue", "median", "nanmedian", "mode"]
+METHODS = ["unique", "unique_consecutive", "kthvalue", "median", "nanmedian", "mode"]
 
 for _name in METHODS:
     setattr(_C.Tensor, _name, globals()[_name])

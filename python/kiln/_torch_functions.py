@@ -3,7 +3,7 @@ torch-namespace spellings of nn.functional and linalg functions (with torch's ow
 argument orders: torch.batch_norm puts weight first, torch.embedding the weight
 before the indices, torch.*_loss take reduction as torch's enum int or a string),
 the older linalg names (torch.svd returns V, not Vh), and composites torch also
-composes (cartesian_prod, block_diag, cov, diff, trapezoid, nansum, ...).
+composes (cartesian_prod, block_diag, cov, diff, trapezoid, ...).
 Tensor methods of the same names are set here too. Each records autograd history
 through the ops it is written with."""
 
@@ -418,19 +418,6 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     return _C.cumsum(avg * (d if d is not None else step), dim)
 
 
-def nansum(input, dim=None, keepdim=False, *, dtype=None):
-    x = _C.where(_C.isnan(input), 0, input) if input.is_floating_point() or input.is_complex() else input
-    return _C.sum(x, dim, keepdim, dtype=dtype)
-
-
-def nanmean(input, dim=None, keepdim=False, *, dtype=None):
-    if not (input.is_floating_point() or input.is_complex()):
-        raise TypeError(f"nanmean(): expected input to have floating point or complex dtype but got {input.dtype}")
-    keep = _C.logical_not(_C.isnan(input))
-    return nansum(input, dim, keepdim, dtype=dtype) / _C.sum(keep, dim, keepdim).to(
-        input.dtype if dtype is None else dtype)
-
-
 def aminmax(input, *, dim=None, keepdim=False):
     from collections import namedtuple
 
@@ -441,15 +428,6 @@ def aminmax(input, *, dim=None, keepdim=False):
             mn, mx = mn.reshape([1] * input.dim()), mx.reshape([1] * input.dim())
         return t(mn, mx)
     return t(_C.amin(input, dim, keepdim), _C.amax(input, dim, keepdim))
-
-
-def logcumsumexp(input, dim):
-    # log(cumsum(exp(x - m))) + m with m the running maximum would need a
-    # scan; the global maximum along dim keeps exp finite for the largest
-    # terms (terms far below it underflow, as in any fixed-shift form).
-    m = _C.amax(input.detach(), dim, keepdim=True)
-    m = _C.where(_C.isinf(m), 0.0, m)
-    return _C.log(_C.cumsum(_C.exp(input - m), dim)) + m
 
 
 def msort(input):
@@ -697,7 +675,7 @@ _T = _C.Tensor
 
 
 def _set_methods():
-    for name in ("addcdiv", "cov", "corrcoef", "diff", "nansum", "nanmean", "aminmax", "logcumsumexp", "msort",
+    for name in ("addcdiv", "cov", "corrcoef", "diff", "aminmax", "msort",
                  "det", "logdet", "slogdet", "inverse", "pinverse", "svd", "cholesky_inverse", "matrix_exp",
                  "take_along_dim", "renorm", "index_fill", "adjoint", "conj_physical", "resolve_conj",
                  "resolve_neg", "histc", "dist", "cross", "hardshrink", "mvlgamma"):

@@ -315,4 +315,12 @@ void init_index(nb::module_& m) {
       },
       "input"_a, "weights"_a = nb::none(), "minlength"_a = 0);
   def_tensor_method(m, "bincount");
+  // kiln.searchsorted (python/kiln/_sorting.py) handles side=, scalars and out=.
+  m.def(
+      "_searchsorted",
+      [](const Tensor& sorted, const Tensor& values, bool right, bool out_int32, nb::handle sorter) {
+        return searchsorted(sorted, values, right, out_int32,
+                            sorter.is_none() ? Tensor() : to_tensor(sorter));
+      },
+      "sorted_sequence"_a, "input"_a, "right"_a, "out_int32"_a, "sorter"_a = nb::none());
 }

@@ -15,7 +15,7 @@ namespace {
 
 // torch.return_types-style named tuples (values, indices); references held for
 // the life of the process (never released at exit, after the interpreter).
-nb::handle g_max_type, g_min_type;
+nb::handle g_max_type, g_min_type, g_cummax_type, g_cummin_type;
 
 nb::object values_indices(nb::handle type, ValuesIndices r) {
   return type(nb::cast(std::move(r.values)), nb::cast(std::move(r.indices)));
@@ -92,7 +92,9 @@ void init_reduce(nb::module_& m) {
   g_max_type = namedtuple("max", nb::make_tuple("values", "indices")).release();
   g_min_type = namedtuple("min", nb::make_tuple("values", "indices")).release();
   nb::object rt = nb::module_::import_("types").attr("SimpleNamespace")();
-  for (nb::handle t : {g_max_type, g_min_type}) {
+  g_cummax_type = namedtuple("cummax", nb::make_tuple("values", "indices")).release();
+  g_cummin_type = namedtuple("cummin", nb::make_tuple("values", "indices")).release();
+  for (nb::handle t : {g_max_type, g_min_type, g_cummax_type, g_cummin_type}) {
     nb::setattr(t, "__module__", nb::str("kiln.return_types"));
     nb::setattr(rt, t.attr("__name__"), t);
   }
@@ -110,6 +112,21 @@ void init_reduce(nb::module_& m) {
     return kiln::prod(to_tensor(x), to_dims(dim, "prod"), keepdim, to_optional_dtype(dtype));
   }, "input"_a, "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none(),
      "Product over dims. Integers and bool accumulate in int64.");
+
+  m.def(
+      "nansum",
+      [](nb::handle x, nb::handle dim, bool keepdim, nb::handle dtype) {
+        return kiln::nansum(to_tensor(x), to_dims(dim, "nansum"), keepdim, to_optional_dtype(dtype));
+      },
+      "input"_a, "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none(),
+      "Sum over dims of the non-NaN entries.");
+  m.def(
+      "nanmean",
+      [](nb::handle x, nb::handle dim, bool keepdim, nb::handle dtype) {
+        return kiln::nanmean(to_tensor(x), to_dims(dim, "nanmean"), keepdim, to_optional_dtype(dtype));
+      },
+      "input"_a, "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none(),
+      "Mean over dims of the non-NaN entries (NaN where there are none).");
 
   const nb::handle mod = m;  // the module outlives its functions
   m.def("max", [mod](nb::handle x, nb::handle dim, bool keepdim) { return extremum(mod, true, x, dim, keepdim); },
@@ -164,6 +181,25 @@ void init_reduce(nb::module_& m) {
     return kiln::cumprod(to_tensor(x), to_int(dim, "cumprod"), to_optional_dtype(dtype));
   }, "input"_a, "dim"_a, nb::kw_only(), "dtype"_a = nb::none());
 
+  m.def(
+      "logcumsumexp",
+      [](nb::handle x, nb::handle dim) {
+        return kiln::logcumsumexp(to_tensor(x), to_int(dim, "logcumsumexp"));
+      },
+      "input"_a, "dim"_a, "log(cumsum(exp(input))) along dim, without overflow.");
+  m.def(
+      "cummax",
+      [](nb::handle x, nb::handle dim) {
+        return values_indices(g_cummax_type, kiln::cummax(to_tensor(x), to_int(dim, "cummax")));
+      },
+      "input"_a, "dim"_a, "Running maximum along dim and the index it came from: (values, indices).");
+  m.def(
+      "cummin",
+      [](nb::handle x, nb::handle dim) {
+        return values_indices(g_cummin_type, kiln::cummin(to_tensor(x), to_int(dim, "cummin")));
+      },
+      "input"_a, "dim"_a, "Running minimum along dim and the index it came from: (values, indices).");
+
   m.def("all", [](nb::handle x, nb::handle dim, bool keepdim) {
     return kiln::all(to_tensor(x), to_dims(dim, "all"), keepdim);
   }, "input"_a, "dim"_a = nb::none(), "keepdim"_a = false);
@@ -174,7 +210,9 @@ void init_reduce(nb::module_& m) {
     return kiln::count_nonzero(to_tensor(x), to_dims(dim, "count_nonzero"));
   }, "input"_a, "dim"_a = nb::none());
 
-  for (const char* name : {"sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std",
-                           "logsumexp", "norm", "cumsum", "cumprod", "all", "any", "count_nonzero"})
+  for (const char* name :
+       {"sum",    "mean",          "prod",   "max",       "min",          "amax",   "amin",    "argmax",
+        "argmin", "var",           "std",    "logsumexp", "norm",         "cumsum", "cumprod", "all",
+        "any",    "count_nonzero", "nansum", "nanmean",   "logcumsumexp", "cummax", "cummin"})
     def_tensor_method(m, name);
 }

@@ -55,6 +55,35 @@ double SumF32(const float* HWY_RESTRICT x, int64_t n) {
   return s;
 }
 
+// SumF32 with the NaN lanes zeroed; *count gets the number of the others.
+double NanSumF32(const float* HWY_RESTRICT x, int64_t n, int64_t* count) {
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> dh;  // half a float vector
+  const int64_t N = int64_t(hn::Lanes(dd));
+  auto a0 = hn::Zero(dd), a1 = hn::Zero(dd);
+  int64_t nans = 0, i = 0;
+  auto take = [&](const float* p, decltype(a0)& acc) {
+    const auto v = hn::LoadU(dh, p);
+    const auto is_nan = hn::IsNaN(v);  // not Ne(v, v): an ordered compare on some targets
+    nans += int64_t(hn::CountTrue(dh, is_nan));
+    acc = hn::Add(acc, hn::PromoteTo(dd, hn::IfThenZeroElse(is_nan, v)));
+  };
+  for (; i + 2 * N <= n; i += 2 * N) {
+    take(x + i, a0);
+    take(x + i + N, a1);
+  }
+  for (; i + N <= n; i += N) take(x + i, a0);
+  double s = hn::GetLane(hn::SumOfLanes(dd, hn::Add(a0, a1)));
+  for (; i < n; ++i) {
+    if (x[i] != x[i])
+      ++nans;
+    else
+      s += double(x[i]);
+  }
+  *count = n - nans;
+  return s;
+}
+
 // bfloat16 -> float32: the bits shifted into the high half.
 double SumBF16(const uint16_t* HWY_RESTRICT x, int64_t n) {
   const hn::ScalableTag<float> df;
@@ -131,10 +160,14 @@ HWY_AFTER_NAMESPACE();
 namespace kiln::cpu {
 HWY_EXPORT(SumF32);
 HWY_EXPORT(SumBF16);
+HWY_EXPORT(NanSumF32);
 HWY_EXPORT(VarMeanF32);
 
 double sum_f32(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(SumF32)(x, n); }
 double sum_bf16(const uint16_t* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(SumBF16)(x, n); }
+double nansum_f32(const float* x, int64_t n, int64_t* count) {
+  return HWY_DYNAMIC_DISPATCH(NanSumF32)(x, n, count);
+}
 void var_mean_f32(const float* x, int64_t n, double* mean, double* m2) {
   HWY_DYNAMIC_DISPATCH(VarMeanF32)(x, n, mean, m2);
 }

@@ -53,4 +53,11 @@ void require_nonempty(const Tensor& x, const std::vector<bool>& mask, bool whole
                        " to have non-zero size; shape " + x.shape_str());
 }
 
+void check_ordered(const Tensor& x, const char* op) {
+  reject_fp8(x, op);
+  if (is_complex(x.dtype()))
+    throw TypeError(std::string("[") + op + "] does not support complex input (dtype " + name(x.dtype()) +
+                    ")");
+}
+
 }  // namespace kiln

@@ -20,6 +20,8 @@ Shape reduced_shape(std::span<const int64_t> shape, const std::vector<bool>& mas
 
 // FP8 inputs: TypeError naming op.
 void reject_fp8(const Tensor& x, const char* op);
+// For the ops that order values (max, cummax, ...): FP8 or complex inputs: TypeError.
+void check_ordered(const Tensor& x, const char* op);
 // For ops without an identity (max, argmax, ...): throws when a reduced dim has
 // size zero (IndexError) or a whole-tensor reduction sees no elements (ValueError).
 void require_nonempty(const Tensor& x, const std::vector<bool>& mask, bool whole, const char* op);

@@ -9,12 +9,6 @@
 namespace kiln {
 namespace {
 
-void check_ordered(const Tensor& x, const char* op) {
-  reject_fp8(x, op);
-  if (is_complex(x.dtype()))
-    throw TypeError(std::string("[") + op + "] does not support complex input (dtype " + name(x.dtype()) + ")");
-}
-
 template <bool kMax>
 Tensor whole(const char* op, const Tensor& x) {
   check_ordered(x, op);

@@ -1,10 +1,11 @@
-// sum, mean, prod, all, any, count_nonzero front-ends: dtype checks, the
+// sum, mean, nansum, nanmean, prod, all, any, count_nonzero front-ends: dtype checks, the
 // `dtype` cast, dims -> mask, output allocation, then the op
 // (ops/registry/reduce.h).
 #include <string>
 
 #include "kiln/binary.h"
 #include "kiln/complex.h"
+#include "kiln/unary.h"
 #include "ops/reduce_dims.h"
 #include "ops/reduce_grad.h"
 #include "ops/registry/all.h"
@@ -91,6 +92,38 @@ Tensor prod(const Tensor& x_in, const DimList& dim, bool keepdim, std::optional<
 }
 
 namespace {
+// nansum / nanmean: sum / mean of the non-NaN entries. Integer inputs hold no
+// NaN: nansum is their sum (nanmean refuses them, as mean does).
+Tensor nansum_mean(const char* op, const Tensor& x_in, const DimList& dim, bool keepdim,
+                   std::optional<DType> dtype, bool mean) {
+  reject_fp8(x_in, op);
+  if (is_complex(x_in.dtype()) || (dtype && is_complex(*dtype)))
+    throw TypeError(std::string("[") + op + "] does not support complex inputs");
+  const DType d = dtype.value_or(x_in.dtype());
+  if (!is_floating(d)) {
+    if (mean)
+      throw TypeError(std::string("[nanmean] expected a floating point input or dtype, got ") + name(d));
+    return sum_mean(op, x_in, dim, keepdim, dtype, false);
+  }
+  autograd::Record rec(op, {&x_in});
+  const Tensor x = x_in.to(d);
+  const std::vector<bool> mask = reduce_mask(dim, x.dim(), op);
+  Tensor out = empty(reduced_shape(x.shape(), mask, keepdim), d, x.device());
+  (mean ? ops::nanmean : ops::nansum)(common_device(op, {&x, &out}), x, mask, out);
+  if (rec) {
+    // g to every non-NaN entry (/ their count for nanmean); 0 to the NaNs.
+    rec.finish(mean ? "NanmeanBackward0" : "NansumBackward0", {&out}, {x},
+               [mask, keepdim, mean](autograd::FnNode& n, autograd::Grads& g) {
+                 const Tensor& xs = n.saved(0);
+                 const Tensor keep = logical_not(isnan(xs));  // x's shape
+                 Tensor e = rgrad::expand_reduced(g[0], mask, keepdim, xs.sizes());
+                 if (mean) e = div(e, sum(keep, rgrad::dims_of(mask), /*keepdim=*/true).to(e.dtype()));
+                 return autograd::Grads{where(keep, e, Scalar(0.0))};
+               });
+  }
+  return out;
+}
+
 template <bool kAll>
 Tensor logical(const char* op, const Tensor& x, const DimList& dim, bool keepdim) {
   reject_fp8(x, op);
@@ -102,6 +135,13 @@ Tensor logical(const char* op, const Tensor& x, const DimList& dim, bool keepdim
   return out;
 }
 }  // namespace
+
+Tensor nansum(const Tensor& x, const DimList& dim, bool keepdim, std::optional<DType> dtype) {
+  return nansum_mean("nansum", x, dim, keepdim, dtype, false);
+}
+Tensor nanmean(const Tensor& x, const DimList& dim, bool keepdim, std::optional<DType> dtype) {
+  return nansum_mean("nanmean", x, dim, keepdim, dtype, true);
+}
 
 Tensor all(const Tensor& x, const DimList& dim, bool keepdim) { return logical<true>("all", x, dim, keepdim); }
 Tensor any(const Tensor& x, const DimList& dim, bool keepdim) { return logical<false>("any", x, dim, keepdim); }

@@ -11,5 +11,6 @@ void register_reduce_moments_kernels();  // reduce_moments.cc
 void register_reduce_norm_kernels();     // reduce_norm.cc
 void register_reduce_scan_kernels();     // reduce_scan.cc
 void register_bincount_kernel();         // bincount.cc
+void register_searchsorted_kernel();     // searchsorted.cc
 
 }  // namespace kiln::cpu

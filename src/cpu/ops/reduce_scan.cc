@@ -1,7 +1,9 @@
-// CPU kernels of cumsum and cumprod (ops/registry/reduce.h): inclusive scans
-// along one dim, accumulated in int64 / float64 / complex128 and stored in the
-// result dtype (int64 for bool and integer inputs, as torch).
+// CPU kernels of the scans along one dim (ops/registry/reduce.h): cumsum and
+// cumprod, accumulated in int64 / float64 / complex128 and stored in the
+// result dtype (int64 for bool and integer inputs, as torch); logcumsumexp,
+// a running log-sum-exp in float64; cummax / cummin with their indices.
 #include <algorithm>
+#include <cmath>
 
 #include "cpu/ops/reduce_acc.h"
 #include "cpu/ops/reduce_engine.h"
@@ -11,33 +13,113 @@
 namespace kiln::cpu {
 namespace {
 
+// The lines along `dim` of x and of its scan outputs, in the same (row-major)
+// order, and the loop over them.
+struct Lines {
+  ReducePlan in, out;
+  int64_t len = 0, count = 0, sin = 0, sout = 0;
+  Lines(const Tensor& x, int dim, const Tensor& o) {
+    std::vector<bool> mask(size_t(x.dim()), false);
+    if (x.dim() > 0) mask[size_t(dim)] = true;
+    in = make_reduce_plan(x, mask, true);
+    out = make_reduce_plan(o, mask, true);
+    len = in.n_red;
+    count = in.n_out;
+    sin = in.rstride[0];
+    sout = out.rstride[0];
+  }
+  // f(l, input offset, output offset) for every line l, split across threads.
+  template <typename F>
+  void for_each(F&& f) const {
+    parallel_for(0, count, std::max<int64_t>(1, kReduceGrain / std::max<int64_t>(len, 1)),
+                 [&](int64_t lb, int64_t le) {
+                   for (int64_t l = lb; l < le; ++l) f(detail::out_offset(in, l), detail::out_offset(out, l));
+                 });
+  }
+};
+
 template <bool kProd>
 void scan(const Tensor& x, int dim, const Tensor& out) {
   if (x.numel() == 0) return;
-  std::vector<bool> mask(size_t(x.dim()), false);
-  if (x.dim() > 0) mask[size_t(dim)] = true;
-  // Lines along `dim`: both plans list them in the same (row-major) order.
-  const ReducePlan pin = make_reduce_plan(x, mask, true);
-  const ReducePlan pout = make_reduce_plan(out, mask, true);
-  const int64_t len = pin.n_red, n_lines = pin.n_out;
-  const int64_t sin = pin.rstride[0], sout = pout.rstride[0];
+  const Lines L(x, dim, out);
   dispatch<kNoFp8>(x.dtype(), kProd ? "cumprod" : "cumsum", [&]<typename T>() {
     using Out = sum_out_t<T>;
     using A = acc_t<T>;
-    const T* xb = reinterpret_cast<const T*>(pin.base);
+    const T* xb = reinterpret_cast<const T*>(L.in.base);
     Out* ob = out.data<Out>();
-    parallel_for(0, n_lines, std::max<int64_t>(1, kReduceGrain / len), [&](int64_t lb, int64_t le) {
-      for (int64_t l = lb; l < le; ++l) {
-        const T* xi = xb + detail::out_offset(pin, l);
-        Out* oi = ob + detail::out_offset(pout, l);
-        A acc = A(kProd ? 1 : 0);
-        for (int64_t i = 0; i < len; ++i) {
-          if constexpr (kProd)
-            acc *= to_acc(xi[i * sin]);
-          else
-            acc += to_acc(xi[i * sin]);
-          oi[i * sout] = from_acc<Out>(acc);
+    L.for_each([&](int64_t xo, int64_t oo) {
+      const T* xi = xb + xo;
+      Out* oi = ob + oo;
+      A acc = A(kProd ? 1 : 0);
+      for (int64_t i = 0; i < L.len; ++i) {
+        if constexpr (kProd)
+          acc *= to_acc(xi[i * L.sin]);
+        else
+          acc += to_acc(xi[i * L.sin]);
+        oi[i * L.sout] = from_acc<Out>(acc);
+      }
+    });
+  });
+}
+
+// log(exp(a) + exp(b)) without overflow; -inf + -inf stays -inf, and a NaN
+// or an inf of each sign give what torch gives (NaN, +inf).
+inline double log_add_exp(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return a + b;
+  const double hi = std::max(a, b), lo = std::min(a, b);
+  if (std::isinf(hi)) return hi;  // +inf, or both -inf
+  return hi + std::log1p(std::exp(lo - hi));
+}
+
+// out: x's dtype (floating).
+void logcumsumexp(const Tensor& x, int dim, const Tensor& out) {
+  if (x.numel() == 0) return;
+  const Lines L(x, dim, out);
+  dispatch<kFloatSet>(x.dtype(), "logcumsumexp", [&]<typename T>() {
+    const T* xb = reinterpret_cast<const T*>(L.in.base);
+    T* ob = out.data<T>();
+    L.for_each([&](int64_t xo, int64_t oo) {
+      const T* xi = xb + xo;
+      T* oi = ob + oo;
+      double acc = -INFINITY;
+      for (int64_t i = 0; i < L.len; ++i) {
+        acc = log_add_exp(acc, double(compute_t<T>(xi[i * L.sin])));
+        oi[i * L.sout] = cast<T>(acc);
+      }
+    });
+  });
+}
+
+// cummax (kMax) / cummin. Takes v at i when v is NaN, or when the running
+// value is not NaN and v >= it (<= for cummin): later ties win, a NaN sticks.
+template <bool kMax>
+void cum_extreme(const Tensor& x, int dim, const Tensor& values, const Tensor& indices) {
+  if (x.numel() == 0) return;
+  const Lines L(x, dim, values);  // values and indices: the same contiguous shape
+  dispatch<kBoolSet | kIntSet | kFloatSet>(x.dtype(), kMax ? "cummax" : "cummin", [&]<typename T>() {
+    using C = compute_t<T>;
+    const T* xb = reinterpret_cast<const T*>(L.in.base);
+    T* vb = values.data<T>();
+    int64_t* ib = indices.data<int64_t>();
+    L.for_each([&](int64_t xo, int64_t oo) {
+      const T* xi = xb + xo;
+      T* vi = vb + oo;
+      int64_t* ii = ib + oo;
+      C best = C(xi[0]);
+      int64_t at = 0;
+      for (int64_t i = 0; i < L.len; ++i) {
+        const C v = C(xi[i * L.sin]);
+        bool take;
+        if constexpr (is_float_v<T>)
+          take = v != v || (best == best && (kMax ? v >= best : v <= best));
+        else
+          take = kMax ? v >= best : v <= best;
+        if (take) {
+          best = v;
+          at = i;
         }
+        vi[i * L.sout] = cast<T>(best);
+        ii[i * L.sout] = at;
       }
     });
   });
@@ -46,8 +128,12 @@ void scan(const Tensor& x, int dim, const Tensor& out) {
 }  // namespace
 
 void register_reduce_scan_kernels() {
-  ops::cumsum.set_kernel(DeviceKind::CPU, scan<false>);
-  ops::cumprod.set_kernel(DeviceKind::CPU, scan<true>);
+  constexpr DeviceKind kCpu = DeviceKind::CPU;
+  ops::cumsum.set_kernel(kCpu, scan<false>);
+  ops::cumprod.set_kernel(kCpu, scan<true>);
+  ops::logcumsumexp.set_kernel(kCpu, logcumsumexp);
+  ops::cummax.set_kernel(kCpu, cum_extreme<true>);
+  ops::cummin.set_kernel(kCpu, cum_extreme<false>);
 }
 
 }  // namespace kiln::cpu

@@ -1,4 +1,4 @@
-// CPU kernels of sum, mean, prod, all, any and count_nonzero
+// CPU kernels of sum, mean, nansum, nanmean, prod, all, any and count_nonzero
 // (ops/registry/reduce.h): reducers over the reduction engine; contiguous
 // float32/bfloat16 runs of sum/mean go to the SIMD sums of cpu/reduce.cc.
 #include <cmath>
@@ -62,6 +62,42 @@ struct SumReducer {
   }
 };
 
+// nansum / nanmean over floating T: the sum of the non-NaN values and their
+// count (mean divides by the count: 0 / 0 = NaN when every value is NaN).
+template <typename T>
+struct NanSumReducer {
+  struct State {
+    double sum = 0;
+    int64_t count = 0;
+  };
+  T* out;
+  bool mean;
+  State init() const { return {}; }
+  void step(State& s, T v, int64_t) const {
+    const double d = double(compute_t<T>(v));
+    if (d == d) {
+      s.sum += d;
+      ++s.count;
+    }
+  }
+  void run(State& s, const T* x, int64_t stride, int64_t n, int64_t i0) const {
+    if constexpr (std::is_same_v<T, float>) {
+      if (stride == 1) {
+        int64_t c = 0;
+        s.sum += nansum_f32(x, n, &c);
+        s.count += c;
+        return;
+      }
+    }
+    step_run(*this, s, x, stride, n, i0);
+  }
+  void combine(State& a, const State& b) const {
+    a.sum += b.sum;
+    a.count += b.count;
+  }
+  void write(const State& s, int64_t o) const { out[o] = cast<T>(mean ? s.sum / double(s.count) : s.sum); }
+};
+
 template <typename T>
 struct ProdReducer {
   using State = acc_t<T>;
@@ -113,6 +149,15 @@ void sum_mean(const Tensor& x, const std::vector<bool>& mask, const Tensor& out)
   });
 }
 
+// nansum (mean = false) or nanmean; x floating, out: x's dtype.
+template <bool kMean>
+void nansum_mean(const Tensor& x, const std::vector<bool>& mask, const Tensor& out) {
+  const ReducePlan p = make_reduce_plan(x, mask, false);
+  dispatch<kFloatSet>(x.dtype(), kMean ? "nanmean" : "nansum", [&]<typename T>() {
+    run_reduce<T>(p, NanSumReducer<T>{out.data<T>(), kMean});
+  });
+}
+
 void prod(const Tensor& x, const std::vector<bool>& mask, const Tensor& out) {
   const ReducePlan p = make_reduce_plan(x, mask, false);
   dispatch<kNoFp8>(x.dtype(), "prod", [&]<typename T>() {
@@ -144,6 +189,8 @@ void register_reduce_sum_kernels() {
   constexpr DeviceKind kCpu = DeviceKind::CPU;
   ops::sum.set_kernel(kCpu, sum_mean<false>);
   ops::mean.set_kernel(kCpu, sum_mean<true>);
+  ops::nansum.set_kernel(kCpu, nansum_mean<false>);
+  ops::nanmean.set_kernel(kCpu, nansum_mean<true>);
   ops::prod.set_kernel(kCpu, prod);
   ops::all.set_kernel(kCpu, logical<true>);
   ops::any.set_kernel(kCpu, logical<false>);

@@ -132,6 +132,7 @@ void register_sort_kernels() {
   ops::argsort.set_kernel(kCpu, sort);
   ops::topk.set_kernel(kCpu, topk);
   register_bincount_kernel();
+  register_searchsorted_kernel();
 }
 
 }  // namespace kiln::cpu

@@ -15,6 +15,8 @@ namespace kiln::ops {
 // (int64 for bool and integers), all/any bool (uint8 for uint8 x),
 // count_nonzero int64, amax/amin and logsumexp x's dtype.
 // An empty reduction writes the identity (sum 0, prod 1, mean NaN, ...).
+// nansum / nanmean: x floating; NaN entries are left out (nanmean divides by
+// the count of the others, NaN when there are none).
 using Reduce = void(const Tensor& x, const std::vector<bool>& mask, const Tensor& out);
 // max, min, amax, amin, argmax, argmin: values (x's dtype) and/or indices
 // (int64, the first max/min or first NaN, as a row-major index into the
@@ -30,6 +32,10 @@ using Norm = void(const Tensor& x, const std::vector<bool>& mask, double p, cons
 // Inclusive scan along dim (wrapped; 0 for a 0-d x). out: x's shape, int64 for
 // bool and integer x, else x's dtype.
 using Scan = void(const Tensor& x, int dim, const Tensor& out);
+// cummax / cummin along dim (wrapped; 0 for a 0-d x), x real (not complex):
+// values (x's dtype) and indices (int64), contiguous, x's shape. Ties take the
+// later index and a NaN sticks, its index moving to each later NaN (torch).
+using ScanIndexed = void(const Tensor& x, int dim, const Tensor& values, const Tensor& indices);
 
 #define KILN_OPS_REDUCE(X) \
   X(sum, Reduce)           \
@@ -50,7 +56,12 @@ using Scan = void(const Tensor& x, int dim, const Tensor& out);
   X(std_mean, Moments)     \
   X(logsumexp, Reduce)     \
   X(norm, Norm)            \
+  X(nansum, Reduce)        \
+  X(nanmean, Reduce)       \
   X(cumsum, Scan)          \
-  X(cumprod, Scan)
+  X(cumprod, Scan)         \
+  X(logcumsumexp, Scan)    \
+  X(cummax, ScanIndexed)   \
+  X(cummin, ScanIndexed)
 
 }  // namespace kiln::ops

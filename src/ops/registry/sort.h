@@ -20,10 +20,20 @@ using TopK = void(const Tensor& x, int64_t k, int dim, bool largest, bool sorted
 // float32 or float64.
 using Bincount = void(const Tensor& x, const Tensor& weights, const Tensor& out);
 
+// sorted: [*, m] (ascending along the last dim), or [m] for every row;
+// values: [*, k] (the same leading dims, or any shape when sorted is 1-d, as
+// [1, k]), sorted's dtype, real; sorter: undefined, or int64 [*, m] (sorted's
+// shape) ordering each row. out: int64 or int32, values' shape, contiguous:
+// per value, torch's binary search: the search moves right past an entry
+// unless entry >= value (right: entry > value), so a NaN value lands at m.
+using SearchSorted = void(const Tensor& sorted, const Tensor& values, const Tensor& sorter, bool right,
+                          const Tensor& out);
+
 #define KILN_OPS_SORT(X) \
   X(sort, Sort)          \
   X(argsort, Sort)       \
   X(topk, TopK)          \
-  X(bincount, Bincount)
+  X(bincount, Bincount)  \
+  X(searchsorted, SearchSorted)
 
 }  // namespace kiln::ops
