@@ -11,6 +11,7 @@
 #include "core/autograd_record.h"
 #include "kiln/error.h"
 #include "nn/attention_grad.h"
+#include "nn/attention_math.h"
 #include "ops/registry/all.h"
 
 namespace kiln {
@@ -21,7 +22,7 @@ constexpr const char* kOp = "scaled_dot_product_attention";
 void check_dtype(DType d) {
   if (d == DType::Float32 || d == DType::BFloat16 || d == DType::Float16) return;
   throw TypeError(std::string("[") + kOp + "] unsupported dtype " + name(d) +
-                  " (float16, bfloat16, float32)");
+                  " (float16, bfloat16, float32; float64 through the public entry)");
 }
 
 Tensor pad_dims(Tensor t, int nd) {
@@ -215,6 +216,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   KILN_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(), TypeError,
              "[" << kOp << "] query, key and value must have one dtype, got " << name(q.dtype()) << ", "
                  << name(k.dtype()) << ", " << name(v.dtype()));
+  if (q.dtype() == DType::Float64)  // torch's math path; its ops record their own derivatives
+    return detail::sdpa_math(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, gen);
   autograd::Record rec(kOp, {&q, &k, &v, &attn_mask});
   const Request req{.q = q,
                     .k = k,

@@ -112,6 +112,21 @@ void linear_out(const Tensor& x, const Tensor& weight, const Tensor& bias, const
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& weight_scale) {
+  // float64, as torch: x @ W^T + b in the operands' one dtype. The linear
+  // kernels serve the float32 / bf16 / f16 / FP8 decode path; float64 (gradient
+  // checks, scientific use) runs as a matmul, which records its derivative.
+  if (x.defined() && weight.defined() && (x.dtype() == DType::Float64 || weight.dtype() == DType::Float64)) {
+    KILN_CHECK(x.dtype() == weight.dtype() && (!bias.defined() || bias.dtype() == x.dtype()), TypeError,
+               "[linear] a float64 linear needs one dtype for input, weight and bias, got "
+                   << name(x.dtype()) << ", " << name(weight.dtype())
+                   << (bias.defined() ? std::string(", ") + name(bias.dtype()) : std::string()));
+    KILN_CHECK(!weight_scale.defined(), TypeError, "[linear] weight_scale is for FP8 weights, not float64");
+    KILN_CHECK(weight.dim() == 1 || weight.dim() == 2, ValueError,
+               "[linear] weight must be 2-D [out_features, in_features] or 1-D [in_features], got shape "
+                   << weight.shape_str());
+    const Tensor y = matmul(x, weight.dim() == 2 ? weight.transpose(0, 1) : weight);
+    return bias.defined() ? add(y, bias) : y;
+  }
   // torch's other forms: a 1-D weight [K] (y = x @ w, without the last dim) and
   // a bias that broadcasts to y other than [N] ([], [1], [M, N], ...): the
   // kernel runs without the bias, which is added after.

@@ -273,9 +273,15 @@ TEST(Attention, EmptyAndBad) {
   EXPECT_THROW(scaled_dot_product_attention(rnd({1, 4, 2, 8}, 1), k.to(DType::BFloat16), v), TypeError);
   const Tensor m = ones({2, 5}, DType::Bool);
   EXPECT_THROW(scaled_dot_product_attention(rnd({1, 4, 2, 8}, 1), k, v, m, 0.0, true), ValueError);
-  EXPECT_THROW(scaled_dot_product_attention(rnd({1, 4, 2, 8}, 1, DType::Float64), k.to(DType::Float64),
-                                            v.to(DType::Float64)),
+  EXPECT_THROW(scaled_dot_product_attention(rnd({1, 4, 2, 8}, 1, DType::Int32), k.to(DType::Int32),
+                                            v.to(DType::Int32)),
                TypeError);
+  // float64 runs torch's math formulation and agrees with the float32 kernel.
+  const Tensor y64 = scaled_dot_product_attention(rnd({1, 4, 2, 8}, 1, DType::Float64), k.to(DType::Float64),
+                                                  v.to(DType::Float64));
+  EXPECT_EQ(y64.dtype(), DType::Float64);
+  EXPECT_TRUE(
+      allclose(y64.to(DType::Float32), scaled_dot_product_attention(rnd({1, 4, 2, 8}, 1), k, v), 1e-5, 1e-5));
 }
 
 }  // namespace
