@@ -1,5 +1,5 @@
 // Sorting, searching and counting with PyTorch names and semantics: sort,
-// argsort, topk, searchsorted, bucketize, bincount.
+// argsort, topk, searchsorted, bucketize, unique, bincount.
 //
 // Ordering is total and matches torch: NaN compares larger than every number
 // (last ascending, first descending), -0.0 and 0.0 are equal; complex values
@@ -39,6 +39,16 @@ Tensor bincount(const Tensor& x, const Tensor& weights = Tensor(), int64_t minle
 // values' shape. Mixed dtypes are compared in their promoted dtype.
 Tensor searchsorted(const Tensor& sorted, const Tensor& values, bool right = false, bool out_int32 = false,
                     const Tensor& sorter = Tensor());
+// unique / unique_consecutive over the flattened x: the distinct values
+// (ascending for unique; the first of each run of equal neighbours for
+// unique_consecutive), and when asked the run of each element (inverse, x's
+// shape) and each value's count. NaNs are all distinct, as in torch.
+struct UniqueResult {
+  Tensor values, inverse, counts;  // inverse and counts: int64, undefined unless asked
+};
+UniqueResult unique(const Tensor& x, bool return_inverse = false, bool return_counts = false);
+UniqueResult unique_consecutive(const Tensor& x, bool return_inverse = false, bool return_counts = false);
+
 // The bucket of each entry of x among 1-d ascending boundaries:
 // searchsorted(boundaries, x, right).
 Tensor bucketize(const Tensor& x, const Tensor& boundaries, bool right = false, bool out_int32 = false);

@@ -1,8 +1,8 @@
 """torch's order statistics written over kiln's sort (a kernel of its own):
-unique, unique_consecutive, kthvalue, median, nanmedian and mode, each a sort
-(O(n log n)) where torch has a dedicated kernel; results, dtypes and tie rules
-follow torch's. searchsorted and bucketize take their arguments here and run
-as one C++ kernel."""
+kthvalue, median, nanmedian, mode and unique / unique_consecutive along a dim,
+each a sort (O(n log n)) where torch has a dedicated kernel; results, dtypes and
+tie rules follow torch's. unique, unique_consecutive (dim=None), searchsorted
+and bucketize take their arguments here and run as C++ kernels."""
 
 from collections import namedtuple
 
@@ -28,27 +28,12 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     distinct slices along dim; with the inverse indices and the counts."""
     if dim is not None:
         return _unique_dim(input, _dim(input, dim), return_inverse, return_counts)
-    flat = input.reshape([-1])
-    n = flat.numel()
-    if n == 0:
-        out = [flat.clone()]
-        if return_inverse:
-            out.append(_C.zeros(list(input.shape), dtype=_C.int64))
-        if return_counts:
-            out.append(_C.zeros(0, dtype=_C.int64))
-        return out[0] if len(out) == 1 else tuple(out)
-    values, order = _C.sort(flat, stable=True)
-    # A run of equal values starts where a value differs from the one before
-    # (NaNs are all distinct, as in torch).
-    new = _C.cat([_C.ones(1, dtype=_C.bool), values.narrow(0, 1, n - 1) != values.narrow(0, 0, n - 1)])
-    run = _C.cumsum(new.to(_C.int64), 0) - 1  # the run of each sorted element
-    uniq = values[new]
-    out = [uniq]
-    if return_inverse:
-        inverse = _C.zeros(n, dtype=_C.int64).scatter(0, order, run)
-        out.append(inverse.reshape(list(input.shape)))
-    if return_counts:
-        out.append(_C.bincount(run, minlength=uniq.numel()))
+    return _pick(_C._unique(input, bool(return_inverse), bool(return_counts)), return_inverse, return_counts)
+
+
+def _pick(result, return_inverse, return_counts):
+    values, inverse, counts = result
+    out = [values] + ([inverse] if return_inverse else []) + ([counts] if return_counts else [])
     return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -81,23 +66,24 @@ def _unique_dim(input, d, return_inverse, return_counts):
 
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
-    flat = input.reshape([-1]) if dim is None else input.movedim(_dim(input, dim), 0)
+    if dim is None:
+        return _pick(_C._unique_consecutive(input, bool(return_inverse), bool(return_counts)), return_inverse,
+                     return_counts)
+    flat = input.movedim(_dim(input, dim), 0)
     m = flat.size(0)
     if m == 0:
         new = _C.zeros(0, dtype=_C.bool)
-    elif dim is None or flat.dim() == 1:
+    elif flat.dim() == 1:
         new = _C.cat([_C.ones(1, dtype=_C.bool), flat.narrow(0, 1, m - 1) != flat.narrow(0, 0, m - 1)])
     else:
         rows = flat.reshape([m, -1])
         new = _C.cat([_C.ones(1, dtype=_C.bool), _C.any(rows.narrow(0, 1, m - 1) != rows.narrow(0, 0, m - 1), 1)])
     keep = _C.nonzero(new).reshape([-1])
-    uniq = flat.index_select(0, keep)
-    if dim is not None:
-        uniq = uniq.movedim(0, _dim(input, dim))
+    uniq = flat.index_select(0, keep).movedim(0, _dim(input, dim))
     out = [uniq]
     run = _C.cumsum(new.to(_C.int64), 0) - 1
     if return_inverse:
-        out.append(run.reshape(list(input.shape)) if dim is None else run)
+        out.append(run)
     if return_counts:
         out.append(_C.bincount(run, minlength=keep.numel()))
     return out[0] if len(out) == 1 else tuple(out)

@@ -323,4 +323,22 @@ void init_index(nb::module_& m) {
                             sorter.is_none() ? Tensor() : to_tensor(sorter));
       },
       "sorted_sequence"_a, "input"_a, "right"_a, "out_int32"_a, "sorter"_a = nb::none());
+  // kiln.unique / unique_consecutive with dim=None (python/kiln/_sorting.py):
+  // (values, inverse or None, counts or None).
+  auto unique_tuple = [](const UniqueResult& r) {
+    auto opt = [](const Tensor& t) { return t.defined() ? nb::cast(t) : nb::none(); };
+    return nb::make_tuple(r.values, opt(r.inverse), opt(r.counts));
+  };
+  m.def(
+      "_unique",
+      [unique_tuple](const Tensor& x, bool return_inverse, bool return_counts) {
+        return unique_tuple(unique(x, return_inverse, return_counts));
+      },
+      "input"_a, "return_inverse"_a, "return_counts"_a);
+  m.def(
+      "_unique_consecutive",
+      [unique_tuple](const Tensor& x, bool return_inverse, bool return_counts) {
+        return unique_tuple(unique_consecutive(x, return_inverse, return_counts));
+      },
+      "input"_a, "return_inverse"_a, "return_counts"_a);
 }

@@ -138,3 +138,51 @@ def test_against_torch_values_and_gradients():
         ta = torch.tensor(yn, requires_grad=True)
         tf(ta).sum().backward()
         np.testing.assert_allclose(ka.grad.numpy(), ta.grad.numpy(), rtol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int64, np.int32, np.int8, np.uint8])
+@pytest.mark.parametrize("descending", [False, True])
+def test_long_rows_sort_stably_in_kilns_order(dtype, descending):
+    """Rows of 64 or more run the radix sort: NaN above every number, -0.0 equal
+    to 0.0, ties (and NaNs) in ascending position, in both directions."""
+    x = (RNG.standard_normal((3, 700)) * 50).astype(dtype)
+    if np.issubdtype(dtype, np.floating):
+        x[:, ::13] = np.nan
+        x[:, 5::29] = 0.0
+        x[:, 7::31] = -0.0
+        x[:, 9] = np.inf
+        x[:, 11] = -np.inf
+    x[:, 40:60] = x[:, 20:40]  # ties
+    v, i = kiln.sort(t(x), 1, descending=descending)
+    key = x.astype(np.float64)
+    nan = np.isnan(key)
+    key = np.where(nan, 0.0, key)
+    pos = np.broadcast_to(np.arange(x.shape[1]), x.shape)
+    for r in range(3):
+        order = np.lexsort((pos[r], -key[r], ~nan[r])) if descending else np.lexsort((pos[r], key[r], nan[r]))
+        np.testing.assert_array_equal(i.numpy()[r], order)
+        np.testing.assert_array_equal(v.numpy()[r].view(np.uint8), x[r][order].view(np.uint8))  # exact bits
+
+
+def test_unique_kernel_nan_zero_and_torch():
+    x = np.array([2.0, np.nan, -0.0, 1.0, 0.0, np.nan, 2.0, -np.inf])
+    u, inv, cnt = kiln.unique(t(x), return_inverse=True, return_counts=True)
+    got = u.numpy()
+    np.testing.assert_array_equal(got[:4], [-np.inf, 0.0, 1.0, 2.0])
+    assert np.isnan(got[4:]).all() and len(got) == 6  # each NaN distinct, as torch
+    assert cnt.numpy().tolist() == [1, 2, 1, 2, 1, 1]
+    np.testing.assert_array_equal(u.numpy()[inv.numpy()][~np.isnan(x)], x[~np.isnan(x)])
+    v, c = kiln.unique_consecutive(t([1, 1, 2, 2, 2, 1, 3]), return_counts=True)
+    assert v.numpy().tolist() == [1, 2, 1, 3] and c.numpy().tolist() == [2, 3, 1, 1]
+    torch = pytest.importorskip("torch")
+    big = RNG.integers(-50, 50, (300, 41))
+    for args in [dict(), dict(return_inverse=True), dict(return_counts=True),
+                 dict(return_inverse=True, return_counts=True)]:
+        k = kiln.unique(t(big), **args)
+        w = torch.unique(torch.tensor(big), **args)
+        for a, b in zip(k if isinstance(k, tuple) else (k,), w if isinstance(w, tuple) else (w,)):
+            np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=str(args))
+        k = kiln.unique_consecutive(t(np.sort(big, None)), **args)
+        w = torch.unique_consecutive(torch.tensor(np.sort(big, None)), **args)
+        for a, b in zip(k if isinstance(k, tuple) else (k,), w if isinstance(w, tuple) else (w,)):
+            np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=str(args))

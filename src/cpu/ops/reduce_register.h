@@ -12,5 +12,6 @@ void register_reduce_norm_kernels();     // reduce_norm.cc
 void register_reduce_scan_kernels();     // reduce_scan.cc
 void register_bincount_kernel();         // bincount.cc
 void register_searchsorted_kernel();     // searchsorted.cc
+void register_unique_kernel();           // unique.cc
 
 }  // namespace kiln::cpu

@@ -1,5 +1,6 @@
 // CPU kernels of sort, argsort and topk (ops/registry/sort.h): one row (a line
-// along dim) at a time, rows in parallel. Keys are widened to compute_t
+// along dim) at a time, rows in parallel; whole rows of 64 or more by a stable
+// radix sort of order-preserving key images, the rest by comparison. Keys are widened to compute_t
 // (narrow floats to float); NaN orders above every number, as in torch; values
 // are copied from x by the sorted indices, so they keep their exact bits.
 #include <algorithm>
@@ -9,11 +10,16 @@
 #include "core/cast.h"
 #include "cpu/ops/reduce_register.h"
 #include "cpu/ops/register.h"
+#include "cpu/radix_sort.h"
 #include "kiln/thread_pool.h"
 #include "ops/registry/all.h"
 
 namespace kiln::cpu {
 namespace {
+
+// Rows at least this long sort by radix (cpu/radix_sort.h); shorter ones by
+// comparison, whose setup is cheaper.
+constexpr int64_t kRadixMinRow = 64;
 
 template <typename K>
 inline bool key_isnan(K v) {
@@ -72,6 +78,33 @@ void sort_rows(const Tensor& x, int dim, bool descending, int64_t k, bool sorted
     const T* xp = static_cast<const T*>(x.data_ptr());
     T* vp = values.defined() ? static_cast<T*>(values.data_ptr()) : nullptr;
     int64_t* ip = static_cast<int64_t*>(indices.data_ptr());
+    // Whole rows of 64 or more: the stable radix sort (linear in n; the
+    // comparison sort below costs ~log2(n) passes).
+    if (!topk && n >= kRadixMinRow) {
+      using U = decltype(radix_image(Key{}));
+      const int64_t grain = std::max<int64_t>(1, 16384 / n);
+      parallel_for(0, rows, grain, [&](int64_t rb, int64_t re) {
+        std::vector<U> img(static_cast<size_t>(n)), tmp_img(static_cast<size_t>(n));
+        std::vector<int64_t> order(static_cast<size_t>(n)), tmp_order(static_cast<size_t>(n));
+        for (int64_t row = rb; row < re; ++row) {
+          int64_t xo, oo;
+          ro.offsets(row, &xo, &oo);
+          const T* src = xp + xo;
+          for (int64_t i = 0; i < n; ++i) {
+            const U u = radix_image(Key(cast<Key>(src[i * xs])));
+            img[size_t(i)] = descending ? U(~u) : u;
+            order[size_t(i)] = i;
+          }
+          radix_sort_images(img.data(), order.data(), tmp_img.data(), tmp_order.data(), n);
+          for (int64_t i = 0; i < n; ++i) {
+            const int64_t j = order[size_t(i)];
+            if (vp) vp[oo + i * os] = src[j * xs];
+            ip[oo + i * os] = j;
+          }
+        }
+      });
+      return;
+    }
     using Item = std::pair<Key, int64_t>;
     auto run = [&](auto before) {
       const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1));
@@ -133,6 +166,7 @@ void register_sort_kernels() {
   ops::topk.set_kernel(kCpu, topk);
   register_bincount_kernel();
   register_searchsorted_kernel();
+  register_unique_kernel();
 }
 
 }  // namespace kiln::cpu

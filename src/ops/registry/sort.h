@@ -29,11 +29,22 @@ using Bincount = void(const Tensor& x, const Tensor& weights, const Tensor& out)
 using SearchSorted = void(const Tensor& sorted, const Tensor& values, const Tensor& sorter, bool right,
                           const Tensor& out);
 
-#define KILN_OPS_SORT(X) \
-  X(sort, Sort)          \
-  X(argsort, Sort)       \
-  X(topk, TopK)          \
-  X(bincount, Bincount)  \
-  X(searchsorted, SearchSorted)
+// The runs of equal neighbours of x: [n] contiguous (sorted by the caller
+// for unique; NaN equals nothing, so each NaN is a run of its own). Writes
+// each run's value into values ([n], x's dtype) and length into counts
+// ([n] int64, or undefined), and into inverse ([n] int64, or undefined) the
+// run of each element: of x[i] at i, or, with order ([n] int64, where each
+// element of x came from before sorting), at order[i]. Returns the number
+// of runs.
+using UniqueRuns = int64_t(const Tensor& x, const Tensor& order, const Tensor& values, const Tensor& inverse,
+                           const Tensor& counts);
+
+#define KILN_OPS_SORT(X)        \
+  X(sort, Sort)                 \
+  X(argsort, Sort)              \
+  X(topk, TopK)                 \
+  X(bincount, Bincount)         \
+  X(searchsorted, SearchSorted) \
+  X(unique_runs, UniqueRuns)
 
 }  // namespace kiln::ops

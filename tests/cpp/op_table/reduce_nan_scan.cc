@@ -1,8 +1,9 @@
 // Op table entries of nansum and nanmean, logcumsumexp, cummax and cummin
-// (ops/registry/reduce.h) and searchsorted (ops/registry/sort.h), against
+// (ops/registry/reduce.h), searchsorted and unique (ops/registry/sort.h), against
 // float64 oracles: the non-NaN entries summed in order, a direct
 // log(sum(exp)) over each prefix, a running extreme under torch's NaN and tie
-// rule, and a count of the entries below each value.
+// rule, a count of the entries below each value, and a sort-and-scan for
+// unique.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -161,6 +162,45 @@ Entry searchsorted_entry(bool right) {
   return e;
 }
 
+// unique (what: 0 values, 1 inverse, 2 counts) or unique_consecutive's
+// values (consecutive) of the flattened input. The oracle sorts with NaN
+// last (std::stable_sort on doubles, NaN moved to the end) and starts a run
+// wherever a value differs from the one before (NaN equals nothing).
+Entry unique_entry(int what, bool consecutive) {
+  Entry e;
+  e.op = "unique_runs";
+  e.dtypes = kFloatsAndInts;
+  e.shapes = unary_shapes;
+  e.specials = {kNaN, kInf, -kInf};
+  e.ulps = 0;
+  e.call = [what, consecutive](const std::vector<Tensor>& x) {
+    const UniqueResult r =
+        consecutive ? kiln::unique_consecutive(x[0], true, true) : kiln::unique(x[0], true, true);
+    return what == 0 ? r.values : what == 1 ? r.inverse : r.counts;
+  };
+  e.oracle = [what, consecutive](const Inputs& in, const Tensor&) {
+    const std::vector<double>& x = in.values[0];
+    std::vector<size_t> order(x.size());
+    for (size_t i = 0; i < x.size(); ++i) order[i] = i;
+    if (!consecutive)
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        return std::isnan(x[b]) ? !std::isnan(x[a]) : x[a] < x[b];
+      });
+    std::vector<double> values, inverse(x.size()), counts;
+    for (size_t i = 0; i < order.size(); ++i) {
+      const double v = x[order[i]];
+      if (i == 0 || !(v == x[order[i - 1]])) {
+        values.push_back(v);
+        counts.push_back(0);
+      }
+      counts.back() += 1;
+      inverse[order[i]] = double(values.size() - 1);
+    }
+    return what == 0 ? values : what == 1 ? inverse : counts;
+  };
+  return e;
+}
+
 std::vector<Entry> entries_list() {
   std::vector<Entry> es;
   for (Entry& e : nan_reductions("nansum", nansum_, nansum_of)) es.push_back(std::move(e));
@@ -191,6 +231,8 @@ std::vector<Entry> entries_list() {
   }
   es.push_back(searchsorted_entry(false));
   es.push_back(searchsorted_entry(true));
+  for (int what : {0, 1, 2}) es.push_back(unique_entry(what, false));
+  es.push_back(unique_entry(0, true));
   return es;
 }
 
