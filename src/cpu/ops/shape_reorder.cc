@@ -1,5 +1,6 @@
 // CPU kernels of flip, roll, repeat (a gather into a contiguous output whose
-// source offset is a sum of one small table per dim) and tril/triu (a row
+// source offset is a sum of one small table per outer dim, the innermost dim
+// as forward or reversed runs) and tril/triu (a row
 // copy and a zero fill per matrix row). Byte moves on the element size: no
 // dtype dispatch.
 #include <algorithm>
@@ -13,28 +14,55 @@
 namespace kiln::cpu {
 namespace {
 
-// table[d][i]: the byte offset in x of index i along out's dim d.
+// table[d][i]: the byte offset in x of index i along out's dim d, for every
+// dim but the innermost, which is described by runs.
 using Tables = std::vector<std::vector<int64_t>>;
 
-// A run of the innermost dim: out[j0, j0 + len) reads x at off, off + N, ...
+// A run of the innermost dim: out[j0, j0 + len) reads x at off, off + step,
+// off + 2 step, ... with step = +item (forward) or -item (reversed: a flip).
 struct Run {
   int64_t j0, off, len;
+  bool reversed;
 };
 
-std::vector<Run> runs_of(const std::vector<int64_t>& t, int64_t item) {
+// The runs of the innermost dim's mapping j -> f(j) (byte offsets), found
+// without a table of the whole dim (a repeat of a 1-d tensor would need one
+// as long as its output).
+template <typename F>
+std::vector<Run> runs_of(int64_t n, int64_t item, F f) {
   std::vector<Run> r;
-  for (int64_t j = 0; j < int64_t(t.size()); ++j) {
-    if (!r.empty() && t[size_t(j)] == r.back().off + r.back().len * item) {
-      ++r.back().len;
-    } else {
-      r.push_back({j, t[size_t(j)], 1});
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t off = f(j);
+    if (!r.empty()) {
+      Run& last = r.back();
+      const int64_t step = last.reversed ? -item : item;
+      if (off == last.off + last.len * step) {
+        ++last.len;
+        continue;
+      }
+      if (last.len == 1 && off == last.off - item) {  // a second element, going backwards
+        last.reversed = true;
+        ++last.len;
+        continue;
+      }
     }
+    r.push_back({j, off, 1, false});
   }
   return r;
 }
 
+// Copies len elements of N bytes from src backwards: dst[k] = src[-k].
 template <size_t N>
-void gather_rows(const Tensor& x, const Tables& table, const Tensor& out) {
+void copy_reversed(char* dst, const char* src, int64_t len) {
+  for (int64_t k = 0; k < len; ++k) std::memcpy(dst + k * int64_t(N), src - k * int64_t(N), N);
+}
+
+// Columns per work item: long inner dims (a 1-d output is one row) split
+// across threads too.
+constexpr int64_t kGatherBlock = int64_t(1) << 16;
+
+template <size_t N>
+void gather_rows(const Tensor& x, const Tables& table, const std::vector<Run>& runs, const Tensor& out) {
   const char* xp = static_cast<const char*>(x.data_ptr());
   char* op = static_cast<char*>(out.data_ptr());
   const int nd = out.dim();
@@ -45,75 +73,80 @@ void gather_rows(const Tensor& x, const Tables& table, const Tensor& out) {
   const int64_t inner = out.size(nd - 1);
   if (out.numel() == 0) return;
   const int64_t rows = out.numel() / inner;
-  const std::vector<Run> runs = runs_of(table[size_t(nd - 1)], int64_t(N));
+  const int64_t blocks = (inner + kGatherBlock - 1) / kGatherBlock;
   const auto shape = out.shape();
-  parallel_for(0, rows, std::max<int64_t>(1, 32768 / inner), [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
+  const int64_t per_block = std::min(inner, kGatherBlock);
+  parallel_for(0, rows * blocks, std::max<int64_t>(1, 32768 / per_block), [&](int64_t b, int64_t e) {
+    for (int64_t w = b; w < e; ++w) {
+      const int64_t r = w / blocks, c0 = (w % blocks) * kGatherBlock, c1 = std::min(inner, c0 + kGatherBlock);
       int64_t base = 0, rem = r;
       for (int d = nd - 2; d >= 0; --d) {
         base += table[size_t(d)][size_t(rem % shape[size_t(d)])];
         rem /= shape[size_t(d)];
       }
       char* o = op + r * inner * int64_t(N);
-      for (const Run& run : runs) {
-        if (run.len == 1) {
-          std::memcpy(o + run.j0 * int64_t(N), xp + base + run.off, N);
-        } else {
-          std::memcpy(o + run.j0 * int64_t(N), xp + base + run.off, size_t(run.len) * N);
-        }
+      // The first run that ends after c0.
+      auto it = std::upper_bound(runs.begin(), runs.end(), c0,
+                                 [](int64_t c, const Run& run) { return c < run.j0 + run.len; });
+      for (; it != runs.end() && it->j0 < c1; ++it) {
+        const int64_t j0 = std::max(it->j0, c0), j1 = std::min(it->j0 + it->len, c1);
+        const int64_t skip = j0 - it->j0;
+        const char* src = xp + base + it->off + (it->reversed ? -skip : skip) * int64_t(N);
+        if (it->reversed)
+          copy_reversed<N>(o + j0 * int64_t(N), src, j1 - j0);
+        else
+          std::memcpy(o + j0 * int64_t(N), src, size_t(j1 - j0) * N);
       }
     }
   });
 }
 
-void gather(const Tensor& x, const Tables& table, const Tensor& out) {
+// out[i...] = x[f(0, i0), f(1, i1), ...]: f maps an index of out's dim d to
+// an index of x's.
+template <typename F>
+void gather(const Tensor& x, const Tensor& out, F f) {
+  const int nd = out.dim();
+  const int64_t item = int64_t(x.itemsize());
+  Tables table(size_t(std::max(nd - 1, 0)));
+  for (int d = 0; d + 1 < nd; ++d) {
+    table[size_t(d)].resize(size_t(out.size(d)));
+    for (int64_t i = 0; i < out.size(d); ++i) table[size_t(d)][size_t(i)] = f(d, i) * x.stride(d) * item;
+  }
+  const std::vector<Run> runs =
+      nd == 0 ? std::vector<Run>{} : runs_of(out.size(nd - 1), item, [&](int64_t j) {
+        return f(nd - 1, j) * x.stride(nd - 1) * item;
+      });
   switch (out.itemsize()) {
     case 1:
-      return gather_rows<1>(x, table, out);
+      return gather_rows<1>(x, table, runs, out);
     case 2:
-      return gather_rows<2>(x, table, out);
+      return gather_rows<2>(x, table, runs, out);
     case 4:
-      return gather_rows<4>(x, table, out);
+      return gather_rows<4>(x, table, runs, out);
     case 8:
-      return gather_rows<8>(x, table, out);
+      return gather_rows<8>(x, table, runs, out);
     default:
-      return gather_rows<16>(x, table, out);
+      return gather_rows<16>(x, table, runs, out);
   }
-}
-
-// The tables of out index i -> x index f(d, i), for each dim of out.
-template <typename F>
-Tables tables(const Tensor& x, const Tensor& out, F f) {
-  Tables t(size_t(out.dim()));
-  const int64_t item = int64_t(x.itemsize());
-  for (int d = 0; d < out.dim(); ++d) {
-    t[size_t(d)].resize(size_t(out.size(d)));
-    for (int64_t i = 0; i < out.size(d); ++i) t[size_t(d)][size_t(i)] = f(d, i) * x.stride(d) * item;
-  }
-  return t;
 }
 
 void flip(const Tensor& x, std::span<const int> dims, const Tensor& out) {
   std::vector<bool> flipped(size_t(x.dim()), false);
   for (int d : dims) flipped[size_t(d)] = true;
-  gather(x, tables(x, out, [&](int d, int64_t i) { return flipped[size_t(d)] ? x.size(d) - 1 - i : i; }),
-         out);
+  gather(x, out, [&](int d, int64_t i) { return flipped[size_t(d)] ? x.size(d) - 1 - i : i; });
 }
 
 void roll(const Tensor& x, std::span<const int64_t> shifts, std::span<const int> dims, const Tensor& out) {
   std::vector<int64_t> shift(size_t(x.dim()), 0);
   for (size_t k = 0; k < dims.size(); ++k) shift[size_t(dims[k])] = shifts[k];
-  gather(x,
-         tables(x, out,
-                [&](int d, int64_t i) {
-                  const int64_t n = x.size(d), j = i - shift[size_t(d)];
-                  return j < 0 ? j + n : j;
-                }),
-         out);
+  gather(x, out, [&](int d, int64_t i) {
+    const int64_t n = x.size(d), j = i - shift[size_t(d)];
+    return j < 0 ? j + n : j;
+  });
 }
 
 void repeat(const Tensor& x, const Tensor& out) {
-  gather(x, tables(x, out, [&](int d, int64_t i) { return i % x.size(d); }), out);
+  gather(x, out, [&](int d, int64_t i) { return i % x.size(d); });
 }
 
 // Moves `n` elements of N bytes from strided src to strided dst (byte strides).
