@@ -55,33 +55,37 @@ double SumF32(const float* HWY_RESTRICT x, int64_t n) {
   return s;
 }
 
-// SumF32 with the NaN lanes zeroed; *count gets the number of the others.
+// The sum of the non-NaN values: float32 lanes over kBlock-long blocks (NaN
+// lanes zeroed), block sums combined in float64, as the bf16 sum. count, when
+// not null, gets the number of non-NaN values (nanmean's divisor).
 double NanSumF32(const float* HWY_RESTRICT x, int64_t n, int64_t* count) {
-  const hn::ScalableTag<double> dd;
-  const hn::Rebind<float, decltype(dd)> dh;  // half a float vector
-  const int64_t N = int64_t(hn::Lanes(dd));
-  auto a0 = hn::Zero(dd), a1 = hn::Zero(dd);
-  int64_t nans = 0, i = 0;
-  auto take = [&](const float* p, decltype(a0)& acc) {
-    const auto v = hn::LoadU(dh, p);
-    const auto is_nan = hn::IsNaN(v);  // not Ne(v, v): an ordered compare on some targets
-    nans += int64_t(hn::CountTrue(dh, is_nan));
-    acc = hn::Add(acc, hn::PromoteTo(dd, hn::IfThenZeroElse(is_nan, v)));
-  };
-  for (; i + 2 * N <= n; i += 2 * N) {
-    take(x + i, a0);
-    take(x + i + N, a1);
+  const hn::ScalableTag<float> df;
+  const int64_t N = int64_t(hn::Lanes(df));
+  double total = 0;
+  int64_t nans = 0;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t m = std::min(kBlock, n - b);
+    const float* p = x + b;
+    auto a0 = hn::Zero(df), a1 = hn::Zero(df);
+    int64_t i = 0;
+    for (; i + 2 * N <= m; i += 2 * N) {
+      const auto v0 = hn::LoadU(df, p + i), v1 = hn::LoadU(df, p + i + N);
+      const auto n0 = hn::IsNaN(v0), n1 = hn::IsNaN(v1);  // not Ne(v, v): an ordered compare on AVX-512
+      if (count) nans += int64_t(hn::CountTrue(df, n0) + hn::CountTrue(df, n1));
+      a0 = hn::Add(a0, hn::IfThenZeroElse(n0, v0));
+      a1 = hn::Add(a1, hn::IfThenZeroElse(n1, v1));
+    }
+    float s = hn::GetLane(hn::SumOfLanes(df, hn::Add(a0, a1)));
+    for (; i < m; ++i) {
+      if (p[i] != p[i])
+        ++nans;
+      else
+        s += p[i];
+    }
+    total += double(s);
   }
-  for (; i + N <= n; i += N) take(x + i, a0);
-  double s = hn::GetLane(hn::SumOfLanes(dd, hn::Add(a0, a1)));
-  for (; i < n; ++i) {
-    if (x[i] != x[i])
-      ++nans;
-    else
-      s += double(x[i]);
-  }
-  *count = n - nans;
-  return s;
+  if (count) *count = n - nans;
+  return total;
 }
 
 // bfloat16 -> float32: the bits shifted into the high half.

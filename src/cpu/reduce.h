@@ -10,8 +10,8 @@ namespace kiln::cpu {
 
 // Sum of n contiguous float32 values.
 double sum_f32(const float* x, int64_t n);
-// Sum of the non-NaN values among n contiguous float32 values; *count gets
-// how many there are.
+// Sum of the non-NaN values among n contiguous float32 values (float32 lanes
+// over short blocks, as sum_bf16); count, when not null, gets how many there are.
 double nansum_f32(const float* x, int64_t n, int64_t* count);
 // Sum of n contiguous bfloat16 values (raw bits), widened to float32.
 double sum_bf16(const uint16_t* x, int64_t n);

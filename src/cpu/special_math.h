@@ -21,8 +21,8 @@ inline double sinc(double x) {
   return std::sin(px) / px;
 }
 
-// erfinv(y): Giles' single-precision polynomial (2010) as the start, then two
-// Newton steps on erf (on erfc above 0.5, where 1 - y is exact). +-1 -> +-inf,
+// erfinv(y): Giles' single-precision polynomial (2010) as the start, then
+// Newton steps on erf (on log erfc above 0.5, where 1 - y is exact). +-1 -> +-inf,
 // |y| > 1 -> NaN.
 inline double erfinv(double y) {
   if (std::isnan(y) || y < -1 || y > 1) return std::numeric_limits<double>::quiet_NaN();
@@ -55,10 +55,19 @@ inline double erfinv(double y) {
   }
   double x = p * a;
   const double k = 2.0 / std::sqrt(std::numbers::pi);
-  for (int i = 0; i < 2; ++i) {
-    const double d = k * std::exp(-x * x);
-    if (d == 0) break;
-    x -= a < 0.5 ? (std::erf(x) - a) / d : ((1.0 - a) - std::erfc(x)) / d;
+  if (a < 0.5) {
+    for (int i = 0; i < 2; ++i) x -= (std::erf(x) - a) / (k * std::exp(-x * x));
+    return std::copysign(x, y);
+  }
+  // Above 0.5, Newton on log(erfc(x)) = log(1 - a) (1 - a exact): nearly
+  // linear in x, so it converges from the single-precision start even where
+  // erfc is tiny (1 - a ~ 1e-16, x ~ 5.9), which plain Newton on erfc does not.
+  const double lq = std::log(1.0 - a);
+  for (int i = 0; i < 6; ++i) {
+    const double e = std::erfc(x);
+    const double step = (std::log(e) - lq) * e / (k * std::exp(-x * x));
+    x += step;
+    if (std::fabs(step) <= 1e-17 * x) break;
   }
   return std::copysign(x, y);
 }
@@ -73,12 +82,11 @@ inline double digamma(double x) {
   double r = 0;
   if (x < 0) {
     if (x == std::trunc(x)) return std::numeric_limits<double>::quiet_NaN();
-    // psi(x) = psi(1 - x) - pi / tan(pi x); tan has period pi, so take f = x
-    // mod 1 (exact) and, above 0.5, tan(pi f) = -tan(pi (1 - f)) (1 - f exact):
-    // pi f is never rounded near the pole at f = 1.
-    const double f = x - std::floor(x);
-    r = f <= 0.5 ? -std::numbers::pi / std::tan(std::numbers::pi * f)
-                 : std::numbers::pi / std::tan(std::numbers::pi * (1.0 - f));
+    // psi(x) = psi(1 - x) - pi / tan(pi x); tan has period pi, so use g = x -
+    // round(x), exact (|g| <= 0.5; x - floor(x) would round to 1 for x just
+    // below 0 and lose the pole): near a pole -pi / tan(pi g) ~ -1 / g.
+    const double g = x - std::nearbyint(x);
+    r = -std::numbers::pi / std::tan(std::numbers::pi * g);
     x = 1.0 - x;
   }
   while (x < 10.0) {

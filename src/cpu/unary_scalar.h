@@ -30,6 +30,7 @@ enum class UOp : int {
   Silu,
   GeluErf,
   GeluTanh,
+  Erf,
 };
 
 // Ops with a complex form (torch's list); the rest are real-only.
@@ -83,6 +84,8 @@ inline C uop_scalar(C x) {
     using W = std::conditional_t<std::is_same_v<C, float>, double, long double>;
     const W w = W(x);
     return C(W(0.5) * w * std::erfc(-w * W(0.707106781186547524400844362104849039L)));
+  } else if constexpr (K == UOp::Erf) {
+    return std::erf(x);
   } else if constexpr (K == UOp::GeluTanh) {
     // 0.5 x (1 + tanh(u)) == x * sigmoid(2u): no cancellation for x < 0.
     using W = std::conditional_t<std::is_same_v<C, float>, double, long double>;

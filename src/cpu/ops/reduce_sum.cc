@@ -82,9 +82,9 @@ struct NanSumReducer {
   }
   void run(State& s, const T* x, int64_t stride, int64_t n, int64_t i0) const {
     if constexpr (std::is_same_v<T, float>) {
-      if (stride == 1) {
+      if (stride == 1) {  // nansum needs no count
         int64_t c = 0;
-        s.sum += nansum_f32(x, n, &c);
+        s.sum += nansum_f32(x, n, mean ? &c : nullptr);
         s.count += c;
         return;
       }

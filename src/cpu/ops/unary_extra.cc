@@ -1,13 +1,12 @@
 // CPU kernels of the inverse trig/hyperbolic, error, gamma and Bessel
 // functions, angle conversions, logit, frac, square and sgn
 // (ops/registry/unary.h, KILN_OPS_UNARY_EXTRA): scalar bodies over the strided
-// loop (no Highway kernels yet), and signbit, isposinf, isneginf, isreal and
+// loop (erf on contiguous float32/bf16/f16 runs cpu/unary.cc's Highway
+// kernel), and signbit, isposinf, isneginf, isreal and
 // nan_to_num. Bool and integer inputs compute in float32
 // (square keeps integers), f16/bf16 in float, f64 in double; the special
 // functions (erfinv, digamma, lgamma, i0, sinc) compute in double for every
 // floating dtype and narrow on store.
-#include "ops/registry/all.h"
-
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -18,6 +17,8 @@
 #include "cpu/ops/loops.h"
 #include "cpu/ops/register.h"
 #include "cpu/special_math.h"
+#include "cpu/unary.h"
+#include "ops/registry/all.h"
 
 namespace kiln::cpu {
 namespace {
@@ -113,6 +114,11 @@ Z complex_fn(Z z) {
 // out = K(x): out has x's shape; its dtype is x's, or float32 for bool/integer x.
 template <F K>
 void run(const Tensor& x, const Tensor& out) {
+  // erf on contiguous float32 / bf16 / f16: the Highway kernel (cpu/unary.cc).
+  if constexpr (K == F::Erf)
+    if (x.dtype() == out.dtype() && x.is_contiguous() && out.is_contiguous() &&
+        unary_has_kernel(UOp::Erf, x.dtype()))
+      return unary_contiguous(UOp::Erf, x.dtype(), x.data_ptr(), out.data_ptr(), x.numel());
   constexpr DTypeSet kIn = kBoolSet | kIntSet | kFloatSet | (has_complex(K) ? kComplexSet : 0);
   dispatch<kIn>(x.dtype(), "unary", [&]<typename In>() {
     if constexpr (is_complex_v<In>) {
