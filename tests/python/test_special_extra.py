@@ -136,3 +136,14 @@ def test_gradients_through_the_composites():
     kiln.special.ndtr(y).sum().backward()
     np.testing.assert_allclose(y.grad.numpy(), np.exp(-y.detach().numpy() ** 2 / 2) / np.sqrt(2 * np.pi),
                                rtol=1e-12)
+
+
+def test_erfinv_far_tail_and_digamma_just_below_zero():
+    """Regressions: erfinv lost its Newton convergence once 1 - y < ~1e-9, and
+    digamma returned +inf for -1e-20 <= x < 0 (x - floor(x) rounded to 1)."""
+    y = np.array([1 - 1e-9, 1 - 1e-12, 1 - 2.0 ** -52, -(1 - 2.0 ** -53), 0.999])
+    np.testing.assert_allclose(kiln.erfinv(kiln.tensor(y)).numpy(), sp.erfinv(y), rtol=4e-16)
+    x = np.array([-1e-20, -1e-16, -1e-300, -1e-5, -1 + 2.0 ** -40])
+    got = kiln.digamma(kiln.tensor(x)).numpy()
+    np.testing.assert_allclose(got[:4], sp.digamma(x[:4]), rtol=1e-14)
+    assert got[4] == pytest.approx(-1 / (x[4] + 1), rel=1e-9)  # psi(x) ~ -1 / (x + 1) near -1
