@@ -1,6 +1,8 @@
 // `kiln bench ops`: elementwise, conversion and reduction ops on large
 // contiguous float32 tensors, each as achieved GB/s and as a fraction of the
-// read roof measured beside it, plus the fixed cost of dispatching a tiny op.
+// read roof measured beside it, plus the fixed cost of dispatching a tiny op;
+// then the hot functions of the PyTorch API (bench_ops_hot.cc), side by side
+// with torch when --peer-python names a Python with torch.
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -11,7 +13,10 @@
 
 #include "bench/bandwidth.h"
 #include "bench/harness.h"
+#include "bench/options.h"
 #include "bench/python_side.h"
+#include "bench/report.h"
+#include "bench_ops_hot.h"
 #include "cli_io.h"
 #include "commands.h"
 #include "kiln/allocator.h"
@@ -19,7 +24,6 @@
 #include "kiln/random.h"
 #include "kiln/reduce.h"
 #include "kiln/sysinfo.h"
-#include "bench/options.h"
 #include "kiln/tensor.h"
 #include "kiln/thread_pool.h"
 #include "kiln/version.h"
@@ -36,6 +40,7 @@ struct OpsOptions : bench::CommonOptions {
   std::string python;  // interpreter for the Python side; "" finds one
   bool no_python = false;
   std::string filter;  // run only cases whose name contains this
+  std::string peer_python;  // a Python with torch, for the hot cases' torch column
 };
 
 constexpr double kF32 = 4.0;
@@ -146,6 +151,26 @@ int run_ops(OpsOptions opt) {
   for (const auto& [case_name, run] : cases)
     if (opt.filter.empty() || case_name.find(opt.filter) != std::string::npos) record(run());
 
+  // The hot functions, then torch on the same cases (before the Python side's
+  // results join `results`, so that names can only match kiln's rows).
+  const HotRun hot{n, opt.quick, opt.filter,
+                   [&](double per_copy, double shared) { return rotation_for(opt, per_copy, shared); },
+                   record};
+  const json peer_cases = run_hot_cases(runner, hot);
+  json peer_info;
+  if (!peer_cases.empty()) {
+    if (!opt.json) std::fprintf(stderr, "  torch peer on %zu cases ...\n", peer_cases.size());
+    peer_info = bench::add_torch_peer(opt.peer_python,
+                                      {{"cases", peer_cases},
+                                       {"repeat", opt.repeat},
+                                       {"warmup", opt.warmup},
+                                       {"threads", kiln::num_threads()},
+                                       {"flush_mb", int64_t(roof_bytes >> 20)}},
+                                      results, missing);
+  }
+  int geo_cases = 0;
+  const double geo = hot_geomean_speedup(results, &geo_cases);
+
   json python_info;
   if (!opt.no_python) {
     const std::string py = bench::find_python(opt.python);
@@ -191,6 +216,8 @@ int run_ops(OpsOptions opt) {
                             "roof_fraction uses the median of the passes beside that case"},
               {"results", results}};
   if (!python_info.is_null()) doc["python"] = python_info;
+  if (!peer_info.is_null()) doc["peers"] = peer_info;
+  if (geo_cases > 0) doc["geomean_speedup_vs_torch"] = {{"hot", geo}, {"cases", geo_cases}};
   if (!missing.empty()) doc["missing"] = missing;
 
   if (!opt.out.empty()) write_file(opt.out, doc.dump(2) + "\n");
@@ -219,6 +246,7 @@ int run_ops(OpsOptions opt) {
                   rot["x_llc"].get<double>());
     }
   }
+  if (geo_cases > 0) std::printf("geomean speedup vs torch over %d hot cases: %.2fx\n", geo_cases, geo);
   for (const json& mi : missing)
     std::printf("  not measured: %s (%s)\n", mi["name"].get<std::string>().c_str(),
                 mi["why"].get<std::string>().c_str());
@@ -229,8 +257,9 @@ int run_ops(OpsOptions opt) {
 
 Command add_bench_ops(CLI::App& bench) {
   auto opt = std::make_shared<OpsOptions>();
-  CLI::App* app = bench.add_subcommand(
-      "ops", "Elementwise, conversion and reduction ops as GB/s and fraction of the read roof.");
+  CLI::App* app = bench.add_subcommand("ops",
+                                       "Elementwise, conversion, reduction and hot PyTorch-API ops as GB/s "
+                                       "and fraction of the read roof, vs torch.");
   bench::add_common_options(*app, *opt);
   add_threads_option(*app, opt->threads);
   app->add_option("--numel", opt->numel, "Elements per tensor (default 64M; 64K with --quick)")
@@ -239,6 +268,8 @@ Command add_bench_ops(CLI::App& bench) {
                   "Python with kiln installed, for the Python-side cases (default: a python next to kiln)");
   app->add_flag("--no-python", opt->no_python, "Skip the Python-side cases");
   app->add_option("--filter", opt->filter, "Run only the cases whose name contains this text");
+  app->add_option("--peer-python", opt->peer_python,
+                  "A Python with torch, to time torch on the hot cases side by side");
   return {app, [opt] { return run_ops(*opt); }};
 }
 

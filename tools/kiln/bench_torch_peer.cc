@@ -22,9 +22,11 @@ torch.manual_seed(0)
 flush = torch.ones(int(cfg["flush_mb"]) * (1 << 20) // 4)
 DT = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
-def timed(fn, warm=False):
+def timed(fn, warm=False, prime=False):
     # fn(i): call i (i % copies picks the input copy, as kiln's rotation).
     # warm: one untimed call on the same input right before the timed one.
+    # prime: one untimed call on the next copy right before the timed one (as
+    # kiln's Runner::memory_case with 2+ copies).
     call = 0
     for _ in range(int(cfg["warmup"])):
         fn(call)
@@ -34,6 +36,9 @@ def timed(fn, warm=False):
         flush.sum()
         if warm:
             fn(call)
+        elif prime:
+            fn(call)
+            call += 1
         t0 = time.perf_counter()
         fn(call)
         ts.append(time.perf_counter() - t0)
@@ -48,6 +53,15 @@ def top_p_sample(x, p):
     keep = (c - sp) < p
     sp = sp * keep
     return si[torch.multinomial(sp, 1)]
+
+# Inputs of kind "op" (keep in step with make_input in bench_ops_hot.cc).
+FILL = {
+    "randn": lambda s: torch.randn(s),
+    "near1": lambda s: 1 + torch.randn(s) / 100,
+    "bool": lambda s: torch.randn(s) > 0,
+    "sorted": lambda s: torch.randn(s).sort(-1).values,
+    "nan": lambda s: torch.where(torch.rand(s) < 0.125, float("nan"), torch.randn(s)),
+}
 
 out = []
 for c in cfg["cases"]:
@@ -69,11 +83,18 @@ for c in cfg["cases"]:
             fn = lambda i, x=x: torch.argmax(x)
         else:
             fn = lambda i, x=x, p=c["top_p"]: top_p_sample(x, p)
+    elif k == "op":
+        # expr: a Python expression over x, the list of one copy's inputs.
+        x = [FILL[a["fill"]](a["shape"]) for a in c["inputs"]]
+        xs = [x] + [[t.clone() for t in x] for _ in range(int(c.get("copies", 1)) - 1)]
+        f = eval("lambda x: " + c["expr"], {"torch": torch})
+        fn = lambda i, xs=xs, f=f: f(xs[i % len(xs)])
     else:
         continue
-    m, lo, hi = timed(fn, bool(c.get("warm", False)))
+    prime = k == "op" and int(c.get("copies", 1)) >= 2
+    m, lo, hi = timed(fn, bool(c.get("warm", False)), prime)
     out.append({"name": c["name"], "median_s": m, "min_s": lo, "max_s": hi})
-    xs = fn = None
+    x = xs = fn = None
 print(json.dumps({"torch_version": torch.__version__, "threads": torch.get_num_threads(), "results": out}))
 )PY";
 

@@ -16,7 +16,9 @@ namespace kiln::cli {
 using TorchPeer = bench::PythonRun;  // {ok, why (one line when !ok), doc (the script's JSON)}
 
 // config: {"cases": [...], "repeat", "warmup", "threads", "flush_mb"}; each case
-// has "name" and "kind" ("softmax" | "attention" | "sample") and its sizes.
+// has "name" and "kind" ("softmax" | "attention" | "sample" | "op") and its
+// sizes; an "op" case has "inputs" ([{shape, fill}]), "expr" (a Python
+// expression over x, the list of inputs) and "copies".
 TorchPeer run_torch_peer(const std::string& python, const nlohmann::json& config);
 
 // Adds peer_median_s / speedup_vs_torch to the results whose name the peer timed.
