@@ -102,9 +102,11 @@ void gather_rows(const Tensor& x, const Tables& table, const std::vector<Run>& r
 }
 
 // out[i...] = x[f(0, i0), f(1, i1), ...]: f maps an index of out's dim d to
-// an index of x's.
+// an index of x's. inner: the innermost dim's runs in elements of x (off as an
+// index), when the op knows them; used when x's innermost dim is unit-stride,
+// else they are found from f.
 template <typename F>
-void gather(const Tensor& x, const Tensor& out, F f) {
+void gather(const Tensor& x, const Tensor& out, F f, const std::vector<Run>& inner = {}) {
   const int nd = out.dim();
   const int64_t item = int64_t(x.itemsize());
   Tables table(size_t(std::max(nd - 1, 0)));
@@ -112,10 +114,13 @@ void gather(const Tensor& x, const Tensor& out, F f) {
     table[size_t(d)].resize(size_t(out.size(d)));
     for (int64_t i = 0; i < out.size(d); ++i) table[size_t(d)][size_t(i)] = f(d, i) * x.stride(d) * item;
   }
-  const std::vector<Run> runs =
-      nd == 0 ? std::vector<Run>{} : runs_of(out.size(nd - 1), item, [&](int64_t j) {
-        return f(nd - 1, j) * x.stride(nd - 1) * item;
-      });
+  std::vector<Run> runs;
+  if (nd > 0 && !inner.empty() && x.stride(nd - 1) == 1) {
+    runs = inner;
+    for (Run& r : runs) r.off *= item;
+  } else if (nd > 0) {
+    runs = runs_of(out.size(nd - 1), item, [&](int64_t j) { return f(nd - 1, j) * x.stride(nd - 1) * item; });
+  }
   switch (out.itemsize()) {
     case 1:
       return gather_rows<1>(x, table, runs, out);
@@ -133,20 +138,37 @@ void gather(const Tensor& x, const Tensor& out, F f) {
 void flip(const Tensor& x, std::span<const int> dims, const Tensor& out) {
   std::vector<bool> flipped(size_t(x.dim()), false);
   for (int d : dims) flipped[size_t(d)] = true;
-  gather(x, out, [&](int d, int64_t i) { return flipped[size_t(d)] ? x.size(d) - 1 - i : i; });
+  const int64_t n = x.dim() > 0 ? x.size(-1) : 0;
+  const std::vector<Run> inner = n == 0           ? std::vector<Run>{}
+                                 : flipped.back() ? std::vector<Run>{{0, n - 1, n, true}}
+                                                  : std::vector<Run>{{0, 0, n, false}};
+  gather(
+      x, out, [&](int d, int64_t i) { return flipped[size_t(d)] ? x.size(d) - 1 - i : i; }, inner);
 }
 
 void roll(const Tensor& x, std::span<const int64_t> shifts, std::span<const int> dims, const Tensor& out) {
   std::vector<int64_t> shift(size_t(x.dim()), 0);
   for (size_t k = 0; k < dims.size(); ++k) shift[size_t(dims[k])] = shifts[k];
-  gather(x, out, [&](int d, int64_t i) {
-    const int64_t n = x.size(d), j = i - shift[size_t(d)];
-    return j < 0 ? j + n : j;
-  });
+  // The front-end wraps each shift into [0, size).
+  const int64_t n = x.dim() > 0 ? x.size(-1) : 0, t = n > 0 ? shift.back() : 0;
+  std::vector<Run> inner;
+  if (t > 0) inner.push_back({0, n - t, t, false});  // out[0, t) = x[n - t, n)
+  if (n - t > 0) inner.push_back({t, 0, n - t, false});
+  gather(
+      x, out,
+      [&](int d, int64_t i) {
+        const int64_t m = x.size(d), j = i - shift[size_t(d)];
+        return j < 0 ? j + m : j;
+      },
+      inner);
 }
 
 void repeat(const Tensor& x, const Tensor& out) {
-  gather(x, out, [&](int d, int64_t i) { return i % x.size(d); });
+  std::vector<Run> inner;  // out's innermost dim: copies of x's
+  const int64_t n = x.dim() > 0 ? x.size(-1) : 0;
+  for (int64_t j0 = 0; n > 0 && j0 < out.size(-1); j0 += n) inner.push_back({j0, 0, n, false});
+  gather(
+      x, out, [&](int d, int64_t i) { return i % x.size(d); }, inner);
 }
 
 // Moves `n` elements of N bytes from strided src to strided dst (byte strides).
