@@ -38,6 +38,39 @@ struct Lines {
   }
 };
 
+// Columns of accumulators per work item of the scan across rows below.
+constexpr int64_t kScanColumns = 1024;
+
+// cumsum / cumprod of a contiguous x along a dim that is not the innermost:
+// x as [outer, len, inner], each step adds a whole row of `inner` values to
+// a row of accumulators, so the loads stream and vectorize (scanning each
+// column on its own would stride through memory).
+template <bool kProd, typename T>
+void scan_rows(const T* x, sum_out_t<T>* out, int64_t outer, int64_t len, int64_t inner) {
+  using A = acc_t<T>;
+  const int64_t blocks = (inner + kScanColumns - 1) / kScanColumns;
+  parallel_for(0, outer * blocks, std::max<int64_t>(1, kReduceGrain / (len * std::min(inner, kScanColumns))),
+               [&](int64_t b, int64_t e) {
+                 A acc[kScanColumns];
+                 for (int64_t w = b; w < e; ++w) {
+                   const int64_t o = w / blocks, c0 = (w % blocks) * kScanColumns;
+                   const int64_t m = std::min(kScanColumns, inner - c0);
+                   std::fill(acc, acc + m, A(kProd ? 1 : 0));
+                   for (int64_t i = 0; i < len; ++i) {
+                     const T* xr = x + (o * len + i) * inner + c0;
+                     sum_out_t<T>* orow = out + (o * len + i) * inner + c0;
+                     for (int64_t j = 0; j < m; ++j) {
+                       if constexpr (kProd)
+                         acc[j] *= to_acc(xr[j]);
+                       else
+                         acc[j] += to_acc(xr[j]);
+                       orow[j] = from_acc<sum_out_t<T>>(acc[j]);
+                     }
+                   }
+                 }
+               });
+}
+
 template <bool kProd>
 void scan(const Tensor& x, int dim, const Tensor& out) {
   if (x.numel() == 0) return;
@@ -45,6 +78,12 @@ void scan(const Tensor& x, int dim, const Tensor& out) {
   dispatch<kNoFp8>(x.dtype(), kProd ? "cumprod" : "cumsum", [&]<typename T>() {
     using Out = sum_out_t<T>;
     using A = acc_t<T>;
+    if (x.dim() > 1 && dim < x.dim() - 1 && x.is_contiguous() && out.is_contiguous()) {
+      int64_t inner = 1;
+      for (int d = dim + 1; d < x.dim(); ++d) inner *= x.size(d);
+      const int64_t len = x.size(dim);
+      return scan_rows<kProd>(x.data<T>(), out.data<Out>(), x.numel() / (len * inner), len, inner);
+    }
     const T* xb = reinterpret_cast<const T*>(L.in.base);
     Out* ob = out.data<Out>();
     L.for_each([&](int64_t xo, int64_t oo) {
