@@ -78,6 +78,15 @@ void ternary_loop(const Tensor& out, const Tensor& a, const Tensor& b, const Ten
   const Tensor* ops[4] = {&out, &a, &b, &c};
   const StridedLoop loop = StridedLoop::make(out.shape(), ops);
   for_each(loop, kElementwiseGrain, [&f](char** p, const int64_t* s, int64_t n) {
+    if (s[0] == int64_t(sizeof(Out)) && s[1] == int64_t(sizeof(A)) && s[2] == int64_t(sizeof(B)) &&
+        s[3] == int64_t(sizeof(C))) {  // all unit-stride: typed pointers, so the loop vectorizes
+      Out* o = reinterpret_cast<Out*>(p[0]);
+      const A* x = reinterpret_cast<const A*>(p[1]);
+      const B* y = reinterpret_cast<const B*>(p[2]);
+      const C* z = reinterpret_cast<const C*>(p[3]);
+      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i], z[i]);
+      return;
+    }
     for (int64_t i = 0; i < n; ++i)
       detail::store<Out>(p[0] + i * s[0],
                          f(detail::load<A>(p[1] + i * s[1]), detail::load<B>(p[2] + i * s[2]),
