@@ -89,33 +89,19 @@ inline double bessel_asymptotic(double nu, double a, double sign) {
   return sum;
 }
 
-// I_1(a) for a >= 0; below 1e-5 its series a/2 (1 + a^2/8) (the library
-// loses digits for tiny arguments).
-inline double bessel_i1_pos(double a) {
-  return a < 1e-5 ? 0.5 * a * (1 + a * a / 8) : std::cyl_bessel_i(1.0, a);
-}
-
-// e^-|x| I_n(|x|) (times sign(x) for odd n); 0 at +-inf.
+// e^-|x| I_n(|x|) (times sign(x) for odd n), n = 0 or 1; 0 at +-inf.
 inline double bessel_ie(int n, double x) {
   if (std::isnan(x)) return x;
   const double a = std::fabs(x);
-  double r;
-  if (std::isinf(a))
-    r = 0.0;
-  else if (n == 1 && a < 1e-5)
-    r = std::exp(-a) * bessel_i1_pos(a);
-  else if (a <= 700.0)
-    r = std::exp(-a) * std::cyl_bessel_i(double(n), a);
-  else
-    r = bessel_asymptotic(n, a, -1.0) / std::sqrt(2 * std::numbers::pi * a);
-  return (n % 2 == 1 && x < 0) ? -r : r;
+  const double r = std::isinf(a) ? 0.0 : bessel_ie_pos(n, a);
+  return (n == 1 && x < 0) ? -r : r;
 }
 
 // I_1: odd, inf past the overflow, NaN at +-inf.
 inline double bessel_i1(double x) {
   if (std::isnan(x) || std::isinf(x)) return kNaN;
   const double a = std::fabs(x);
-  const double r = a > 713.0 ? kInf : bessel_i1_pos(a);
+  const double r = a > 714.0 ? kInf : bessel_i_pos(1, a);
   return x < 0 ? -r : r;
 }
 

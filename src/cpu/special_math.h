@@ -1,11 +1,13 @@
 // Scalar special functions in double that the C++ library lacks (erfinv,
-// digamma, i0, sinc) or has only in a thread-unsafe form (lgamma sets the
+// digamma, i0 and the scaled I_0 / I_1, sinc) or has only in a thread-unsafe form (lgamma sets the
 // global signgam), with torch's values at the poles and edges.
 #pragma once
 
 #include <cmath>
 #include <limits>
 #include <numbers>
+
+#include "cpu/bessel_i_cheb.h"
 
 namespace kiln::cpu::special {
 
@@ -100,13 +102,51 @@ inline double digamma(double x) {
   return r + std::log(x) - 0.5 / x - s;
 }
 
+// sum_k c[k] T_k(t), |t| <= 1, by Clenshaw's recurrence.
+template <size_t N>
+inline double chebyshev(const double (&c)[N], double t) {
+  double b1 = 0, b2 = 0;
+  for (size_t k = N - 1; k >= 1; --k) {
+    const double b0 = 2 * t * b1 - b2 + c[k];
+    b2 = b1;
+    b1 = b0;
+  }
+  return t * b1 - b2 + c[0];
+}
+
+// e^-a I_n(a), n = 0 or 1, for finite a >= 0: Chebyshev series fitted
+// against mpmath (cpu/bessel_i_cheb.h, scripts/fit-bessel-i): in x / 2 - 1
+// up to 4 (I_1 as a times a series, so it keeps its accuracy down to the
+// subnormals), in x / 2 - 3 up to 8, and in 16 / x - 1 above, times 1 / sqrt(x).
+inline double bessel_ie_pos(int n, double a) {
+  if (a <= 4.0) {
+    const double t = a / 2 - 1;
+    return n == 0 ? chebyshev(cheb::kI0eSmall, t) : a * chebyshev(cheb::kI1eSmall, t);
+  }
+  if (a <= 8.0) {
+    const double t = a / 2 - 3;
+    return chebyshev(n == 0 ? cheb::kI0eMid : cheb::kI1eMid, t);
+  }
+  const double t = 16.0 / a - 1;
+  return (n == 0 ? chebyshev(cheb::kI0eLarge, t) : chebyshev(cheb::kI1eLarge, t)) / std::sqrt(a);
+}
+
+// I_n(a) = e^a (e^-a I_n(a)) for finite a >= 0: e^a in two halves past
+// 709, where it overflows while I_n does not yet (I_n overflows past ~713.98).
+inline double bessel_i_pos(int n, double a) {
+  const double s = bessel_ie_pos(n, a);
+  if (a <= 709.0) return std::exp(a) * s;
+  const double h = std::exp(a / 2);
+  return h * (s * h);
+}
+
 // i0(x), the modified Bessel function of the first kind of order 0: even,
-// the library's cyl_bessel_i below its overflow, inf above.
+// inf past its overflow and at +-inf.
 inline double i0(double x) {
   if (std::isnan(x)) return x;
   const double a = std::fabs(x);
-  if (a > 713.0) return std::numeric_limits<double>::infinity();
-  return std::cyl_bessel_i(0.0, a);
+  if (a > 714.0) return std::numeric_limits<double>::infinity();
+  return bessel_i_pos(0, a);
 }
 
 }  // namespace kiln::cpu::special

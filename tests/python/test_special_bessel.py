@@ -41,10 +41,13 @@ CASES = [
     ("modified_bessel_k1", kiln.special.modified_bessel_k1, sp.k1, POS, 0.0, 16),
     ("scaled_modified_bessel_k0", kiln.special.scaled_modified_bessel_k0, sp.k0e, POS, 0.0, 16),
     ("scaled_modified_bessel_k1", kiln.special.scaled_modified_bessel_k1, sp.k1e, POS, 0.0, 16),
-    ("i0e", kiln.special.i0e, sp.i0e, WIDE, 0.0, 16),
+    ("i0e", kiln.special.i0e, sp.i0e, WIDE, 0.0, 8),
+    # SciPy's own i1e is ~10 ulps off near x = 8 (scripts/special-accuracy: kiln's is 1.9).
     ("i1e", kiln.special.i1e, sp.i1e, WIDE, 0.0, 16),
-    ("i1", kiln.special.i1, sp.i1, np.linspace(-700, 700, 4001), 0.0, 16),
-    ("modified_bessel_i1", kiln.special.modified_bessel_i1, sp.i1, np.linspace(-50, 50, 1001), 0.0, 16),
+    ("i1", kiln.special.i1, sp.i1, np.linspace(-700, 700, 4001), 0.0, 8),
+    ("modified_bessel_i1", kiln.special.modified_bessel_i1, sp.i1, np.linspace(-50, 50, 1001), 0.0, 8),
+    ("modified_bessel_i0", kiln.special.modified_bessel_i0, sp.i0, np.linspace(-700, 700, 4001), 0.0, 8),
+    ("i0", kiln.i0, sp.i0, np.linspace(-700, 700, 4001), 0.0, 8),
     ("airy_ai", kiln.special.airy_ai, lambda x: sp.airy(x)[0], np.linspace(-40, 40, 4001), 1.0, 256),
 ]
 
