@@ -114,20 +114,36 @@ void sort_rows(const Tensor& x, int dim, bool descending, int64_t k, bool sorted
           int64_t xo, oo;
           ro.offsets(row, &xo, &oo);
           const T* src = xp + xo;
-          for (int64_t i = 0; i < n; ++i) buf[size_t(i)] = {Key(cast<Key>(src[i * xs])), i};
-          if (!topk) {
-            std::stable_sort(buf.begin(), buf.end(),
-                             [&](const Item& a, const Item& b) { return before(a.first, b.first); });
-          } else {
-            // Ties resolved by index: a strict total order, so the selection is deterministic.
-            auto cmp = [&](const Item& a, const Item& b) {
-              return before(a.first, b.first) || (!before(b.first, a.first) && a.second < b.second);
-            };
-            if (sorted) {
-              std::partial_sort(buf.begin(), buf.begin() + k, buf.end(), cmp);
-            } else if (k < n) {
-              std::nth_element(buf.begin(), buf.begin() + k, buf.end(), cmp);
+          // Ties resolved by index: a strict total order, so the selection is deterministic.
+          auto cmp = [&](const Item& a, const Item& b) {
+            return before(a.first, b.first) || (!before(b.first, a.first) && a.second < b.second);
+          };
+          if (topk && k * 8 <= n) {
+            // Few of many: a heap of the best k so far (its top the worst of
+            // them); most entries lose to the top in one comparison.
+            Item* h = buf.data();
+            int64_t size = 0;
+            for (int64_t i = 0; i < n; ++i) {
+              const Item it{Key(cast<Key>(src[i * xs])), i};
+              if (size < k) {
+                h[size++] = it;
+                std::push_heap(h, h + size, cmp);
+              } else if (cmp(it, h[0])) {
+                std::pop_heap(h, h + k, cmp);
+                h[k - 1] = it;
+                std::push_heap(h, h + k, cmp);
+              }
             }
+            if (sorted) std::sort_heap(h, h + k, cmp);
+          } else {
+            for (int64_t i = 0; i < n; ++i) buf[size_t(i)] = {Key(cast<Key>(src[i * xs])), i};
+            if (!topk)
+              std::stable_sort(buf.begin(), buf.end(),
+                               [&](const Item& a, const Item& b) { return before(a.first, b.first); });
+            else if (sorted)
+              std::partial_sort(buf.begin(), buf.begin() + k, buf.end(), cmp);
+            else if (k < n)
+              std::nth_element(buf.begin(), buf.begin() + k, buf.end(), cmp);
           }
           if (vp) {
             for (int64_t i = 0; i < m; ++i) {
