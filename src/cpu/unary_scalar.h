@@ -8,6 +8,7 @@
 #include <complex>
 #include <type_traits>
 
+#include "cpu/special_math.h"
 #include "kiln/dtype.h"
 
 namespace kiln {
@@ -31,6 +32,8 @@ enum class UOp : int {
   GeluErf,
   GeluTanh,
   Erf,
+  Lgamma,
+  Digamma,
 };
 
 // Ops with a complex form (torch's list); the rest are real-only.
@@ -86,6 +89,10 @@ inline C uop_scalar(C x) {
     return C(W(0.5) * w * std::erfc(-w * W(0.707106781186547524400844362104849039L)));
   } else if constexpr (K == UOp::Erf) {
     return std::erf(x);
+  } else if constexpr (K == UOp::Lgamma) {
+    return C(cpu::special::lgamma(double(x)));  // in double for every floating C
+  } else if constexpr (K == UOp::Digamma) {
+    return C(cpu::special::digamma(double(x)));
   } else if constexpr (K == UOp::GeluTanh) {
     // 0.5 x (1 + tanh(u)) == x * sigmoid(2u): no cancellation for x < 0.
     using W = std::conditional_t<std::is_same_v<C, float>, double, long double>;

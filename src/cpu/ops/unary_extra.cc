@@ -1,8 +1,8 @@
 // CPU kernels of the inverse trig/hyperbolic, error, gamma and Bessel
 // functions, angle conversions, logit, frac, square and sgn
 // (ops/registry/unary.h, KILN_OPS_UNARY_EXTRA): scalar bodies over the strided
-// loop (erf on contiguous float32/bf16/f16 runs cpu/unary.cc's Highway
-// kernel), and signbit, isposinf, isneginf, isreal and
+// loop (erf, lgamma and digamma on contiguous float32/bf16/f16 run
+// cpu/unary.cc's Highway kernels), and signbit, isposinf, isneginf, isreal and
 // nan_to_num. Bool and integer inputs compute in float32
 // (square keeps integers), f16/bf16 in float, f64 in double; the special
 // functions (erfinv, digamma, lgamma, i0, sinc) compute in double for every
@@ -72,9 +72,9 @@ C real_fn(C v) {
   else if constexpr (K == F::Erfinv)
     return C(special::erfinv(double(v)));
   else if constexpr (K == F::Lgamma)
-    return C(special::lgamma(double(v)));
+    return uop_scalar<UOp::Lgamma, C>(v);
   else if constexpr (K == F::Digamma)
-    return C(special::digamma(double(v)));
+    return uop_scalar<UOp::Digamma, C>(v);
   else if constexpr (K == F::Log10)
     return std::log10(v);
   else if constexpr (K == F::Sinc)
@@ -114,11 +114,13 @@ Z complex_fn(Z z) {
 // out = K(x): out has x's shape; its dtype is x's, or float32 for bool/integer x.
 template <F K>
 void run(const Tensor& x, const Tensor& out) {
-  // erf on contiguous float32 / bf16 / f16: the Highway kernel (cpu/unary.cc).
-  if constexpr (K == F::Erf)
+  // erf, lgamma and digamma on contiguous float32 / bf16 / f16: the Highway
+  // kernels (cpu/unary.cc).
+  constexpr UOp kSimd = K == F::Erf ? UOp::Erf : K == F::Lgamma ? UOp::Lgamma : UOp::Digamma;
+  if constexpr (K == F::Erf || K == F::Lgamma || K == F::Digamma)
     if (x.dtype() == out.dtype() && x.is_contiguous() && out.is_contiguous() &&
-        unary_has_kernel(UOp::Erf, x.dtype()))
-      return unary_contiguous(UOp::Erf, x.dtype(), x.data_ptr(), out.data_ptr(), x.numel());
+        unary_has_kernel(kSimd, x.dtype()))
+      return unary_contiguous(kSimd, x.dtype(), x.data_ptr(), out.data_ptr(), x.numel());
   constexpr DTypeSet kIn = kBoolSet | kIntSet | kFloatSet | (has_complex(K) ? kComplexSet : 0);
   dispatch<kIn>(x.dtype(), "unary", [&]<typename In>() {
     if constexpr (is_complex_v<In>) {
