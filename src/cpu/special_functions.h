@@ -12,6 +12,7 @@
 #include <limits>
 #include <numbers>
 
+#include "cpu/bessel_k_cheb.h"
 #include "cpu/special_math.h"
 
 namespace kiln::cpu::special {
@@ -74,21 +75,6 @@ inline double bessel_y(int n, double x) {
 
 // ---- modified Bessel functions ------------------------------------------------
 
-// sum_k c_k / a^k with c_k = prod_{j<=k} (4 nu^2 - (2j - 1)^2) / (8 j), the
-// large-argument series of sqrt(2 pi a) e^-a I_nu(a) (sign -1) and of
-// sqrt(2 a / pi) e^a K_nu(a) (sign +1); for a > 700 its terms fall below 1e-17
-// within a dozen.
-inline double bessel_asymptotic(double nu, double a, double sign) {
-  const double mu = 4 * nu * nu;
-  double term = 1.0, sum = 1.0;
-  for (int j = 1; j < 30; ++j) {
-    term *= sign * (mu - (2.0 * j - 1) * (2.0 * j - 1)) / (8.0 * j * a);
-    sum += term;
-    if (std::fabs(term) < 1e-17 * std::fabs(sum)) break;
-  }
-  return sum;
-}
-
 // e^-|x| I_n(|x|) (times sign(x) for odd n), n = 0 or 1; 0 at +-inf.
 inline double bessel_ie(int n, double x) {
   if (std::isnan(x)) return x;
@@ -105,14 +91,30 @@ inline double bessel_i1(double x) {
   return x < 0 ? -r : r;
 }
 
-// K_n for x > 0 (inf at 0, NaN below); scaled: e^x K_n(x).
+// K_n, n = 0 or 1, for x > 0 (inf at 0, NaN below); scaled: e^x K_n(x).
+// Chebyshev series fitted against mpmath (cpu/bessel_k_cheb.h,
+// scripts/fit-bessel-k): up to 2, K_n less its log(x / 2) I_n(x) part, a
+// series in x^2 / 2 - 1; up to 8, e^x K_n in (x - 5) / 3; above, sqrt(x) e^x K_n
+// in 16 / x - 1. Within 4 ulps of mpmath (scripts/special-accuracy).
 inline double bessel_k(int n, double x, bool scaled) {
   if (std::isnan(x) || x < 0) return kNaN;
   if (x == 0) return kInf;
   if (std::isinf(x)) return 0.0;
-  if (!scaled) return x > 745.0 ? 0.0 : std::cyl_bessel_k(double(n), x);
-  if (x <= 700.0) return std::exp(x) * std::cyl_bessel_k(double(n), x);
-  return bessel_asymptotic(n, x, 1.0) * std::sqrt(std::numbers::pi / (2 * x));
+  if (x <= 2.0) {
+    const double t = x * x / 2 - 1, l = std::log(x / 2);
+    const double k = n == 0 ? chebyshev(cheb::kK0Small, t) - l * bessel_i_pos(0, x)
+                            : chebyshev(cheb::kK1Small, t) / x + l * bessel_i_pos(1, x);
+    return scaled ? std::exp(x) * k : k;
+  }
+  double ke;
+  if (x <= 8.0) {
+    const double t = (x - 5) / 3;
+    ke = n == 0 ? chebyshev(cheb::kK0eMid, t) : chebyshev(cheb::kK1eMid, t);
+  } else {
+    const double t = 16 / x - 1;
+    ke = (n == 0 ? chebyshev(cheb::kK0eLarge, t) : chebyshev(cheb::kK1eLarge, t)) / std::sqrt(x);
+  }
+  return scaled ? ke : std::exp(-x) * ke;  // 0 past x ~ 745
 }
 
 // ---- Airy Ai -------------------------------------------------------------------
