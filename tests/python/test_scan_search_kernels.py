@@ -186,3 +186,43 @@ def test_unique_kernel_nan_zero_and_torch():
         w = torch.unique_consecutive(torch.tensor(np.sort(big, None)), **args)
         for a, b in zip(k if isinstance(k, tuple) else (k,), w if isinstance(w, tuple) else (w,)):
             np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=str(args))
+
+
+def _cum_extreme_ref(x, largest):
+    """cummax / cummin along the last dim, one element at a time: a NaN sticks,
+    later ties win (torch's rule)."""
+    vals, idx = np.empty_like(x), np.empty(x.shape, np.int64)
+    for r in np.ndindex(x.shape[:-1]):
+        best, at = x[r][0], 0
+        for i, v in enumerate(x[r]):
+            if np.isnan(v) or (not np.isnan(best) and (v >= best if largest else v <= best)):
+                best, at = v, i
+            vals[r + (i,)], idx[r + (i,)] = best, at
+    return vals, idx
+
+
+@pytest.mark.parametrize("length", [1, 5, 111, 112, 113, 300])
+@pytest.mark.parametrize("lines", [1, 7, 8, 13, 17])
+def test_line_groups_scan_each_line_in_order(lines, length):
+    """The scans run up to 8 lines at once, each lagging the last by 16 elements:
+    group sizes, lengths inside and past the lag, and strided lines must still
+    scan every line in order. cumsum and cumprod accumulate in float64 in
+    sequence, so they equal NumPy's sequential float64 scan rounded once."""
+    rng = np.random.default_rng(lines * 1000 + length)
+    x = rng.standard_normal((lines, length)).astype(np.float32)
+    x[x > 2.2] = np.nan  # a few NaNs for cummax / cummin
+    near1 = (1 + rng.standard_normal((lines, length)) / 50).astype(np.float32)
+    for src in (x, near1):
+        for t, xs in ((kiln.tensor(src), src), (kiln.tensor(np.ascontiguousarray(src.T)).t(), src)):
+            np.testing.assert_array_equal(kiln.cumsum(t, -1).numpy(),
+                                          np.cumsum(xs.astype(np.float64), -1).astype(np.float32))
+            np.testing.assert_array_equal(kiln.cumprod(t, -1).numpy(),
+                                          np.cumprod(xs.astype(np.float64), -1).astype(np.float32))
+    t = kiln.tensor(x)
+    for largest, fn in ((True, kiln.cummax), (False, kiln.cummin)):
+        v, i = fn(t, -1)
+        rv, ri = _cum_extreme_ref(x, largest)
+        np.testing.assert_array_equal(v.numpy(), rv)
+        np.testing.assert_array_equal(i.numpy(), ri)
+    xi = rng.integers(-50, 50, (lines, length), dtype=np.int64)
+    np.testing.assert_array_equal(kiln.cumsum(kiln.tensor(xi), -1).numpy(), np.cumsum(xi, -1))

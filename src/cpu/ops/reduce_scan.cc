@@ -36,7 +36,64 @@ struct Lines {
                    for (int64_t l = lb; l < le; ++l) f(detail::out_offset(in, l), detail::out_offset(out, l));
                  });
   }
+  // f(xo, oo, n): the lines in groups of up to kLineGroup (their input and output
+  // offsets xo[g], oo[g], g < n), so a kernel can carry kLineGroup independent
+  // running values: one line's scan is a chain of dependent adds (or products,
+  // or compares), bound by their latency, not by memory.
+  static constexpr int kLineGroup = 8;
+  template <typename F>
+  void for_each_group(F&& f) const {
+    parallel_for(0, count, std::max<int64_t>(kLineGroup, kReduceGrain / std::max<int64_t>(len, 1)),
+                 [&](int64_t lb, int64_t le) {
+                   int64_t xo[kLineGroup], oo[kLineGroup];
+                   for (int64_t l = lb; l < le; l += kLineGroup) {
+                     const int n = int(std::min<int64_t>(kLineGroup, le - l));
+                     for (int g = 0; g < n; ++g) {
+                       xo[g] = detail::out_offset(in, l + g);
+                       oo[g] = detail::out_offset(out, l + g);
+                     }
+                     f(xo, oo, n);
+                   }
+                 });
+  }
+  // Runs body<G, kUnit>(xo, oo) with G = kLineGroup for a full group, else once
+  // per line; kUnit when both strides along the lines are 1 (no multiplies).
+  template <typename Body>
+  void for_each_group_of(Body&& body) const {
+    if (sin == 1 && sout == 1) return for_each_group_of<true>(body);
+    for_each_group_of<false>(body);
+  }
+  template <bool kUnit, typename Body>
+  void for_each_group_of(Body& body) const {
+    for_each_group([&](const int64_t* xo, const int64_t* oo, int n) {
+      if (n == kLineGroup) return body.template operator()<kLineGroup, kUnit>(xo, oo);
+      for (int g = 0; g < n; ++g) body.template operator()<1, kUnit>(xo + g, oo + g);
+    });
+  }
 };
+
+// step(g, i) for i in [0, len) of each of G lines, in order within each line,
+// with line g kLag * g elements behind line 0: lines a multiple of 4 KiB apart
+// (the rows of a [n, 1024k] float tensor) would otherwise touch the same L1
+// set at every step, and 8 lines' inputs and outputs overflow its ways.
+template <int G, typename Step>
+inline void staggered_steps(int64_t len, Step&& step) {
+  constexpr int64_t kLag = 16;
+  const int64_t total = len + kLag * (G - 1), body_end = std::max<int64_t>(kLag * (G - 1), len);
+  auto checked = [&](int64_t i) {
+    for (int g = 0; g < G; ++g) {
+      const int64_t j = i - kLag * g;
+      if (j >= 0 && j < len) step(g, j);
+    }
+  };
+  int64_t i = 0;
+  for (; i < std::min<int64_t>(kLag * (G - 1), len); ++i) checked(i);
+  for (; i < body_end && i < len; ++i) {
+#pragma GCC unroll 8
+    for (int g = 0; g < G; ++g) step(g, i - kLag * g);
+  }
+  for (; i < total; ++i) checked(i);
+}
 
 // Columns of accumulators per work item of the scan across rows below.
 constexpr int64_t kScanColumns = 1024;
@@ -86,17 +143,17 @@ void scan(const Tensor& x, int dim, const Tensor& out) {
     }
     const T* xb = reinterpret_cast<const T*>(L.in.base);
     Out* ob = out.data<Out>();
-    L.for_each([&](int64_t xo, int64_t oo) {
-      const T* xi = xb + xo;
-      Out* oi = ob + oo;
-      A acc = A(kProd ? 1 : 0);
-      for (int64_t i = 0; i < L.len; ++i) {
+    L.for_each_group_of([&]<int G, bool kUnit>(const int64_t* xo, const int64_t* oo) {
+      const int64_t sin = kUnit ? 1 : L.sin, sout = kUnit ? 1 : L.sout;
+      A acc[G];
+      for (int g = 0; g < G; ++g) acc[g] = A(kProd ? 1 : 0);
+      staggered_steps<G>(L.len, [&](int g, int64_t i) {
         if constexpr (kProd)
-          acc *= to_acc(xi[i * L.sin]);
+          acc[g] *= to_acc(xb[xo[g] + i * sin]);
         else
-          acc += to_acc(xi[i * L.sin]);
-        oi[i * L.sout] = from_acc<Out>(acc);
-      }
+          acc[g] += to_acc(xb[xo[g] + i * sin]);
+        ob[oo[g] + i * sout] = from_acc<Out>(acc[g]);
+      });
     });
   });
 }
@@ -140,26 +197,26 @@ void cum_extreme(const Tensor& x, int dim, const Tensor& values, const Tensor& i
     const T* xb = reinterpret_cast<const T*>(L.in.base);
     T* vb = values.data<T>();
     int64_t* ib = indices.data<int64_t>();
-    L.for_each([&](int64_t xo, int64_t oo) {
-      const T* xi = xb + xo;
-      T* vi = vb + oo;
-      int64_t* ii = ib + oo;
-      C best = C(xi[0]);
-      int64_t at = 0;
-      for (int64_t i = 0; i < L.len; ++i) {
-        const C v = C(xi[i * L.sin]);
+    L.for_each_group_of([&]<int G, bool kUnit>(const int64_t* xo, const int64_t* oo) {
+      const int64_t sin = kUnit ? 1 : L.sin, sout = kUnit ? 1 : L.sout;
+      C best[G];
+      int64_t at[G];
+      for (int g = 0; g < G; ++g) {
+        best[g] = C(xb[xo[g]]);
+        at[g] = 0;
+      }
+      staggered_steps<G>(L.len, [&](int g, int64_t i) {
+        const C v = C(xb[xo[g] + i * sin]);
         bool take;
         if constexpr (is_float_v<T>)
-          take = v != v || (best == best && (kMax ? v >= best : v <= best));
+          take = v != v || (best[g] == best[g] && (kMax ? v >= best[g] : v <= best[g]));
         else
-          take = kMax ? v >= best : v <= best;
-        if (take) {
-          best = v;
-          at = i;
-        }
-        vi[i * L.sout] = cast<T>(best);
-        ii[i * L.sout] = at;
-      }
+          take = kMax ? v >= best[g] : v <= best[g];
+        best[g] = take ? v : best[g];
+        at[g] = take ? i : at[g];
+        vb[oo[g] + i * sout] = cast<T>(best[g]);
+        ib[oo[g] + i * sout] = at[g];
+      });
     });
   });
 }
