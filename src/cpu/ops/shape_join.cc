@@ -7,6 +7,7 @@
 #include "core/copy_ops.h"
 #include "core/strided_loop.h"
 #include "cpu/ops/register.h"
+#include "cpu/stream_store.h"
 #include "kiln/thread_pool.h"
 #include "ops/registry/all.h"
 
@@ -20,11 +21,17 @@ struct Item {
 };
 
 template <size_t N>
-void strided_copy(const StridedLoop& loop) {
+void strided_copy(const StridedLoop& loop, bool stream) {
   using T = Item<N>;
-  for_each(loop, kElementwiseGrain, [](char** p, const int64_t* s, int64_t n) {
+  for_each(loop, kElementwiseGrain, [stream](char** p, const int64_t* s, int64_t n) {
     if (s[0] == int64_t(N) && s[1] == int64_t(N)) {
-      std::memcpy(p[0], p[1], size_t(n) * N);
+      const size_t bytes = size_t(n) * N;
+      if (stream && int64_t(bytes) >= kStreamMinRun) {
+        stream_copy(p[0], p[1], bytes);
+        stream_fence();  // per run: the loop has no end-of-chunk hook
+      } else {
+        std::memcpy(p[0], p[1], bytes);
+      }
     } else {
       for (int64_t i = 0; i < n; ++i) {
         T v;
@@ -35,29 +42,37 @@ void strided_copy(const StridedLoop& loop) {
   });
 }
 
-// dst = src, same dtype and shape.
-void copy_bytes(const Tensor& dst, const Tensor& src) {
+// dst = src, same dtype and shape; stream: with non-temporal stores
+// (cpu/stream_store.h), for a slab of a large output.
+void copy_bytes(const Tensor& dst, const Tensor& src, bool stream) {
   if (dst.is_contiguous() && src.is_contiguous()) {
     char* d = static_cast<char*>(dst.data_ptr());
     const char* s = static_cast<const char*>(src.data_ptr());
     const int64_t bytes = dst.numel() * int64_t(dst.itemsize());
-    parallel_for(0, bytes, int64_t(1) << 20,
-                 [&](int64_t b, int64_t e) { std::memcpy(d + b, s + b, size_t(e - b)); });
+    parallel_for(0, bytes, int64_t(1) << 20, [&](int64_t b, int64_t e) {
+      if (!stream) return (void)std::memcpy(d + b, s + b, size_t(e - b));
+      stream_copy(d + b, s + b, size_t(e - b));
+      stream_fence();
+    });
     return;
   }
   const Tensor* ops[2] = {&dst, &src};
   const StridedLoop loop = StridedLoop::make(dst.shape(), ops);
   switch (dst.itemsize()) {
     case 1:
-      return strided_copy<1>(loop);
+      strided_copy<1>(loop, stream);
+      break;
     case 2:
-      return strided_copy<2>(loop);
+      strided_copy<2>(loop, stream);
+      break;
     case 4:
-      return strided_copy<4>(loop);
+      strided_copy<4>(loop, stream);
+      break;
     case 8:
-      return strided_copy<8>(loop);
+      strided_copy<8>(loop, stream);
+      break;
     default:
-      return strided_copy<16>(loop);
+      strided_copy<16>(loop, stream);
   }
 }
 
@@ -70,7 +85,7 @@ void cat(std::span<const Tensor> xs, int dim, const Tensor& out) {
     off += n;
     if (x.numel() == 0) continue;
     if (x.dtype() == out.dtype()) {
-      copy_bytes(slab, x);
+      copy_bytes(slab, x, int64_t(out.nbytes()) >= kStreamMinBytes);
     } else {
       ops::copy.kernel(DeviceKind::CPU)(slab, x);
     }

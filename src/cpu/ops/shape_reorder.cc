@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cpu/ops/register.h"
+#include "cpu/stream_store.h"
 #include "kiln/thread_pool.h"
 #include "ops/registry/all.h"
 
@@ -76,6 +77,7 @@ void gather_rows(const Tensor& x, const Tables& table, const std::vector<Run>& r
   const int64_t blocks = (inner + kGatherBlock - 1) / kGatherBlock;
   const auto shape = out.shape();
   const int64_t per_block = std::min(inner, kGatherBlock);
+  const bool stream = int64_t(out.nbytes()) >= kStreamMinBytes;
   parallel_for(0, rows * blocks, std::max<int64_t>(1, 32768 / per_block), [&](int64_t b, int64_t e) {
     for (int64_t w = b; w < e; ++w) {
       const int64_t r = w / blocks, c0 = (w % blocks) * kGatherBlock, c1 = std::min(inner, c0 + kGatherBlock);
@@ -92,12 +94,16 @@ void gather_rows(const Tensor& x, const Tables& table, const std::vector<Run>& r
         const int64_t j0 = std::max(it->j0, c0), j1 = std::min(it->j0 + it->len, c1);
         const int64_t skip = j0 - it->j0;
         const char* src = xp + base + it->off + (it->reversed ? -skip : skip) * int64_t(N);
+        const int64_t bytes = (j1 - j0) * int64_t(N);
         if (it->reversed)
           copy_reversed<N>(o + j0 * int64_t(N), src, j1 - j0);
+        else if (stream && bytes >= kStreamMinRun)
+          stream_copy(o + j0 * int64_t(N), src, size_t(bytes));
         else
-          std::memcpy(o + j0 * int64_t(N), src, size_t(j1 - j0) * N);
+          std::memcpy(o + j0 * int64_t(N), src, size_t(bytes));
       }
     }
+    if (stream) stream_fence();
   });
 }
 
@@ -201,9 +207,14 @@ void triangle(const Tensor& x, int64_t k, const Tensor& out, bool upper) {
   char* op = static_cast<char*>(out.data_ptr());
   const bool in_place = xp == op && x.stride_vec() == out.stride_vec();
   const int64_t rows = out.numel() / n;
+  // A large output streams (cpu/stream_store.h): it writes 2x what it reads.
+  const bool stream = !in_place && oc == item && xc == item && int64_t(out.nbytes()) >= kStreamMinBytes;
   parallel_for(0, rows, std::max<int64_t>(1, 32768 / n), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
-      const int64_t i = r % m;
+      // Rows in folded order (0, m-1, 1, m-2, ...): a row keeps i + k columns
+      // (tril) or the rest (triu), so contiguous blocks of rows would give one
+      // thread three times the reads of the other.
+      const int64_t f = r % m, i = f % 2 == 0 ? f / 2 : m - 1 - f / 2;
       int64_t xo = i * xr, oo = i * orow, rem = r / m;
       for (int d = nd - 3; d >= 0; --d) {
         const int64_t id = rem % out.size(d);
@@ -215,10 +226,17 @@ void triangle(const Tensor& x, int64_t k, const Tensor& out, bool upper) {
       const int64_t lo = upper ? std::clamp<int64_t>(i + k, 0, n) : 0;
       const int64_t hi = upper ? n : std::clamp<int64_t>(i + k + 1, 0, n);
       char* o = op + oo;
+      if (stream) {
+        stream_zero(o, size_t(lo) * N);
+        stream_copy(o + lo * oc, xp + xo + lo * xc, size_t(hi - lo) * N);
+        stream_zero(o + hi * oc, size_t(n - hi) * N);
+        continue;
+      }
       zero_run<N>(o, oc, lo);
       if (!in_place) move_run<N>(o + lo * oc, oc, xp + xo + lo * xc, xc, hi - lo);
       zero_run<N>(o + hi * oc, oc, n - hi);
     }
+    if (stream) stream_fence();
   });
 }
 
