@@ -4,14 +4,17 @@
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/unary.cc"
+// clang-format off: foreach_target.h must come first (it re-includes this file per target)
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
+// clang-format on
 
 #include <cfloat>
 #include <cmath>
 #include <cstring>
 
+#include "cpu/bessel_i_cheb.h"
 #include "cpu/unary_scalar.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -281,6 +284,47 @@ struct Wide<UOp::Digamma> {
   }
 };
 
+// I0 from the Chebyshev series of e^-a I0(a) that the scalar body uses
+// (cpu/bessel_i_cheb.h): in a / 2 - 1 up to 4, a / 2 - 3 up to 8, 16 / a - 1
+// (times 1 / sqrt(a)) above; then times e^a. A vector whose lanes span
+// several ranges runs Clenshaw once with each lane's coefficients. float32
+// overflows past |x| ~ 91.9; from 90 on the lanes go to the scalar body.
+template <>
+struct Wide<UOp::I0> {
+  template <size_t N, class DD, class VD>
+  static HWY_INLINE VD Clenshaw(DD dd, const double (&c)[N], VD t) {
+    VD b1 = hn::Zero(dd), b2 = hn::Zero(dd);
+    const VD t2 = hn::Add(t, t);
+    for (size_t k = N - 1; k >= 1; --k) {
+      const VD b0 = hn::Add(hn::MulSub(t2, b1, b2), hn::Set(dd, c[k]));
+      b2 = b1;
+      b1 = b0;
+    }
+    return hn::Add(hn::MulSub(t, b1, b2), hn::Set(dd, c[0]));
+  }
+  template <class DD, class VD>
+  static HWY_INLINE VD Apply(DD dd, VD x) {
+    const VD a = hn::Abs(x);
+    const auto small = hn::Le(a, hn::Set(dd, 4.0)), mid = hn::Le(a, hn::Set(dd, 8.0));
+    const VD half = hn::Mul(a, hn::Set(dd, 0.5));
+    VD e;
+    if (hn::AllTrue(dd, small)) {
+      e = Clenshaw(dd, cheb::kI0eSmall, hn::Sub(half, hn::Set(dd, 1.0)));
+    } else {
+      const VD ts = hn::Sub(half, hn::Set(dd, 1.0)), tm = hn::Sub(half, hn::Set(dd, 3.0));
+      const VD tl = hn::Sub(hn::Div(hn::Set(dd, 16.0), a), hn::Set(dd, 1.0));
+      const VD es = Clenshaw(dd, cheb::kI0eSmall, ts), em = Clenshaw(dd, cheb::kI0eMid, tm);
+      const VD el = hn::Div(Clenshaw(dd, cheb::kI0eLarge, tl), hn::Sqrt(a));
+      e = hn::IfThenElse(small, es, hn::IfThenElse(mid, em, el));
+    }
+    return hn::Mul(e, hn::Exp(dd, a));
+  }
+  template <class DD, class VD>
+  static HWY_INLINE auto Special(DD dd, VD x) {
+    return hn::Not(hn::Lt(hn::Abs(x), hn::Set(dd, 90.0)));  // NaN is not <
+  }
+};
+
 // y[i] = K(x[i]) for the Wide ops; y may alias x.
 template <UOp K>
 void RunWide(const float* x, float* y, int64_t n) {
@@ -362,6 +406,8 @@ void UnaryF32(int op, const float* x, float* y, int64_t n) {
       return RunWide<UOp::Lgamma>(x, y, n);
     case UOp::Digamma:
       return RunWide<UOp::Digamma>(x, y, n);
+    case UOp::I0:
+      return RunWide<UOp::I0>(x, y, n);
     default: return;
   }
 }
@@ -388,6 +434,7 @@ bool unary_has_kernel(UOp k, DType dtype) {
     case UOp::Erf:
     case UOp::Lgamma:
     case UOp::Digamma:
+    case UOp::I0:
       return true;
     default:
       return false;

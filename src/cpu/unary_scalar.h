@@ -34,6 +34,7 @@ enum class UOp : int {
   Erf,
   Lgamma,
   Digamma,
+  I0,
 };
 
 // Ops with a complex form (torch's list); the rest are real-only.
@@ -93,6 +94,8 @@ inline C uop_scalar(C x) {
     return C(cpu::special::lgamma(double(x)));  // in double for every floating C
   } else if constexpr (K == UOp::Digamma) {
     return C(cpu::special::digamma(double(x)));
+  } else if constexpr (K == UOp::I0) {
+    return C(cpu::special::i0(double(x)));
   } else if constexpr (K == UOp::GeluTanh) {
     // 0.5 x (1 + tanh(u)) == x * sigmoid(2u): no cancellation for x < 0.
     using W = std::conditional_t<std::is_same_v<C, float>, double, long double>;

@@ -1,7 +1,7 @@
 // CPU kernels of the inverse trig/hyperbolic, error, gamma and Bessel
 // functions, angle conversions, logit, frac, square and sgn
 // (ops/registry/unary.h, KILN_OPS_UNARY_EXTRA): scalar bodies over the strided
-// loop (erf, lgamma and digamma on contiguous float32/bf16/f16 run
+// loop (erf, lgamma, digamma and i0 on contiguous float32/bf16/f16 run
 // cpu/unary.cc's Highway kernels), and signbit, isposinf, isneginf, isreal and
 // nan_to_num. Bool and integer inputs compute in float32
 // (square keeps integers), f16/bf16 in float, f64 in double; the special
@@ -84,7 +84,7 @@ C real_fn(C v) {
   else if constexpr (K == F::Rad2deg)
     return v * C(180.0 / std::numbers::pi);
   else if constexpr (K == F::I0)
-    return C(special::i0(double(v)));
+    return uop_scalar<UOp::I0, C>(v);
   else
     return v - std::trunc(v);  // Frac: inf gives NaN, as torch
 }
@@ -114,10 +114,13 @@ Z complex_fn(Z z) {
 // out = K(x): out has x's shape; its dtype is x's, or float32 for bool/integer x.
 template <F K>
 void run(const Tensor& x, const Tensor& out) {
-  // erf, lgamma and digamma on contiguous float32 / bf16 / f16: the Highway
+  // erf, lgamma, digamma and i0 on contiguous float32 / bf16 / f16: the Highway
   // kernels (cpu/unary.cc).
-  constexpr UOp kSimd = K == F::Erf ? UOp::Erf : K == F::Lgamma ? UOp::Lgamma : UOp::Digamma;
-  if constexpr (K == F::Erf || K == F::Lgamma || K == F::Digamma)
+  constexpr UOp kSimd = K == F::Erf      ? UOp::Erf
+                        : K == F::Lgamma ? UOp::Lgamma
+                        : K == F::I0     ? UOp::I0
+                                         : UOp::Digamma;
+  if constexpr (K == F::Erf || K == F::Lgamma || K == F::Digamma || K == F::I0)
     if (x.dtype() == out.dtype() && x.is_contiguous() && out.is_contiguous() &&
         unary_has_kernel(kSimd, x.dtype()))
       return unary_contiguous(kSimd, x.dtype(), x.data_ptr(), out.data_ptr(), x.numel());

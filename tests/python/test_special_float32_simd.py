@@ -1,8 +1,10 @@
-"""float32 lgamma and digamma: the SIMD kernels (contiguous float32 / bfloat16 /
-float16) against SciPy's float64 values rounded to float32, over the whole float
-range: both tails, the reflection (x < 0) and its poles, the zeros of lgamma (1, 2,
--2.457...) and digamma's root (1.4616...), where a short series or an unshifted
-recurrence loses many ulps. Strided inputs run the scalar body; both must agree."""
+"""float32 lgamma, digamma and i0: the SIMD kernels (contiguous float32 / bfloat16 /
+float16, computed in float64 lanes) against SciPy's float64 values rounded to
+float32, over the whole float range: both tails, the reflection (x < 0) and its
+poles, the zeros of lgamma (1, 2, -2.457...) and digamma's root (1.4616...), where
+a short series or an unshifted recurrence loses many ulps, and i0's three
+Chebyshev ranges and its overflow. Strided inputs run the scalar body; both must
+agree."""
 import ml_dtypes
 import numpy as np
 import pytest
@@ -32,6 +34,7 @@ def points():
         1.4616321 + np.arange(-512, 512) * 1.2e-7,  # digamma's root, float32 by float32
         -3 + np.linspace(-1e-5, 1e-5, 1024),  # beside a pole
         [1.0, 2.0, 3.0, 0.5, -0.5, 1e-30, 1e-37, 1e-45, 4e36, 4.2e36, -1e7 + 0.5, 8.0, 7.999999],
+        np.linspace(-95, 95, 4001),  # i0's ranges (4, 8) and its overflow past 91.9
     ]
     return np.concatenate([np.asarray(p, np.float64) for p in parts]).astype(np.float32)
 
@@ -39,6 +42,7 @@ def points():
 REFS = {
     "lgamma": (kiln.lgamma, sp.gammaln),
     "digamma": (kiln.digamma, sp.digamma),
+    "i0": (kiln.i0, lambda x: np.where(np.isinf(x), np.inf, sp.i0(x))),  # torch: i0(+-inf) = inf
 }
 
 
@@ -47,10 +51,10 @@ def test_float32_within_one_ulp_of_scipy(name):
     op, ref = REFS[name]
     x = points()
     got = op(kiln.tensor(x)).numpy()
-    want = ref(x.astype(np.float64))
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = ref(x.astype(np.float64))
         fits = np.isfinite(want.astype(np.float32))
-    assert fits.sum() > 150000
+    assert fits.sum() > 100000
     u = ulps(got[fits], want[fits])
     assert u.max() <= 1.0, (name, x[fits][u.argmax()], got[fits][u.argmax()], want[fits][u.argmax()])
     assert u.mean() < 0.3  # correctly rounded nearly everywhere
@@ -69,29 +73,31 @@ def test_strided_scalar_body_agrees(name):
     assert ulps(contiguous[fin], strided[fin].astype(np.float64)).max() <= 1.0
 
 
-# (x, lgamma, digamma): torch's values at the poles and infinities, and the tails
+# (x, lgamma, digamma, i0): torch's values at the poles and infinities, and the tails
 SPECIAL = [
-    (np.nan, np.nan, np.nan),
-    (np.inf, np.inf, np.inf),
-    (-np.inf, np.inf, np.nan),
-    (0.0, np.inf, -np.inf),
-    (-0.0, np.inf, np.inf),
-    (-1.0, np.inf, np.nan),
-    (-2.0, np.inf, np.nan),
-    (-1e30, np.inf, np.nan),
-    (5e36, np.inf, 84.50250125360132),
-    (1e-30, -np.log(1e-30), -1e30),
-    (-1e-30, -np.log(1e-30), 1e30),
+    (np.nan, np.nan, np.nan, np.nan),
+    (np.inf, np.inf, np.inf, np.inf),
+    (-np.inf, np.inf, np.nan, np.inf),
+    (0.0, np.inf, -np.inf, 1.0),
+    (-0.0, np.inf, np.inf, 1.0),
+    (-1.0, np.inf, np.nan, 1.2660658777520082),
+    (-2.0, np.inf, np.nan, 2.2795853023360673),
+    (-1e30, np.inf, np.nan, np.inf),
+    (5e36, np.inf, 84.50250125360132, np.inf),
+    (1e-30, -np.log(1e-30), -1e30, 1.0),
+    (-1e-30, -np.log(1e-30), 1e30, 1.0),
+    (91.0, 318.1526396202093, 4.505354937946983, 1.3892714060989622e38),
+    (-92.0, np.inf, np.nan, np.inf),
 ]
 
 
-@pytest.mark.parametrize("x,lgamma,digamma", SPECIAL, ids=lambda v: repr(v))
+@pytest.mark.parametrize("x,lgamma,digamma,i0", SPECIAL, ids=lambda v: repr(v))
 @pytest.mark.parametrize("name", sorted(REFS))
-def test_special_values_in_every_lane(name, x, lgamma, digamma):
+def test_special_values_in_every_lane(name, x, lgamma, digamma, i0):
     """Each special value alone among ordinary ones, at every lane position and
     in the tail, so the vector body must hand it over itself."""
     op, _ = REFS[name]
-    want = lgamma if name == "lgamma" else digamma
+    want = {"lgamma": lgamma, "digamma": digamma, "i0": i0}[name]
     for pos in range(37):
         v = np.full(37, 2.5, np.float32)
         v[pos] = x
