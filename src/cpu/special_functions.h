@@ -168,6 +168,23 @@ inline double ndtri(double p) {
     x = -(t -
           (2.515517 + t * (0.802853 + t * 0.010328)) / (1 + t * (1.432788 + t * (0.189269 + t * 0.001308))));
   }
+  if (q < 1e-280) {
+    // Far in the tail Phi(x)'s density underflows (x < -38.5 at q < 1e-322):
+    // Newton on log Phi(x) = log q instead, with log Phi(x) = log(erfcx(z) / 2)
+    // - x^2 / 2 and (log Phi)' = sqrt(2 / pi) / erfcx(z), z = -x / sqrt 2 > 25,
+    // where erfcx(z) = sum_k (-1)^k (2k-1)!! / (2 z^2)^k / (z sqrt pi) to 1e-17.
+    const double lq = std::log(q);
+    for (int i = 0; i < 6; ++i) {
+      const double z = -x / std::numbers::sqrt2, inv = 1 / (2 * z * z);
+      double term = 1, series = 1;
+      for (int k = 1; k < 12; ++k) series += (term *= -(2.0 * k - 1) * inv);
+      const double erfcx = series / (z * std::sqrt(std::numbers::pi));
+      const double step = (std::log(erfcx / 2) - 0.5 * x * x - lq) * erfcx / std::sqrt(2 / std::numbers::pi);
+      x -= step;
+      if (std::fabs(step) <= 1e-17 * std::fabs(x)) break;
+    }
+    return p < 0.5 ? x : -x;
+  }
   for (int i = 0; i < 4; ++i) {
     const double f = 0.5 * std::erfc(-x / std::numbers::sqrt2) - q;
     const double phi = std::exp(-0.5 * x * x) / std::sqrt(2 * std::numbers::pi);

@@ -147,3 +147,14 @@ def test_erfinv_far_tail_and_digamma_just_below_zero():
     got = kiln.digamma(kiln.tensor(x)).numpy()
     np.testing.assert_allclose(got[:4], sp.digamma(x[:4]), rtol=1e-14)
     assert got[4] == pytest.approx(-1 / (x[4] + 1), rel=1e-9)  # psi(x) ~ -1 / (x + 1) near -1
+
+
+def test_ndtri_far_tail():
+    """Below p ~ 1e-322 the normal density at the answer underflows: ndtri used to
+    stop at its starting guess there (5e-324 gave -38.46706, 9e-6 off). The values
+    are mpmath's roots of log ncdf(x) = log p at 50 digits."""
+    p = np.array([5e-324, 1e-320, 1e-310, 2.2250738585072014e-308, 1e-300, 1e-279, 1e-200])
+    want = np.array([-38.467405617144344, -38.26912534303265, -37.663060331949524, -37.5193793471445,
+                     -37.0470962993612, -35.71906593252164, -30.20559417957964])
+    got = kiln.special.ndtri(kiln.tensor(p)).numpy()
+    np.testing.assert_allclose(got, want, rtol=4e-16)
