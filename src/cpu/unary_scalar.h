@@ -36,6 +36,7 @@ enum class UOp : int {
   Digamma,
   I0,
 };
+inline constexpr int kUOpCount = int(UOp::I0) + 1;  // one past the last op above
 
 // Ops with a complex form (torch's list); the rest are real-only.
 constexpr bool uop_has_complex(UOp k) {
