@@ -53,3 +53,21 @@ def test_cat_and_stack(big):
     # a strided input into a streamed output slab
     np.testing.assert_array_equal(kiln.cat([kiln.tensor(big).t(), kiln.tensor(big).t()], 0).numpy(),
                                   np.concatenate([big.T, big.T], 0))
+
+
+def test_scans(big):
+    """cumsum / cumprod into a streamed float32 output: along the last dim (eight
+    lines staged at a time, 1031 lines = 128 groups and 7 single lines, 4099 =
+    16 chunks and a ragged one) and down the rows (each row staged). Each line is
+    summed in float64 in order, so the results equal NumPy's sequential scan."""
+    if big.dtype != np.float32:
+        pytest.skip("the staged scan paths are float32's")
+    x = big / 100
+    near1 = (1 + x / 300).astype(np.float32)
+    for a in (x, near1):
+        t = kiln.tensor(a)
+        for dim in (-1, 0):
+            np.testing.assert_array_equal(kiln.cumsum(t, dim).numpy(),
+                                          np.cumsum(a.astype(np.float64), dim).astype(np.float32))
+        np.testing.assert_array_equal(kiln.cumprod(t, -1).numpy(),
+                                      np.cumprod(a.astype(np.float64), -1).astype(np.float32))

@@ -8,6 +8,7 @@
 #include "cpu/ops/reduce_acc.h"
 #include "cpu/ops/reduce_engine.h"
 #include "cpu/ops/reduce_register.h"
+#include "cpu/stream_store.h"
 #include "ops/registry/all.h"
 
 namespace kiln::cpu {
@@ -102,30 +103,74 @@ constexpr int64_t kScanColumns = 1024;
 // x as [outer, len, inner], each step adds a whole row of `inner` values to
 // a row of accumulators, so the loads stream and vectorize (scanning each
 // column on its own would stride through memory).
+// stream: a large output; each row of results is staged in L1 and streamed
+// out (cpu/stream_store.h), so its lines are not read before being written.
 template <bool kProd, typename T>
-void scan_rows(const T* x, sum_out_t<T>* out, int64_t outer, int64_t len, int64_t inner) {
+void scan_rows(const T* x, sum_out_t<T>* out, int64_t outer, int64_t len, int64_t inner, bool stream) {
   using A = acc_t<T>;
+  using Out = sum_out_t<T>;
   const int64_t blocks = (inner + kScanColumns - 1) / kScanColumns;
   parallel_for(0, outer * blocks, std::max<int64_t>(1, kReduceGrain / (len * std::min(inner, kScanColumns))),
                [&](int64_t b, int64_t e) {
                  A acc[kScanColumns];
+                 alignas(64) Out stage[kScanColumns];
                  for (int64_t w = b; w < e; ++w) {
                    const int64_t o = w / blocks, c0 = (w % blocks) * kScanColumns;
                    const int64_t m = std::min(kScanColumns, inner - c0);
                    std::fill(acc, acc + m, A(kProd ? 1 : 0));
                    for (int64_t i = 0; i < len; ++i) {
                      const T* xr = x + (o * len + i) * inner + c0;
-                     sum_out_t<T>* orow = out + (o * len + i) * inner + c0;
+                     Out* orow = out + (o * len + i) * inner + c0;
+                     Out* dst = stream ? stage : orow;
                      for (int64_t j = 0; j < m; ++j) {
                        if constexpr (kProd)
                          acc[j] *= to_acc(xr[j]);
                        else
                          acc[j] += to_acc(xr[j]);
-                       orow[j] = from_acc<sum_out_t<T>>(acc[j]);
+                       dst[j] = from_acc<Out>(acc[j]);
                      }
+                     if (stream) stream_copy(orow, stage, size_t(m) * sizeof(Out));
                    }
                  }
+                 if (stream) stream_fence();
                });
+}
+
+// cumsum / cumprod of float32 lines that are contiguous, into a large float32
+// output: eight lines at a time (as staggered_steps, without the lag: the
+// results go to an L1 stage, [8, kChunk], and stream out a chunk per line, so
+// only the eight input lines share the L1 sets).
+template <bool kProd>
+void scan_lines_streamed(const Lines& L, const float* xb, float* ob) {
+  constexpr int G = Lines::kLineGroup;
+  constexpr int64_t kChunk = 256;  // 1 KiB of results per line
+  L.for_each_group([&](const int64_t* xo, const int64_t* oo, int n) {
+    alignas(64) float stage[G][kChunk];
+    double acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = kProd ? 1.0 : 0.0;
+    for (int64_t c0 = 0; c0 < L.len; c0 += kChunk) {
+      const int64_t m = std::min(kChunk, L.len - c0);
+      if (n == G) {
+        for (int64_t i = 0; i < m; ++i) {
+#pragma GCC unroll 8
+          for (int g = 0; g < G; ++g) {
+            const double v = double(xb[xo[g] + c0 + i]);
+            acc[g] = kProd ? acc[g] * v : acc[g] + v;
+            stage[g][i] = float(acc[g]);
+          }
+        }
+      } else {
+        for (int g = 0; g < n; ++g)
+          for (int64_t i = 0; i < m; ++i) {
+            const double v = double(xb[xo[g] + c0 + i]);
+            acc[g] = kProd ? acc[g] * v : acc[g] + v;
+            stage[g][i] = float(acc[g]);
+          }
+      }
+      for (int g = 0; g < n; ++g) stream_copy(ob + oo[g] + c0, stage[g], size_t(m) * sizeof(float));
+    }
+    stream_fence();
+  });
 }
 
 template <bool kProd>
@@ -139,8 +184,12 @@ void scan(const Tensor& x, int dim, const Tensor& out) {
       int64_t inner = 1;
       for (int d = dim + 1; d < x.dim(); ++d) inner *= x.size(d);
       const int64_t len = x.size(dim);
-      return scan_rows<kProd>(x.data<T>(), out.data<Out>(), x.numel() / (len * inner), len, inner);
+      return scan_rows<kProd>(x.data<T>(), out.data<Out>(), x.numel() / (len * inner), len, inner,
+                              int64_t(out.nbytes()) >= kStreamMinBytes);
     }
+    if constexpr (std::is_same_v<T, float>)
+      if (L.sin == 1 && L.sout == 1 && L.len >= kStreamMinRun && int64_t(out.nbytes()) >= kStreamMinBytes)
+        return scan_lines_streamed<kProd>(L, reinterpret_cast<const float*>(L.in.base), out.data<float>());
     const T* xb = reinterpret_cast<const T*>(L.in.base);
     Out* ob = out.data<Out>();
     L.for_each_group_of([&]<int G, bool kUnit>(const int64_t* xo, const int64_t* oo) {
