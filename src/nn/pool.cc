@@ -44,8 +44,9 @@ int spatial_of(size_t n, const char* op, const char* what) {
 
 // Checks x against nd spatial dims (x is [N, C, *] or [C, *], every dim but N
 // non-zero) and fills g's planes and input sizes.
-PoolGeom input_geom(const Tensor& x, int nd, const char* op) {
-  nn_detail::check_float(x, op, "input");
+// ints: integer inputs are allowed too (max pooling, as torch's max_pool2d/3d).
+PoolGeom input_geom(const Tensor& x, int nd, const char* op, bool ints = false) {
+  if (!ints || !is_integral(x.dtype(), false)) nn_detail::check_float(x, op, "input");
   const int r = x.dim();
   bool ok = r == nd + 1 || r == nd + 2;
   for (int i = r == nd + 2 ? 1 : 0; ok && i < r; ++i) ok = x.size(i) > 0;
@@ -138,7 +139,7 @@ PoolResult max_pool_with_indices(const Tensor& x, const std::vector<int64_t>& ke
                                  const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                                  const std::vector<int64_t>& dilation, bool ceil_mode) {
   const int nd = spatial_of(kernel_size.size(), "max_pool", "kernel_size");
-  PoolGeom g = input_geom(x, nd, "max_pool");
+  PoolGeom g = input_geom(x, nd, "max_pool", true);
   window_geom(g, nd, kernel_size, stride, padding, dilation, ceil_mode, "max_pool", x.sizes());
   const Device device = common_device("max_pool", {&x});
   autograd::Record rec("max_pool", {&x});
@@ -238,9 +239,10 @@ Tensor avg_pool_backward(const Tensor& grad, const Shape& input_shape,
 
 namespace {
 
-PoolGeom adaptive_geom(const Tensor& x, const std::vector<int64_t>& output_size, const char* op) {
+PoolGeom adaptive_geom(const Tensor& x, const std::vector<int64_t>& output_size, const char* op,
+                       bool ints = false) {
   const int nd = spatial_of(output_size.size(), op, "output_size");
-  PoolGeom g = input_geom(x, nd, op);
+  PoolGeom g = input_geom(x, nd, op, ints);
   for (int i = 0; i < nd; ++i) {
     KILN_CHECK(output_size[size_t(i)] >= 0, ValueError,
                "[" << op << "] output_size " << list_str(output_size) << " must be non-negative");
@@ -287,7 +289,7 @@ Tensor adaptive_avg_pool_backward(const Tensor& grad, const Shape& input_shape, 
 }
 
 PoolResult adaptive_max_pool(const Tensor& x, const std::vector<int64_t>& output_size) {
-  const PoolGeom g = adaptive_geom(x, output_size, "adaptive_max_pool");
+  const PoolGeom g = adaptive_geom(x, output_size, "adaptive_max_pool", true);
   const int nd = int(output_size.size());
   const Device device = common_device("adaptive_max_pool", {&x});
   autograd::Record rec("adaptive_max_pool", {&x});

@@ -243,9 +243,35 @@ def test_errors(call):
         call(kiln.zeros(1, 2, 4, 4))
 
 
-def test_integer_input_is_type_error():
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.int16, np.int8, np.uint8])
+def test_max_pool_integer_inputs(dtype):
+    """Max pooling takes integer tensors, as torch's max_pool2d/3d, and stays
+    exact: int64 values past 2^53 are compared as integers, not as floats."""
+    info = np.iinfo(dtype)
+    x = RNG.integers(info.min, info.max, (2, 3, 9, 11), dtype=dtype, endpoint=True)
+    if dtype == np.int64:
+        x[0, 0, 0, 0], x[0, 0, 0, 1] = 2**62 + 5, 2**62 + 3  # equal as float64
+    t = kiln.tensor(x)
+    for kw in ({"kernel_size": (3, 3), "stride": 2, "padding": 1}, {"kernel_size": (2, 3), "dilation": (2, 1)}):
+        v, i = F.max_pool2d(t, **kw, return_indices=True)
+        rv, ri = ref_max(x, kw["kernel_size"], kw.get("stride"), kw.get("padding", 0), kw.get("dilation", 1))
+        assert v.dtype == t.dtype
+        np.testing.assert_array_equal(v.numpy(), rv)
+        np.testing.assert_array_equal(i.numpy(), ri)
+    np.testing.assert_array_equal(F.max_pool1d(kiln.tensor(x[0]), 4).numpy(), ref_max(x[0], (4,))[0])
+    np.testing.assert_array_equal(F.max_pool3d(kiln.tensor(x[None]), (1, 2, 2)).numpy(),
+                                  ref_max(x[None], (1, 2, 2))[0])
+    a, ai = F.adaptive_max_pool2d(t, (4, 5), return_indices=True)
+    assert a.dtype == t.dtype
+    flat = x.reshape(2, 3, -1)
+    np.testing.assert_array_equal(np.take_along_axis(flat, ai.numpy().reshape(2, 3, -1), -1).reshape(a.shape),
+                                  a.numpy())
+    if dtype == np.int64:
+        assert F.max_pool2d(t, 2).numpy()[0, 0, 0, 0] == 2**62 + 5
+    with pytest.raises(TypeError):  # averages of integers are not defined, as in torch
+        F.avg_pool2d(t, 2)
     with pytest.raises(TypeError):
-        F.max_pool2d(kiln.zeros(1, 1, 4, 4, dtype=kiln.int64), 2)
+        F.max_pool2d(kiln.zeros(1, 1, 4, 4, dtype=kiln.bool), 2)
 
 
 def leaf(a):

@@ -1,6 +1,7 @@
 // CPU kernels of the pooling ops (ops/registry/pool.h). Every kernel walks
 // [planes, D, H, W] (1-d and 2-d pools have leading spatial dims of 1) in the
-// compute type (float32, or float64 for float64 tensors), one plane per task
+// compute type (float32, or float64 for float64 tensors; int64 for integer
+// tensors in max pooling), one plane per task
 // of the thread pool. The backward kernels scatter serially within a plane,
 // and planes are disjoint, so results are the same whatever the thread count.
 #include <algorithm>
@@ -15,16 +16,21 @@ namespace {
 
 using ops::PoolGeom;
 
-DType compute_type(DType d) { return d == DType::Float64 ? DType::Float64 : DType::Float32; }
+// kInts: integer inputs compute in int64 (max pooling only: exact, as torch).
+template <bool kInts = false>
+DType compute_type(DType d) {
+  if (kInts && is_integral(d, false)) return DType::Int64;
+  return d == DType::Float64 ? DType::Float64 : DType::Float32;
+}
 
 int64_t numel3(const int64_t* s) { return s[0] * s[1] * s[2]; }
 
 // Runs body<T>(src, dst, plane0, plane1) over the planes with src = t in the
 // compute type (contiguous) and dst a compute-type buffer for `out`, copied
 // into out afterwards when out has another dtype.
-template <typename Body>
+template <bool kInts = false, typename Body>
 void over_planes(const Tensor& t, const Tensor& out, int64_t planes, int64_t work_per_plane, Body&& body) {
-  const DType acc = compute_type(t.dtype());
+  const DType acc = compute_type<kInts>(t.dtype());
   const Tensor src = t.to(acc).contiguous();
   const bool direct = out.dtype() == acc;
   const Tensor dst = direct ? out : empty(out.sizes(), acc, out.device());
@@ -35,9 +41,16 @@ void over_planes(const Tensor& t, const Tensor& out, int64_t planes, int64_t wor
     T* d = dst.data<T>();
     parallel_for(0, planes, grain, [&](int64_t p0, int64_t p1) { body(s, d, p0, p1); });
   };
-  if (acc == DType::Float64)
+  bool ran = false;
+  if constexpr (kInts) {
+    if (acc == DType::Int64) {
+      run(int64_t{});
+      ran = true;
+    }
+  }
+  if (!ran && acc == DType::Float64)
     run(double{});
-  else
+  else if (!ran)
     run(float{});
   if (!direct) Tensor(out).copy_(dst);
 }
@@ -96,14 +109,15 @@ void for_box(const PoolGeom& g, const int64_t* st, const int64_t* en, F&& f) {
 }
 
 // The max of a window as torch takes it: the first valid position, replaced
-// by any larger value or any NaN (so the last NaN wins); -inf when empty.
+// by any larger value or any NaN (so the last NaN wins); -inf (the lowest
+// integer) when empty.
 template <typename T>
 struct Best {
-  T v = -std::numeric_limits<T>::infinity();
+  T v = std::is_integral_v<T> ? std::numeric_limits<T>::lowest() : -std::numeric_limits<T>::infinity();
   int64_t at = -1;
   void see(T x, int64_t pos) {
     if (at < 0) at = pos;
-    if (x > v || std::isnan(x)) {
+    if (x > v || (!std::is_integral_v<T> && x != x)) {
       v = x;
       at = pos;
     }
@@ -113,52 +127,53 @@ struct Best {
 void max_pool(const Tensor& x, const PoolGeom& g, const Tensor& out, const Tensor& indices) {
   const int64_t in_plane = numel3(g.in), out_plane = numel3(g.out);
   int64_t* ind = indices.data<int64_t>();
-  over_planes(x, out, g.planes, out_plane * numel3(g.k),
-              [&](const auto* xs, auto* ys, int64_t p0, int64_t p1) {
-                using T = std::remove_cv_t<std::remove_pointer_t<decltype(xs)>>;
-                for (int64_t pl = p0; pl < p1; ++pl) {
-                  const T* xp = xs + pl * in_plane;
-                  int64_t o = pl * out_plane;
-                  for (int64_t a = 0; a < g.out[0]; ++a)
-                    for (int64_t b = 0; b < g.out[1]; ++b)
-                      for (int64_t c = 0; c < g.out[2]; ++c, ++o) {
-                        Best<T> best;
-                        for (int64_t ka = 0; ka < g.k[0]; ++ka) {
-                          const int64_t ia = a * g.s[0] - g.p[0] + ka * g.d[0];
-                          if (ia < 0 || ia >= g.in[0]) continue;
-                          for (int64_t kb = 0; kb < g.k[1]; ++kb) {
-                            const int64_t ib = b * g.s[1] - g.p[1] + kb * g.d[1];
-                            if (ib < 0 || ib >= g.in[1]) continue;
-                            for (int64_t kc = 0; kc < g.k[2]; ++kc) {
-                              const int64_t ic = c * g.s[2] - g.p[2] + kc * g.d[2];
-                              if (ic < 0 || ic >= g.in[2]) continue;
-                              const int64_t pos = (ia * g.in[1] + ib) * g.in[2] + ic;
-                              best.see(xp[pos], pos);
+  over_planes<true>(x, out, g.planes, out_plane * numel3(g.k),
+                    [&](const auto* xs, auto* ys, int64_t p0, int64_t p1) {
+                      using T = std::remove_cv_t<std::remove_pointer_t<decltype(xs)>>;
+                      for (int64_t pl = p0; pl < p1; ++pl) {
+                        const T* xp = xs + pl * in_plane;
+                        int64_t o = pl * out_plane;
+                        for (int64_t a = 0; a < g.out[0]; ++a)
+                          for (int64_t b = 0; b < g.out[1]; ++b)
+                            for (int64_t c = 0; c < g.out[2]; ++c, ++o) {
+                              Best<T> best;
+                              for (int64_t ka = 0; ka < g.k[0]; ++ka) {
+                                const int64_t ia = a * g.s[0] - g.p[0] + ka * g.d[0];
+                                if (ia < 0 || ia >= g.in[0]) continue;
+                                for (int64_t kb = 0; kb < g.k[1]; ++kb) {
+                                  const int64_t ib = b * g.s[1] - g.p[1] + kb * g.d[1];
+                                  if (ib < 0 || ib >= g.in[1]) continue;
+                                  for (int64_t kc = 0; kc < g.k[2]; ++kc) {
+                                    const int64_t ic = c * g.s[2] - g.p[2] + kc * g.d[2];
+                                    if (ic < 0 || ic >= g.in[2]) continue;
+                                    const int64_t pos = (ia * g.in[1] + ib) * g.in[2] + ic;
+                                    best.see(xp[pos], pos);
+                                  }
+                                }
+                              }
+                              ys[o] = best.v;
+                              ind[o] = best.at;
                             }
-                          }
-                        }
-                        ys[o] = best.v;
-                        ind[o] = best.at;
                       }
-                }
-              });
+                    });
 }
 
 void adaptive_max_pool(const Tensor& x, const PoolGeom& g, const Tensor& out, const Tensor& indices) {
   const int64_t in_plane = numel3(g.in), out_plane = numel3(g.out);
   int64_t* ind = indices.data<int64_t>();
-  over_planes(x, out, g.planes, in_plane + out_plane, [&](const auto* xs, auto* ys, int64_t p0, int64_t p1) {
-    using T = std::remove_cv_t<std::remove_pointer_t<decltype(xs)>>;
-    for (int64_t pl = p0; pl < p1; ++pl) {
-      const T* xp = xs + pl * in_plane;
-      adaptive_windows(g, [&](int64_t o, const int64_t* st, const int64_t* en, int64_t) {
-        Best<T> best;
-        for_box(g, st, en, [&](int64_t pos) { best.see(xp[pos], pos); });
-        ys[pl * out_plane + o] = best.v;
-        ind[pl * out_plane + o] = best.at;
-      });
-    }
-  });
+  over_planes<true>(x, out, g.planes, in_plane + out_plane,
+                    [&](const auto* xs, auto* ys, int64_t p0, int64_t p1) {
+                      using T = std::remove_cv_t<std::remove_pointer_t<decltype(xs)>>;
+                      for (int64_t pl = p0; pl < p1; ++pl) {
+                        const T* xp = xs + pl * in_plane;
+                        adaptive_windows(g, [&](int64_t o, const int64_t* st, const int64_t* en, int64_t) {
+                          Best<T> best;
+                          for_box(g, st, en, [&](int64_t pos) { best.see(xp[pos], pos); });
+                          ys[pl * out_plane + o] = best.v;
+                          ind[pl * out_plane + o] = best.at;
+                        });
+                      }
+                    });
 }
 
 // The divisor of an average window (0: the window is empty, the output is 0).
