@@ -178,15 +178,28 @@ HWY_INLINE auto WideSpecial(DD dd, VD x, double lo, double hi) {
   return hn::Or(hn::Or(pole, tiny), hn::Not(hn::Lt(hn::Abs(x), hn::Set(dd, hi))));  // NaN is not <
 }
 
+// x < 0 reflects to t = 1 - x (> 0, exact); shift: the lanes with t < 8, which
+// the recurrence moves up by 8.
+template <class DD, class VD>
+struct Reflected {
+  hn::Mask<DD> neg;
+  VD t;
+  hn::Mask<DD> shift;
+  HWY_INLINE Reflected(DD dd, VD x)
+      : neg(hn::Lt(x, hn::Zero(dd))),
+        t(hn::IfThenElse(neg, hn::Sub(hn::Set(dd, 1.0), x), x)),
+        shift(hn::Lt(t, hn::Set(dd, 8.0))) {}
+};
+
 template <>
 struct Wide<UOp::Lgamma> {
   template <class DD, class VD>
   static HWY_INLINE VD Apply(DD dd, VD x) {
     const VD one = hn::Set(dd, 1.0);
-    const auto neg = hn::Lt(x, hn::Zero(dd));
-    const VD t = hn::IfThenElse(neg, hn::Sub(one, x), x);  // > 0, exact
+    const Reflected<DD, VD> r0(dd, x);
+    const auto neg = r0.neg, shift = r0.shift;
+    const VD t = r0.t;
     // lgamma(t) = lgamma(z) - log(prod): z = t + 8, prod = t (t+1) .. (t+7) for t < 8.
-    const auto shift = hn::Lt(t, hn::Set(dd, 8.0));
     VD p = t;
     for (int i = 1; i < 8; ++i) p = hn::Mul(p, hn::Add(t, hn::Set(dd, double(i))));
     const VD prod = hn::IfThenElse(shift, p, one);
@@ -246,11 +259,11 @@ struct Wide<UOp::Digamma> {
   template <class DD, class VD>
   static HWY_INLINE VD Apply(DD dd, VD x) {
     const VD one = hn::Set(dd, 1.0);
-    const auto neg = hn::Lt(x, hn::Zero(dd));
-    const VD t = hn::IfThenElse(neg, hn::Sub(one, x), x);  // > 0, exact
+    const Reflected<DD, VD> r0(dd, x);
+    const auto neg = r0.neg, shift = r0.shift;
+    const VD t = r0.t;
     // digamma(t) = digamma(z) - sum_i 1 / (t + i), i = 0 .. 7, z = t + 8 for t < 8:
     // the sum as one fraction num / den, so one division.
-    const auto shift = hn::Lt(t, hn::Set(dd, 8.0));
     VD num = one, den = t;
     for (int i = 1; i < 8; ++i) {
       const VD ti = hn::Add(t, hn::Set(dd, double(i)));
