@@ -88,6 +88,49 @@ double NanSumF32(const float* HWY_RESTRICT x, int64_t n, int64_t* count) {
   return total;
 }
 
+// The largest (kMax) or smallest of n >= 1 contiguous float32 values; NaN
+// when any is NaN. Two vector accumulators, NaN lanes noted in a mask (x86's
+// max/min return an operand, not NaN); the tail is one more vector that
+// overlaps the last full one.
+template <bool kMax>
+float ExtremumF32(const float* HWY_RESTRICT x, int64_t n) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  if (n < N) {
+    float b = x[0];
+    for (int64_t i = 0; i < n; ++i) {
+      if (x[i] != x[i]) return x[i];
+      b = kMax ? (x[i] > b ? x[i] : b) : (x[i] < b ? x[i] : b);
+    }
+    return b;
+  }
+  auto pick = [](auto a, auto v) { return kMax ? hn::Max(a, v) : hn::Min(a, v); };
+  auto a0 = hn::LoadU(d, x), a1 = a0;
+  auto nan = hn::IsNaN(a0);
+  int64_t i = N;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    const auto v0 = hn::LoadU(d, x + i), v1 = hn::LoadU(d, x + i + N);
+    a0 = pick(a0, v0);
+    a1 = pick(a1, v1);
+    nan = hn::Or(nan, hn::Or(hn::IsNaN(v0), hn::IsNaN(v1)));
+  }
+  for (; i + N <= n; i += N) {
+    const auto v = hn::LoadU(d, x + i);
+    a0 = pick(a0, v);
+    nan = hn::Or(nan, hn::IsNaN(v));
+  }
+  if (i < n) {
+    const auto v = hn::LoadU(d, x + n - N);
+    a0 = pick(a0, v);
+    nan = hn::Or(nan, hn::IsNaN(v));
+  }
+  if (!hn::AllFalse(d, nan)) return NAN;
+  const auto a = pick(a0, a1);
+  return hn::GetLane(kMax ? hn::MaxOfLanes(d, a) : hn::MinOfLanes(d, a));
+}
+float MaxF32(const float* HWY_RESTRICT x, int64_t n) { return ExtremumF32<true>(x, n); }
+float MinF32(const float* HWY_RESTRICT x, int64_t n) { return ExtremumF32<false>(x, n); }
+
 // bfloat16 -> float32: the bits shifted into the high half.
 double SumBF16(const uint16_t* HWY_RESTRICT x, int64_t n) {
   const hn::ScalableTag<float> df;
@@ -166,6 +209,8 @@ HWY_EXPORT(SumF32);
 HWY_EXPORT(SumBF16);
 HWY_EXPORT(NanSumF32);
 HWY_EXPORT(VarMeanF32);
+HWY_EXPORT(MaxF32);
+HWY_EXPORT(MinF32);
 
 double sum_f32(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(SumF32)(x, n); }
 double sum_bf16(const uint16_t* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(SumBF16)(x, n); }
@@ -175,5 +220,7 @@ double nansum_f32(const float* x, int64_t n, int64_t* count) {
 void var_mean_f32(const float* x, int64_t n, double* mean, double* m2) {
   HWY_DYNAMIC_DISPATCH(VarMeanF32)(x, n, mean, m2);
 }
+float max_f32(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(MaxF32)(x, n); }
+float min_f32(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(MinF32)(x, n); }
 }  // namespace kiln::cpu
 #endif

@@ -18,6 +18,9 @@ double sum_bf16(const uint16_t* x, int64_t n);
 // Mean and sum of squared deviations (M2) of n > 0 contiguous float32 values:
 // a two-pass over cache-resident blocks, blocks merged with Chan's formula.
 void var_mean_f32(const float* x, int64_t n, double* mean, double* m2);
+// The largest / smallest of n >= 1 contiguous float32 values; NaN when any is NaN.
+float max_f32(const float* x, int64_t n);
+float min_f32(const float* x, int64_t n);
 
 // Chan et al.'s merge of (na, mean_a, m2_a) with (nb, mean_b, m2_b), into a.
 inline void chan_merge(double& na, double& mean_a, double& m2_a, double nb, double mean_b, double m2_b) {

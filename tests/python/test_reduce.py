@@ -272,3 +272,26 @@ def test_large_float32_sum_accuracy():
     a64 = a.astype(np.float64)
     assert abs(v.item() - a64.var(ddof=1)) <= 1e-6 * a64.var(ddof=1)
     assert abs(m.item() - a64.mean()) <= 1e-4
+
+
+@pytest.mark.parametrize("n", [1, 5, 15, 16, 17, 31, 33, 47, 64, 100, 1000, 4099])
+def test_float32_amax_amin_every_length_and_nan_position(n):
+    """float32 amax / amin over a contiguous run take the Highway kernel: every
+    length (shorter than a vector, whole vectors, an overlapping tail), extreme
+    values anywhere, and a NaN at any position wins."""
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n).astype(np.float32)
+    for pos in sorted({0, n // 2, n - 1}):
+        y = x.copy()
+        y[pos] = 1e30
+        np.testing.assert_array_equal(kiln.amax(kiln.tensor(y)).numpy(), np.max(y))
+        y[pos] = -np.inf
+        np.testing.assert_array_equal(kiln.amin(kiln.tensor(y)).numpy(), np.min(y))
+        y[pos] = np.nan
+        assert np.isnan(kiln.amax(kiln.tensor(y)).item()) and np.isnan(kiln.amin(kiln.tensor(y)).item())
+        assert np.isnan(kiln.max(kiln.tensor(y)).item())
+    np.testing.assert_array_equal(kiln.amax(kiln.tensor(x)).numpy(), np.max(x))
+    np.testing.assert_array_equal(kiln.amin(kiln.tensor(x)).numpy(), np.min(x))
+    m = rng.standard_normal((3, n)).astype(np.float32)
+    np.testing.assert_array_equal(kiln.amax(kiln.tensor(m), 1).numpy(), m.max(1))
+    np.testing.assert_array_equal(kiln.amin(kiln.tensor(m), -1).numpy(), m.min(-1))

@@ -7,6 +7,7 @@
 #include "core/cast.h"
 #include "cpu/ops/reduce_engine.h"
 #include "cpu/ops/reduce_register.h"
+#include "cpu/reduce.h"
 #include "ops/registry/all.h"
 
 namespace kiln::cpu {
@@ -49,6 +50,12 @@ struct ExtremumReducer {
     C best = s.v;
     int64_t bi = s.i;
     if (is_nan(best)) return;
+    if constexpr (std::is_same_v<T, float>) {
+      if (indices == nullptr && stride == 1) {  // values only: the Highway kernel (cpu/reduce.h)
+        const float v = kMax ? max_f32(x, n) : min_f32(x, n);
+        return void(s.v = (v != v || better(v, best)) ? v : best);
+      }
+    }
     if (indices == nullptr && stride == 1) {
       // Values only: eight independent lanes (branch-free selects the compiler
       // can keep in registers); a NaN anywhere is the answer.
