@@ -80,7 +80,7 @@ struct Lines {
 template <int G, typename Step>
 inline void staggered_steps(int64_t len, Step&& step) {
   constexpr int64_t kLag = 16;
-  const int64_t total = len + kLag * (G - 1), body_end = std::max<int64_t>(kLag * (G - 1), len);
+  const int64_t total = len + kLag * (G - 1);
   auto checked = [&](int64_t i) {
     for (int g = 0; g < G; ++g) {
       const int64_t j = i - kLag * g;
@@ -89,7 +89,7 @@ inline void staggered_steps(int64_t len, Step&& step) {
   };
   int64_t i = 0;
   for (; i < std::min<int64_t>(kLag * (G - 1), len); ++i) checked(i);
-  for (; i < body_end && i < len; ++i) {
+  for (; i < len; ++i) {
 #pragma GCC unroll 8
     for (int g = 0; g < G; ++g) step(g, i - kLag * g);
   }
@@ -150,22 +150,19 @@ void scan_lines_streamed(const Lines& L, const float* xb, float* ob) {
     for (int g = 0; g < G; ++g) acc[g] = kProd ? 1.0 : 0.0;
     for (int64_t c0 = 0; c0 < L.len; c0 += kChunk) {
       const int64_t m = std::min(kChunk, L.len - c0);
+      auto step = [&](int g, int64_t i) {
+        const double v = double(xb[xo[g] + c0 + i]);
+        acc[g] = kProd ? acc[g] * v : acc[g] + v;
+        stage[g][i] = float(acc[g]);
+      };
       if (n == G) {
         for (int64_t i = 0; i < m; ++i) {
 #pragma GCC unroll 8
-          for (int g = 0; g < G; ++g) {
-            const double v = double(xb[xo[g] + c0 + i]);
-            acc[g] = kProd ? acc[g] * v : acc[g] + v;
-            stage[g][i] = float(acc[g]);
-          }
+          for (int g = 0; g < G; ++g) step(g, i);
         }
       } else {
         for (int g = 0; g < n; ++g)
-          for (int64_t i = 0; i < m; ++i) {
-            const double v = double(xb[xo[g] + c0 + i]);
-            acc[g] = kProd ? acc[g] * v : acc[g] + v;
-            stage[g][i] = float(acc[g]);
-          }
+          for (int64_t i = 0; i < m; ++i) step(g, i);
       }
       for (int g = 0; g < n; ++g) stream_copy(ob + oo[g] + c0, stage[g], size_t(m) * sizeof(float));
     }
@@ -188,7 +185,8 @@ void scan(const Tensor& x, int dim, const Tensor& out) {
                               int64_t(out.nbytes()) >= kStreamMinBytes);
     }
     if constexpr (std::is_same_v<T, float>)
-      if (L.sin == 1 && L.sout == 1 && L.len >= kStreamMinRun && int64_t(out.nbytes()) >= kStreamMinBytes)
+      if (L.sin == 1 && L.sout == 1 && L.len * int64_t(sizeof(float)) >= kStreamMinRun &&
+          int64_t(out.nbytes()) >= kStreamMinBytes)
         return scan_lines_streamed<kProd>(L, reinterpret_cast<const float*>(L.in.base), out.data<float>());
     const T* xb = reinterpret_cast<const T*>(L.in.base);
     Out* ob = out.data<Out>();
