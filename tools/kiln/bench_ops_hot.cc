@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "kiln/binary.h"
+#include "kiln/interpolate.h"
+#include "kiln/pool.h"
 #include "kiln/random.h"
 #include "kiln/reduce.h"
 #include "kiln/shape.h"
@@ -32,7 +34,9 @@ constexpr double kF32 = 4.0;
 //   randn; near1: 1 + randn / 100 (a running product of 4096 stays normal:
 //   plain randn would sink into denormals and time the FPU's slow path);
 //   bool: randn > 0; sorted: randn sorted along the last dim (searchsorted's
-//   boundaries); nan: randn with 1 in 8 NaN (the nan-reductions).
+//   boundaries); nan: randn with 1 in 8 NaN (the nan-reductions); uniform:
+//   rand in [0, 1); grid: uniform in [-1.1, 1.1) (grid_sample points, a few
+//   outside the input).
 struct HotInput {
   HotInput(Shape s, std::string f = "randn") : shape(std::move(s)), fill(std::move(f)) {}
   Shape shape;
@@ -56,6 +60,8 @@ Tensor make_input(const HotInput& in) {
   if (in.fill == "near1") return kiln::add(kiln::mul(r, Scalar(0.01)), Scalar(1.0));
   if (in.fill == "bool") return kiln::gt(r, Scalar(0.0));
   if (in.fill == "sorted") return kiln::sort(r, -1).values;
+  if (in.fill == "uniform") return kiln::rand(in.shape);
+  if (in.fill == "grid") return kiln::sub(kiln::mul(kiln::rand(in.shape), Scalar(2.2)), Scalar(1.1));
   if (in.fill == "nan")
     return kiln::where(kiln::lt(kiln::rand(in.shape), Scalar(0.125)),
                        Scalar(std::numeric_limits<double>::quiet_NaN()), r);
@@ -90,6 +96,11 @@ std::vector<HotCase> hot_cases(int64_t n) {
   const Shape uscan = {std::max<int64_t>(1, u / cols), cols};  // [u/4096, 4096]
   const double mS = double(sort_rows[0] * cols), mT = double(topk_rows[0] * 32768), U = double(u);
   const double uS = double(uscan[0] * cols);
+  const int64_t side_img = 256, chans = 32, batch = std::max<int64_t>(1, n / (chans * side_img * side_img));
+  const Shape img = {batch, chans, side_img, side_img};  // [B, 32, 256, 256]: ~n elements
+  const Shape grid = {batch, side_img, side_img, 2};     // one point per pixel
+  const double I = double(batch * chans * side_img * side_img), G = double(batch * side_img * side_img * 2);
+  const std::vector<int64_t> pooled = {side_img / 2, side_img / 2};
   const char* rw = "1 read + 1 write";
   // One row per case, a table to read across.
   // clang-format off
@@ -119,6 +130,10 @@ std::vector<HotCase> hot_cases(int64_t n) {
       // ---- nan-reductions (1 in 8 NaN) ----
       {"nansum", {{mat, "nan"}}, kF32 * N, [](const In& x) { return kiln::nansum(x[0]); }, "torch.nansum(x[0])", "1 read"},
       {"nanmean dim -1", {{mat, "nan"}}, kF32 * (N + double(rows)), [](const In& x) { return kiln::nanmean(x[0], std::vector<int>{-1}); }, "torch.nanmean(x[0], -1)", "1 read + 1 write of a value per row"},
+      // ---- spatial sampling (gathers at computed points: compute-bound) ----
+      {"grid_sample bilinear", {img, {grid, "grid"}}, kF32 * (2 * I + G), [](const In& x) { return kiln::grid_sample(x[0], x[1]); }, "torch.nn.functional.grid_sample(x[0], x[1], align_corners=False)", "input + grid read, 1 write", true},
+      {"grid_sample bicubic reflection", {img, {grid, "grid"}}, kF32 * (2 * I + G), [](const In& x) { return kiln::grid_sample(x[0], x[1], "bicubic", "reflection"); }, "torch.nn.functional.grid_sample(x[0], x[1], 'bicubic', 'reflection', align_corners=False)", "input + grid read, 1 write", true},
+      {"fractional_max_pool2d 2x2", {img, {{batch, chans, 2}, "uniform"}}, kF32 * I + 12 * I / 4, [pooled](const In& x) { return kiln::fractional_max_pool(x[0], {2, 2}, pooled, x[1]).values; }, "torch.nn.functional.fractional_max_pool2d(x[0], 2, output_size=(128, 128), _random_samples=x[1])", "1 read + f32 values and int64 indices of a quarter"},
       // ---- sorting (compute-bound) ----
       {"sort rows of 4096", {sort_rows}, 16 * mS, [](const In& x) { return kiln::sort(x[0], -1); }, "torch.sort(x[0], -1)", "f32 read + f32 values + int64 indices", true},
       {"sort 1-d", {sort_vec}, 16 * double(m), [](const In& x) { return kiln::sort(x[0], -1); }, "torch.sort(x[0], -1)", "f32 read + f32 values + int64 indices", true},

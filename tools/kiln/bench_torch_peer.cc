@@ -61,6 +61,8 @@ FILL = {
     "bool": lambda s: torch.randn(s) > 0,
     "sorted": lambda s: torch.randn(s).sort(-1).values,
     "nan": lambda s: torch.where(torch.rand(s) < 0.125, float("nan"), torch.randn(s)),
+    "uniform": lambda s: torch.rand(s),
+    "grid": lambda s: torch.rand(s) * 2.2 - 1.1,
 }
 
 out = []
