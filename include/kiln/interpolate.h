@@ -5,8 +5,10 @@
 // (empty: the sizes' ratio). float16/bfloat16/float32/float64, any layout.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/tensor.h"
@@ -40,5 +42,19 @@ Tensor upsample_bicubic2d_backward(const Tensor& grad, const Shape& input_size, 
 // Area: adaptive average pooling to output_size.
 Tensor upsample_area(const Tensor& x, const Shape& output_size);
 Tensor upsample_area_backward(const Tensor& grad, const Shape& input_size);
+
+// torch's F.grid_sample: input [N, C, H, W] read at grid [N, Ho, Wo, 2] of
+// (x, y) in [-1, 1] -> [N, C, Ho, Wo]; or input [N, C, D, H, W] at grid
+// [N, Do, Ho, Wo, 3] of (x, y, z). mode: "bilinear" (trilinear for 5-d),
+// "nearest" or "bicubic" (4-d only); padding_mode: "zeros", "border" or
+// "reflection". Differentiable in input and grid.
+Tensor grid_sample(const Tensor& input, const Tensor& grid, const std::string& mode = "bilinear",
+                   const std::string& padding_mode = "zeros", bool align_corners = false);
+// Its gradients for input and grid (those output_mask asks for; the other is
+// undefined), from the output's gradient.
+std::pair<Tensor, Tensor> grid_sample_backward(const Tensor& grad_output, const Tensor& input,
+                                               const Tensor& grid, const std::string& mode,
+                                               const std::string& padding_mode, bool align_corners,
+                                               std::array<bool, 2> output_mask = {true, true});
 
 }  // namespace kiln

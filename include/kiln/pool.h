@@ -42,6 +42,14 @@ Tensor avg_pool(const Tensor& x, const std::vector<int64_t>& kernel_size,
 Tensor adaptive_avg_pool(const Tensor& x, const std::vector<int64_t>& output_size);
 PoolResult adaptive_max_pool(const Tensor& x, const std::vector<int64_t>& output_size);
 
+// Fractional max pooling (torch's fractional_max_pool2d/3d, Graham 2014) over
+// the 2 or 3 trailing dims (output_size's length) of [N, C, *] or [C, *]:
+// windows of kernel_size whose starts step pseudo-randomly, drawn from
+// random_samples [N (1 unbatched), C, nd] in [0, 1) in torch's order ((W, H)
+// for 2 dims, (T, H, W) for 3). Its derivative is max_pool_backward.
+PoolResult fractional_max_pool(const Tensor& x, const std::vector<int64_t>& kernel_size,
+                               const std::vector<int64_t>& output_size, const Tensor& random_samples);
+
 // Backward ops, linear in grad (each differentiable again): grad has the
 // forward's output shape, input_shape is the forward's input shape.
 // spatial_dims (1-3) says which trailing dims form a plane. max_pool_backward

@@ -1,5 +1,5 @@
 // kiln.nn.functional.{interpolate, upsample, upsample_nearest,
-// upsample_bilinear} with torch's argument names and defaults: size is an
+// upsample_bilinear, grid_sample} with torch's argument names and defaults: size is an
 // int or one per spatial dim, scale_factor a float or one per spatial dim.
 #include "kiln/interpolate.h"
 
@@ -85,4 +85,14 @@ void init_interpolate(nb::module_& m) {
       },
       "input"_a, "size"_a = nb::none(), "scale_factor"_a = nb::none(),
       "interpolate with mode='bilinear' and align_corners=True.");
+  m.def(
+      "nn_functional_grid_sample",
+      [](nb::handle input, nb::handle grid, const std::string& mode, const std::string& padding_mode,
+         std::optional<bool> align_corners) {
+        return kiln::grid_sample(to_tensor(input), to_tensor(grid), mode, padding_mode,
+                                 align_corners.value_or(false));
+      },
+      "input"_a, "grid"_a, "mode"_a = "bilinear", "padding_mode"_a = "zeros", "align_corners"_a = nb::none(),
+      "Samples [N, C, H, W] input at grid [N, Ho, Wo, 2] of (x, y) in [-1, 1] (5-d: [N, Do, Ho, Wo, 3] of "
+      "(x, y, z)); torch.nn.functional.grid_sample.");
 }

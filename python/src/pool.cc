@@ -1,6 +1,7 @@
 // kiln.nn.functional pooling with torch's names and keywords: max_pool1d/2d/3d
 // (return_indices gives (values, indices)), max_pool*_with_indices,
-// avg_pool1d/2d/3d, adaptive_avg_pool1d/2d/3d, adaptive_max_pool1d/2d/3d.
+// avg_pool1d/2d/3d, adaptive_avg_pool1d/2d/3d, adaptive_max_pool1d/2d/3d,
+// fractional_max_pool2d/3d.
 #include "kiln/pool.h"
 
 #include <nanobind/stl/pair.h>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "bind_util.h"
+#include "kiln/random.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -111,9 +113,59 @@ void def_pools(nb::module_& m, int nd) {
         "input"_a, "output_size"_a, "return_indices"_a = false, ("torch.nn.functional." + amax).c_str());
 }
 
+// output_ratio: a float or nd floats in (0, 1); each output size is
+// int(input size * ratio), as torch.
+std::vector<int64_t> ratio_sizes(const Tensor& x, nb::handle h, int nd, const std::string& op) {
+  std::vector<double> r;
+  if (PyNumber_Check(h.ptr()) && !PySequence_Check(h.ptr())) {
+    r.assign(size_t(nd), PyFloat_AsDouble(h.ptr()));
+  } else {
+    for (nb::handle e : nb::iter(h)) r.push_back(PyFloat_AsDouble(e.ptr()));
+  }
+  if (PyErr_Occurred()) throw nb::python_error();
+  if (int(r.size()) != nd)
+    throw ValueError("[" + op + "] output_ratio must be a float or a tuple of " + std::to_string(nd) +
+                     " floats");
+  std::vector<int64_t> v;
+  for (int i = 0; i < nd; ++i) {
+    KILN_CHECK(r[size_t(i)] > 0 && r[size_t(i)] < 1, ValueError,
+               "[" << op << "] output_ratio must be between 0 and 1, got " << r[size_t(i)]);
+    v.push_back(x.dim() >= nd ? int64_t(double(x.size(x.dim() - nd + i)) * r[size_t(i)]) : 0);
+  }
+  return v;
+}
+
+void def_fractional(nb::module_& m, int nd) {
+  const std::string op = "fractional_max_pool" + std::to_string(nd) + "d";
+  m.def(("nn_functional_" + op).c_str(),
+        [nd, op](nb::handle input, nb::handle kernel_size, nb::handle output_size, nb::handle output_ratio,
+                 bool return_indices, nb::handle random_samples) {
+          const Tensor x = to_tensor(input);
+          KILN_CHECK(!output_size.is_none() || !output_ratio.is_none(), ValueError,
+                     "[" << op << "] requires specifying either an output_size or an output_ratio");
+          const std::vector<int64_t> out = output_size.is_none() ? ratio_sizes(x, output_ratio, nd, op)
+                                                                 : output_list(x, output_size, nd, op);
+          Tensor u;
+          if (!random_samples.is_none()) {
+            u = to_tensor(random_samples);
+          } else if (x.dim() == nd + 1 || x.dim() == nd + 2) {
+            const int64_t batch = x.dim() == nd + 2 ? x.size(0) : 1;
+            const DType d = x.dtype();  // torch draws in the input's dtype
+            const bool own = d == DType::Float64 || d == DType::Float16 || d == DType::BFloat16;
+            u = rand({batch, x.size(x.dim() - nd - 1), nd}, own ? d : DType::Float32, nullptr, x.device());
+          }
+          return values_or_pair(fractional_max_pool(x, kernel_list(kernel_size, nd, op), out, u),
+                                return_indices);
+        },
+        "input"_a, "kernel_size"_a, "output_size"_a = nb::none(), "output_ratio"_a = nb::none(),
+        "return_indices"_a = false, "_random_samples"_a = nb::none(),
+        ("torch.nn.functional." + op + ": max pooling over pseudo-random windows (Graham 2014).").c_str());
+}
+
 }  // namespace
 }  // namespace kiln::py
 
 void init_pool(nb::module_& m) {
   for (int nd = 1; nd <= 3; ++nd) kiln::py::def_pools(m, nd);
+  for (int nd = 2; nd <= 3; ++nd) kiln::py::def_fractional(m, nd);
 }

@@ -8,7 +8,9 @@
 #include <sstream>
 
 #include "core/autograd_record.h"
+#include "kiln/binary.h"
 #include "kiln/index.h"
+#include "kiln/reduce.h"
 #include "nn/nn_util.h"
 #include "ops/registry/all.h"
 
@@ -298,6 +300,51 @@ PoolResult adaptive_max_pool(const Tensor& x, const std::vector<int64_t>& output
   if (!any_zero(g)) ops::adaptive_max_pool(device, x, g, r.values, r.indices);
   if (rec)
     rec.finish("AdaptiveMaxPool" + std::to_string(nd) + "DBackward0", {&r.values, &r.indices}, {r.indices},
+               [in = x.sizes(), nd](autograd::FnNode& n, autograd::Grads& gr) {
+                 return autograd::Grads{max_pool_backward(gr[0], n.saved(0), in, nd)};
+               });
+  return r;
+}
+
+PoolResult fractional_max_pool(const Tensor& x, const std::vector<int64_t>& kernel_size,
+                               const std::vector<int64_t>& output_size, const Tensor& random_samples) {
+  const char* op = "fractional_max_pool";
+  const int nd = spatial_of(output_size.size(), op, "output_size");
+  KILN_CHECK(nd >= 2, ValueError,
+             "[" << op << "] pools 2 or 3 spatial dims, got output_size " << list_str(output_size));
+  PoolGeom g = input_geom(x, nd, op);
+  const std::vector<int64_t> k = expand(kernel_size, nd, {}, op, "kernel_size");
+  KILN_CHECK(int(k.size()) == nd, ValueError, "[" << op << "] kernel_size must have " << nd << " entries");
+  for (int i = 0; i < nd; ++i) {
+    const int j = 3 - nd + i;
+    const int64_t ki = k[size_t(i)], oi = output_size[size_t(i)];
+    KILN_CHECK(ki > 0 && oi > 0, ValueError,
+               "[" << op << "] kernel_size " << list_str(k) << " and output_size " << list_str(output_size)
+                   << " must be positive");
+    KILN_CHECK(oi + ki - 1 <= g.in[j], ValueError,
+               "[" << op << "] output_size " << list_str(output_size) << " with kernel_size " << list_str(k)
+                   << " does not fit input " << x.shape_str()
+                   << " (output + kernel - 1 must not exceed the input)");
+    g.k[j] = ki, g.out[j] = oi;
+  }
+  const int64_t batch = x.dim() == nd + 2 ? x.size(0) : 1, channels = x.size(x.dim() - nd - 1);
+  KILN_CHECK(random_samples.sizes() == (Shape{batch, channels, nd}), ValueError,
+             "[" << op << "] expected _random_samples of shape "
+                 << shape_to_string(Shape{batch, channels, nd}) << " for input " << x.shape_str() << ", got "
+                 << random_samples.shape_str());
+  nn_detail::check_float(random_samples, op, "_random_samples");
+  const Tensor u =
+      random_samples.to(x.dtype() == DType::Float64 ? DType::Float64 : DType::Float32).contiguous();
+  // A sample outside [0, 1) would move windows out of the input.
+  KILN_CHECK(u.numel() == 0 || all(logical_and(ge(u, 0.0), lt(u, 1.0))).item<bool>(), ValueError,
+             "[" << op << "] _random_samples must lie in [0, 1)");
+  const Device device = common_device(op, {&x, &u});
+  autograd::Record rec(op, {&x});
+  const Shape os = output_shape(x.sizes(), g, nd);
+  PoolResult r{empty(os, x.dtype(), x.device()), empty(os, DType::Int64, x.device())};
+  if (g.planes > 0) ops::fractional_max_pool(device, x, u, g, nd, r.values, r.indices);
+  if (rec)
+    rec.finish(node_name("FractionalMaxPool", nd), {&r.values, &r.indices}, {r.indices},
                [in = x.sizes(), nd](autograd::FnNode& n, autograd::Grads& gr) {
                  return autograd::Grads{max_pool_backward(gr[0], n.saved(0), in, nd)};
                });

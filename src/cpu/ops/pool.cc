@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "kiln/thread_pool.h"
 #include "ops/registry/all.h"
@@ -176,6 +177,50 @@ void adaptive_max_pool(const Tensor& x, const PoolGeom& g, const Tensor& out, co
                     });
 }
 
+// The window starts of one dim of fractional max pooling, in T as torch's
+// generate_intervals: int((i + u) * alpha) - int(u * alpha) with alpha =
+// (in - k) / (out - 1), the last window ending at the input's end.
+template <typename T>
+void fractional_starts(T u, int64_t in, int64_t out, int64_t k, int64_t* st) {
+  if (out > 1) {
+    const T alpha = T(in - k) / T(out - 1);
+    for (int64_t i = 0; i + 1 < out; ++i) st[i] = int64_t(int((T(i) + u) * alpha)) - int64_t(int(u * alpha));
+  }
+  if (out > 0) st[out - 1] = in - k;
+}
+
+void fractional_max_pool(const Tensor& x, const Tensor& samples, const PoolGeom& g, int nd, const Tensor& out,
+                         const Tensor& indices) {
+  const int64_t in_plane = numel3(g.in), out_plane = numel3(g.out);
+  int64_t* ind = indices.data<int64_t>();
+  over_planes(x, out, g.planes, out_plane * numel3(g.k),
+              [&](const auto* xs, auto* ys, int64_t p0, int64_t p1) {
+                using T = std::remove_cv_t<std::remove_pointer_t<decltype(xs)>>;
+                const T* u = samples.data<T>();
+                std::vector<int64_t> starts[3];
+                for (int i = 0; i < 3; ++i) starts[i].assign(size_t(g.out[i]), 0);
+                for (int64_t pl = p0; pl < p1; ++pl) {
+                  for (int i = 3 - nd; i < 3; ++i) {
+                    const int j = nd == 2 ? 2 - i : i;  // 2 dims: samples are (W, H)
+                    fractional_starts(u[pl * nd + j], g.in[i], g.out[i], g.k[i], starts[i].data());
+                  }
+                  const T* xp = xs + pl * in_plane;
+                  for_windows(
+                      g,
+                      [&](int i, int64_t o, int64_t& st, int64_t& en, int64_t&) {
+                        st = starts[i][size_t(o)];
+                        en = st + g.k[i];
+                      },
+                      [&](int64_t o, const int64_t* st, const int64_t* en, int64_t) {
+                        Best<T> best;
+                        for_box(g, st, en, [&](int64_t pos) { best.see(xp[pos], pos); });
+                        ys[pl * out_plane + o] = best.v;
+                        ind[pl * out_plane + o] = best.at;
+                      });
+                }
+              });
+}
+
 // The divisor of an average window (0: the window is empty, the output is 0).
 int64_t avg_divisor(const int64_t* st, const int64_t* en, int64_t pool, bool count_include_pad,
                     int64_t divisor) {
@@ -277,6 +322,7 @@ void register_pool_kernels() {
   ops::avg_pool.set_kernel(DeviceKind::CPU, avg_pool);
   ops::adaptive_avg_pool.set_kernel(DeviceKind::CPU, adaptive_avg_pool);
   ops::adaptive_max_pool.set_kernel(DeviceKind::CPU, adaptive_max_pool);
+  ops::fractional_max_pool.set_kernel(DeviceKind::CPU, fractional_max_pool);
   ops::max_pool_backward.set_kernel(DeviceKind::CPU, max_pool_backward);
   ops::avg_pool_backward.set_kernel(DeviceKind::CPU, avg_pool_backward);
   ops::adaptive_avg_pool_backward.set_kernel(DeviceKind::CPU, adaptive_avg_pool_backward);

@@ -27,6 +27,7 @@ void register_kernels() {
   register_conv_kernels();
   register_pad_kernels();
   register_interpolate_kernels();
+  register_grid_sample_kernels();
   register_fold_kernels();
   register_group_norm_kernels();
   register_dropout_kernels();

@@ -31,6 +31,7 @@ void register_shape_kernels();
 void register_conv_kernels();
 void register_pad_kernels();
 void register_interpolate_kernels();
+void register_grid_sample_kernels();
 void register_fold_kernels();
 void register_group_norm_kernels();
 void register_dropout_kernels();

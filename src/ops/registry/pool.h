@@ -26,6 +26,13 @@ using AvgPool = void(const Tensor& x, const PoolGeom& g, bool count_include_pad,
 using AdaptiveAvgPool = void(const Tensor& x, const PoolGeom& g, const Tensor& out);
 using AdaptiveMaxPool = void(const Tensor& x, const PoolGeom& g, const Tensor& out, const Tensor& indices);
 
+// Fractional max pooling (Graham's pseudo-random windows of size g.k):
+// samples [planes, nd] contiguous, x's compute dtype, each in [0, 1), in
+// torch's order: (W, H) for 2 dims, (T, H, W) for 3; out and indices as
+// MaxPool's.
+using FractionalMaxPool = void(const Tensor& x, const Tensor& samples, const PoolGeom& g, int nd,
+                               const Tensor& out, const Tensor& indices);
+
 // grad: [planes, out...] float (any layout); indices: int64 [planes, out...];
 // grad_in: [planes, in...] contiguous, grad's dtype (fully written).
 using MaxPoolBackward = void(const Tensor& grad, const Tensor& indices, const PoolGeom& g,
@@ -34,13 +41,14 @@ using AvgPoolBackward = void(const Tensor& grad, const PoolGeom& g, bool count_i
                              const Tensor& grad_in);
 using AdaptiveAvgPoolBackward = void(const Tensor& grad, const PoolGeom& g, const Tensor& grad_in);
 
-#define KILN_OPS_POOL(X)                \
-  X(max_pool, MaxPool)                  \
-  X(avg_pool, AvgPool)                  \
-  X(adaptive_avg_pool, AdaptiveAvgPool) \
-  X(adaptive_max_pool, AdaptiveMaxPool) \
-  X(max_pool_backward, MaxPoolBackward) \
-  X(avg_pool_backward, AvgPoolBackward) \
+#define KILN_OPS_POOL(X)                    \
+  X(max_pool, MaxPool)                      \
+  X(avg_pool, AvgPool)                      \
+  X(adaptive_avg_pool, AdaptiveAvgPool)     \
+  X(adaptive_max_pool, AdaptiveMaxPool)     \
+  X(fractional_max_pool, FractionalMaxPool) \
+  X(max_pool_backward, MaxPoolBackward)     \
+  X(avg_pool_backward, AvgPoolBackward)     \
   X(adaptive_avg_pool_backward, AdaptiveAvgPoolBackward)
 
 }  // namespace kiln::ops

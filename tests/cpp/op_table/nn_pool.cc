@@ -342,7 +342,111 @@ std::vector<Entry> pool_entries() {
   return es;
 }
 
+// ---- fractional max pooling --------------------------------------------------
+// Windows of size k per dim starting at int((i + u) * alpha) - int(u * alpha),
+// alpha = (in - k) / (out - 1), the last at in - k (Graham 2014, as torch). The
+// samples u are eighths and every alpha below a multiple of 1/2, so the window
+// starts are exact in float32 and the oracle's doubles give torch's windows.
+
+struct Fractional {
+  Shape x;  // [N, C, *in] or [C, *in]
+  Ints k, out;
+  int nd() const { return int(k.size()); }
+};
+
+// The sample of plane pl's j-th entry (torch's order: (W, H) or (T, H, W)).
+double fractional_sample(int64_t pl, int j, int nd) { return double((pl * nd + j) * 3 % 8) / 8.0; }
+
+Tensor fractional_samples(const Fractional& f, const Tensor& x) {
+  const int nd = f.nd();
+  const int64_t batch = x.dim() == nd + 2 ? x.size(0) : 1, channels = x.size(x.dim() - nd - 1);
+  std::vector<float> v;
+  for (int64_t pl = 0; pl < batch * channels; ++pl)
+    for (int j = 0; j < nd; ++j) v.push_back(float(fractional_sample(pl, j, nd)));
+  return from_buffer_copy(v.data(), {batch, channels, nd}, DType::Float32).to(x.device());
+}
+
+std::vector<double> fractional_ref(const Fractional& f, const std::vector<double>& xv, const Shape& x,
+                                   bool indices) {
+  const int nd = f.nd();
+  const size_t lead = x.size() - size_t(nd);
+  const int64_t planes = prod(x, 0, lead), in_plane = prod(x, lead, x.size());
+  std::vector<double> y;
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    std::vector<std::vector<int64_t>> starts(static_cast<size_t>(nd));
+    for (int i = 0; i < nd; ++i) {
+      const int64_t in = x[lead + size_t(i)], k = f.k[size_t(i)], out = f.out[size_t(i)];
+      const double u = fractional_sample(pl, nd == 2 ? 1 - i : i, nd);
+      const double alpha = out > 1 ? double(in - k) / double(out - 1) : 0.0;
+      for (int64_t o = 0; o + 1 < out; ++o)
+        starts[size_t(i)].push_back(int64_t((double(o) + u) * alpha) - int64_t(u * alpha));
+      starts[size_t(i)].push_back(in - k);
+    }
+    const double* xp = xv.data() + pl * in_plane;
+    const int64_t cells = prod(Shape(f.out.begin(), f.out.end()), 0, size_t(nd));
+    for (int64_t cell = 0; cell < cells; ++cell) {
+      std::vector<int64_t> o(static_cast<size_t>(nd));
+      for (int64_t t = cell, i = nd - 1; i >= 0; --i)
+        o[size_t(i)] = t % f.out[size_t(i)], t /= f.out[size_t(i)];
+      double best = -std::numeric_limits<double>::infinity();
+      int64_t at = -1;
+      const int64_t window = prod(Shape(f.k.begin(), f.k.end()), 0, size_t(nd));
+      for (int64_t w = 0; w < window; ++w) {  // row-major over the window
+        int64_t pos = 0;
+        for (int64_t t = w, i = 0, rest = window; i < nd; ++i) {
+          rest /= f.k[size_t(i)];
+          const int64_t off = t / rest;
+          t %= rest;
+          pos = pos * x[lead + size_t(i)] + starts[size_t(i)][size_t(o[size_t(i)])] + off;
+        }
+        if (at < 0) at = pos;
+        if (std::isnan(xp[pos]) || xp[pos] > best) best = xp[pos], at = pos;
+      }
+      y.push_back(indices ? double(at) : best);
+    }
+  }
+  return y;
+}
+
+Entry fractional_entry(const Fractional& f, bool indices, std::vector<double> specials = {}) {
+  Entry e;
+  e.op = "fractional_max_pool";
+  e.dtypes = indices ? std::vector<DType>{DType::Float32, DType::Float64} : kFloats;
+  const bool batched = int(f.x.size()) == f.nd() + 2;
+  e.shapes = [f, batched](ShapeClass sc) { return classes(f.x, sc, batched); };
+  e.call = [f, indices](const std::vector<Tensor>& x) {
+    const PoolResult r = fractional_max_pool(x[0], f.k, f.out, fractional_samples(f, x[0]));
+    return indices ? r.indices : r.values;
+  };
+  e.oracle = [f, indices](const Inputs& in, const Tensor&) {
+    return fractional_ref(f, in.values[0], in.shapes[0], indices);
+  };
+  e.condition = distinct;  // no ties: one index, one derivative
+  e.specials = std::move(specials);
+  e.ulps = 0;
+  return e;
+}
+
+std::vector<Entry> fractional_entries() {
+  // alphas: (7 - 2) / 2 = 2.5 and (9 - 3) / 4 = 1.5; (5 - 1) / 2 = 2, (8 - 2) / 3 = 2 and (7 - 2) / 5 = 1
+  const std::vector<Fractional> fs = {
+      {{2, 3, 7, 9}, {2, 3}, {3, 5}},
+      {{3, 7, 9}, {2, 3}, {3, 5}},
+      {{2, 2, 5, 8, 7}, {1, 2, 2}, {3, 4, 6}},
+  };
+  std::vector<Entry> es;
+  for (const Fractional& f : fs) {
+    es.push_back(fractional_entry(f, false));
+    es.push_back(fractional_entry(f, true));
+  }
+  // NaN wins (the last NaN of a window), -inf never beats a finite value.
+  es.push_back(fractional_entry(fs[0], false, {kNaN, -kInf}));
+  es.push_back(fractional_entry(fs[0], true, {kNaN, -kInf}));
+  return es;
+}
+
 KILN_OP_TABLE(pool_entries());
+KILN_OP_TABLE(fractional_entries());
 
 }  // namespace
 }  // namespace op_table
