@@ -11,6 +11,7 @@
 #include "config_dict.h"
 #include "kiln/io/gguf.h"
 #include "kiln/io/gguf_names.h"
+#include "kiln/io/gguf_quantize.h"
 #include "kiln/io/model_config.h"
 #include "kiln/io/safetensors.h"
 
@@ -323,4 +324,28 @@ void init_io(nb::module_& m) {
         return config_dict(parse_hf_config(std::string(py::utf8(text, "config", "text"))));
       },
       "text"_a, "Parses the text of a Hugging Face config.json.");
+  m.def(
+      "io_quantize_gguf",
+      [](nb::handle src_arg, nb::handle out_arg, const std::string& type, bool allow_requantize) {
+        const std::string src = py::to_path(src_arg, "src"), out = py::to_path(out_arg, "out");
+        QuantizeOptions o;
+        o.recipe = type;
+        o.allow_requantize = allow_requantize;
+        QuantizeSummary s;
+        {
+          nb::gil_scoped_release nogil;
+          s = quantize_gguf(src, out, o);
+        }
+        nb::dict d;
+        d["in_bytes"] = s.in_bytes;
+        d["out_bytes"] = s.out_bytes;
+        d["file_bytes"] = s.file_bytes;
+        d["weights"] = s.weights;
+        d["quantized"] = s.quantized;
+        d["copied"] = s.copied;
+        return d;
+      },
+      "src"_a, "out"_a, "type"_a = "Q4_K_M", "allow_requantize"_a = false,
+      "Writes `out`, the GGUF `src` with its weight matrices re-encoded per `type` (a recipe such as "
+      "Q4_K_M or Q8_0; see `kiln quantize --help`). Returns byte and tensor counts as a dict.");
 }

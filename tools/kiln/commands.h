@@ -30,6 +30,7 @@ Command add_chat(CLI::App& parent);         // chat.cc
 Command add_serve(CLI::App& parent);        // serve.cc
 Command add_perplexity(CLI::App& parent);   // perplexity.cc
 Command add_convert(CLI::App& parent);      // convert.cc
+Command add_quantize(CLI::App& parent);     // quantize.cc
 Command add_bench_generate(CLI::App& bench);  // bench_generate.cc
 Command add_bench_train(CLI::App& bench);     // bench_train.cc
 Command add_bench_vae(CLI::App& bench);       // bench_vae.cc

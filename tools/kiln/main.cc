@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   commands.push_back(kiln::cli::add_serve(app));
   commands.push_back(kiln::cli::add_perplexity(app));
   commands.push_back(kiln::cli::add_convert(app));
+  commands.push_back(kiln::cli::add_quantize(app));
   // Listed for --help; `kiln finetune|vae ...` run python -m kiln.finetune|vae before parsing.
   app.add_subcommand("finetune",
                      "LoRA fine-tuning in Python (python -m kiln.finetune; see kiln finetune --help).");

@@ -1,0 +1,216 @@
+// quantize_gguf: a GGUF in, the same model re-encoded per a recipe out.
+// Recipes (kiln's, after llama.cpp's names and mixes):
+//   F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0: every matrix that type.
+//   Q6_K:   every matrix Q6_K.
+//   Q5_K_S: Q5_K; the output head Q6_K.
+//   Q5_K_M: Q5_K; the head, and attn_v / ffn_down in the layers that get
+//           more bits (the first and last eighth, and every third between), Q6_K.
+//   Q4_K_S: Q4_K; the head Q6_K; attn_v / ffn_down in the first eighth Q5_K.
+//   Q4_K_M: Q4_K; the head, and attn_v / ffn_down in the more-bits layers, Q6_K.
+// The head is output.weight, or token_embd.weight when the model ties them.
+#include "kiln/io/gguf_quantize.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <string_view>
+
+#include "kiln/error.h"
+#include "kiln/io/gguf_writer.h"
+#include "kiln/thread_pool.h"
+
+namespace kiln::io {
+namespace {
+
+struct Recipe {
+  const char* name;
+  uint32_t ftype;  // llama.cpp's llama_ftype, stored as general.file_type
+  GGMLType base;   // every matrix not named below
+  GGMLType head;
+  std::optional<GGMLType> more_bits;     // attn_v / ffn_down in the more-bits layers
+  std::optional<GGMLType> first_eighth;  // attn_v / ffn_down in the first eighth of the layers
+};
+
+const Recipe kRecipes[] = {
+    {"F32", 0, GGMLType::F32, GGMLType::F32, {}, {}},
+    {"F16", 1, GGMLType::F16, GGMLType::F16, {}, {}},
+    {"BF16", 32, GGMLType::BF16, GGMLType::BF16, {}, {}},
+    {"Q4_0", 2, GGMLType::Q4_0, GGMLType::Q4_0, {}, {}},
+    {"Q4_1", 3, GGMLType::Q4_1, GGMLType::Q4_1, {}, {}},
+    {"Q5_0", 8, GGMLType::Q5_0, GGMLType::Q5_0, {}, {}},
+    {"Q5_1", 9, GGMLType::Q5_1, GGMLType::Q5_1, {}, {}},
+    {"Q8_0", 7, GGMLType::Q8_0, GGMLType::Q8_0, {}, {}},
+    {"Q4_K_S", 14, GGMLType::Q4_K, GGMLType::Q6_K, {}, GGMLType::Q5_K},
+    {"Q4_K_M", 15, GGMLType::Q4_K, GGMLType::Q6_K, GGMLType::Q6_K, {}},
+    {"Q5_K_S", 16, GGMLType::Q5_K, GGMLType::Q6_K, {}, {}},
+    {"Q5_K_M", 17, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q6_K, {}},
+    {"Q6_K", 18, GGMLType::Q6_K, GGMLType::Q6_K, {}, {}},
+};
+
+const Recipe& find_recipe(std::string name) {
+  for (char& c : name) c = char(std::toupper(static_cast<unsigned char>(c)));
+  if (name == "Q4_K") name = "Q4_K_M";  // llama.cpp's aliases
+  if (name == "Q5_K") name = "Q5_K_M";
+  for (const Recipe& r : kRecipes)
+    if (name == r.name) return r;
+  KILN_CHECK(false, ValueError,
+             "[quantize] unknown type '" << name << "' (kiln writes " << gguf_quantize_recipe_names() << ")");
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// The N of "blk.N.", or -1.
+int64_t layer_of(std::string_view name) {
+  if (name.substr(0, 4) != "blk.") return -1;
+  int64_t n = 0;
+  size_t k = 4;
+  for (; k < name.size() && name[k] >= '0' && name[k] <= '9'; ++k) n = n * 10 + (name[k] - '0');
+  return k > 4 && k < name.size() && name[k] == '.' ? n : -1;
+}
+
+// llama.cpp's use_more_bits: the first and last eighth, and every third layer between.
+bool more_bits_layer(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+// A matrix the recipe re-encodes: a weight of two or more dims, not the MoE router
+// (kept in float, as llama.cpp keeps it).
+bool is_matrix(const GGUFTensorInfo& t) {
+  return t.ne.size() >= 2 && ends_with(t.name, ".weight") && t.name.find("ffn_gate_inp") == std::string::npos;
+}
+
+// The type a matrix gets: the recipe's choice, then the fallback its row length needs.
+GGMLType target_type(const Recipe& r, const GGUFTensorInfo& t, bool is_head, int64_t n_layers) {
+  GGMLType want = r.base;
+  const int64_t layer = layer_of(t.name);
+  const bool v_or_down =
+      t.name.find(".attn_v.") != std::string::npos || t.name.find(".ffn_down") != std::string::npos;
+  if (is_head)
+    want = r.head;
+  else if (v_or_down && layer >= 0 && r.more_bits && more_bits_layer(layer, n_layers))
+    want = *r.more_bits;
+  else if (v_or_down && layer >= 0 && r.first_eighth && layer < std::max<int64_t>(1, n_layers / 8))
+    want = *r.first_eighth;
+  const int64_t row = t.ne[0];
+  if (row % 256 != 0) {
+    if (want == GGMLType::Q4_K) want = GGMLType::Q5_0;
+    if (want == GGMLType::Q5_K) want = GGMLType::Q5_1;
+    if (want == GGMLType::Q6_K) want = GGMLType::Q8_0;
+  }
+  if (row % int64_t(ggml_type_info(uint32_t(want))->block_size) != 0) want = GGMLType::F16;
+  return want;
+}
+
+bool is_block_type(GGMLType t) { return !ggml_plain_dtype(t).has_value(); }
+
+int64_t layer_count(const GGUFFile& f) {
+  if (auto n = f.get_int(f.architecture() + ".block_count")) return *n;
+  int64_t n = 0;
+  for (const GGUFTensorInfo& t : f.tensors()) n = std::max(n, layer_of(t.name) + 1);
+  return n;
+}
+
+GGUFValue uint32_value(uint32_t v) {
+  GGUFValue g;
+  g.type = GGUFType::UInt32;
+  g.u = v;
+  g.i = int64_t(v);
+  return g;
+}
+
+// Re-encodes tensor `t` of `src` as `to` into dst, rows in parallel.
+void encode_tensor(const GGUFFile& src, const GGUFTensorInfo& t, GGMLType to, uint8_t* dst) {
+  const int64_t ne0 = t.ne[0], rows = ne0 == 0 ? 0 : t.numel / ne0;
+  const uint64_t in_row = ggml_tensor_bytes(t.type, {ne0}), out_row = ggml_tensor_bytes(to, {ne0});
+  const uint8_t* base = src.file()->data() + t.offset;
+  std::atomic<int64_t> bad_row{-1};
+  parallel_for(0, rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(ne0, 1)), [&](int64_t b, int64_t e) {
+    std::vector<float> row(static_cast<size_t>(ne0));
+    for (int64_t r = b; r < e; ++r) {
+      dequantize_row(t.type, base + uint64_t(r) * in_row, row.data(), ne0);
+      if (!std::all_of(row.begin(), row.end(), [](float v) { return std::isfinite(v); })) {
+        int64_t none = -1;
+        bad_row.compare_exchange_strong(none, r);
+        return;
+      }
+      quantize_row(to, row.data(), dst + uint64_t(r) * out_row, ne0);
+    }
+  });
+  KILN_CHECK(bad_row.load() < 0, ValueError,
+             "[quantize] " << t.name << " holds NaN or infinite values (row " << bad_row.load()
+                           << "); a quantized block cannot hold them");
+}
+
+}  // namespace
+
+const std::string& gguf_quantize_recipe_names() {
+  static const std::string names = [] {
+    std::string s;
+    for (const Recipe& r : kRecipes) s += (s.empty() ? "" : ", ") + std::string(r.name);
+    return s + " (Q4_K and Q5_K mean Q4_K_M and Q5_K_M)";
+  }();
+  return names;
+}
+
+QuantizeSummary quantize_gguf(const std::string& in, const std::string& out, const QuantizeOptions& options) {
+  const Recipe& recipe = find_recipe(options.recipe);
+  std::error_code ec;
+  KILN_CHECK(!std::filesystem::equivalent(in, out, ec), ValueError,
+             "[quantize] the output " << out << " is the input; write a new file");
+  const GGUFFile src = GGUFFile::open(in);
+  const int64_t n_layers = layer_count(src);
+  const bool has_output = src.find_tensor("output.weight") != nullptr;
+
+  QuantizeSummary sum;
+  std::vector<GGUFWriteTensor> plan;
+  for (const GGUFTensorInfo& t : src.tensors()) {
+    GGMLType to = t.type;
+    if (is_matrix(t)) {
+      const bool head = t.name == "output.weight" || (!has_output && t.name == "token_embd.weight");
+      to = target_type(recipe, t, head, n_layers);
+      const GGMLTypeInfo* from = ggml_type_info(uint32_t(t.type));
+      KILN_CHECK(to == t.type || from->dequantizable, NotImplementedError,
+                 "[quantize] " << t.name << " is " << from->name << ", which kiln does not read (it reads "
+                               << ggml_dequantizable_type_names() << ")");
+      KILN_CHECK(to == t.type || !is_block_type(t.type) || !is_block_type(to) || options.allow_requantize,
+                 ValueError,
+                 "[quantize] " << t.name << " is already " << from->name << "; re-quantizing it to "
+                               << ggml_type_info(uint32_t(to))->name
+                               << " stacks two roundings. Quantize from an F32/F16/BF16 GGUF, or pass "
+                                  "--allow-requantize");
+    }
+    plan.push_back({t.name, to, t.ne});
+    sum.in_bytes += t.nbytes;
+    sum.weights += t.numel;
+  }
+
+  std::vector<std::pair<std::string, GGUFValue>> metadata;
+  for (const auto& kv : src.metadata())
+    if (kv.first != "general.file_type" && kv.first != "general.quantization_version") metadata.push_back(kv);
+  metadata.emplace_back("general.quantization_version", uint32_value(2));
+  metadata.emplace_back("general.file_type", uint32_value(recipe.ftype));
+
+  const auto& infos = src.tensors();
+  write_gguf(out, metadata, plan, src.alignment(), [&](size_t k, uint8_t* dst) {
+    const GGUFTensorInfo& t = infos[k];
+    const GGMLType to = plan[k].type;
+    const uint64_t bytes = ggml_tensor_bytes(to, t.ne);
+    if (to == t.type) {
+      if (bytes) std::memcpy(dst, src.file()->data() + t.offset, bytes);
+      ++sum.copied;
+    } else {
+      encode_tensor(src, t, to, dst);
+      ++sum.quantized;
+    }
+    sum.out_bytes += bytes;
+    if (options.progress) options.progress({k, infos.size(), t.name, t.type, to, t.shape, bytes});
+  });
+  sum.file_bytes = uint64_t(std::filesystem::file_size(out));
+  return sum;
+}
+
+}  // namespace kiln::io

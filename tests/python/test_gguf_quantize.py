@@ -1,0 +1,317 @@
+# Writing GGUF block types: kiln.io.quantize_gguf and `kiln quantize`.
+# Legacy types (Q4_0..Q8_0) must equal gguf.quants.quantize byte for byte; the
+# K types, which ggml leaves to the writer's fit, are decoded with
+# gguf.quants.dequantize and their error measured against the input (and
+# against the legacy types at equal or fewer bits). Recipes are checked tensor
+# by tensor; the file must read back through gguf's reader with every metadata
+# key kept, and run in kiln (and llama.cpp when llama-cpp-python is installed).
+import subprocess
+
+import numpy as np
+import pytest
+
+import kiln
+import kiln.io
+from io_util import kiln_cli
+
+gguf = pytest.importorskip("gguf")
+Q = gguf.GGMLQuantizationType
+LEGACY = [Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0]
+
+
+def write_tensors(path, tensors, arch="llama", extra_kv=None):
+    w = gguf.GGUFWriter(str(path), arch)
+    for key, value in (extra_kv or {}).items():
+        w.add_string(key, value)
+    for name, a in tensors.items():
+        w.add_tensor(name, a)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def read(path):
+    r = gguf.GGUFReader(str(path))
+    return r, {t.name: t for t in r.tensors}
+
+
+def decoded(t):
+    """A block tensor of gguf's reader decoded by gguf-py, as float32 [rows, row length]."""
+    x = gguf.quants.dequantize(np.asarray(t.data), t.tensor_type)
+    return x.reshape(-1, int(t.shape[0])).astype(np.float32)
+
+
+def field_value(r, key):
+    """A scalar metadata value: its numpy parts (a string's bytes, a number's one element)."""
+    f = r.fields[key]
+    return f.parts[f.data[0]]
+
+
+@pytest.mark.parametrize("qtype", LEGACY, ids=lambda q: q.name)
+def test_legacy_types_equal_gguf_py_bytes(tmp_path, rng, qtype):
+    # Gaussian rows, rows with an outlier, constant and zero blocks, a row whose
+    # largest magnitude is negative and one with ties for it.
+    x = (rng.standard_normal((9, 32 * 7)) * rng.uniform(0.01, 10, (9, 1))).astype(np.float32)
+    x[1, 5] = 40.0
+    x[2, :32] = 0.25
+    x[3, 32:64] = 0.0
+    x[4, 70] = -x[4].__abs__().max() * 3
+    x[5, 96:128] = np.where(np.arange(32) % 2, 2.0, -2.0)
+    src, out = tmp_path / "src.gguf", tmp_path / "out.gguf"
+    write_tensors(src, {"blk.0.ffn_up.weight": x})
+    s = kiln.io.quantize_gguf(src, out, qtype.name)
+    assert s["quantized"] == 1 and s["copied"] == 0
+    _, t = read(out)
+    got = t["blk.0.ffn_up.weight"]
+    assert got.tensor_type == qtype
+    want = gguf.quants.quantize(x, qtype)
+    np.testing.assert_array_equal(np.asarray(got.data).reshape(want.shape), want)
+
+
+# Relative RMS error ceilings on Gaussian rows; the decoded error is also
+# compared with gguf-py's legacy encoders at equal or fewer bits per weight.
+K_TYPES = {Q.Q4_K: (0.095, Q.Q4_1), Q.Q5_K: (0.047, Q.Q5_1), Q.Q6_K: (0.024, Q.Q5_1)}
+
+
+@pytest.mark.parametrize("qtype", list(K_TYPES), ids=lambda q: q.name)
+def test_k_types_decode_close_to_their_input(tmp_path, rng, qtype):
+    ceiling, legacy = K_TYPES[qtype]
+    x = rng.standard_normal((16, 256 * 3)).astype(np.float32)
+    x[:, :256] *= rng.uniform(0.001, 100, (16, 1)).astype(np.float32)  # scales per super-block
+    x[3, 256:512] = 0.0  # an all-zero super-block
+    x[4, 512:] = np.abs(x[4, 512:]) + 1  # all positive: the min must stay at or below zero
+    x[5, 300] = 50.0  # an outlier
+    src, out = tmp_path / "src.gguf", tmp_path / "out.gguf"
+    write_tensors(src, {"blk.0.ffn_up.weight": x})  # ffn_up: Q4_K_M's base type
+    kiln.io.quantize_gguf(src, out, qtype.name)
+    _, t = read(out)
+    got = t["blk.0.ffn_up.weight"]
+    assert got.tensor_type == qtype
+    y = decoded(got)
+    assert np.isfinite(y).all()
+    np.testing.assert_array_equal(y[3, 256:512], 0)
+    # Error per super-block, relative to its RMS.
+    blocks = x.reshape(-1, 256)
+    err = (y.reshape(-1, 256) - blocks)
+    rms = np.sqrt((blocks**2).mean(1))
+    rel = np.sqrt((err**2).mean(1))[rms > 0] / rms[rms > 0]
+    gauss = rel[np.arange(len(rel)) % 3 != 0]  # the unscaled Gaussian blocks
+    assert np.median(gauss) < ceiling, np.median(gauss)
+    assert rel.max() < 3 * ceiling, rel.max()
+    # No worse than the legacy type of at least as many bits.
+    ref = gguf.quants.dequantize(gguf.quants.quantize(x, legacy), legacy).reshape(x.shape)
+    assert np.sqrt(((y - x) ** 2).mean()) <= np.sqrt(((ref - x) ** 2).mean())
+
+
+def test_kiln_reads_what_it_wrote_as_gguf_does(tmp_path, rng):
+    x = rng.standard_normal((6, 512)).astype(np.float32)
+    src = tmp_path / "src.gguf"
+    write_tensors(src, {"blk.0.ffn_gate.weight": x})
+    for qtype in [*LEGACY, *K_TYPES]:
+        out = tmp_path / f"{qtype.name}.gguf"
+        kiln.io.quantize_gguf(src, out, qtype.name)
+        _, t = read(out)
+        got = np.asarray(kiln.io.GGUFFile(str(out)).dequantize("blk.0.ffn_gate.weight"))
+        np.testing.assert_array_equal(got, decoded(t["blk.0.ffn_gate.weight"]))
+
+
+# ---- recipes over a model ----
+
+H, NH, NKV, HD, FF, V, LAYERS = 256, 4, 2, 64, 512, 96, 8
+
+
+def write_model(path, rng, hidden=H, layers=LAYERS, tied=False):
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(layers)
+    w.add_context_length(64)
+    w.add_embedding_length(hidden)
+    w.add_feed_forward_length(FF)
+    w.add_head_count(NH)
+    w.add_head_count_kv(NKV)
+    w.add_key_length(HD)
+    w.add_value_length(HD)
+    w.add_rope_dimension_count(HD)
+    w.add_rope_freq_base(10000.0)
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_vocab_size(V)
+    w.add_string("general.name", "tiny")
+    w.add_array("kiln.test.ints", [1, -2, 3])
+    w.add_file_type(1)
+    f16 = lambda *s: (rng.standard_normal(s) * 0.05).astype(np.float16)
+    w.add_tensor("token_embd.weight", f16(V, hidden))
+    if not tied:
+        w.add_tensor("output.weight", f16(V, hidden))
+    w.add_tensor("output_norm.weight", np.ones(hidden, np.float32))
+    for i in range(layers):
+        p = f"blk.{i}."
+        w.add_tensor(p + "attn_norm.weight", np.ones(hidden, np.float32))
+        w.add_tensor(p + "ffn_norm.weight", np.ones(hidden, np.float32))
+        w.add_tensor(p + "attn_q.weight", f16(NH * HD, hidden))
+        w.add_tensor(p + "attn_k.weight", f16(NKV * HD, hidden))
+        w.add_tensor(p + "attn_v.weight", f16(NKV * HD, hidden))
+        w.add_tensor(p + "attn_output.weight", f16(hidden, NH * HD))
+        w.add_tensor(p + "ffn_gate.weight", f16(FF, hidden))
+        w.add_tensor(p + "ffn_up.weight", f16(FF, hidden))
+        w.add_tensor(p + "ffn_down.weight", f16(hidden, FF))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+MORE_BITS = {0, 3, 6, 7}  # 8 layers: the first and last eighth, and every third between
+
+
+def expected_type(recipe, name, tied=False):
+    if name.endswith("_norm.weight"):
+        return Q.F32
+    head = name == "output.weight" or (tied and name == "token_embd.weight")
+    layer = int(name.split(".")[1]) if name.startswith("blk.") else -1
+    v_or_down = ".attn_v." in name or ".ffn_down." in name
+    if recipe in ("Q4_K_M", "Q5_K_M"):
+        base = Q.Q4_K if recipe == "Q4_K_M" else Q.Q5_K
+        return Q.Q6_K if head or (v_or_down and layer in MORE_BITS) else base
+    if recipe == "Q4_K_S":
+        return Q.Q6_K if head else Q.Q5_K if v_or_down and layer == 0 else Q.Q4_K
+    if recipe == "Q5_K_S":
+        return Q.Q6_K if head else Q.Q5_K
+    return Q[recipe]
+
+
+FTYPE = {"Q8_0": 7, "Q4_0": 2, "Q4_K_S": 14, "Q4_K_M": 15, "Q5_K_S": 16, "Q5_K_M": 17, "Q6_K": 18, "F16": 1}
+
+
+@pytest.mark.parametrize("tied", [False, True], ids=["untied", "tied"])
+@pytest.mark.parametrize("recipe", list(FTYPE))
+def test_recipe_types_metadata_and_logits(tmp_path, rng, recipe, tied):
+    src, out = tmp_path / "src.gguf", tmp_path / "out.gguf"
+    write_model(src, rng, tied=tied)
+    s = kiln.io.quantize_gguf(src, out, recipe)
+    r, tensors = read(out)
+    r0, src_tensors = read(src)
+    assert list(tensors) == list(src_tensors)  # every tensor, in order
+    for name, t in tensors.items():
+        assert t.tensor_type == expected_type(recipe, name, tied), name
+        assert list(t.shape) == list(src_tensors[name].shape)
+    # Metadata: every source key, file_type set for the recipe.
+    assert set(r.fields) == set(r0.fields) | {"general.quantization_version"}
+    assert int(field_value(r, "general.file_type")[0]) == FTYPE[recipe]
+    assert bytes(field_value(r, "general.name")) == b"tiny"
+    f = r.fields["kiln.test.ints"]
+    assert [int(f.parts[k][0]) for k in f.data] == [1, -2, 3]
+    assert s["out_bytes"] < s["in_bytes"] or recipe == "F16"
+    # kiln runs it: natively as stored (the logits of its own f32 dequantization,
+    # to rounding that 8 random layers amplify), and its logits follow the
+    # source's the closer the more bits. (Native holds plain F16 matrices as
+    # FP8, so F16 is compared through f32 only.)
+    ids = [1, 5, 9, 33, 70, 2]
+    want = np.asarray(kiln.llm.load(str(src), dtype="f32").logits(ids))
+    deq = np.asarray(kiln.llm.load(str(out), dtype="f32").logits(ids))
+    if recipe != "F16":
+        got = np.asarray(kiln.llm.load(str(out), dtype="native").logits(ids))
+        np.testing.assert_allclose(got, deq, rtol=0, atol=5e-3 * np.abs(deq).max())
+    corr = np.corrcoef(deq.ravel(), want.ravel())[0, 1]
+    assert corr > MIN_CORRELATION[recipe], corr
+
+
+# Lowest correlation of the quantized model's logits with the source's seen
+# over 6 seeds, less a margin: 0.9996, 0.921, 0.947, 0.952, 0.986, 0.988, 0.996, 1.0.
+MIN_CORRELATION = {"Q8_0": 0.999, "Q4_0": 0.85, "Q4_K_S": 0.9, "Q4_K_M": 0.9, "Q5_K_S": 0.97, "Q5_K_M": 0.97,
+                   "Q6_K": 0.99, "F16": 0.9999}
+
+
+def test_rows_that_are_not_whole_super_blocks_fall_back(tmp_path, rng):
+    # hidden 288 = 9 blocks of 32 but not 256: K types fall back as llama.cpp does.
+    src, out = tmp_path / "src.gguf", tmp_path / "out.gguf"
+    write_model(src, rng, hidden=288, layers=1)
+    kiln.io.quantize_gguf(src, out, "Q4_K_M")
+    _, t = read(out)
+    assert t["blk.0.attn_q.weight"].tensor_type == Q.Q5_0  # Q4_K -> Q5_0
+    assert t["blk.0.attn_v.weight"].tensor_type == Q.Q8_0  # Q6_K -> Q8_0
+    assert t["output.weight"].tensor_type == Q.Q8_0
+    assert t["blk.0.ffn_down.weight"].tensor_type == Q.Q6_K  # rows of 512
+    kiln.io.quantize_gguf(src, out, "Q5_K_S")
+    _, t = read(out)
+    assert t["blk.0.attn_q.weight"].tensor_type == Q.Q5_1  # Q5_K -> Q5_1
+    # Rows of 40 are not even 32-element blocks: F16.
+    write_tensors(src, {"blk.0.ffn_up.weight": rng.standard_normal((3, 40)).astype(np.float32)})
+    kiln.io.quantize_gguf(src, out, "Q8_0")
+    _, t = read(out)
+    assert t["blk.0.ffn_up.weight"].tensor_type == Q.F16
+
+
+def test_already_quantized_tensors(tmp_path, rng):
+    src, mid, out = tmp_path / "src.gguf", tmp_path / "mid.gguf", tmp_path / "out.gguf"
+    write_model(src, rng, layers=1)
+    kiln.io.quantize_gguf(src, mid, "Q8_0")
+    # The same type again: copied byte for byte.
+    s = kiln.io.quantize_gguf(mid, out, "Q8_0")
+    assert s["quantized"] == 0
+    assert out.read_bytes() == mid.read_bytes()
+    # Another block type: refused unless asked for.
+    with pytest.raises(ValueError, match=r"^\[quantize\] .* is already Q8_0.*--allow-requantize") as e:
+        kiln.io.quantize_gguf(mid, tmp_path / "x.gguf", "Q4_K_M")
+    assert "\n" not in str(e.value)
+    assert not (tmp_path / "x.gguf").exists() and not (tmp_path / "x.gguf.tmp").exists()
+    kiln.io.quantize_gguf(mid, out, "Q4_K_M", allow_requantize=True)
+    assert read(out)[1]["blk.0.ffn_up.weight"].tensor_type == Q.Q4_K
+
+
+def test_bad_input_is_refused_and_nothing_is_left(tmp_path, rng):
+    src = tmp_path / "src.gguf"
+    x = rng.standard_normal((4, 64)).astype(np.float32)
+    x[2, 7] = np.nan
+    write_tensors(src, {"blk.0.ffn_up.weight": rng.standard_normal((4, 64)).astype(np.float32),
+                        "blk.3.attn_k.weight": x})
+    out = tmp_path / "out.gguf"
+    with pytest.raises(ValueError, match=r"blk\.3\.attn_k\.weight holds NaN or infinite values \(row 2\)"):
+        kiln.io.quantize_gguf(src, out, "Q8_0")
+    assert list(tmp_path.iterdir()) == [src]
+    with pytest.raises(ValueError, match=r"unknown type 'Q3_K_XL' \(kiln writes F32, .*Q4_K_M"):
+        kiln.io.quantize_gguf(src, out, "Q3_K_XL")
+    with pytest.raises(ValueError, match="is the input"):
+        kiln.io.quantize_gguf(src, src, "Q8_0")
+    with pytest.raises(FileNotFoundError):
+        kiln.io.quantize_gguf(tmp_path / "missing.gguf", out, "Q8_0")
+    with pytest.raises(OSError):
+        kiln.io.quantize_gguf(src, tmp_path / "no-dir" / "out.gguf", "F16")
+
+
+def test_cli(tmp_path, rng):
+    cli = kiln_cli()
+    if cli is None:
+        pytest.skip("kiln CLI not installed")
+    src, out = tmp_path / "src.gguf", tmp_path / "out.gguf"
+    write_model(src, rng, layers=2)
+    r = subprocess.run([cli, "quantize", str(src), str(out), "--type", "q4_k"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"wrote {out}: ") and "bits per weight" in r.stdout
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == len(read(src)[1]) and "blk.0.attn_v.weight" in r.stderr and "F16 -> Q6_K" in r.stderr
+    assert read(out)[1]["blk.1.ffn_gate.weight"].tensor_type == Q.Q4_K
+    # An existing output needs --force; bad types and requantizing exit 1 or 2 with one line.
+    r = subprocess.run([cli, "quantize", str(src), str(out)], capture_output=True, text=True)
+    assert r.returncode == 2 and "exists; pass --force" in r.stderr
+    r = subprocess.run([cli, "quantize", "-q", str(src), str(out), "--force", "-t", "Q8_0"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stderr == ""
+    r = subprocess.run([cli, "quantize", str(out), str(tmp_path / "b.gguf"), "-t", "Q4_0"], capture_output=True, text=True)
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and "--allow-requantize" in r.stderr
+    r = subprocess.run([cli, "quantize", str(tmp_path), str(tmp_path / "b.gguf")], capture_output=True, text=True)
+    assert r.returncode == 2 and "reads a GGUF file" in r.stderr
+
+
+def test_llama_cpp_runs_the_file(tmp_path, rng):
+    llama_cpp = pytest.importorskip("llama_cpp")
+    src, out = tmp_path / "src.gguf", tmp_path / "out.gguf"
+    write_model(src, rng, layers=2)
+    kiln.io.quantize_gguf(src, out, "Q4_K_M")
+    params = llama_cpp.llama_model_default_params()
+    model = llama_cpp.llama_model_load_from_file(str(out).encode(), params)
+    if not model:  # a tokenizer-less file may be refused by builds that insist on a vocabulary
+        pytest.skip("llama.cpp refused a GGUF without a vocabulary")
+    try:
+        assert llama_cpp.llama_model_n_params(model) == sum(
+            int(np.prod(t.shape)) for t in read(out)[1].values())
+    finally:
+        llama_cpp.llama_model_free(model)
