@@ -170,18 +170,31 @@ Tensor GGUFFile::load_hf(std::string_view name, DType dtype) const {
   return w;
 }
 
-Tensor unpermute_qk_rows(const Tensor& w, int64_t n_head) {
-  KILN_CHECK(w.dim() >= 1 && n_head > 0, ValueError, "[gguf.unpermute_qk] needs a tensor and n_head > 0");
+namespace {
+
+// Moves each head's rows between the two rope orders (see unpermute_qk_rows).
+Tensor swap_rope_halves(const Tensor& w, int64_t n_head, bool to_interleaved, const char* op) {
+  KILN_CHECK(w.dim() >= 1 && n_head > 0, ValueError, "[" << op << "] needs a tensor and n_head > 0");
   const int64_t rows = w.size(0);
   KILN_CHECK(n_head <= rows, ValueError,
-             "[gguf.unpermute_qk] " << rows << " rows cannot hold " << n_head << " heads");
-  KILN_CHECK(
-      rows % (2 * n_head) == 0, ValueError,
-      "[gguf.unpermute_qk] " << rows << " rows do not split into " << n_head << " heads of rope pairs");
-  const int64_t inner = w.numel() / std::max<int64_t>(rows, 1);
-  // [rows, inner] -> [n_head, d/2, 2, inner] -> swap (d/2, 2) -> [rows, ...]
-  Tensor v = w.contiguous().reshape({n_head, rows / n_head / 2, 2, inner});
+             "[" << op << "] " << rows << " rows cannot hold " << n_head << " heads");
+  KILN_CHECK(rows % (2 * n_head) == 0, ValueError,
+             "[" << op << "] " << rows << " rows do not split into " << n_head << " heads of rope pairs");
+  const int64_t inner = w.numel() / std::max<int64_t>(rows, 1), half = rows / n_head / 2;
+  // Interleaved rows are [n_head, d/2, 2]; rotate-half rows [n_head, 2, d/2].
+  Tensor v = to_interleaved ? w.contiguous().reshape({n_head, 2, half, inner})
+                            : w.contiguous().reshape({n_head, half, 2, inner});
   return v.transpose(1, 2).contiguous().reshape(w.sizes());
+}
+
+}  // namespace
+
+Tensor unpermute_qk_rows(const Tensor& w, int64_t n_head) {
+  return swap_rope_halves(w, n_head, false, "gguf.unpermute_qk");
+}
+
+Tensor permute_qk_rows(const Tensor& w, int64_t n_head) {
+  return swap_rope_halves(w, n_head, true, "gguf.permute_qk");
 }
 
 }  // namespace kiln::io

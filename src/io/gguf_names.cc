@@ -63,4 +63,29 @@ std::string gguf_to_hf_name(std::string_view n, std::string_view arch) {
   return "";
 }
 
+std::string hf_to_gguf_name(std::string_view n, std::string_view arch) {
+  if (n == "model.embed_tokens.weight") return "token_embd.weight";
+  if (n == "model.norm.weight") return "output_norm.weight";
+  if (n == "lm_head.weight") return "output.weight";
+  constexpr std::string_view kPrefix = "model.layers.";
+  if (n.substr(0, kPrefix.size()) != kPrefix) return "";
+  std::string_view rest = n.substr(kPrefix.size());
+  const size_t dot = rest.find('.');
+  if (dot == std::string_view::npos || dot == 0 || dot > 6) return "";
+  for (char c : rest.substr(0, dot))
+    if (c < '0' || c > '9') return "";
+  const std::string layer(rest.substr(0, dot));
+  rest = rest.substr(dot + 1);
+  const size_t dot2 = rest.rfind('.');
+  if (dot2 == std::string_view::npos) return "";
+  const std::string_view base = rest.substr(0, dot2), suffix = rest.substr(dot2);
+  if (suffix != ".weight" && suffix != ".bias") return "";
+  if (arch == "mixtral")
+    for (const auto& p : kMixtral)
+      if (base == p.hf) return "blk." + layer + "." + p.gguf + std::string(suffix);
+  for (const auto& p : kLayer)
+    if (base == p.hf) return "blk." + layer + "." + p.gguf + std::string(suffix);
+  return "";
+}
+
 }  // namespace kiln::io

@@ -1,13 +1,17 @@
 // quantize_gguf: a GGUF in, the same model re-encoded per a recipe out.
 // Recipes (kiln's, after llama.cpp's names and mixes):
-//   F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0: every matrix that type.
+//   F32, F16, BF16, Q8_0: every matrix that type.
+//   Q4_0, Q4_1, Q5_0, Q5_1: every matrix that type but the output head, Q6_K.
 //   Q6_K:   every matrix Q6_K.
-//   Q5_K_S: Q5_K; the output head Q6_K.
+//   Q5_K_S: Q5_K; the head Q6_K.
 //   Q5_K_M: Q5_K; the head, and attn_v / ffn_down in the layers that get
 //           more bits (the first and last eighth, and every third between), Q6_K.
-//   Q4_K_S: Q4_K; the head Q6_K; attn_v / ffn_down in the first eighth Q5_K.
+//   Q4_K_S: Q4_K; the head Q6_K; attn_v in the first 4 layers and ffn_down in
+//           the first eighth Q5_K.
 //   Q4_K_M: Q4_K; the head, and attn_v / ffn_down in the more-bits layers, Q6_K.
 // The head is output.weight, or token_embd.weight when the model ties them.
+// These are llama.cpp's choices (llama_tensor_get_type) for dense models, so
+// a file kiln writes holds the types of the file llama.cpp's quantizer writes.
 #include "kiln/io/gguf_quantize.h"
 
 #include <algorithm>
@@ -32,17 +36,17 @@ struct Recipe {
   GGMLType base;   // every matrix not named below
   GGMLType head;
   std::optional<GGMLType> more_bits;     // attn_v / ffn_down in the more-bits layers
-  std::optional<GGMLType> first_eighth;  // attn_v / ffn_down in the first eighth of the layers
+  std::optional<GGMLType> first_few;     // attn_v in the first 4 layers, ffn_down in the first eighth
 };
 
 const Recipe kRecipes[] = {
     {"F32", 0, GGMLType::F32, GGMLType::F32, {}, {}},
     {"F16", 1, GGMLType::F16, GGMLType::F16, {}, {}},
     {"BF16", 32, GGMLType::BF16, GGMLType::BF16, {}, {}},
-    {"Q4_0", 2, GGMLType::Q4_0, GGMLType::Q4_0, {}, {}},
-    {"Q4_1", 3, GGMLType::Q4_1, GGMLType::Q4_1, {}, {}},
-    {"Q5_0", 8, GGMLType::Q5_0, GGMLType::Q5_0, {}, {}},
-    {"Q5_1", 9, GGMLType::Q5_1, GGMLType::Q5_1, {}, {}},
+    {"Q4_0", 2, GGMLType::Q4_0, GGMLType::Q6_K, {}, {}},
+    {"Q4_1", 3, GGMLType::Q4_1, GGMLType::Q6_K, {}, {}},
+    {"Q5_0", 8, GGMLType::Q5_0, GGMLType::Q6_K, {}, {}},
+    {"Q5_1", 9, GGMLType::Q5_1, GGMLType::Q6_K, {}, {}},
     {"Q8_0", 7, GGMLType::Q8_0, GGMLType::Q8_0, {}, {}},
     {"Q4_K_S", 14, GGMLType::Q4_K, GGMLType::Q6_K, {}, GGMLType::Q5_K},
     {"Q4_K_M", 15, GGMLType::Q4_K, GGMLType::Q6_K, GGMLType::Q6_K, {}},
@@ -79,12 +83,12 @@ bool more_bits_layer(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 
 
 // A matrix the recipe re-encodes: a weight of two or more dims, not the MoE router
 // (kept in float, as llama.cpp keeps it).
-bool is_matrix(const GGUFTensorInfo& t) {
+bool is_matrix(const GGUFSourceTensor& t) {
   return t.ne.size() >= 2 && ends_with(t.name, ".weight") && t.name.find("ffn_gate_inp") == std::string::npos;
 }
 
 // The type a matrix gets: the recipe's choice, then the fallback its row length needs.
-GGMLType target_type(const Recipe& r, const GGUFTensorInfo& t, bool is_head, int64_t n_layers) {
+GGMLType target_type(const Recipe& r, const GGUFSourceTensor& t, bool is_head, int64_t n_layers) {
   GGMLType want = r.base;
   const int64_t layer = layer_of(t.name);
   const bool v_or_down =
@@ -93,8 +97,10 @@ GGMLType target_type(const Recipe& r, const GGUFTensorInfo& t, bool is_head, int
     want = r.head;
   else if (v_or_down && layer >= 0 && r.more_bits && more_bits_layer(layer, n_layers))
     want = *r.more_bits;
-  else if (v_or_down && layer >= 0 && r.first_eighth && layer < std::max<int64_t>(1, n_layers / 8))
-    want = *r.first_eighth;
+  else if (layer >= 0 && r.first_few && t.name.find(".attn_v.") != std::string::npos && layer < 4)
+    want = *r.first_few;
+  else if (layer >= 0 && r.first_few && t.name.find(".ffn_down") != std::string::npos && layer < n_layers / 8)
+    want = *r.first_few;
   const int64_t row = t.ne[0];
   if (row % 256 != 0) {
     if (want == GGMLType::Q4_K) want = GGMLType::Q5_0;
@@ -107,10 +113,15 @@ GGMLType target_type(const Recipe& r, const GGUFTensorInfo& t, bool is_head, int
 
 bool is_block_type(GGMLType t) { return !ggml_plain_dtype(t).has_value(); }
 
-int64_t layer_count(const GGUFFile& f) {
-  if (auto n = f.get_int(f.architecture() + ".block_count")) return *n;
+int64_t layer_count(const GGUFSource& src) {
   int64_t n = 0;
-  for (const GGUFTensorInfo& t : f.tensors()) n = std::max(n, layer_of(t.name) + 1);
+  for (const GGUFSourceTensor& t : src.tensors) n = std::max(n, layer_of(t.name) + 1);
+  return n;
+}
+
+int64_t numel(const std::vector<int64_t>& ne) {
+  int64_t n = 1;
+  for (int64_t d : ne) n *= d;
   return n;
 }
 
@@ -122,11 +133,11 @@ GGUFValue uint32_value(uint32_t v) {
   return g;
 }
 
-// Re-encodes tensor `t` of `src` as `to` into dst, rows in parallel.
-void encode_tensor(const GGUFFile& src, const GGUFTensorInfo& t, GGMLType to, uint8_t* dst) {
-  const int64_t ne0 = t.ne[0], rows = ne0 == 0 ? 0 : t.numel / ne0;
+// Re-encodes tensor `t` as `to` into dst, rows in parallel.
+void encode_tensor(const GGUFSourceTensor& t, GGMLType to, uint8_t* dst) {
+  const int64_t ne0 = t.ne[0], rows = ne0 == 0 ? 0 : numel(t.ne) / ne0;
   const uint64_t in_row = ggml_tensor_bytes(t.type, {ne0}), out_row = ggml_tensor_bytes(to, {ne0});
-  const uint8_t* base = src.file()->data() + t.offset;
+  const uint8_t* base = t.data;
   std::atomic<int64_t> bad_row{-1};
   parallel_for(0, rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(ne0, 1)), [&](int64_t b, int64_t e) {
     std::vector<float> row(static_cast<size_t>(ne0));
@@ -156,18 +167,36 @@ const std::string& gguf_quantize_recipe_names() {
   return names;
 }
 
+GGUFSource gguf_source_from_file(const std::string& path) {
+  const GGUFFile f = GGUFFile::open(path);
+  GGUFSource src;
+  src.metadata = f.metadata();
+  src.alignment = f.alignment();
+  src.owner = f.file();
+  for (const GGUFTensorInfo& t : f.tensors())
+    src.tensors.push_back({t.name, t.type, t.ne, f.file()->data() + t.offset});
+  return src;
+}
+
 QuantizeSummary quantize_gguf(const std::string& in, const std::string& out, const QuantizeOptions& options) {
-  const Recipe& recipe = find_recipe(options.recipe);
+  find_recipe(options.recipe);  // a bad type is refused before anything is read
   std::error_code ec;
   KILN_CHECK(!std::filesystem::equivalent(in, out, ec), ValueError,
              "[quantize] the output " << out << " is the input; write a new file");
-  const GGUFFile src = GGUFFile::open(in);
+  const GGUFSource src =
+      std::filesystem::is_directory(in, ec) ? gguf_source_from_hf(in) : gguf_source_from_file(in);
+  return quantize_gguf(src, out, options);
+}
+
+QuantizeSummary quantize_gguf(const GGUFSource& src, const std::string& out, const QuantizeOptions& options) {
+  const Recipe& recipe = find_recipe(options.recipe);
   const int64_t n_layers = layer_count(src);
-  const bool has_output = src.find_tensor("output.weight") != nullptr;
+  bool has_output = false;
+  for (const GGUFSourceTensor& t : src.tensors) has_output |= t.name == "output.weight";
 
   QuantizeSummary sum;
   std::vector<GGUFWriteTensor> plan;
-  for (const GGUFTensorInfo& t : src.tensors()) {
+  for (const GGUFSourceTensor& t : src.tensors) {
     GGMLType to = t.type;
     if (is_matrix(t)) {
       const bool head = t.name == "output.weight" || (!has_output && t.name == "token_embd.weight");
@@ -184,32 +213,35 @@ QuantizeSummary quantize_gguf(const std::string& in, const std::string& out, con
                                   "--allow-requantize");
     }
     plan.push_back({t.name, to, t.ne});
-    sum.in_bytes += t.nbytes;
-    sum.weights += t.numel;
+    sum.in_bytes += ggml_tensor_bytes(t.type, t.ne);
+    sum.weights += numel(t.ne);
   }
 
   std::vector<std::pair<std::string, GGUFValue>> metadata;
-  for (const auto& kv : src.metadata())
+  for (const auto& kv : src.metadata)
     if (kv.first != "general.file_type" && kv.first != "general.quantization_version") metadata.push_back(kv);
   metadata.emplace_back("general.quantization_version", uint32_value(2));
   metadata.emplace_back("general.file_type", uint32_value(recipe.ftype));
 
-  const auto& infos = src.tensors();
-  write_gguf(out, metadata, plan, src.alignment(), [&](size_t k, uint8_t* dst) {
-    const GGUFTensorInfo& t = infos[k];
+  write_gguf(out, metadata, plan, src.alignment, [&](size_t k, uint8_t* dst) {
+    const GGUFSourceTensor& t = src.tensors[k];
     const GGMLType to = plan[k].type;
     const uint64_t bytes = ggml_tensor_bytes(to, t.ne);
     if (to == t.type) {
-      if (bytes) std::memcpy(dst, src.file()->data() + t.offset, bytes);
+      if (bytes) std::memcpy(dst, t.data, bytes);
       ++sum.copied;
     } else {
-      encode_tensor(src, t, to, dst);
+      encode_tensor(t, to, dst);
       ++sum.quantized;
     }
     sum.out_bytes += bytes;
-    if (options.progress) options.progress({k, infos.size(), t.name, t.type, to, t.shape, bytes});
+    if (options.progress) {
+      Shape shape(t.ne.rbegin(), t.ne.rend());
+      options.progress({k, src.tensors.size(), t.name, t.type, to, shape, bytes});
+    }
   });
-  sum.file_bytes = uint64_t(std::filesystem::file_size(out));
+  std::error_code ec;
+  sum.file_bytes = uint64_t(std::filesystem::file_size(out, ec));
   return sum;
 }
 

@@ -172,14 +172,18 @@ def expected_type(recipe, name, tied=False):
     if recipe in ("Q4_K_M", "Q5_K_M"):
         base = Q.Q4_K if recipe == "Q4_K_M" else Q.Q5_K
         return Q.Q6_K if head or (v_or_down and layer in MORE_BITS) else base
-    if recipe == "Q4_K_S":
-        return Q.Q6_K if head else Q.Q5_K if v_or_down and layer == 0 else Q.Q4_K
+    if recipe == "Q4_K_S":  # attn_v in the first 4 layers, ffn_down in the first eighth
+        more = (".attn_v." in name and layer < 4) or (".ffn_down." in name and layer < LAYERS // 8)
+        return Q.Q6_K if head else Q.Q5_K if more else Q.Q4_K
     if recipe == "Q5_K_S":
         return Q.Q6_K if head else Q.Q5_K
+    if recipe in ("Q4_0", "Q4_1", "Q5_0", "Q5_1"):
+        return Q.Q6_K if head else Q[recipe]
     return Q[recipe]
 
 
-FTYPE = {"Q8_0": 7, "Q4_0": 2, "Q4_K_S": 14, "Q4_K_M": 15, "Q5_K_S": 16, "Q5_K_M": 17, "Q6_K": 18, "F16": 1}
+FTYPE = {"Q8_0": 7, "Q4_0": 2, "Q4_1": 3, "Q5_0": 8, "Q5_1": 9, "Q4_K_S": 14, "Q4_K_M": 15, "Q5_K_S": 16,
+         "Q5_K_M": 17, "Q6_K": 18, "F16": 1}
 
 
 @pytest.mark.parametrize("tied", [False, True], ids=["untied", "tied"])
@@ -217,7 +221,7 @@ def test_recipe_types_metadata_and_logits(tmp_path, rng, recipe, tied):
 
 # Lowest correlation of the quantized model's logits with the source's seen
 # over 6 seeds, less a margin: 0.9996, 0.921, 0.947, 0.952, 0.986, 0.988, 0.996, 1.0.
-MIN_CORRELATION = {"Q8_0": 0.999, "Q4_0": 0.85, "Q4_K_S": 0.9, "Q4_K_M": 0.9, "Q5_K_S": 0.97, "Q5_K_M": 0.97,
+MIN_CORRELATION = {"Q8_0": 0.999, "Q4_0": 0.85, "Q4_1": 0.85, "Q5_0": 0.95, "Q5_1": 0.95, "Q4_K_S": 0.9, "Q4_K_M": 0.9, "Q5_K_S": 0.97, "Q5_K_M": 0.97,
                    "Q6_K": 0.99, "F16": 0.9999}
 
 
@@ -239,6 +243,31 @@ def test_rows_that_are_not_whole_super_blocks_fall_back(tmp_path, rng):
     kiln.io.quantize_gguf(src, out, "Q8_0")
     _, t = read(out)
     assert t["blk.0.ffn_up.weight"].tensor_type == Q.F16
+
+
+def llama_quantize(llama_cpp, src, out, ftype):
+    p = llama_cpp.llama_model_quantize_default_params()
+    p.ftype = ftype
+    assert llama_cpp.llama_model_quantize(str(src).encode(), str(out).encode(), p) == 0
+
+
+@pytest.mark.parametrize("hidden,layers,tied", [(256, 8, False), (256, 16, True), (288, 3, False)])
+def test_same_types_as_llama_cpp_and_legacy_bytes(tmp_path, rng, hidden, layers, tied):
+    # llama.cpp's own quantizer on the same file: every tensor gets the same
+    # type, and the legacy types the same bytes.
+    llama_cpp = pytest.importorskip("llama_cpp")
+    src, ours, theirs = tmp_path / "src.gguf", tmp_path / "k.gguf", tmp_path / "l.gguf"
+    write_model(src, rng, hidden=hidden, layers=layers, tied=tied)
+    for recipe, ftype in FTYPE.items():
+        if recipe == "F16":
+            continue
+        kiln.io.quantize_gguf(src, ours, recipe)
+        llama_quantize(llama_cpp, src, theirs, ftype)
+        k, l = read(ours)[1], read(theirs)[1]
+        assert {n: t.tensor_type for n, t in k.items()} == {n: t.tensor_type for n, t in l.items()}, recipe
+        for n, t in k.items():
+            if t.tensor_type in LEGACY:
+                np.testing.assert_array_equal(np.asarray(t.data), np.asarray(l[n].data))
 
 
 def test_already_quantized_tensors(tmp_path, rng):
@@ -297,21 +326,171 @@ def test_cli(tmp_path, rng):
     assert r.returncode == 0 and r.stderr == ""
     r = subprocess.run([cli, "quantize", str(out), str(tmp_path / "b.gguf"), "-t", "Q4_0"], capture_output=True, text=True)
     assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and "--allow-requantize" in r.stderr
+    # A directory is read as a Hugging Face checkpoint.
     r = subprocess.run([cli, "quantize", str(tmp_path), str(tmp_path / "b.gguf")], capture_output=True, text=True)
-    assert r.returncode == 2 and "reads a GGUF file" in r.stderr
+    assert r.returncode == 1 and "config.json" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = subprocess.run([cli, "quantize", str(tmp_path / "out.gguf.none"), str(tmp_path / "b.gguf")],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "not found" in r.stderr, r.stderr
 
 
-def test_llama_cpp_runs_the_file(tmp_path, rng):
+# ---- from a Hugging Face checkpoint directory ----
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3"])
+def test_checkpoint_converts_to_the_same_model(tmp_path, arch):
+    # The committed tiny checkpoints (llama: Llama 3 rope scaling and permuted
+    # Q/K rows; qwen2: tied, q/k/v biases; qwen3: q/k norms) written as GGUF
+    # run to the logits of the checkpoint itself.
+    import os
+    ckpt = os.path.join(os.path.dirname(__file__), "..", "data", "models", f"tiny-{arch}")
+    out = tmp_path / "m.gguf"
+    kiln.io.quantize_gguf(ckpt, out, "F32")
+    r, t = read(out)
+    assert bytes(field_value(r, "general.architecture")) == arch.encode()
+    assert "tokenizer.ggml.tokens" not in r.fields  # the tiny checkpoints have no tokenizer
+    assert ("rope_freqs.weight" in t) == (arch == "llama")
+    ref = kiln.io.load_file(os.path.join(ckpt, "reference.safetensors"))
+    ids = [int(v) for v in np.asarray(ref["input_ids"]).ravel()]
+    want = np.asarray(kiln.llm.load(ckpt, dtype="f32").logits(ids))
+    got = np.asarray(kiln.llm.load(str(out), dtype="f32").logits(ids))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    kiln.io.quantize_gguf(ckpt, out, "Q8_0")
+    got = np.asarray(kiln.llm.load(str(out), dtype="native").logits(ids))
+    assert np.corrcoef(got.ravel(), want.ravel())[0, 1] > 0.999
+
+
+def bytes_to_unicode():
+    """GPT-2's byte -> printable character table (byte-level BPE's alphabet)."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    table, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(256 + extra)
+            extra += 1
+    return table
+
+
+def write_checkpoint(d, rng, tokenizer=True):
+    """A small llama checkpoint with a byte-level BPE tokenizer of 256 bytes, 3 merges and one special token."""
+    import json
+    d.mkdir()
+    alphabet = bytes_to_unicode()
+    vocab = {alphabet[b]: b for b in range(256)}
+    merges = ["\u0120 t", "h e", "\u0120t he"]
+    for m in merges:
+        vocab["".join(m.split(" "))] = len(vocab)
+    eot = len(vocab)
+    V, h, ff, nh, nkv, hd, layers = eot + 1, 256, 512, 4, 2, 64, 2
+    tok = {
+        "version": "1.0", "truncation": None, "padding": None, "normalizer": None,
+        "added_tokens": [{"id": eot, "content": "<|endoftext|>", "single_word": False, "lstrip": False,
+                          "rstrip": False, "normalized": False, "special": True}],
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                  "vocab": vocab, "merges": merges},
+    }
+    if tokenizer:
+        (d / "tokenizer.json").write_text(json.dumps(tok))
+        (d / "tokenizer_config.json").write_text(json.dumps(
+            {"eos_token": "<|endoftext|>", "bos_token": "<|endoftext|>", "add_bos_token": False,
+             "chat_template": "{% for m in messages %}{{ m['content'] }}{% endfor %}"}))
+    (d / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": h, "intermediate_size": ff,
+        "num_hidden_layers": layers, "num_attention_heads": nh, "num_key_value_heads": nkv, "head_dim": hd,
+        "vocab_size": V, "max_position_embeddings": 256, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+        "tie_word_embeddings": False, "bos_token_id": eot, "eos_token_id": eot, "torch_dtype": "bfloat16"}))
+    w = lambda *shape: kiln.tensor((rng.standard_normal(shape) * 0.05).astype(np.float32)).to(kiln.bfloat16)
+    ones = lambda n: kiln.tensor(np.ones(n, np.float32)).to(kiln.bfloat16)
+    t = {"model.embed_tokens.weight": w(V, h), "lm_head.weight": w(V, h), "model.norm.weight": ones(h)}
+    for i in range(layers):
+        p = f"model.layers.{i}."
+        t.update({p + "input_layernorm.weight": ones(h), p + "post_attention_layernorm.weight": ones(h),
+                  p + "self_attn.q_proj.weight": w(nh * hd, h), p + "self_attn.k_proj.weight": w(nkv * hd, h),
+                  p + "self_attn.v_proj.weight": w(nkv * hd, h), p + "self_attn.o_proj.weight": w(h, nh * hd),
+                  p + "mlp.gate_proj.weight": w(ff, h), p + "mlp.up_proj.weight": w(ff, h),
+                  p + "mlp.down_proj.weight": w(h, ff)})
+    kiln.io.save_file(t, str(d / "model.safetensors"))
+    return V
+
+
+TEXT = "the other thesis: 12345 then\n\n  the end caf\u00e9 \u6771\u4eac <|endoftext|>"
+
+
+def test_checkpoint_tokenizer_becomes_gguf_metadata(tmp_path, rng):
+    d, out = tmp_path / "ckpt", tmp_path / "m.gguf"
+    V = write_checkpoint(d, rng)
+    kiln.io.quantize_gguf(d, out, "Q4_K_M")
+    r, _ = read(out)
+    assert bytes(field_value(r, "tokenizer.ggml.model")) == b"gpt2"
+    assert bytes(field_value(r, "tokenizer.ggml.pre")) == b"gpt-2"  # a plain ByteLevel split
+    f = r.fields["tokenizer.ggml.tokens"]
+    assert len(f.data) == V and bytes(f.parts[f.data[V - 1]]) == b"<|endoftext|>"
+    f = r.fields["tokenizer.ggml.token_type"]
+    types = [int(f.parts[k][0]) for k in f.data]
+    assert types[:V - 1] == [1] * (V - 1) and types[V - 1] == 3  # normal, control
+    f = r.fields["tokenizer.ggml.merges"]
+    assert [bytes(f.parts[k]).decode() for k in f.data] == ["\u0120 t", "h e", "\u0120t he"]
+    assert int(field_value(r, "tokenizer.ggml.eos_token_id")[0]) == V - 1
+    assert bool(field_value(r, "tokenizer.ggml.add_bos_token")[0]) is False
+    assert bytes(field_value(r, "tokenizer.chat_template")).startswith(b"{% for m in messages")
+    # The GGUF's tokenizer tokenizes as the checkpoint's.
+    a, b = kiln.Tokenizer.from_file(str(d / "tokenizer.json")), kiln.Tokenizer.from_file(str(out))
+    assert list(a.encode(TEXT)) == list(b.encode(TEXT))
+    assert len(a.encode(TEXT)) < len(TEXT.encode())  # the merges and the special token took part
+
+
+def test_qwen3_tokenizer_reads_as_qwen2_splitting(tmp_path):
+    # Qwen3's real tokenizer (151k tokens, NFC, its own digit rule) on the tiny
+    # qwen3 weights: llama.cpp's "qwen2" pre-tokenizer, and the same ids.
+    import os, shutil, tarfile
+    data = os.path.join(os.path.dirname(__file__), "..", "data")
+    d, out = tmp_path / "ckpt", tmp_path / "m.gguf"
+    shutil.copytree(os.path.join(data, "models", "tiny-qwen3"), d)
+    with tarfile.open(os.path.join(data, "tokenizers", "qwen3", "tokenizer.json.tar.xz")) as tar:
+        tar.extract("tokenizer.json", d, filter="data")
+    shutil.copy(os.path.join(data, "tokenizers", "qwen3", "tokenizer_config.json"), d)
+    kiln.io.quantize_gguf(d, out, "Q8_0")
+    r, _ = read(out)
+    assert bytes(field_value(r, "tokenizer.ggml.pre")) == b"qwen2"
+    a, b = kiln.Tokenizer.from_file(str(d / "tokenizer.json")), kiln.Tokenizer.from_file(str(out))
+    text = TEXT + " <|im_start|>user\nI'VE 2026 caf\u0065\u0301<|im_end|>"
+    assert list(a.encode(text)) == list(b.encode(text))
+    assert a.chat_template == b.chat_template and a.eos_token_id == b.eos_token_id is not None
+
+
+def test_checkpoints_kiln_cannot_convert_are_refused(tmp_path, rng):
+    import json, os
+    moe = os.path.join(os.path.dirname(__file__), "..", "data", "models", "tiny-qwen3-moe")
+    with pytest.raises(NotImplementedError, match="mixture of experts"):
+        kiln.io.quantize_gguf(moe, tmp_path / "x.gguf", "Q8_0")
+    d = tmp_path / "ckpt"
+    write_checkpoint(d, rng)
+    tok = json.loads((d / "tokenizer.json").read_text())
+    tok["model"]["byte_fallback"] = True
+    (d / "tokenizer.json").write_text(json.dumps(tok))
+    with pytest.raises(NotImplementedError, match="byte-fallback"):
+        kiln.io.quantize_gguf(d, tmp_path / "x.gguf", "Q8_0")
+    assert not (tmp_path / "x.gguf").exists()
+
+
+def test_llama_cpp_runs_a_file_kiln_wrote(tmp_path, rng):
+    # llama.cpp loads kiln's Q4_K_M of a checkpoint, tokenizes as kiln does,
+    # and its logits follow kiln's native ones (llama.cpp rounds activations
+    # to 8 bits for its K-quant dot products, so not bit for bit).
     llama_cpp = pytest.importorskip("llama_cpp")
-    src, out = tmp_path / "src.gguf", tmp_path / "out.gguf"
-    write_model(src, rng, layers=2)
-    kiln.io.quantize_gguf(src, out, "Q4_K_M")
-    params = llama_cpp.llama_model_default_params()
-    model = llama_cpp.llama_model_load_from_file(str(out).encode(), params)
-    if not model:  # a tokenizer-less file may be refused by builds that insist on a vocabulary
-        pytest.skip("llama.cpp refused a GGUF without a vocabulary")
-    try:
-        assert llama_cpp.llama_model_n_params(model) == sum(
-            int(np.prod(t.shape)) for t in read(out)[1].values())
-    finally:
-        llama_cpp.llama_model_free(model)
+    d, out = tmp_path / "ckpt", tmp_path / "m.gguf"
+    write_checkpoint(d, rng)
+    kiln.io.quantize_gguf(d, out, "Q4_K_M")
+    llm = llama_cpp.Llama(model_path=str(out), n_ctx=64, logits_all=True, verbose=False, n_threads=2)
+    ids = llm.tokenize(TEXT.encode(), add_bos=False, special=True)
+    model = kiln.llm.load(str(out), dtype="native")
+    assert ids == list(model.tokenizer.encode(TEXT))
+    llm.eval(ids)
+    theirs = np.asarray(llm.scores[: len(ids)], dtype=np.float32)
+    ours = np.asarray(model.logits(ids))
+    assert np.corrcoef(theirs.ravel(), ours.ravel())[0, 1] > 0.99

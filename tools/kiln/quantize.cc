@@ -1,5 +1,6 @@
-// `kiln quantize MODEL OUT.gguf --type Q4_K_M`: a GGUF re-encoded in ggml's
-// block types, a file llama.cpp and kiln both run (io::quantize_gguf).
+// `kiln quantize MODEL OUT.gguf --type Q4_K_M`: a GGUF, or a Hugging Face
+// checkpoint, written as a GGUF in ggml's block types, a file llama.cpp and
+// kiln both run (io::quantize_gguf).
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -46,11 +47,8 @@ int run_quantize(const QuantizeFlags& c) {
   if (c.positional.size() != 2) throw UsageError("expected MODEL OUT.gguf");
   const std::string src = resolve_model_path(c.positional[0], c.quiet);
   const std::string& out = c.positional[1];
-  if (fs::is_directory(src))
-    throw UsageError(src +
-                     " is a directory: kiln quantize reads a GGUF file (write one from a Hugging Face "
-                     "checkpoint with llama.cpp's convert_hf_to_gguf.py, at f16 or bf16)");
-  if (!is_gguf(src)) throw UsageError(src + " is not a GGUF file (no GGUF magic)");
+  if (!fs::is_directory(src) && !is_gguf(src))
+    throw UsageError(src + " is neither a GGUF file nor a Hugging Face checkpoint directory");
   if (fs::exists(out) && !c.force) throw UsageError(out + " exists; pass --force to replace it");
   if (c.threads > 0) set_num_threads(c.threads);
 
@@ -86,20 +84,30 @@ Command add_quantize(CLI::App& parent) {
   auto c = std::make_shared<QuantizeFlags>();
   CLI::App* app = parent.add_subcommand("quantize", "Write a GGUF with its weights in ggml's block types.");
   app->footer(
-      "Reads MODEL (a .gguf file, or \"default\"), re-encodes its weight matrices per --type and writes "
-      "OUT.gguf, which llama.cpp and kiln both load (kiln runs it as stored with --dtype native). "
-      "Metadata and tokenizer are kept; general.file_type is set. Norms, biases and the MoE router "
-      "stay as stored. Types: " +
+      "Reads MODEL (a .gguf file, a Hugging Face checkpoint directory, or \"default\"), encodes its "
+      "weight matrices per --type and writes OUT.gguf, which llama.cpp and kiln both load (kiln runs it as "
+      "stored with --dtype native). From a GGUF, metadata and tokenizer are kept and general.file_type is "
+      "set. From a checkpoint directory (dense llama, qwen2 or qwen3 in bf16/f16/f32 safetensors), the "
+      "file is laid out as llama.cpp's convert_hf_to_gguf.py lays it out: llama.cpp's tensor names and "
+      "{arch}.* keys, llama's Q/K rows interleaved, Llama 3 rope scaling as rope_freqs, and tokenizer.json "
+      "(byte-level BPE) as tokenizer.ggml.* with the pre-tokenizer whose splitting matches it; without a "
+      "tokenizer.json the file has no tokenizer (kiln runs it on token ids; llama.cpp refuses it). Norms, "
+      "biases and the MoE router stay in float. Types: " +
       io::gguf_quantize_recipe_names() +
-      ". The _S/_M mixes follow llama.cpp's: the output head gets Q6_K, and under _M attn_v and ffn_down "
-      "get Q6_K in the first and last eighth of the layers and every third layer between (under Q4_K_S, "
-      "Q5_K in the first eighth). K types need rows that are whole 256-element super-blocks; other rows "
-      "fall back as llama.cpp does (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0), and rows that are not whole "
-      "32-element blocks to F16. Q4_0..Q8_0 are encoded bit for bit as gguf-py's gguf.quants.quantize. "
-      "Best from an F32/F16/BF16 GGUF: a tensor already in a block type is re-encoded only with "
+      ". Each tensor gets the type llama.cpp's quantizer gives it: the output head Q6_K (under Q8_0, "
+      "F16, BF16 and F32 that type); under _M, attn_v and ffn_down Q6_K in the first and last eighth of the "
+      "layers and "
+      "every third layer between; under Q4_K_S, attn_v in the first 4 layers and ffn_down in the first "
+      "eighth Q5_K. K types need rows that are whole 256-element super-blocks; other rows fall back as "
+      "llama.cpp's do (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0), and rows that are not whole 32-element "
+      "blocks to F16. Q4_0..Q8_0 are encoded bit for bit as gguf-py's gguf.quants.quantize (and llama.cpp's "
+      "reference encoders). "
+      "Best from a checkpoint or an F32/F16/BF16 GGUF: a tensor already in a block type is re-encoded only "
+      "with "
       "--allow-requantize (and copied as is when it already has the target type). The file is written "
       "to OUT.gguf.tmp and renamed when whole; one line per tensor on stderr unless --quiet.");
-  app->add_option("args", c->positional, "MODEL OUT.gguf: the source GGUF and the file to write");
+  app->add_option("args", c->positional,
+                  "MODEL OUT.gguf: the source (GGUF or checkpoint directory) and the file to write");
   app->add_option("--type,-t", c->type, "The recipe (default Q4_K_M)");
   app->add_flag("--allow-requantize", c->allow_requantize,
                 "Re-encode tensors that are already block-quantized (stacks two roundings)");

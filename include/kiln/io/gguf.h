@@ -200,5 +200,7 @@ class GGUFFile {
 // rows are n_head groups of interleaved (even, odd) rope pairs: row
 // h*d + 2*i + j becomes h*d + j*d/2 + i (rotate-half order, as HF stores it).
 Tensor unpermute_qk_rows(const Tensor& w, int64_t n_head);
+// The converter's permute itself (the inverse): rotate-half rows to interleaved pairs.
+Tensor permute_qk_rows(const Tensor& w, int64_t n_head);
 
 }  // namespace kiln::io

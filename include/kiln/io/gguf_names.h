@@ -14,5 +14,8 @@ namespace kiln::io {
 // those map to "model.layers.N.mlp.experts.up_proj.weight" (kiln's stacked name;
 // mixtral: "block_sparse_moe.experts.w3.weight" with w1 gate, w2 down, w3 up).
 std::string gguf_to_hf_name(std::string_view gguf_name, std::string_view arch);
+// The inverse for a dense model's per-tensor names ("model.layers.3.mlp.up_proj.bias"
+// -> "blk.3.ffn_up.bias"), or "" when it has none (per-expert tensors included).
+std::string hf_to_gguf_name(std::string_view hf_name, std::string_view arch);
 
 }  // namespace kiln::io

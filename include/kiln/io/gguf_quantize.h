@@ -4,7 +4,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kiln/io/gguf.h"
 
@@ -25,6 +28,34 @@ bool ggml_quantizable(GGMLType t);
 // "F32, F16, BF16, Q4_0, ..." for error messages and --help.
 const std::string& ggml_quantizable_type_names();
 
+// A model as a GGUF file holds it: metadata, and each tensor's bytes in its ggml type.
+struct GGUFSourceTensor {
+  std::string name;
+  GGMLType type = GGMLType::F32;
+  std::vector<int64_t> ne;        // ggml order: ne[0] contiguous
+  const uint8_t* data = nullptr;  // the tensor's bytes, held by the source
+};
+struct GGUFSource {
+  std::vector<std::pair<std::string, GGUFValue>> metadata;
+  std::vector<GGUFSourceTensor> tensors;
+  uint64_t alignment = 32;
+  std::shared_ptr<const void> owner;  // the mapped file the tensors point into
+  std::vector<Tensor> held;           // or the tensors they point into
+};
+// A GGUF file as it stands.
+GGUFSource gguf_source_from_file(const std::string& path);
+// A Hugging Face checkpoint directory (config.json, safetensors, tokenizer.json
+// with tokenizer_config.json) as llama.cpp's converter writes it: dense llama,
+// qwen2 and qwen3 models; {arch}.* keys from the config; llama's Q/K rows in
+// interleaved rope order; Llama 3 rope scaling as a rope_freqs tensor; 1-d
+// tensors as F32, matrices in their bf16/f16/f32; the byte-level BPE
+// tokenizer as tokenizer.ggml.*, with the pre-tokenizer llama.cpp names chosen
+// by tokenizing a probe text both ways (refused when none matches; a directory
+// without tokenizer.json gives a file without a tokenizer, which kiln runs on
+// token ids and llama.cpp refuses). MoE checkpoints, rope scaling other than
+// llama3/linear/yarn and other tokenizer models are refused by name.
+GGUFSource gguf_source_from_hf(const std::string& dir);
+
 // What a recipe ("Q4_K_M") turned one tensor into.
 struct QuantizeStep {
   size_t index = 0, count = 0;  // tensor index in the file, tensors in all
@@ -35,9 +66,9 @@ struct QuantizeStep {
 };
 
 struct QuantizeOptions {
-  // A recipe: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 (every matrix that
-  // type), Q6_K, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M (llama.cpp's mixes; Q4_K and
-  // Q5_K mean their _M), or the name of any type above for all matrices.
+  // A recipe: F32, F16, BF16, Q8_0 (every matrix that type), Q4_0, Q4_1,
+  // Q5_0, Q5_1, Q6_K, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M (each matrix the type
+  // llama.cpp's quantizer gives it; Q4_K and Q5_K mean their _M).
   std::string recipe = "Q4_K_M";
   // A source tensor stored in a block type other than the target is refused
   // unless this is set: requantizing stacks two roundings.
@@ -52,7 +83,8 @@ struct QuantizeSummary {
   int64_t quantized = 0, copied = 0;     // tensors re-encoded, tensors copied byte for byte
 };
 
-// Reads the GGUF at `in`, writes `out` (through out.tmp, renamed once whole):
+// Reads `in` (a GGUF file, or a Hugging Face checkpoint directory as
+// gguf_source_from_hf reads it), writes `out` (through out.tmp, renamed once whole):
 // every metadata key kept (general.file_type and general.quantization_version
 // set for the recipe), 1-d tensors and the MoE router kept as stored, every
 // matrix re-encoded per the recipe. K types need rows that are whole 256-element
@@ -60,6 +92,7 @@ struct QuantizeSummary {
 // Q5_K -> Q5_1, Q6_K -> Q8_0), and rows that are not whole 32-element blocks
 // to F16.
 QuantizeSummary quantize_gguf(const std::string& in, const std::string& out, const QuantizeOptions& options);
+QuantizeSummary quantize_gguf(const GGUFSource& in, const std::string& out, const QuantizeOptions& options);
 // The recipe names quantize_gguf takes, for --help and errors.
 const std::string& gguf_quantize_recipe_names();
 
