@@ -2,8 +2,10 @@
 // converter (convert_hf_to_gguf.py) lays it out, for quantize_gguf to encode.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -69,16 +71,24 @@ void put_array(KV& m, const std::string& key, std::vector<int64_t> ints) {
   m.emplace_back(key, std::move(g));
 }
 
-// The GGUF architecture name of a dense HF model_type kiln converts.
+// The GGUF architecture name of an HF model_type (config_from_gguf's inverse).
 std::string gguf_arch(const ModelConfig& c) {
-  KILN_CHECK(!c.is_moe(), NotImplementedError,
-             "[quantize] " << c.architecture
-                           << " is a mixture of experts; kiln quantize converts dense llama, qwen2 and qwen3 "
-                              "checkpoints (quantize its GGUF instead)");
-  KILN_CHECK(c.architecture == "llama" || c.architecture == "qwen2" || c.architecture == "qwen3",
-             NotImplementedError,
-             "[quantize] kiln quantize converts llama, qwen2 and qwen3 checkpoints, not " << c.architecture);
-  return c.architecture;
+  const std::string& a = c.architecture;
+  if (a == "llama" || a == "qwen2" || a == "qwen3" || a == "olmoe") return a;
+  if (a == "mixtral") return "llama";  // llama.cpp runs Mixtral as llama with experts
+  if (a == "qwen3_moe") {
+    // GGUF has no key for dense layers inside a qwen3moe model.
+    KILN_CHECK(
+        c.decoder_sparse_step == 1 && c.mlp_only_layers.empty(), NotImplementedError,
+        "[quantize] this qwen3_moe checkpoint has dense layers (decoder_sparse_step / mlp_only_layers), "
+        "which GGUF's qwen3moe cannot describe");
+    return "qwen3moe";
+  }
+  KILN_CHECK(
+      false, NotImplementedError,
+      "[quantize] kiln quantize converts llama, qwen2, qwen3, qwen3_moe, mixtral and olmoe checkpoints, not "
+          << a);
+  return a;
 }
 
 void put_hparams(KV& m, const ModelConfig& c, const std::string& a) {
@@ -94,6 +104,12 @@ void put_hparams(KV& m, const ModelConfig& c, const std::string& a) {
   put_f32(m, a + ".rope.freq_base", c.rope_theta);
   put_f32(m, a + ".attention.layer_norm_rms_epsilon", c.rms_norm_eps);
   put_u32(m, a + ".vocab_size", c.vocab_size);
+  if (c.is_moe()) {
+    put_u32(m, a + ".expert_count", c.num_experts);
+    put_u32(m, a + ".expert_used_count", c.num_experts_per_tok);
+    put_u32(m, a + ".expert_feed_forward_length", c.moe_intermediate_size);
+    put_bool(m, a + ".expert_weights_norm", c.norm_topk_prob);
+  }
   const std::string& scaling = c.rope_scaling.type;
   if (scaling.empty() || scaling == "none" || scaling == "default" || scaling == "llama3") return;
   KILN_CHECK(
@@ -239,6 +255,35 @@ Tensor llama3_rope_freqs(const ModelConfig& c) {
   return f;
 }
 
+// "model.layers.3.mlp.experts.5.up_proj.weight" -> ("model.layers.3.mlp.experts.up_proj.weight", 5):
+// the stacked name gguf_names maps and the expert index, or ("", -1) for other names.
+std::pair<std::string, int64_t> expert_of(const std::string& hf) {
+  const size_t at = hf.find(".experts.");
+  if (at == std::string::npos) return {"", -1};
+  const size_t begin = at + 9;
+  size_t end = begin;
+  while (end < hf.size() && hf[end] >= '0' && hf[end] <= '9') ++end;
+  if (end == begin || end - begin > 6 || end >= hf.size() || hf[end] != '.') return {"", -1};
+  return {hf.substr(0, begin) + hf.substr(end + 1), std::stoll(hf.substr(begin, end - begin))};
+}
+
+// One layer's experts stacked as GGUF holds them: [E, N, K] from E tensors [N, K].
+Tensor stack_experts(const SafetensorsCheckpoint& ckpt, const std::vector<std::string>& names) {
+  const Tensor first = ckpt.tensor(names[0]);
+  Shape shape = first.sizes();
+  shape.insert(shape.begin(), int64_t(names.size()));
+  Tensor out = empty(shape, first.dtype());
+  auto* dst = static_cast<uint8_t*>(out.data_ptr());
+  for (const std::string& n : names) {
+    const Tensor t = ckpt.tensor(n).contiguous();
+    KILN_CHECK(t.sizes() == first.sizes() && t.dtype() == first.dtype(), ValueError,
+               "[quantize] expert " << n << " differs in shape or dtype from " << names[0]);
+    std::memcpy(dst, t.data_ptr(), t.nbytes());
+    dst += t.nbytes();
+  }
+  return out;
+}
+
 // Where a tensor goes in llama.cpp's order: the embedding, the layers in
 // order, then the final norm and the head.
 std::pair<int64_t, std::string> file_order(const std::string& gguf_name) {
@@ -280,20 +325,41 @@ GGUFSource gguf_source_from_hf(const std::string& dir) {
 
   const auto ckpt = std::make_shared<SafetensorsCheckpoint>(SafetensorsCheckpoint::open(dir));
   src.owner = ckpt;
-  std::vector<std::pair<std::string, std::string>> names;  // (gguf, hf)
+  std::vector<std::pair<std::string, std::string>> names;         // (gguf, hf; or the stacked hf name)
+  std::map<std::string, std::map<int64_t, std::string>> experts;  // stacked hf name -> expert -> hf
   for (const std::string& hf : ckpt->names()) {
     if (hf.ends_with("rotary_emb.inv_freq")) continue;  // recomputed from the config
     if (hf == "lm_head.weight" && c.tie_word_embeddings) continue;
-    const std::string g = hf_to_gguf_name(hf, c.architecture);
+    const auto [stacked, expert] = expert_of(hf);
+    const std::string g = hf_to_gguf_name(expert >= 0 ? stacked : hf, c.architecture);
     KILN_CHECK(!g.empty(), NotImplementedError, "[quantize] " << hf << " has no GGUF name for " << arch);
-    names.emplace_back(g, hf);
+    if (expert < 0) {
+      names.emplace_back(g, hf);
+      continue;
+    }
+    if (experts[stacked].empty()) names.emplace_back(g, stacked);
+    experts[stacked][expert] = hf;
   }
+  for (const auto& [stacked, by_index] : experts)
+    KILN_CHECK(int64_t(by_index.size()) == c.num_experts && by_index.rbegin()->first == c.num_experts - 1,
+               ValueError,
+               "[quantize] " << stacked << ": the checkpoint holds " << by_index.size() << " of "
+                             << c.num_experts << " experts");
   const bool llama3 = c.rope_scaling.type == "llama3";
   if (llama3) names.emplace_back("rope_freqs.weight", "");
   std::sort(names.begin(), names.end(),
             [](const auto& a, const auto& b) { return file_order(a.first) < file_order(b.first); });
   for (const auto& [g, hf] : names) {
-    Tensor t = hf.empty() ? llama3_rope_freqs(c) : ckpt->tensor(hf);
+    Tensor t;
+    if (hf.empty()) {
+      t = llama3_rope_freqs(c);
+    } else if (auto e = experts.find(hf); e != experts.end()) {
+      std::vector<std::string> each;
+      for (const auto& kv : e->second) each.push_back(kv.second);
+      t = stack_experts(*ckpt, each);
+    } else {
+      t = ckpt->tensor(hf);
+    }
     GGMLType type = ggml_type_of(t.dtype(), hf);
     if (t.dim() == 1 && type != GGMLType::F32) {  // norms and biases: F32, as the converter writes them
       t = t.to(DType::Float32);

@@ -45,15 +45,16 @@ struct GGUFSource {
 // A GGUF file as it stands.
 GGUFSource gguf_source_from_file(const std::string& path);
 // A Hugging Face checkpoint directory (config.json, safetensors, tokenizer.json
-// with tokenizer_config.json) as llama.cpp's converter writes it: dense llama,
-// qwen2 and qwen3 models; {arch}.* keys from the config; llama's Q/K rows in
+// with tokenizer_config.json) as llama.cpp's converter writes it: llama, qwen2,
+// qwen3, and the MoE qwen3_moe, mixtral (as llama) and olmoe, each layer's
+// experts stacked [E, N, K]; {arch}.* keys from the config; llama's Q/K rows in
 // interleaved rope order; Llama 3 rope scaling as a rope_freqs tensor; 1-d
 // tensors as F32, matrices in their bf16/f16/f32; the byte-level BPE
 // tokenizer as tokenizer.ggml.*, with the pre-tokenizer llama.cpp names chosen
 // by tokenizing a probe text both ways (refused when none matches; a directory
 // without tokenizer.json gives a file without a tokenizer, which kiln runs on
-// token ids and llama.cpp refuses). MoE checkpoints, rope scaling other than
-// llama3/linear/yarn and other tokenizer models are refused by name.
+// token ids and llama.cpp refuses). Other architectures, rope scaling other
+// than llama3/linear/yarn and other tokenizer models are refused by name.
 GGUFSource gguf_source_from_hf(const std::string& dir);
 
 // What a recipe ("Q4_K_M") turned one tensor into.
