@@ -1,7 +1,8 @@
 // Weight sources and weight preparation for the LLM runtime: a checkpoint is
 // read tensor by tensor under Hugging Face names (from a GGUF file, a
 // safetensors checkpoint or tensors in memory) and each linear weight is turned
-// into the dtype the model runs with, one tensor at a time.
+// into the dtype the model runs with, one tensor at a time (sources.cc holds the
+// sources, weights.cc the preparation).
 #pragma once
 
 #include <cstdint>

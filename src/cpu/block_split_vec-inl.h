@@ -1,0 +1,282 @@
+// The vector splits of the block kernels (gemv_blocks.cc): each type's f16 or
+// 6-bit scales gathered and converted a vector at a time (F16Scales,
+// K45Scales), and a row of blocks split into int8 q [K] and per-group a, b
+// (SplitFast) for the types not read in place. Compiled once per Highway
+// target; SplitFast returns false where the scalar split_blocks must run.
+
+// Per-target include guard (Highway's idiom).
+#if defined(KILN_CPU_BLOCK_SPLIT_VEC_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef KILN_CPU_BLOCK_SPLIT_VEC_INL_H_
+#undef KILN_CPU_BLOCK_SPLIT_VEC_INL_H_
+#else
+#define KILN_CPU_BLOCK_SPLIT_VEC_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "core/ggml_blocks.h"
+#include "cpu/block_split.h"
+#include "kiln/float_types.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kiln::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#if HWY_TARGET != HWY_SCALAR
+// n f16 scales, one every `stride` bytes from src, widened to float32 (exact):
+// gathered as 32-bit words a vector at a time (the word from the scale on, or
+// for a scale in its block's last 2 bytes the word that ends with it, so no
+// read leaves the blocks), then converted by F16C / AVX-512.
+void F16Scales(const uint8_t* src, int64_t stride, int64_t n, float* out, bool at_block_end = false) {
+  const hn::ScalableTag<float> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::RebindToUnsigned<decltype(di)> du;
+  const hn::Rebind<uint16_t, decltype(df)> du16;
+  const hn::Rebind<hwy::float16_t, decltype(df)> dh;
+  const int64_t L = int64_t(hn::Lanes(df));
+  const uint8_t* base = src - (at_block_end ? 2 : 0);
+  auto convert = [&](const uint8_t* p, hn::Vec<decltype(di)> offsets) {
+    const auto w = hn::GatherOffset(di, reinterpret_cast<const int32_t*>(p), offsets);
+    const auto h = at_block_end ? hn::BitCast(di, hn::ShiftRight<16>(hn::BitCast(du, w)))
+                                : hn::And(w, hn::Set(di, 0xFFFF));
+    return hn::PromoteTo(df, hn::BitCast(dh, hn::DemoteTo(du16, h)));
+  };
+  const auto lanes = hn::Iota(di, 0);
+  const auto step = hn::Mul(lanes, hn::Set(di, int32_t(stride)));
+  int64_t i = 0;
+  for (; i + L <= n; i += L) hn::StoreU(convert(base + i * stride, step), df, out + i);
+  if (i < n) {  // the last few: lanes past n re-read the last scale
+    HWY_ALIGN float tail[hn::MaxLanes(df)];
+    const auto last = hn::Min(lanes, hn::Set(di, int32_t(n - i - 1)));
+    hn::Store(convert(base + i * stride, hn::Mul(last, hn::Set(di, int32_t(stride)))), df, tail);
+    std::memcpy(out + i, tail, size_t(n - i) * sizeof(float));
+  }
+}
+
+// Q4_K / Q5_K: a = d * sc and b = -(dmin * m) of each block's 8 groups.
+void K45Scales(const uint8_t* src, int64_t bytes, int64_t nb, float* a, float* b) {
+  HWY_ALIGN float d[64], dmin[64];
+  for (int64_t i0 = 0; i0 < nb; i0 += 64) {
+    const int64_t c = std::min<int64_t>(64, nb - i0);
+    F16Scales(src + i0 * bytes, bytes, c, d);
+    F16Scales(src + i0 * bytes + 2, bytes, c, dmin);
+    for (int64_t i = 0; i < c; ++i)
+      for (int g = 0; g < 8; ++g) {
+        int sc, m;
+        ggml::k4_scale_min(src + (i0 + i) * bytes + 4, g, sc, m);
+        a[(i0 + i) * 8 + g] = d[i] * float(sc);
+        b[(i0 + i) * 8 + g] = -(dmin[i] * float(m));
+      }
+  }
+}
+
+// The split of the commonest types with 16-byte vectors; the others are
+// split by the scalar code (block_split.cc), which gives the same q, a, b.
+bool SplitFast(BlockType t, const uint8_t* src, int64_t nb, int8_t* q, float* a, float* b) {
+  const hn::FixedTag<uint8_t, 16> d8;
+  const hn::FixedTag<int8_t, 16> di8;
+  const auto lo4 = hn::Set(d8, 0x0F);
+  auto nibbles = [&](const uint8_t* p, int8_t* lo, int8_t* hi, int bias) {
+    const auto v = hn::LoadU(d8, p);
+    const auto bv = hn::Set(di8, int8_t(bias));
+    hn::StoreU(hn::Sub(hn::BitCast(di8, hn::And(v, lo4)), bv), di8, lo);
+    hn::StoreU(hn::Sub(hn::BitCast(di8, hn::ShiftRight<4>(v)), bv), di8, hi);
+  };
+  const int64_t bytes = block_type_info(t).block_bytes;
+  switch (t) {
+    case BlockType::Q8_0:
+      F16Scales(src, bytes, nb, a);
+      for (int64_t i = 0; i < nb; ++i) std::memcpy(q + 32 * i, src + i * bytes + 2, 32);
+      return true;
+    case BlockType::Q4_0:
+      F16Scales(src, bytes, nb, a);
+      for (int64_t i = 0; i < nb; ++i) nibbles(src + i * bytes + 2, q + 32 * i, q + 32 * i + 16, 8);
+      return true;
+    case BlockType::Q4_1:
+      F16Scales(src, bytes, nb, a);
+      F16Scales(src + 2, bytes, nb, b);
+      for (int64_t i = 0; i < nb; ++i) nibbles(src + i * bytes + 4, q + 32 * i, q + 32 * i + 16, 0);
+      return true;
+    case BlockType::IQ4_NL: {
+      F16Scales(src, bytes, nb, a);
+      const auto lv = hn::Load(di8, ggml::kIQ4Levels);
+      for (int64_t i = 0; i < nb; ++i) {
+        const auto v = hn::LoadU(d8, src + i * bytes + 2);
+        hn::StoreU(hn::TableLookupBytes(lv, hn::BitCast(di8, hn::And(v, lo4))), di8, q + 32 * i);
+        hn::StoreU(hn::TableLookupBytes(lv, hn::BitCast(di8, hn::ShiftRight<4>(v))), di8, q + 32 * i + 16);
+      }
+      return true;
+    }
+    case BlockType::Q4_K:
+      K45Scales(src, bytes, nb, a, b);
+      for (int64_t i = 0; i < nb; ++i)
+        for (int ch = 0; ch < 4; ++ch)
+          for (int h = 0; h < 2; ++h) {
+            int8_t* qc = q + i * 256 + ch * 64 + h * 16;
+            nibbles(src + i * bytes + 16 + ch * 32 + h * 16, qc, qc + 32, 0);
+          }
+      return true;
+    case BlockType::Q5_0:
+    case BlockType::Q5_1: {
+      // Q4_0's nibbles with bit j of the u32 qh as element j's bit 4: each
+      // lane picks its qh byte, then tests its bit.
+      const bool one_scale = t == BlockType::Q5_0;
+      F16Scales(src, bytes, nb, a);
+      if (!one_scale) F16Scales(src + 2, bytes, nb, b);
+      HWY_ALIGN static constexpr uint8_t kSelLo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
+      HWY_ALIGN static constexpr uint8_t kSelHi[16] = {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
+      HWY_ALIGN static constexpr uint8_t kBit[16] = {1, 2, 4, 8, 16, 32, 64, 128,
+                                                     1, 2, 4, 8, 16, 32, 64, 128};
+      const auto sel_lo = hn::Load(d8, kSelLo), sel_hi = hn::Load(d8, kSelHi), bit = hn::Load(d8, kBit);
+      const auto b4 = hn::Set(d8, 16);
+      const auto bias = hn::Set(di8, int8_t(one_scale ? 16 : 0));
+      const int64_t qh_off = one_scale ? 2 : 4;
+      for (int64_t i = 0; i < nb; ++i) {
+        const uint8_t* blk = src + i * bytes;
+        const auto qh = hn::LoadU(d8, blk + qh_off);  // qh in bytes 0-3 (16 bytes stay in the block)
+        const auto v = hn::LoadU(d8, blk + qh_off + 4);
+        const auto hl = hn::IfThenElseZero(hn::TestBit(hn::TableLookupBytes(qh, sel_lo), bit), b4);
+        const auto hh = hn::IfThenElseZero(hn::TestBit(hn::TableLookupBytes(qh, sel_hi), bit), b4);
+        hn::StoreU(hn::Sub(hn::BitCast(di8, hn::Or(hn::And(v, lo4), hl)), bias), di8, q + 32 * i);
+        hn::StoreU(hn::Sub(hn::BitCast(di8, hn::Or(hn::ShiftRight<4>(v), hh)), bias), di8, q + 32 * i + 16);
+      }
+      return true;
+    }
+    case BlockType::Q2_K:
+    case BlockType::Q3_K: {
+      // Element h*128 + s*32 + l: 2 bits of qs[h*32 + l] at bit 2s; Q3_K
+      // subtracts 4 where bit 4h + s of hmask[l] is clear.
+      const bool three = t == BlockType::Q3_K;
+      const int64_t qs_off = three ? 32 : 16;
+      HWY_ALIGN float d[64], dmin[64];
+      const auto three_v = hn::Set(d8, 3);
+      const auto four = hn::Set(di8, 4);
+      for (int64_t i0 = 0; i0 < nb; i0 += 64) {
+        const int64_t c = std::min<int64_t>(64, nb - i0);
+        F16Scales(src + i0 * bytes + (three ? 108 : 80), bytes, c, d, three);
+        if (!three) F16Scales(src + i0 * bytes + 82, bytes, c, dmin, true);
+        for (int64_t i = 0; i < c; ++i) {
+          const uint8_t* blk = src + (i0 + i) * bytes;
+          float* ag = a + (i0 + i) * 16;
+          if (three) {
+            const uint8_t* sc = blk + 96;
+            for (int g = 0; g < 16; ++g) {
+              const int lo = (sc[g & 7] >> (4 * (g >> 3))) & 0x0F,
+                        hi = (sc[8 + (g & 3)] >> (2 * (g >> 2))) & 3;
+              ag[g] = d[i] * float((lo | hi << 4) - 32);
+            }
+          } else {
+            float* bg = b + (i0 + i) * 16;
+            for (int g = 0; g < 16; ++g) {
+              ag[g] = d[i] * float(blk[g] & 0x0F);
+              bg[g] = -(dmin[i] * float(blk[g] >> 4));
+            }
+          }
+          int8_t* qb = q + (i0 + i) * 256;
+          for (int h = 0; h < 2; ++h)
+            for (int j = 0; j < 2; ++j) {
+              auto v = hn::LoadU(d8, blk + qs_off + h * 32 + j * 16);
+              const auto hm = three ? hn::LoadU(d8, blk + j * 16) : hn::Zero(d8);
+              for (int sh = 0; sh < 4; ++sh, v = hn::ShiftRight<2>(v)) {
+                auto qv = hn::BitCast(di8, hn::And(v, three_v));
+                if (three) {
+                  const auto set = hn::TestBit(hm, hn::Set(d8, uint8_t(1u << (4 * h + sh))));
+                  qv = hn::Sub(qv, hn::IfThenZeroElse(hn::RebindMask(di8, set), four));
+                }
+                hn::StoreU(qv, di8, qb + h * 128 + sh * 32 + j * 16);
+              }
+            }
+        }
+      }
+      return true;
+    }
+    case BlockType::IQ4_XS: {
+      const auto lv = hn::Load(di8, ggml::kIQ4Levels);
+      HWY_ALIGN float d[64];
+      for (int64_t i0 = 0; i0 < nb; i0 += 64) {
+        const int64_t c = std::min<int64_t>(64, nb - i0);
+        F16Scales(src + i0 * bytes, bytes, c, d);
+        for (int64_t i = 0; i < c; ++i) {
+          const uint8_t* blk = src + (i0 + i) * bytes;
+          uint16_t sh;
+          std::memcpy(&sh, blk + 2, 2);
+          int8_t* qb = q + (i0 + i) * 256;
+          for (int g = 0; g < 8; ++g) {
+            const int lo = (blk[4 + (g >> 1)] >> (4 * (g & 1))) & 0x0F, hi = (sh >> (2 * g)) & 3;
+            a[(i0 + i) * 8 + g] = d[i] * float((lo | hi << 4) - 32);
+            const auto v = hn::LoadU(d8, blk + 8 + g * 16);
+            hn::StoreU(hn::TableLookupBytes(lv, hn::BitCast(di8, hn::And(v, lo4))), di8, qb + g * 32);
+            hn::StoreU(hn::TableLookupBytes(lv, hn::BitCast(di8, hn::ShiftRight<4>(v))), di8,
+                       qb + g * 32 + 16);
+          }
+        }
+      }
+      return true;
+    }
+    case BlockType::Q5_K: {
+      // Q4_K's nibbles, each with bit g of qh[l] (g: the element's group) as bit 4.
+      K45Scales(src, bytes, nb, a, b);
+      const auto one = hn::Set(d8, 1);
+      for (int64_t i = 0; i < nb; ++i) {
+        const uint8_t* blk = src + i * bytes;
+        int8_t* qb = q + i * 256;
+        for (int h = 0; h < 2; ++h) {
+          auto qh = hn::LoadU(d8, blk + 16 + h * 16);
+          for (int ch = 0; ch < 4; ++ch, qh = hn::ShiftRight<2>(qh)) {
+            const auto v = hn::LoadU(d8, blk + 48 + ch * 32 + h * 16);
+            const auto lo = hn::Or(hn::And(v, lo4), hn::ShiftLeft<4>(hn::And(qh, one)));
+            const auto hi =
+                hn::Or(hn::ShiftRight<4>(v), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<1>(qh), one)));
+            hn::StoreU(hn::BitCast(di8, lo), di8, qb + ch * 64 + h * 16);
+            hn::StoreU(hn::BitCast(di8, hi), di8, qb + ch * 64 + 32 + h * 16);
+          }
+        }
+      }
+      return true;
+    }
+    case BlockType::Q6_K: {
+      HWY_ALIGN float d[64];
+      const auto three = hn::Set(d8, 3);
+      const auto k32 = hn::Set(di8, 32);
+      for (int64_t i0 = 0; i0 < nb; i0 += 64) {
+        const int64_t c = std::min<int64_t>(64, nb - i0);
+        F16Scales(src + i0 * bytes + 208, bytes, c, d, true);
+        for (int64_t i = 0; i < c; ++i) {
+          const uint8_t* blk = src + (i0 + i) * bytes;
+          const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
+          for (int g = 0; g < 16; ++g) a[(i0 + i) * 16 + g] = d[i] * float(sc[g]);
+          int8_t* qb = q + (i0 + i) * 256;
+          for (int half = 0; half < 2; ++half)
+            for (int j = 0; j < 2; ++j) {
+              const uint8_t* l = blk + half * 64 + j * 16;
+              const auto la = hn::LoadU(d8, l), lb = hn::LoadU(d8, l + 32);
+              const auto h = hn::LoadU(d8, blk + 128 + half * 32 + j * 16);
+              auto put = [&](hn::Vec<decltype(d8)> low, hn::Vec<decltype(d8)> high2, int8_t* o) {
+                const auto v = hn::Or(low, hn::ShiftLeft<4>(hn::And(high2, three)));
+                hn::StoreU(hn::Sub(hn::BitCast(di8, v), k32), di8, o);
+              };
+              int8_t* o = qb + half * 128 + j * 16;
+              put(hn::And(la, lo4), h, o);
+              put(hn::And(lb, lo4), hn::ShiftRight<2>(h), o + 32);
+              put(hn::ShiftRight<4>(la), hn::ShiftRight<4>(h), o + 64);
+              put(hn::ShiftRight<4>(lb), hn::ShiftRight<6>(h), o + 96);
+            }
+        }
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+#endif
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kiln::cpu
+HWY_AFTER_NAMESPACE();
+
+#endif  // KILN_CPU_BLOCK_SPLIT_VEC_INL_H_
