@@ -349,32 +349,40 @@ GGUFSource gguf_source_from_hf(const std::string& dir) {
   if (llama3) names.emplace_back("rope_freqs.weight", "");
   std::sort(names.begin(), names.end(),
             [](const auto& a, const auto& b) { return file_order(a.first) < file_order(b.first); });
+  const auto qk_heads = [&](const std::string& g) -> int64_t {  // llama's Q/K rows go interleaved
+    if (arch != "llama") return 0;
+    if (g.ends_with(".attn_q.weight") || g.ends_with(".attn_q.bias")) return c.num_attention_heads;
+    if (g.ends_with(".attn_k.weight") || g.ends_with(".attn_k.bias")) return c.num_key_value_heads;
+    return 0;
+  };
   for (const auto& [g, hf] : names) {
-    Tensor t;
-    if (hf.empty()) {
-      t = llama3_rope_freqs(c);
-    } else if (auto e = experts.find(hf); e != experts.end()) {
-      std::vector<std::string> each;
+    // Type and shape from the headers; the bytes are made when the writer asks.
+    std::vector<std::string> each;  // a layer's experts, in order
+    if (auto e = experts.find(hf); e != experts.end())
       for (const auto& kv : e->second) each.push_back(kv.second);
-      t = stack_experts(*ckpt, each);
-    } else {
-      t = ckpt->tensor(hf);
+    DType dtype = DType::Float32;
+    Shape shape = {c.head_dim / 2};  // rope_freqs
+    if (!hf.empty()) {
+      const SafetensorsEntry& entry = ckpt->entry(each.empty() ? hf : each[0]);
+      dtype = entry.dtype;
+      shape = entry.shape;
+      if (!each.empty()) shape.insert(shape.begin(), int64_t(each.size()));
     }
-    GGMLType type = ggml_type_of(t.dtype(), hf);
-    if (t.dim() == 1 && type != GGMLType::F32) {  // norms and biases: F32, as the converter writes them
-      t = t.to(DType::Float32);
-      type = GGMLType::F32;
-    }
-    // llama runs "normal" rope in llama.cpp: Q/K rows in interleaved pairs.
-    const bool q = g.ends_with(".attn_q.weight") || g.ends_with(".attn_q.bias");
-    const bool k = g.ends_with(".attn_k.weight") || g.ends_with(".attn_k.bias");
-    if (arch == "llama" && (q || k))
-      t = permute_qk_rows(t, q ? c.num_attention_heads : c.num_key_value_heads);
-    t = t.contiguous();
-    const Shape shape = t.sizes();
-    std::vector<int64_t> ne(shape.rbegin(), shape.rend());
-    src.tensors.push_back({g, type, std::move(ne), static_cast<const uint8_t*>(t.data_ptr())});
-    src.held.push_back(std::move(t));
+    GGMLType type = ggml_type_of(dtype, hf);
+    const bool to_f32 =
+        shape.size() == 1 && type != GGMLType::F32;  // norms and biases, as the converter writes them
+    if (to_f32) type = GGMLType::F32;
+    const int64_t heads = qk_heads(g);
+    GGUFSourceTensor t{g, type, std::vector<int64_t>(shape.rbegin(), shape.rend()), nullptr, nullptr};
+    t.load = [ckpt, c, hf = hf, each, to_f32, heads]() {
+      Tensor w = hf.empty()      ? llama3_rope_freqs(c)
+                 : !each.empty() ? stack_experts(*ckpt, each)
+                                 : ckpt->tensor(hf);
+      if (to_f32) w = w.to(DType::Float32);
+      if (heads > 0) w = permute_qk_rows(w, heads);
+      return w.contiguous();
+    };
+    src.tensors.push_back(std::move(t));
   }
   return src;
 }

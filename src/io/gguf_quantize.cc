@@ -133,11 +133,10 @@ GGUFValue uint32_value(uint32_t v) {
   return g;
 }
 
-// Re-encodes tensor `t` as `to` into dst, rows in parallel.
-void encode_tensor(const GGUFSourceTensor& t, GGMLType to, uint8_t* dst) {
+// Re-encodes tensor `t` (its bytes at base) as `to` into dst, rows in parallel.
+void encode_tensor(const GGUFSourceTensor& t, const uint8_t* base, GGMLType to, uint8_t* dst) {
   const int64_t ne0 = t.ne[0], rows = ne0 == 0 ? 0 : numel(t.ne) / ne0;
   const uint64_t in_row = ggml_tensor_bytes(t.type, {ne0}), out_row = ggml_tensor_bytes(to, {ne0});
-  const uint8_t* base = t.data;
   std::atomic<int64_t> bad_row{-1};
   parallel_for(0, rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(ne0, 1)), [&](int64_t b, int64_t e) {
     std::vector<float> row(static_cast<size_t>(ne0));
@@ -227,11 +226,20 @@ QuantizeSummary quantize_gguf(const GGUFSource& src, const std::string& out, con
     const GGUFSourceTensor& t = src.tensors[k];
     const GGMLType to = plan[k].type;
     const uint64_t bytes = ggml_tensor_bytes(to, t.ne);
+    Tensor made;  // the tensor made on demand, released once written
+    const uint8_t* base = t.data;
+    if (base == nullptr) {
+      made = t.load();
+      KILN_CHECK(made.is_contiguous() && made.nbytes() == ggml_tensor_bytes(t.type, t.ne), ValueError,
+                 "[quantize] " << t.name << " came out as " << made.nbytes() << " bytes, not "
+                               << ggml_tensor_bytes(t.type, t.ne));
+      base = static_cast<const uint8_t*>(made.data_ptr());
+    }
     if (to == t.type) {
-      if (bytes) std::memcpy(dst, t.data, bytes);
+      if (bytes) std::memcpy(dst, base, bytes);
       ++sum.copied;
     } else {
-      encode_tensor(t, to, dst);
+      encode_tensor(t, base, to, dst);
       ++sum.quantized;
     }
     sum.out_bytes += bytes;

@@ -33,14 +33,15 @@ struct GGUFSourceTensor {
   std::string name;
   GGMLType type = GGMLType::F32;
   std::vector<int64_t> ne;        // ggml order: ne[0] contiguous
-  const uint8_t* data = nullptr;  // the tensor's bytes, held by the source
+  const uint8_t* data = nullptr;  // the tensor's bytes, held by the source; or (when null)
+  std::function<Tensor()> load;   // a contiguous tensor of those bytes, made when the writer
+                                  // reaches it, so a converted checkpoint never sits in memory whole
 };
 struct GGUFSource {
   std::vector<std::pair<std::string, GGUFValue>> metadata;
   std::vector<GGUFSourceTensor> tensors;
   uint64_t alignment = 32;
-  std::shared_ptr<const void> owner;  // the mapped file the tensors point into
-  std::vector<Tensor> held;           // or the tensors they point into
+  std::shared_ptr<const void> owner;  // the mapped file(s) the tensors read from
 };
 // A GGUF file as it stands.
 GGUFSource gguf_source_from_file(const std::string& path);
