@@ -137,22 +137,37 @@ GGUFValue uint32_value(uint32_t v) {
 void encode_tensor(const GGUFSourceTensor& t, const uint8_t* base, GGMLType to, uint8_t* dst) {
   const int64_t ne0 = t.ne[0], rows = ne0 == 0 ? 0 : numel(t.ne) / ne0;
   const uint64_t in_row = ggml_tensor_bytes(t.type, {ne0}), out_row = ggml_tensor_bytes(to, {ne0});
+  const bool checked = is_block_type(to) || to == GGMLType::F16;  // f16 scales or values can overflow
+  enum Fault { kNone, kNonFinite, kOverflow };
   std::atomic<int64_t> bad_row{-1};
+  std::atomic<int> fault{kNone};
   parallel_for(0, rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(ne0, 1)), [&](int64_t b, int64_t e) {
     std::vector<float> row(static_cast<size_t>(ne0));
-    for (int64_t r = b; r < e; ++r) {
+    auto fail = [&](int64_t r, Fault f) {
+      int64_t none = -1;
+      if (bad_row.compare_exchange_strong(none, r)) fault = f;
+    };
+    auto finite = [&] {
+      return std::all_of(row.begin(), row.end(), [](float v) { return std::isfinite(v); });
+    };
+    for (int64_t r = b; r < e && bad_row.load(std::memory_order_relaxed) < 0; ++r) {
       dequantize_row(t.type, base + uint64_t(r) * in_row, row.data(), ne0);
-      if (!std::all_of(row.begin(), row.end(), [](float v) { return std::isfinite(v); })) {
-        int64_t none = -1;
-        bad_row.compare_exchange_strong(none, r);
-        return;
-      }
-      quantize_row(to, row.data(), dst + uint64_t(r) * out_row, ne0);
+      if (!finite()) return fail(r, kNonFinite);
+      uint8_t* out = dst + uint64_t(r) * out_row;
+      quantize_row(to, row.data(), out, ne0);
+      if (!checked) continue;
+      // Values past f16's range give an infinite block scale: decode the row back to see.
+      dequantize_row(to, out, row.data(), ne0);
+      if (!finite()) return fail(r, kOverflow);
     }
   });
-  KILN_CHECK(bad_row.load() < 0, ValueError,
+  KILN_CHECK(fault.load() != kNonFinite, ValueError,
              "[quantize] " << t.name << " holds NaN or infinite values (row " << bad_row.load()
                            << "); a quantized block cannot hold them");
+  KILN_CHECK(fault.load() != kOverflow, ValueError,
+             "[quantize] " << t.name << " row " << bad_row.load() << " holds values too large for "
+                           << ggml_type_info(uint32_t(to))->name
+                           << " (its f16 numbers would be infinite); write F32 or BF16 instead");
 }
 
 }  // namespace

@@ -94,15 +94,16 @@ uint64_t ggml_tensor_bytes(GGMLType t, const std::vector<int64_t>& ne) {
   return rows * uint64_t(ne[0]) / info->block_size * info->type_size;
 }
 
-void write_gguf(const std::string& path, const std::vector<std::pair<std::string, GGUFValue>>& metadata,
-                const std::vector<GGUFWriteTensor>& tensors, uint64_t alignment,
-                const std::function<void(size_t, uint8_t*)>& fill) {
+std::string gguf_header_bytes(const std::vector<std::pair<std::string, GGUFValue>>& metadata,
+                              const std::vector<GGUFWriteTensor>& tensors, uint64_t alignment,
+                              uint64_t* data_bytes) {
   KILN_CHECK(alignment > 0 && (alignment & (alignment - 1)) == 0, ValueError,
              "[gguf.write] alignment " << alignment << " is not a power of two");
   // A reader assumes 32 unless general.alignment says otherwise.
   bool has_key = false;
-  for (const auto& [key, v] : metadata) {
-    if (key != "general.alignment") continue;
+  for (const auto& kv : metadata) {
+    if (kv.first != "general.alignment") continue;
+    const GGUFValue& v = kv.second;
     KILN_CHECK(!v.is_array() && (v.u ? v.u : uint64_t(v.i)) == alignment, ValueError,
                "[gguf.write] general.alignment " << v.to_string() << " disagrees with " << alignment);
     has_key = true;
@@ -122,19 +123,28 @@ void write_gguf(const std::string& path, const std::vector<std::pair<std::string
     a.u = alignment;
     put_value(o, "general.alignment", a);
   }
-  std::vector<uint64_t> sizes(tensors.size());
   uint64_t offset = 0;  // from the start of the data section
-  for (size_t k = 0; k < tensors.size(); ++k) {
-    const GGUFWriteTensor& t = tensors[k];
-    sizes[k] = ggml_tensor_bytes(t.type, t.ne);
+  for (const GGUFWriteTensor& t : tensors) {
+    const uint64_t size = ggml_tensor_bytes(t.type, t.ne);
     o.str(t.name);
     o.put<uint32_t>(uint32_t(t.ne.size()));
     for (int64_t n : t.ne) o.put<uint64_t>(uint64_t(n));
     o.put<uint32_t>(uint32_t(t.type));
     o.put<uint64_t>(offset);
-    offset = round_up(offset + sizes[k], alignment);
+    offset = round_up(offset + size, alignment);
   }
   o.bytes.resize(round_up(o.bytes.size(), alignment), '\0');
+  if (data_bytes) *data_bytes = offset;
+  return std::move(o.bytes);
+}
+
+void write_gguf(const std::string& path, const std::vector<std::pair<std::string, GGUFValue>>& metadata,
+                const std::vector<GGUFWriteTensor>& tensors, uint64_t alignment,
+                const std::function<void(size_t, uint8_t*)>& fill) {
+  Out o;
+  o.bytes = gguf_header_bytes(metadata, tensors, alignment);
+  std::vector<uint64_t> sizes;
+  for (const GGUFWriteTensor& t : tensors) sizes.push_back(ggml_tensor_bytes(t.type, t.ne));
 
   const std::string tmp = path + ".tmp";
   FILE* f = std::fopen(tmp.c_str(), "wb");

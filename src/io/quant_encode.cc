@@ -38,8 +38,10 @@ inline void min_max(const float* x, float& lo, float& hi) {
   }
 }
 
-// trunc(v) clamped to [0, top]: the reference's trunc -> uint8 -> clip.
-inline int trunc_code(float v, int top) { return int(std::clamp(std::trunc(v), 0.0f, float(top))); }
+// trunc(v) clamped to [0, top]: the reference's trunc -> uint8 -> clip. A
+// NaN (0 * inf, from a scale whose reciprocal overflows) reads as 0, where
+// converting it to an integer would be undefined.
+inline int trunc_code(float v, int top) { return v >= 0 ? int(std::min(std::trunc(v), float(top))) : 0; }
 
 // Q4 order: element j in the low nibble of byte j, element j + 16 in its high nibble.
 inline void pack_nibbles(const int q[32], uint8_t* qs) {
@@ -93,7 +95,10 @@ void quant_q8_0(const float* src, uint8_t* dst, int64_t nblocks) {
     const float d = amax / 127.0f;
     const float id = reciprocal_or_zero(d);
     put_f16(dst, d);
-    for (int j = 0; j < 32; ++j) dst[2 + j] = uint8_t(int8_t(std::round(src[j] * id)));
+    for (int j = 0; j < 32; ++j) {
+      const float q = std::round(src[j] * id);  // |q| <= 127 unless 1 / d overflowed; NaN then reads as 0
+      dst[2 + j] = uint8_t(int8_t(q >= -127.0f ? std::min(q, 127.0f) : q < -127.0f ? -127.0f : 0.0f));
+    }
   }
 }
 

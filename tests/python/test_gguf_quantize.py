@@ -297,6 +297,18 @@ def test_bad_input_is_refused_and_nothing_is_left(tmp_path, rng):
     with pytest.raises(ValueError, match=r"blk\.3\.attn_k\.weight holds NaN or infinite values \(row 2\)"):
         kiln.io.quantize_gguf(src, out, "Q8_0")
     assert list(tmp_path.iterdir()) == [src]
+    # Finite weights beyond what an f16 scale reaches would decode as infinity.
+    big = tmp_path / "big.gguf"
+    y = rng.standard_normal((3, 256)).astype(np.float32)
+    y[1, 9] = 3e9
+    write_tensors(big, {"blk.0.ffn_up.weight": y})
+    for recipe in ("Q8_0", "Q4_K_M", "F16"):
+        with pytest.raises(ValueError, match=r"ffn_up\.weight row 1 holds values too large for (Q8_0|Q4_K|F16)"):
+            kiln.io.quantize_gguf(big, out, recipe)
+    kiln.io.quantize_gguf(big, out, "BF16")
+    assert np.isfinite(decoded(read(out)[1]["blk.0.ffn_up.weight"])).all()
+    out.unlink()
+    big.unlink()
     with pytest.raises(ValueError, match=r"unknown type 'Q3_K_XL' \(kiln writes F32, .*Q4_K_M"):
         kiln.io.quantize_gguf(src, out, "Q3_K_XL")
     with pytest.raises(ValueError, match="is the input"):

@@ -21,6 +21,13 @@ struct GGUFWriteTensor {
 // not a whole number of t's blocks).
 uint64_t ggml_tensor_bytes(GGMLType t, const std::vector<int64_t>& ne);
 
+// The bytes of a GGUF file before its tensor data (header, metadata, tensor
+// infos, padding to the alignment; see write_gguf), and in *data_bytes the
+// size of the data section that follows (each tensor padded to the alignment).
+std::string gguf_header_bytes(const std::vector<std::pair<std::string, GGUFValue>>& metadata,
+                              const std::vector<GGUFWriteTensor>& tensors, uint64_t alignment,
+                              uint64_t* data_bytes = nullptr);
+
 // Writes `path` through `path`.tmp, renamed when complete (a failure removes
 // the .tmp and throws the OSError). Metadata is written in the order given,
 // values as GGUFValue holds them (each array element in its elem_type); the
