@@ -37,29 +37,40 @@ constexpr Pair kMixtral[] = {
     {"ffn_down_exps", "block_sparse_moe.experts.w2"},
 };
 
+// "PREFIX<N>.<base>.weight|bias" split into N, base and suffix; false for any other name.
+struct LayerName {
+  std::string layer;
+  std::string_view base, suffix;
+};
+bool split_layer_name(std::string_view n, std::string_view prefix, LayerName& out) {
+  if (n.substr(0, prefix.size()) != prefix) return false;
+  std::string_view rest = n.substr(prefix.size());
+  const size_t dot = rest.find('.');
+  if (dot == std::string_view::npos || dot == 0 || dot > 6) return false;
+  for (char c : rest.substr(0, dot))
+    if (c < '0' || c > '9') return false;
+  out.layer = std::string(rest.substr(0, dot));
+  rest = rest.substr(dot + 1);
+  const size_t dot2 = rest.rfind('.');
+  if (dot2 == std::string_view::npos) return false;
+  out.base = rest.substr(0, dot2);
+  out.suffix = rest.substr(dot2);
+  return out.suffix == ".weight" || out.suffix == ".bias";
+}
+
 }  // namespace
 
 std::string gguf_to_hf_name(std::string_view n, std::string_view arch) {
   if (n == "token_embd.weight") return "model.embed_tokens.weight";
   if (n == "output_norm.weight") return "model.norm.weight";
   if (n == "output.weight") return "lm_head.weight";
-  if (n.substr(0, 4) != "blk.") return "";
-  std::string_view rest = n.substr(4);
-  const size_t dot = rest.find('.');
-  if (dot == std::string_view::npos || dot == 0 || dot > 6) return "";
-  for (char c : rest.substr(0, dot))
-    if (c < '0' || c > '9') return "";
-  const std::string layer(rest.substr(0, dot));
-  rest = rest.substr(dot + 1);
-  const size_t dot2 = rest.rfind('.');
-  if (dot2 == std::string_view::npos) return "";
-  const std::string_view base = rest.substr(0, dot2), suffix = rest.substr(dot2);  // ".weight" / ".bias"
-  if (suffix != ".weight" && suffix != ".bias") return "";
+  LayerName l;
+  if (!split_layer_name(n, "blk.", l)) return "";
   if (arch == "mixtral")
     for (const auto& p : kMixtral)
-      if (base == p.gguf) return "model.layers." + layer + "." + p.hf + std::string(suffix);
+      if (l.base == p.gguf) return "model.layers." + l.layer + "." + p.hf + std::string(l.suffix);
   for (const auto& p : kLayer)
-    if (base == p.gguf) return "model.layers." + layer + "." + p.hf + std::string(suffix);
+    if (l.base == p.gguf) return "model.layers." + l.layer + "." + p.hf + std::string(l.suffix);
   return "";
 }
 
@@ -67,24 +78,13 @@ std::string hf_to_gguf_name(std::string_view n, std::string_view arch) {
   if (n == "model.embed_tokens.weight") return "token_embd.weight";
   if (n == "model.norm.weight") return "output_norm.weight";
   if (n == "lm_head.weight") return "output.weight";
-  constexpr std::string_view kPrefix = "model.layers.";
-  if (n.substr(0, kPrefix.size()) != kPrefix) return "";
-  std::string_view rest = n.substr(kPrefix.size());
-  const size_t dot = rest.find('.');
-  if (dot == std::string_view::npos || dot == 0 || dot > 6) return "";
-  for (char c : rest.substr(0, dot))
-    if (c < '0' || c > '9') return "";
-  const std::string layer(rest.substr(0, dot));
-  rest = rest.substr(dot + 1);
-  const size_t dot2 = rest.rfind('.');
-  if (dot2 == std::string_view::npos) return "";
-  const std::string_view base = rest.substr(0, dot2), suffix = rest.substr(dot2);
-  if (suffix != ".weight" && suffix != ".bias") return "";
+  LayerName l;
+  if (!split_layer_name(n, "model.layers.", l)) return "";
   if (arch == "mixtral")
     for (const auto& p : kMixtral)
-      if (base == p.hf) return "blk." + layer + "." + p.gguf + std::string(suffix);
+      if (l.base == p.hf) return "blk." + l.layer + "." + p.gguf + std::string(l.suffix);
   for (const auto& p : kLayer)
-    if (base == p.hf) return "blk." + layer + "." + p.gguf + std::string(suffix);
+    if (l.base == p.hf) return "blk." + l.layer + "." + p.gguf + std::string(l.suffix);
   return "";
 }
 

@@ -65,10 +65,6 @@ const Recipe& find_recipe(std::string name) {
              "[quantize] unknown type '" << name << "' (kiln writes " << gguf_quantize_recipe_names() << ")");
 }
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 // The N of "blk.N.", or -1.
 int64_t layer_of(std::string_view name) {
   if (name.substr(0, 4) != "blk.") return -1;
@@ -84,7 +80,7 @@ bool more_bits_layer(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 
 // A matrix the recipe re-encodes: a weight of two or more dims, not the MoE router
 // (kept in float, as llama.cpp keeps it).
 bool is_matrix(const GGUFSourceTensor& t) {
-  return t.ne.size() >= 2 && ends_with(t.name, ".weight") && t.name.find("ffn_gate_inp") == std::string::npos;
+  return t.ne.size() >= 2 && t.name.ends_with(".weight") && t.name.find("ffn_gate_inp") == std::string::npos;
 }
 
 // The type a matrix gets: the recipe's choice, then the fallback its row length needs.

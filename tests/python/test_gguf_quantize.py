@@ -13,6 +13,7 @@ import pytest
 import kiln
 import kiln.io
 from io_util import kiln_cli
+from tiny_chat_model import byte_to_unicode
 
 gguf = pytest.importorskip("gguf")
 Q = gguf.GGMLQuantizationType
@@ -382,24 +383,11 @@ def test_checkpoint_converts_to_the_same_model(tmp_path, arch):
     assert np.corrcoef(got.ravel(), want.ravel())[0, 1] > (0.98 if moe else 0.999)
 
 
-def bytes_to_unicode():
-    """GPT-2's byte -> printable character table (byte-level BPE's alphabet)."""
-    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
-    table, extra = {}, 0
-    for b in range(256):
-        if b in keep:
-            table[b] = chr(b)
-        else:
-            table[b] = chr(256 + extra)
-            extra += 1
-    return table
-
-
 def write_checkpoint(d, rng, tokenizer=True):
     """A small llama checkpoint with a byte-level BPE tokenizer of 256 bytes, 3 merges and one special token."""
     import json
     d.mkdir()
-    alphabet = bytes_to_unicode()
+    alphabet = byte_to_unicode()
     vocab = {alphabet[b]: b for b in range(256)}
     merges = ["\u0120 t", "h e", "\u0120t he"]
     for m in merges:
