@@ -13,7 +13,11 @@ OUT_DIR defaults to tests/data/vae. It writes
       mean/logvar, latents [1, 4, 3, 4, 4] and their decode,
   OUT_DIR/tiny_autoencoder_kl_wan22{,_outputs.safetensors}
       the same for Wan 2.2 TI2V-5B's layout (is_residual, patch_size 2, base_dim 4,
-      decoder_base_dim 6, dim_mult (1, 2, 2)), on a [1, 3, 5, 16, 16] video and [1, 4, 3, 2, 2] latents.
+      decoder_base_dim 6, dim_mult (1, 2, 2)), on a [1, 3, 5, 16, 16] video and [1, 4, 3, 2, 2] latents,
+  OUT_DIR/tiny_autoencoder_kl_wan{,22}_tiled_outputs.safetensors
+      diffusers' tiled encode / decode (enable_tiling) of the two saved models on inputs
+      larger than a tile, with the tile settings stored beside them.
+With --tiled-only it writes only the tiled outputs, from the models already in OUT_DIR.
 """
 
 import os
@@ -81,8 +85,42 @@ def outputs(vae, seed, frames=9, latent_hw=4):
     return {k: v.contiguous() for k, v in out.items()}
 
 
+# name: (seed, video [N, 3, T, H, W], latents [N, z, t, h, w], tile, stride, spatial ratio)
+# The tiny Wan 2.2 config says scale_factor_spatial 4 while its patches and levels give 8;
+# its tiles are run with the true ratio (spatial_compression_ratio = 8 on both sides).
+TILED = {"tiny_autoencoder_kl_wan": (17, (1, 3, 5, 24, 28), (1, 4, 3, 6, 7), 16, 12, None),
+         "tiny_autoencoder_kl_wan22": (18, (1, 3, 5, 48, 40), (1, 4, 2, 3, 4), 16, 8, 8)}
+
+
+def tiled_outputs(vae, seed, video_shape, latent_shape, tile, stride, ratio):
+    if ratio is not None:
+        vae.spatial_compression_ratio = ratio
+    vae.enable_tiling(tile, tile, stride, stride)
+    g = torch.Generator().manual_seed(seed)
+    video = torch.rand(*video_shape, generator=g) * 2 - 1
+    latents = torch.randn(*latent_shape, generator=g)
+    out = {"video": video, "latents": latents,
+           "settings": torch.tensor([tile, stride, ratio or vae.spatial_compression_ratio])}
+    with torch.no_grad():
+        dist = vae.encode(video).latent_dist
+        out["encode_mean"], out["encode_logvar"] = dist.mean, dist.logvar
+        out["decode"] = vae.decode(latents).sample
+    return {k: v.contiguous() for k, v in out.items()}
+
+
+def write_tiled(out_dir):
+    for name, (seed, video, latents, tile, stride, ratio) in TILED.items():
+        vae = AutoencoderKLWan.from_pretrained(os.path.join(out_dir, name)).eval()
+        save_file(tiled_outputs(vae, seed, video, latents, tile, stride, ratio),
+                  os.path.join(out_dir, name + "_tiled_outputs.safetensors"))
+
+
 def main():
-    out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "tests", "data", "vae")
+    args = [a for a in sys.argv[1:] if a != "--tiled-only"]
+    out_dir = args[0] if args else os.path.join(os.path.dirname(__file__), "..", "tests", "data", "vae")
+    if "--tiled-only" in sys.argv[1:]:
+        write_tiled(out_dir)
+        return
     vae = build(0)
     vae.save_pretrained(os.path.join(out_dir, "tiny_autoencoder_kl_wan"), safe_serialization=True)
     save_file(outputs(vae, 7), os.path.join(out_dir, "tiny_autoencoder_kl_wan_outputs.safetensors"))
@@ -90,6 +128,7 @@ def main():
     vae.save_pretrained(os.path.join(out_dir, "tiny_autoencoder_kl_wan22"), safe_serialization=True)
     save_file(outputs(vae, 8, frames=5, latent_hw=2),
               os.path.join(out_dir, "tiny_autoencoder_kl_wan22_outputs.safetensors"))
+    write_tiled(out_dir)
 
 
 if __name__ == "__main__":

@@ -102,10 +102,10 @@ def _load(a):
     from .models import AutoencoderKL, AutoencoderKLWan
 
     if _class_name(a.vae_dir) == "AutoencoderKLWan":
-        if a.tiled or a.tile_size is not None or a.overlap is not None:
-            raise ValueError("--tiled / --tile-size / --overlap are not supported for AutoencoderKLWan "
-                             "(it runs frame chunk by frame chunk instead)")
-        return AutoencoderKLWan.from_pretrained(a.vae_dir)
+        vae = AutoencoderKLWan.from_pretrained(a.vae_dir)
+        if a.tiled or a.tile_size is not None:
+            vae.enable_tiling(tile_size=a.tile_size, overlap=a.overlap)
+        return vae
     vae = AutoencoderKL.from_pretrained(a.vae_dir)
     if a.tiled or a.tile_size is not None:
         vae.enable_tiling(a.tile_size, a.overlap)
@@ -117,7 +117,8 @@ def _encode(a):
     wan = _is_wan(vae)
     x = read_video(a.input) if wan else read_image(a.input)
     with no_grad():
-        dist = vae.encode(x, progress=_progress("encode", "chunk" if wan else "tile", not a.quiet))
+        unit = "chunk" if wan and not vae.use_tiling else "tile"
+        dist = vae.encode(x, progress=_progress("encode", unit, not a.quiet))
         if a.sample:
             z = dist.sample(_C.Generator(a.seed))
         else:
@@ -144,7 +145,8 @@ def _decode(a):
     with no_grad():
         if not a.raw:
             z = vae.unscale_latents(z)
-        img = vae.decode(z, progress=_progress("decode", "latent frame" if wan else "tile", not a.quiet))
+        unit = "latent frame" if wan and not vae.use_tiling else "tile"
+        img = vae.decode(z, progress=_progress("decode", unit, not a.quiet))
     if wan:
         for i in range(img.shape[0]):
             write_video(img[i], a.output if img.shape[0] == 1 else f"{a.output.rstrip(os.sep)}-{i}")
@@ -171,14 +173,16 @@ def _parser():
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Tiling (--tiled) cuts the input into overlapping tiles of --tile-size pixels that are run "
                "one by one and cross-faded (as diffusers' enable_tiling), bounding memory for large images; "
-               "each finished tile is reported on stderr.")
+               "each finished tile is reported on stderr. A Wan video is tiled in space, each tile running "
+               "through all its frames (default tiles 256 pixels with stride 192, diffusers' own).")
     sub = p.add_subparsers(dest="command", required=True, metavar="{encode,decode}")
 
     def common(q):
         q.add_argument("vae_dir", metavar="VAE_DIR", help="diffusers AutoencoderKL or AutoencoderKLWan directory")
         q.add_argument("--tiled", action="store_true", help="run tile by tile when the input exceeds one tile")
         q.add_argument("--tile-size", type=int, default=None,
-                       help="tile size in image pixels (implies --tiled; default: the config's sample_size)")
+                       help="tile size in image pixels (implies --tiled; default: the config's sample_size, "
+                            "Wan: 256)")
         q.add_argument("--overlap", type=float, default=None,
                        help="fraction of a tile shared with its neighbour (default 0.25)")
         q.add_argument("--key", default="latents", help="tensor name in the latents file (default 'latents')")

@@ -22,6 +22,8 @@ MODEL = os.path.join(DATA, "tiny_autoencoder_kl_wan")
 OUTPUTS = os.path.join(DATA, "tiny_autoencoder_kl_wan_outputs.safetensors")
 MODEL22 = os.path.join(DATA, "tiny_autoencoder_kl_wan22")
 OUTPUTS22 = os.path.join(DATA, "tiny_autoencoder_kl_wan22_outputs.safetensors")
+TILED_OUTPUTS = os.path.join(DATA, "tiny_autoencoder_kl_wan_tiled_outputs.safetensors")
+TILED_OUTPUTS22 = os.path.join(DATA, "tiny_autoencoder_kl_wan22_tiled_outputs.safetensors")
 
 
 @pytest.fixture(scope="module")
@@ -148,6 +150,62 @@ def test_errors(vae, tmp_path):
         AutoencoderKLWan.from_pretrained(MODEL22).encode(kiln.zeros(1, 12, 1, 8, 8))
 
 
+# ---- spatial tiling (diffusers' enable_tiling) ----
+
+@pytest.mark.parametrize("model,outputs", [(MODEL, TILED_OUTPUTS), (MODEL22, TILED_OUTPUTS22)],
+                         ids=["wan21", "wan22_residual"])
+def test_tiled_matches_diffusers(model, outputs):
+    # diffusers' tiled_encode / tiled_decode on inputs of several tiles, ragged last
+    # tiles included; the tiny Wan 2.2 config's scale_factor_spatial (4) is not its true
+    # scale (8), so both sides ran with spatial_compression_ratio set to the stored one.
+    vae = AutoencoderKLWan.from_pretrained(model)
+    ref = kiln.load(outputs)
+    tile, stride, ratio = (int(v) for v in ref["settings"].tolist())
+    vae.spatial_compression_ratio = ratio
+    vae.enable_tiling(tile, tile, stride, stride)
+    tiles = []
+    with kiln.no_grad():
+        out = vae.decode(ref["latents"], progress=lambda done, total: tiles.append((done, total)))
+        dist = vae.encode(ref["video"])
+        untiled = vae.decode(ref["latents"], tiled=False)
+    h, w = ref["latents"].shape[3], ref["latents"].shape[4]
+    step = stride // ratio
+    n = len(range(0, h, step)) * len(range(0, w, step))
+    assert tiles == [(k, n) for k in range(1, n + 1)] and n >= 4
+    close(out, ref["decode"])
+    close(dist.mean, ref["encode_mean"])
+    close(dist.logvar, ref["encode_logvar"])
+    assert list(untiled.shape) == list(out.shape)
+    assert float((untiled - out).abs().max()) > 1e-2  # the seams are blended, not the untiled result
+
+
+def test_tiling_settings_and_errors(vae):
+    # Fresh model: diffusers' defaults (256 / 192); the square shorthand; refusals.
+    m = AutoencoderKLWan.from_pretrained(MODEL)
+    assert not m.use_tiling and (m.tile_sample_min_height, m.tile_sample_stride_width) == (256, 192)
+    m.enable_tiling(tile_size=32, overlap=0.5)
+    assert m.use_tiling and (m.tile_sample_min_width, m.tile_sample_stride_height) == (32, 16)
+    m.enable_tiling(20, 24, 12, 16)
+    assert (m.tile_sample_min_height, m.tile_sample_min_width, m.tile_sample_stride_height,
+            m.tile_sample_stride_width) == (20, 24, 12, 16)
+    m.disable_tiling()
+    assert not m.use_tiling
+    z = kiln.load(TILED_OUTPUTS)["latents"]
+    with kiln.no_grad():
+        # A tile that covers the input runs the untiled path; a per-call tile_size tiles.
+        whole = m.decode(z, tiled=True, tile_size=32)
+        close(whole, m.decode(z))
+        close(m.decode(z, tiled=True, tile_size=16), kiln.load(TILED_OUTPUTS)["decode"])
+    with pytest.raises(ValueError, match=r"tile height 18 must be a positive multiple of 4"):
+        m.enable_tiling(18)
+    with pytest.raises(ValueError, match=r"tile stride 6 must be a positive multiple of 4"):
+        m.decode(z, tiled=True, tile_size=8, overlap=0.25)
+    with pytest.raises(ValueError, match=r"strides \(24, 24\) must not exceed the tile \(16, 16\)"):
+        m.enable_tiling(16, 16, 24, 24)
+    with pytest.raises(ValueError, match=r"overlap 1.5 must be a fraction"):
+        m.encode(kiln.zeros(1, 3, 1, 8, 8), tiled=True, overlap=1.5)
+
+
 # ---- Wan 2.2 TI2V-5B layout: residual blocks, 2x2 patches ----
 
 def test_wan22_residual_layout_matches_diffusers():
@@ -185,7 +243,8 @@ def test_matches_diffusers_live(tmp_path, residual):
     torch = pytest.importorskip("torch")
     diffusers = pytest.importorskip("diffusers")
     torch.manual_seed(5)
-    extra = dict(is_residual=True, patch_size=2, in_channels=12, out_channels=12) if residual else {}
+    extra = dict(is_residual=True, patch_size=2, in_channels=12, out_channels=12,
+                 scale_factor_spatial=16) if residual else {}
     ref = diffusers.AutoencoderKLWan(base_dim=8, z_dim=3, dim_mult=[1, 2, 2, 2], num_res_blocks=2,
                                      temperal_downsample=[True, True, False], **extra).eval()
     with torch.no_grad():
@@ -205,6 +264,20 @@ def test_matches_diffusers_live(tmp_path, residual):
         out = mine.decode(kiln.tensor(latents.numpy()))
     close(got.mean, dist.mean.numpy())
     close(got.logvar, dist.logvar.numpy())
+    close(out, dec.numpy())
+    # Tiled: 2 x 3 tiles of 2 latent positions with stride 1 (ragged at the edges).
+    tile, stride = 2 * scale, scale
+    ref.enable_tiling(tile, tile, stride, stride)
+    mine.enable_tiling(tile, tile, stride, stride)
+    video = torch.rand(1, 3, 5, 3 * scale, 4 * scale, generator=g) * 2 - 1
+    latents = torch.randn(1, 3, 2, 3, 4, generator=g)
+    with torch.no_grad():
+        dist = ref.encode(video).latent_dist
+        dec = ref.decode(latents).sample
+    with kiln.no_grad():
+        got = mine.encode(kiln.tensor(video.numpy()))
+        out = mine.decode(kiln.tensor(latents.numpy()))
+    close(got.mean, dist.mean.numpy())
     close(out, dec.numpy())
 
 
@@ -244,7 +317,20 @@ def test_cli_video_round_trip(vae, tmp_path):
         assert np.abs(got.astype(np.float64) - expect).max() <= 1
 
 
-def test_cli_wan_refuses_tiling(tmp_path):
-    kiln.save({"latents": kiln.zeros(1, 4, 1, 2, 2)}, str(tmp_path / "z.safetensors"))
-    r = _run("decode", MODEL, str(tmp_path / "z.safetensors"), str(tmp_path / "out"), "--tiled")
-    assert r.returncode == 1 and "not supported for AutoencoderKLWan" in r.stderr
+def test_cli_wan_tiled_decode(tmp_path):
+    # --tile-size 16 (latent tiles of 4, stride 3 at overlap 0.25): the CLI's frames are
+    # the module's tiled decode, and progress counts tiles.
+    Image = pytest.importorskip("PIL.Image")
+    ref = kiln.load(TILED_OUTPUTS)
+    kiln.save({"latents": ref["latents"]}, str(tmp_path / "z.safetensors"))
+    r = _run("decode", MODEL, str(tmp_path / "z.safetensors"), str(tmp_path / "out"), "--raw", "--tile-size", "16")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.splitlines()[-1] == "kiln vae decode: tile 6/6"
+    want = ref["decode"].numpy()[0]  # diffusers' tiled decode, [3, T, H, W]
+    names = sorted(os.listdir(tmp_path / "out"))
+    assert len(names) == 5
+    for t, n in enumerate(names):
+        got = np.asarray(Image.open(tmp_path / "out" / n)).astype(np.float64)
+        assert np.abs(got - np.rint((want[:, t] + 1) * 127.5).transpose(1, 2, 0)).max() <= 1
+    r = _run("decode", MODEL, str(tmp_path / "z.safetensors"), str(tmp_path / "out2"), "--tile-size", "10")
+    assert r.returncode == 1 and "tile height 10 must be a positive multiple of 4" in r.stderr

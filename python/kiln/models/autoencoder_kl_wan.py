@@ -6,16 +6,20 @@ video latents, decode() the video.
 Both run causally chunk by chunk along time, as diffusers does: encode takes the
 first frame alone and then 4 frames at a time, decode one latent frame at a time,
 with a FrameCache carrying each causal convolution's last frames between chunks,
-so activations are held for one chunk only."""
+so activations are held for one chunk only. With tiling on (enable_tiling() or
+tiled=True) they also run tile by tile in space, each tile through all its frames
+with its own cache, blended as diffusers' tiled_encode / tiled_decode blend."""
 
 
 from .. import _C
 from ..nn import Module
-from .autoencoder_kl import DiagonalGaussianDistribution, load_diffusers_model
+from .autoencoder_kl import AutoencoderKL, DiagonalGaussianDistribution, load_diffusers_model
+from .vae_tiling import tiled_grid
 from .wan_vae_blocks import CausalConv3d, Decoder3d, Encoder3d, FrameCache
 from .wan_vae_residual import patchify, unpatchify
 
 _ENCODE_CHUNK = 4  # frames per encoder chunk after the first frame
+_TILE, _TILE_STRIDE = 256, 192  # diffusers' default tile and stride, in output pixels
 
 
 class AutoencoderKLWan(Module):
@@ -53,6 +57,12 @@ class AutoencoderKLWan(Module):
         # Frames per latent frame (after the first) and pixels per latent position.
         self.temporal_scale = 2 ** sum(bool(t) for t in temperal_downsample)
         self.spatial_scale = p * 2 ** (len(dim_mult) - 1)
+        # Tiling works in diffusers' units: pixels, converted to latent positions by the
+        # config's scale_factor_spatial (which equals spatial_scale in Wan's own configs).
+        self.spatial_compression_ratio = int(scale_factor_spatial)
+        self.use_tiling = False
+        self.tile_sample_min_height = self.tile_sample_min_width = _TILE
+        self.tile_sample_stride_height = self.tile_sample_stride_width = _TILE_STRIDE
 
     # ---- latent normalisation (the diffusion model's latent space) ----
     def _mean_std(self, z):  # [1, z_dim, 1, 1, 1] each, in z's dtype
@@ -73,22 +83,61 @@ class AutoencoderKLWan(Module):
         mean, std = self._mean_std(z)
         return z * std + mean
 
+    # ---- tiling ----
+    def enable_tiling(self, tile_sample_min_height=None, tile_sample_min_width=None, tile_sample_stride_height=None,
+                      tile_sample_stride_width=None, *, tile_size=None, overlap=None):
+        """Encode / decode videos larger than a tile tile by tile in space. diffusers'
+        arguments (tile sizes and strides in pixels; defaults 256 and 192), or kiln's
+        square shorthand: tile_size pixels whose neighbours overlap by the fraction
+        `overlap` (stride = int(tile_size * (1 - overlap)); default overlap 0.25)."""
+        if tile_size is not None or overlap is not None:
+            th, tw, sh, sw = self._square_tiles(tile_size, overlap)
+        else:
+            th = tile_sample_min_height or self.tile_sample_min_height
+            tw = tile_sample_min_width or self.tile_sample_min_width
+            sh = tile_sample_stride_height or self.tile_sample_stride_height
+            sw = tile_sample_stride_width or self.tile_sample_stride_width
+        self._check_tiles(th, tw, sh, sw)
+        self.use_tiling = True
+        self.tile_sample_min_height, self.tile_sample_min_width = th, tw
+        self.tile_sample_stride_height, self.tile_sample_stride_width = sh, sw
+
+    def disable_tiling(self):
+        self.use_tiling = False
+
+    def _square_tiles(self, tile_size, overlap):  # -> (tile h, tile w, stride h, stride w) in pixels
+        size = self.tile_sample_min_height if tile_size is None else int(tile_size)
+        frac = 1.0 - _TILE_STRIDE / _TILE if overlap is None else AutoencoderKL._check_overlap(overlap)
+        return size, size, int(size * (1 - frac)), int(size * (1 - frac))
+
+    def _check_tiles(self, th, tw, sh, sw):
+        r = self.spatial_compression_ratio
+        for name, v in (("tile height", th), ("tile width", tw), ("tile stride", sh), ("tile stride", sw)):
+            if int(v) < r or int(v) % r:
+                raise ValueError(f"[AutoencoderKLWan] {name} {v} must be a positive multiple of {r} pixels "
+                                 "(scale_factor_spatial); with an overlap fraction, tile_size * (1 - overlap) too")
+        if sh > th or sw > tw:
+            raise ValueError(f"[AutoencoderKLWan] tile strides ({sh}, {sw}) must not exceed the tile ({th}, {tw})")
+
+    def _tiles(self, tiled, tile_size, overlap):
+        """(tile h, tile w, stride h, stride w) in pixels when this call tiles, else None."""
+        if not (self.use_tiling if tiled is None else bool(tiled)):
+            return None
+        if tile_size is None and overlap is None:
+            return (self.tile_sample_min_height, self.tile_sample_min_width, self.tile_sample_stride_height,
+                    self.tile_sample_stride_width)
+        tiles = self._square_tiles(tile_size, overlap)
+        self._check_tiles(*tiles)
+        return tiles
+
     # ---- encode / decode ----
     def _check_input(self, x, channels, what):
         if x.dim() != 5 or x.shape[1] != channels or x.shape[2] < 1:
             raise ValueError(f"[AutoencoderKLWan.{what}] expected [N, {channels}, T >= 1, H, W], got {list(x.shape)}")
 
-    def encode(self, x, progress=None):
-        """x [N, in_channels, T, H, W] (in [-1, 1]) -> DiagonalGaussianDistribution over
-        [N, z_dim, 1 + (T - 1) / temporal_scale, H / s, W / s]; T - 1 must be a multiple
-        of temporal_scale, and H, W should be multiples of s. progress(done, total) is
-        called per chunk."""
-        self._check_input(x, self.config["in_channels"] // self.patch_size**2, "encode")
-        if (x.shape[2] - 1) % self.temporal_scale:
-            # A shorter last chunk leaves a temporal down-sampler fewer frames than its kernel.
-            raise ValueError(f"[AutoencoderKLWan.encode] {list(x.shape)}: T - 1 = {x.shape[2] - 1} frames must be a "
-                             f"multiple of {self.temporal_scale} (temporal_scale)")
-        x = patchify(x, self.patch_size)  # [N, C * p * p, T, H / p, W / p]
+    def _encode_chunks(self, x, progress=None):
+        """Patchified x [N, C * p * p, T, H, W] -> [N, 2 z_dim, t, H / s', W / s'] (before
+        the distribution), the first frame alone and then _ENCODE_CHUNK at a time."""
         cache, outs = FrameCache(), []
         t = x.shape[2]
         starts = [0] + list(range(1, t, _ENCODE_CHUNK))
@@ -97,23 +146,64 @@ class AutoencoderKLWan(Module):
             outs.append(self.encoder(x.narrow(2, s, n), cache))  # [N, 2z, t', h, w]
             if progress is not None:
                 progress(i + 1, len(starts))
-        h = self.quant_conv(outs[0] if len(outs) == 1 else _C.cat(outs, 2))
-        return DiagonalGaussianDistribution(h)
+        return self.quant_conv(outs[0] if len(outs) == 1 else _C.cat(outs, 2))
 
-    def decode(self, z, progress=None):
-        """z [N, z_dim, t, h, w] (VAE latents: unscale_latents() first for a diffusion
-        model's) -> video [N, out_channels, 1 + (t - 1) * temporal_scale, h * s, w * s],
-        clamped to [-1, 1]. Decodes one latent frame at a time; progress(done, total) is
-        called per latent frame."""
-        self._check_input(z, self.config["z_dim"], "decode")
+    def _decode_frames(self, z, progress=None):
+        """z [N, z_dim, t, h, w] -> patchified video [N, C * p * p, T, h * s / p, w * s / p],
+        one latent frame at a time."""
         cache, outs = FrameCache(), []
         z = self.post_quant_conv(z)
         for i in range(z.shape[2]):
             outs.append(self.decoder(z.narrow(2, i, 1), cache, i == 0))  # [N, C, 1 or temporal_scale, H, W]
             if progress is not None:
                 progress(i + 1, z.shape[2])
-        out = outs[0] if len(outs) == 1 else _C.cat(outs, 2)
-        return unpatchify(out, self.patch_size).clamp(-1.0, 1.0)
+        return outs[0] if len(outs) == 1 else _C.cat(outs, 2)
+
+    def encode(self, x, tiled=None, tile_size=None, overlap=None, progress=None):
+        """x [N, in_channels, T, H, W] (in [-1, 1]) -> DiagonalGaussianDistribution over
+        [N, z_dim, 1 + (T - 1) / temporal_scale, H / s, W / s]; T - 1 must be a multiple
+        of temporal_scale, and H, W should be multiples of s. Tiled in space when tiling
+        is on (enable_tiling() or tiled=True, tile_size / overlap as enable_tiling's) and
+        the video is larger than a tile. progress(done,
+        total) is called per chunk, or per tile when tiled."""
+        self._check_input(x, self.config["in_channels"] // self.patch_size**2, "encode")
+        if (x.shape[2] - 1) % self.temporal_scale:
+            # A shorter last chunk leaves a temporal down-sampler fewer frames than its kernel.
+            raise ValueError(f"[AutoencoderKLWan.encode] {list(x.shape)}: T - 1 = {x.shape[2] - 1} frames must be a "
+                             f"multiple of {self.temporal_scale} (temporal_scale)")
+        tiles = self._tiles(tiled, tile_size, overlap)
+        # diffusers tiles when the video (not the patchified one) exceeds a tile, and then
+        # cuts the tiles out of the patchified video, counting its pixels as pixels.
+        tiled = tiles is not None and (x.shape[4] > tiles[1] or x.shape[3] > tiles[0])
+        x = patchify(x, self.patch_size)  # [N, C * p * p, T, H / p, W / p]
+        if tiled:
+            th, tw, sh, sw = tiles
+            r = self.spatial_compression_ratio // self.patch_size  # its pixels per latent position
+            h = tiled_grid(x, self._encode_chunks, (th, tw), (sh, sw), (th // r - sh // r, tw // r - sw // r),
+                           (sh // r, sw // r), (x.shape[3] // r, x.shape[4] // r), progress)
+        else:
+            h = self._encode_chunks(x, progress)
+        return DiagonalGaussianDistribution(h)
+
+    def decode(self, z, tiled=None, tile_size=None, overlap=None, progress=None):
+        """z [N, z_dim, t, h, w] (VAE latents: unscale_latents() first for a diffusion
+        model's) -> video [N, out_channels, 1 + (t - 1) * temporal_scale, h * s, w * s],
+        clamped to [-1, 1]. Decodes one latent frame at a time, and tile by tile in space
+        when tiling is on and h or w exceeds a tile (tile_size output pixels); progress(
+        done, total) is called per latent frame, or per tile when tiled."""
+        self._check_input(z, self.config["z_dim"], "decode")
+        tiles = self._tiles(tiled, tile_size, overlap)
+        r, p = self.spatial_compression_ratio, self.patch_size
+        if tiles is not None and (z.shape[4] > tiles[1] // r or z.shape[3] > tiles[0] // r):
+            th, tw, sh, sw = tiles
+            # Latent windows of tile // r step by stride // r; each decoded tile keeps its first
+            # stride // p rows and columns of the patchified video and blends the rest.
+            out = tiled_grid(z, self._decode_frames, (th // r, tw // r), (sh // r, sw // r),
+                             (th // p - sh // p, tw // p - sw // p), (sh // p, sw // p),
+                             (z.shape[3] * r // p, z.shape[4] * r // p), progress)
+        else:
+            out = self._decode_frames(z, progress)
+        return unpatchify(out, p).clamp(-1.0, 1.0)
 
     def forward(self, sample, sample_posterior=False, generator=None):
         dist = self.encode(sample)
