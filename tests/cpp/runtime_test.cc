@@ -35,6 +35,32 @@ TEST(Allocator, StatsAndReuse) {
   EXPECT_EQ(memory_stats().peak_bytes, memory_stats().current_bytes);
 }
 
+TEST(Allocator, LargeRequestTakesALargerCachedBlock) {
+  // A freed 8 MiB block serves a later 6 MiB request (within 2x) instead of new
+  // memory, is counted at its own size while in use, and goes back to the cache
+  // as an 8 MiB block; a request under half its size gets new memory.
+  empty_cache();
+  void* p = nullptr;
+  { p = empty({int64_t(2) << 20}, DType::Float32).data_ptr(); }  // 8 MiB, freed
+  const MemoryStats cached = memory_stats();
+  {
+    Tensor t = empty({int64_t(3) << 19}, DType::Float32);  // 6 MiB
+    EXPECT_EQ(t.data_ptr(), p);
+    EXPECT_EQ(memory_stats().reserved_bytes, cached.reserved_bytes);
+    EXPECT_EQ(memory_stats().current_bytes, cached.current_bytes + (size_t(8) << 20));
+  }
+  EXPECT_EQ(memory_stats().current_bytes, cached.current_bytes);
+  {
+    Tensor small = empty({int64_t(1) << 19}, DType::Float32);  // 2 MiB: new memory
+    EXPECT_NE(small.data_ptr(), p);
+  }
+  Tensor again = empty({int64_t(2) << 20}, DType::Float32);  // the 8 MiB class finds it again
+  EXPECT_EQ(again.data_ptr(), p);
+  again = Tensor();
+  empty_cache();
+  EXPECT_EQ(memory_stats().reserved_bytes, memory_stats().current_bytes);
+}
+
 TEST(ThreadPool, CoversRangeOnceAndPropagatesErrors) {
   for (int64_t n : {0, 1, 7, 1000, 100003}) {
     std::vector<std::atomic<int>> hits(static_cast<size_t>(n));

@@ -1,11 +1,14 @@
 // CPU kernels of copy and fill (core/copy_ops.h): contiguous same-dtype
 // copies are a threaded memcpy, contiguous conversions the vector converters
-// of core/convert.h, a transposed matrix (x.t().contiguous()) a blocked
-// transpose, everything else a strided cast loop.
+// of core/convert.h, a transposed matrix (x.t().contiguous()) or a layout
+// change that is one (NCHW <-> NHWC) a blocked transpose, everything else a
+// strided cast loop.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
 #include <type_traits>
+#include <vector>
 
 #include "core/cast.h"
 #include "core/convert.h"
@@ -89,11 +92,40 @@ void transpose_blocks(const Tensor& dst, const Tensor& src) {
                });
 }
 
-bool copy_transposed(const Tensor& dst, const Tensor& src) {
-  const int64_t nd = dst.dim();
-  if (nd < 2 || src.dtype() != dst.dtype() || !dst.is_contiguous() || src.stride(nd - 2) != 1 ||
-      dst.size(nd - 2) < 2 || dst.size(nd - 1) < 2 || src.stride(nd - 1) < dst.size(nd - 2))
-    return false;
+// dst and src viewed in dst's memory order (dims sorted by dst's strides,
+// size-1 dims dropped), with the dims that are contiguous in both merged: a
+// layout change such as NCDHW <-> NDHWC becomes a batch of matrix transposes
+// [..., R, C] with dst contiguous and src's stride 1 along R. False (views
+// left undefined) when the copy is not one.
+bool as_transpose(const Tensor& dst, const Tensor& src, Tensor& d, Tensor& s) {
+  if (src.dtype() != dst.dtype() || !is_non_overlapping_and_dense(dst)) return false;
+  std::vector<int> order(size_t(dst.dim()));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return dst.stride(a) > dst.stride(b); });
+  Shape sizes, ds, ss;
+  for (int i : order) {
+    const int64_t n = dst.size(i);
+    if (n == 1) continue;
+    if (!sizes.empty() && ds.back() == dst.stride(i) * n && ss.back() == src.stride(i) * n) {
+      sizes.back() *= n;
+      ds.back() = dst.stride(i);
+      ss.back() = src.stride(i);
+      continue;
+    }
+    sizes.push_back(n);
+    ds.push_back(dst.stride(i));
+    ss.push_back(src.stride(i));
+  }
+  const size_t m = sizes.size();
+  if (m < 2 || ds[m - 1] != 1 || ss[m - 2] != 1 || ss[m - 1] < sizes[m - 2]) return false;
+  d = Tensor(dst.storage(), dst.dtype(), sizes, ds, dst.offset(), "copy_");
+  s = Tensor(src.storage(), src.dtype(), sizes, ss, src.offset(), "copy_");
+  return true;
+}
+
+bool copy_transposed(const Tensor& dst_in, const Tensor& src_in) {
+  Tensor dst, src;
+  if (!as_transpose(dst_in, src_in, dst, src)) return false;
   switch (dst.itemsize()) {
     case 1:
       transpose_blocks<uint8_t>(dst, src);
