@@ -8,7 +8,10 @@ its peak RSS (getrusage ru_maxrss) is that case's:
 kiln: kiln.models.AutoencoderKL.from_pretrained(DIR).decode(z, tiled=True,
 tile_size=tile) (encode likewise); torch: diffusers' AutoencoderKL with
 enable_tiling() and tile_sample_min_size = tile (so its decode tiles exactly
-when kiln's does). Prints one JSON object: the wall and CPU times of the R calls, the RSS
+when kiln's does). A directory whose config names AutoencoderKLWan runs that
+class on both sides, with tiles of `tile` pixels and stride int(tile * 0.75)
+(diffusers' 256 / 192 at the default tile). kiln's side also reports the
+allocator's peak of live tensor bytes during the calls (tensor_peak_bytes). Prints one JSON object: the wall and CPU times of the R calls, the RSS
 before the first call and the peak RSS during the calls (the kernel's mark is
 reset after loading), in bytes. Run by path, so the torch
 side needs neither kiln nor the project's Python.
@@ -48,35 +51,55 @@ def _reset_peak():
         return False
 
 
+WAN_OVERLAP = 0.25  # diffusers' Wan tiles: 256 pixels with stride 192
+
+
+def _is_wan(model_dir):
+    with open(f"{model_dir}/config.json", encoding="utf-8") as f:
+        return json.load(f).get("_class_name") == "AutoencoderKLWan"
+
+
 def _kiln(cfg, x):
     import kiln
-    from kiln.models import AutoencoderKL
+    from kiln.models import AutoencoderKL, AutoencoderKLWan
 
     kiln.set_num_threads(cfg["threads"])
-    model = AutoencoderKL.from_pretrained(cfg["model"])
+    wan = _is_wan(cfg["model"])
+    model = (AutoencoderKLWan if wan else AutoencoderKL).from_pretrained(cfg["model"])
     t = kiln.tensor(x)
     tile = cfg["tile"]
+    overlap = WAN_OVERLAP if wan else None
 
     def call():
         with kiln.no_grad():
             if cfg["op"] == "decode":
-                out = model.decode(t, tiled=True, tile_size=tile)
+                out = model.decode(t, tiled=True, tile_size=tile, overlap=overlap)
             else:
-                out = model.encode(t, tiled=True, tile_size=tile).mode()
+                out = model.encode(t, tiled=True, tile_size=tile, overlap=overlap).mode()
         return list(out.shape), float(out.float().abs().mean().item())
 
+    def tensor_peak():
+        return kiln._C.memory_stats()["peak_bytes"]
+
+    call.reset_tensor_peak = kiln._C.reset_peak_memory_stats
+    call.tensor_peak = tensor_peak
     return call, {"kiln_version": getattr(kiln, "__version__", None), "threads": kiln.get_num_threads()}
 
 
 def _torch(cfg, x):
     import torch
-    from diffusers import AutoencoderKL
+    from diffusers import AutoencoderKL, AutoencoderKLWan
 
     torch.set_num_threads(cfg["threads"])
-    model = AutoencoderKL.from_pretrained(cfg["model"]).eval()
-    model.enable_tiling()
-    model.tile_sample_min_size = cfg["tile"]
-    model.tile_latent_min_size = cfg["tile"] // (2 ** (len(model.config.block_out_channels) - 1))
+    if _is_wan(cfg["model"]):
+        model = AutoencoderKLWan.from_pretrained(cfg["model"]).eval()
+        stride = int(cfg["tile"] * (1 - WAN_OVERLAP))
+        model.enable_tiling(cfg["tile"], cfg["tile"], stride, stride)
+    else:
+        model = AutoencoderKL.from_pretrained(cfg["model"]).eval()
+        model.enable_tiling()
+        model.tile_sample_min_size = cfg["tile"]
+        model.tile_latent_min_size = cfg["tile"] // (2 ** (len(model.config.block_out_channels) - 1))
     t = torch.from_numpy(x)
 
     def call():
@@ -100,6 +123,8 @@ def main():
     x = np.load(cfg["input"])
     call, info = (_kiln if cfg["side"] == "kiln" else _torch)(cfg, x)
     load_peak = _peak()
+    if hasattr(call, "reset_tensor_peak"):
+        call.reset_tensor_peak()
     reset = _reset_peak()
     rss_before = _rss_now()
     times, cpu = [], []
@@ -110,6 +135,8 @@ def main():
         cpu.append(_cpu() - c0)
     info.update(times_s=times, cpu_s=cpu, rss_before_bytes=rss_before, load_peak_rss_bytes=load_peak,
                 peak_reset=reset, peak_rss_bytes=_peak(), output_shape=shape, output_mean_abs=mean_abs)
+    if hasattr(call, "tensor_peak"):
+        info["tensor_peak_bytes"] = call.tensor_peak()
     json.dump(info, sys.stdout)
     sys.stdout.write("\n")
     return 0

@@ -21,6 +21,14 @@ tiles already done (they are kept until they are blended), or the tiles and
 the joined result at the end, whichever is larger. ``peak_over_live_set`` is
 kiln's peak RSS over that figure.
 
+A directory whose config names AutoencoderKLWan (scripts/make_bench_vae.py
+--wan builds Wan 2.1's into ~/.cache/kiln/bench/wan21-vae) is run as a video
+VAE: --video HxWxT (default 480x832x17), tiles of --tile pixels (default 256)
+with stride int(tile * 0.75), diffusers' own Wan tiling. Its live set is
+measured rather than derived: the weights plus kiln's allocator peak of live
+tensor bytes during the call (``tensor_peak_bytes``, reported for every kiln
+side).
+
 --quick builds a tiny AutoencoderKL with kiln itself (no download, no torch
 needed) and runs a 256x256 image: a smoke run, not a measurement.
 """
@@ -37,6 +45,8 @@ import tempfile
 import numpy as np
 
 DEFAULT_MODEL = os.path.join(os.path.expanduser("~"), ".cache", "kiln", "bench", "sdxl-vae")
+WAN_VIDEO = (480, 832, 17)  # H, W, T of the default Wan case
+WAN_TILE = 256  # diffusers' AutoencoderKLWan tile (stride 192)
 SIDE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bench_vae_side.py")
 QUICK_CONFIG = dict(block_out_channels=[8, 16], down_block_types=["DownEncoderBlock2D"] * 2,
                     up_block_types=["UpDecoderBlock2D"] * 2, layers_per_block=1, norm_num_groups=4,
@@ -153,12 +163,79 @@ def _weight_bytes(model):
 
 
 def bench_vae(model=None, quick=False, image=None, tiles=None, ops=("decode", "encode"), threads=2, repeat=1,
-              peer_python=None, kiln_only=False):
+              peer_python=None, kiln_only=False, video=None):
     with tempfile.TemporaryDirectory(prefix="kiln-bench-vae-") as work:
-        return _bench_vae(work, model, quick, image, tiles, ops, threads, repeat, peer_python, kiln_only)
+        return _bench_vae(work, model, quick, image, tiles, ops, threads, repeat, peer_python, kiln_only, video)
 
 
-def _bench_vae(work, model, quick, image, tiles, ops, threads, repeat, peer_python, kiln_only):
+class _ImageCases:
+    """AutoencoderKL: square images, tiles with diffusers' overlap fraction, the derived live set."""
+
+    def __init__(self, cfg, image, quick, wbytes):
+        self.cfg, self.wbytes = cfg, wbytes
+        self.s = 2 ** (len(cfg["block_out_channels"]) - 1)
+        self.image = image or (256 if quick else 1024)
+        self.default_tiles = sorted({int(cfg.get("sample_size", self.image)), self.image // 2}, reverse=True)
+        self.size = [self.image, self.image]
+
+    def inputs(self, rng):
+        n, lat = self.image, self.cfg["latent_channels"]
+        return {"decode": rng.randn(1, lat, n // self.s, n // self.s).astype(np.float32),
+                "encode": rng.uniform(-1, 1, (1, self.cfg.get("in_channels", 3), n, n)).astype(np.float32)}
+
+    def name(self, op, tile):
+        return f"{op} {self.image}x{self.image} tile {tile}"
+
+    def tiled(self, op, tile):
+        return (self.image // self.s if op == "decode" else self.image) > (tile // self.s if op == "decode" else tile)
+
+    def live(self, op, tile, side):
+        return live_set_bytes(self.cfg, op, self.image, tile, self.wbytes)
+
+    def describe(self):
+        cfg = self.cfg
+        return {"class": "AutoencoderKL", "block_out_channels": cfg["block_out_channels"],
+                "layers_per_block": cfg["layers_per_block"], "latent_channels": cfg["latent_channels"],
+                "sample_size": cfg.get("sample_size")}
+
+
+class _VideoCases:
+    """AutoencoderKLWan: H x W x T videos, diffusers' Wan tiles, the measured live set."""
+
+    def __init__(self, cfg, video, wbytes):
+        self.cfg, self.wbytes = cfg, wbytes
+        self.h, self.w, self.t = video or WAN_VIDEO
+        self.s, self.ts = int(cfg.get("scale_factor_spatial", 8)), int(cfg.get("scale_factor_temporal", 4))
+        if self.h % self.s or self.w % self.s or (self.t - 1) % self.ts:
+            raise ValueError(f"[bench vae] video {self.h}x{self.w}x{self.t}: H and W must be multiples of {self.s} "
+                             f"and T - 1 of {self.ts}")
+        self.default_tiles = [WAN_TILE]
+        self.size = [self.h, self.w, self.t]
+
+    def inputs(self, rng):
+        z, lt = self.cfg.get("z_dim", 16), 1 + (self.t - 1) // self.ts
+        return {"decode": rng.randn(1, z, lt, self.h // self.s, self.w // self.s).astype(np.float32),
+                "encode": rng.uniform(-1, 1, (1, 3, self.t, self.h, self.w)).astype(np.float32)}
+
+    def name(self, op, tile):
+        return f"{op} {self.h}x{self.w}x{self.t} tile {tile}"
+
+    def tiled(self, op, tile):
+        return self.h > tile or self.w > tile  # in latents for decode: the same test, divided by s
+
+    def live(self, op, tile, side):
+        peak = side.get("tensor_peak_bytes", 0)
+        return self.wbytes + peak, (f"weights {self.wbytes / 2**20:.0f} MiB + kiln's allocator peak of live tensors "
+                                    f"during the call ({peak / 2**20:.0f} MiB, measured)")
+
+    def describe(self):
+        cfg = self.cfg
+        return {"class": "AutoencoderKLWan", "base_dim": cfg.get("base_dim"), "dim_mult": cfg.get("dim_mult"),
+                "z_dim": cfg.get("z_dim"), "num_res_blocks": cfg.get("num_res_blocks"),
+                "patch_size": cfg.get("patch_size")}
+
+
+def _bench_vae(work, model, quick, image, tiles, ops, threads, repeat, peer_python, kiln_only, video):
     import kiln
 
     if model is None and quick:
@@ -170,34 +247,31 @@ def _bench_vae(work, model, quick, image, tiles, ops, threads, repeat, peer_pyth
                                 "`<python with diffusers> scripts/make_bench_vae.py --out DIR` (or pass --quick)")
     with open(os.path.join(model, "config.json"), encoding="utf-8") as f:
         cfg = json.load(f)
-    s = 2 ** (len(cfg["block_out_channels"]) - 1)
-    image = image or (256 if quick else 1024)
-    default_tile = int(cfg.get("sample_size", image))
-    tiles = tiles or sorted({default_tile, image // 2}, reverse=True)
     wbytes = _weight_bytes(model)
+    wan = cfg.get("_class_name") == "AutoencoderKLWan"
+    cases = _VideoCases(cfg, video, wbytes) if wan else _ImageCases(cfg, image, quick, wbytes)
+    tiles = tiles or cases.default_tiles
     torch_py, why_torch = (None, "--kiln-only") if kiln_only else _torch_python(peer_python)
-    rng = np.random.RandomState(0)
-    inputs = {"decode": rng.randn(1, cfg["latent_channels"], image // s, image // s).astype(np.float32),
-              "encode": rng.uniform(-1, 1, (1, cfg.get("in_channels", 3), image, image)).astype(np.float32)}
+    inputs = cases.inputs(np.random.RandomState(0))
     results, missing, peers = [], [], {}
     for op in ops:
         npy = os.path.join(work, op + ".npy")
         np.save(npy, inputs[op])
         for tile in tiles:
-            name = f"{op} {image}x{image} tile {tile}"
+            name = cases.name(op, tile)
             side = {"model": model, "op": op, "input": npy, "tile": tile, "threads": threads, "repeat": repeat}
             k, why = _run_side(sys.executable, dict(side, side="kiln"), False)
             if k is None:
                 missing.append({"name": name, "why": "kiln: " + why})
                 continue
-            live, note = live_set_bytes(cfg, op, image, tile, wbytes)
-            tiled = (image // s if op == "decode" else image) > (tile // s if op == "decode" else tile)
-            e = {"name": name, "op": op, "image": [image, image], "tile": tile, "tiled": tiled,
+            live, note = cases.live(op, tile, k)
+            e = {"name": name, "op": op, "image": cases.size, "tile": tile, "tiled": cases.tiled(op, tile),
                  "input_shape": list(inputs[op].shape), "output_shape": k["output_shape"], "unit": "s/call",
                  "median_s": statistics.median(k["times_s"]), "min_s": min(k["times_s"]),
-                 "max_s": max(k["times_s"]), "cpu_s": statistics.median(k["cpu_s"]), "repeat": repeat, "peak_rss_bytes": k["peak_rss_bytes"],
-                 "peak_delta_bytes": k["peak_rss_bytes"] - k["rss_before_bytes"],
-                 "rss_before_bytes": k["rss_before_bytes"], "live_set_bytes": live, "live_set_note": note,
+                 "max_s": max(k["times_s"]), "cpu_s": statistics.median(k["cpu_s"]), "repeat": repeat,
+                 "peak_rss_bytes": k["peak_rss_bytes"], "peak_delta_bytes": k["peak_rss_bytes"] - k["rss_before_bytes"],
+                 "rss_before_bytes": k["rss_before_bytes"], "tensor_peak_bytes": k.get("tensor_peak_bytes"),
+                 "live_set_bytes": live, "live_set_note": note,
                  "peak_over_live_set": k["peak_rss_bytes"] / live, "peer_median_s": {}, "peer_peak_rss_bytes": {},
                  "peer_peak_delta_bytes": {}}
             if torch_py:
@@ -218,16 +292,11 @@ def _bench_vae(work, model, quick, image, tiles, ops, threads, repeat, peer_pyth
             results.append(e)
     if torch_py is None:
         missing.append({"name": "peer torch", "why": why_torch})
-    if not hasattr(getattr(kiln, "models", None), "AutoencoderKLWan"):
-        missing.append({"name": "Wan2.1/2.2 VAE decode 480x832, 17 frames",
-                        "why": "kiln.models has no AutoencoderKLWan yet"})
     return {
         "command": "bench vae (python)",
         "kiln_version": getattr(kiln, "__version__", None),
         "python_version": platform.python_version(),
-        "model": {"path": model, "block_out_channels": cfg["block_out_channels"],
-                  "layers_per_block": cfg["layers_per_block"], "latent_channels": cfg["latent_channels"],
-                  "sample_size": cfg.get("sample_size"), "weight_bytes": wbytes},
+        "model": dict(cases.describe(), path=model, weight_bytes=wbytes),
         "threads": threads,
         "peers": peers,
         "repeat": repeat,
@@ -245,11 +314,11 @@ def _mib(b):
 
 
 def _print_table(doc):
-    print(f"{'case':26s} {'kiln s':>7s} {'torch s':>7s} {'speedup':>7s} {'cpu spd':>7s} {'kiln MiB':>8s} "
+    print(f"{'case':30s} {'kiln s':>7s} {'torch s':>7s} {'speedup':>7s} {'cpu spd':>7s} {'kiln MiB':>8s} "
           f"{'torch MiB':>9s} {'k/t':>5s} {'kiln +MiB':>9s} {'torch +MiB':>10s} {'live MiB':>8s} {'k/live':>6s}")
     for r in doc["results"]:
         pt, pm = r["peer_median_s"].get("torch"), r["peer_peak_rss_bytes"].get("torch")
-        row = f"{r['name']:26s} {r['median_s']:7.2f} "
+        row = f"{r['name']:30s} {r['median_s']:7.2f} "
         row += (f"{pt:7.2f} {r['speedup_vs_torch']:6.2f}x {r['cpu_speedup_vs_torch']:6.2f}x " if pt else
                 f"{'-':>7s} {'-':>7s} {'-':>7s} ")
         row += f"{_mib(r['peak_rss_bytes']):>8s} "
@@ -264,6 +333,16 @@ def _print_table(doc):
         print(f"  not measured: {m['name']} ({m['why']})")
 
 
+def _video(text):
+    try:
+        h, w, t = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected HxWxT (e.g. 480x832x17), got {text!r}") from None
+    if min(h, w, t) < 1:
+        raise argparse.ArgumentTypeError(f"sizes must be positive, got {text!r}")
+    return h, w, t
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m kiln.bench_vae", description=__doc__.splitlines()[0],
                                 epilog="\n".join(__doc__.splitlines()[2:]),
@@ -271,8 +350,10 @@ def main(argv=None):
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--model", default=None, help=f"diffusers-format AutoencoderKL directory (default {DEFAULT_MODEL})")
     p.add_argument("--image", type=int, default=None, help="image side in pixels (default 1024; --quick 256)")
+    p.add_argument("--video", type=_video, default=None,
+                   help="Wan models: HxWxT video size (default %dx%dx%d)" % WAN_VIDEO)
     p.add_argument("--tile", type=int, action="append", default=None,
-                   help="tile side in pixels, repeatable (default: the config's sample_size and image/2)")
+                   help="tile side in pixels, repeatable (default: the config's sample_size and image/2; Wan: 256)")
     p.add_argument("--op", choices=["decode", "encode"], action="append", default=None, help="default: both")
     p.add_argument("--repeat", type=int, default=1, help="timed calls per case (default 1)")
     p.add_argument("--quick", action="store_true", help="a tiny model built by kiln, 256x256: a smoke run")
@@ -283,7 +364,7 @@ def main(argv=None):
     if args.repeat < 1:
         p.error("--repeat must be >= 1")
     doc = bench_vae(args.model, args.quick, args.image, args.tile, tuple(args.op or ("decode", "encode")),
-                    args.threads, args.repeat, args.peer_python, args.kiln_only)
+                    args.threads, args.repeat, args.peer_python, args.kiln_only, args.video)
     if args.json:
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")

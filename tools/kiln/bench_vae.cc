@@ -1,5 +1,6 @@
 // `kiln bench vae`: time and peak memory of a tiled VAE decode / encode at real
-// widths (the SDXL VAE architecture by default), measured by the Python module
+// widths (the SDXL VAE architecture by default, or Wan 2.1's video VAE when the
+// model directory holds one), measured by the Python module
 // kiln.bench_vae in kiln and in torch + diffusers, each side of each case in a
 // fresh process so that its peak RSS is that case's. The model is Python-side
 // (kiln.models.AutoencoderKL), so that is where it is timed; this command adds
@@ -28,7 +29,7 @@ struct VaeOptions : bench::CommonOptions {
   int threads = 2;
   int image = 0;  // 0: the module's default
   std::vector<int> tiles;
-  std::string model, python, peer_python;
+  std::string model, python, peer_python, video;
   bool kiln_only = false;
 };
 
@@ -37,8 +38,9 @@ double mib(const json& v) { return v.is_number() ? v.get<double>() / (1024.0 * 1
 // The memory figures, which the timing table does not show: peak RSS of each
 // side, their ratio, and kiln's peak over the least live set.
 std::string memory_table(const json& results) {
-  std::string t = "\npeak RSS during the calls, MiB (+: above the RSS before them); live: the least the "
-                  "computation needs\n";
+  std::string t =
+      "\npeak RSS during the calls, MiB (+: above the RSS before them); live: the least the "
+      "computation needs (Wan: weights + kiln's measured tensor peak)\n";
   char line[256];
   std::snprintf(line, sizeof line, "%-28s %9s %9s %6s %9s %9s %9s %7s %8s\n", "case", "kiln", "torch", "k/t",
                 "kiln +", "torch +", "live", "k/live", "cpu spd");
@@ -69,6 +71,7 @@ int run_vae(const VaeOptions& opt) {
   std::string args = "--repeat " + std::to_string(opt.repeat) + " --threads " + std::to_string(opt.threads);
   if (opt.quick) args += " --quick";
   if (opt.image > 0) args += " --image " + std::to_string(opt.image);
+  if (!opt.video.empty()) args += " --video " + bench::shell_quoted(opt.video);
   for (int t : opt.tiles) args += " --tile " + std::to_string(t);
   if (!opt.model.empty()) args += " --model " + bench::shell_quoted(opt.model);
   if (!opt.peer_python.empty()) args += " --peer-python " + bench::shell_quoted(opt.peer_python);
@@ -100,8 +103,8 @@ int run_vae(const VaeOptions& opt) {
 Command add_bench_vae(CLI::App& bench) {
   auto opt = std::make_shared<VaeOptions>();
   CLI::App* app = bench.add_subcommand("vae",
-                                       "Tiled VAE decode / encode (SDXL VAE widths): time and peak memory, "
-                                       "beside torch + diffusers.");
+                                       "Tiled VAE decode / encode (SDXL VAE or Wan 2.1 video VAE widths): "
+                                       "time and peak memory, beside torch + diffusers.");
   bench::CommonDefaults d;
   d.repeat = 1;
   d.quick_repeat = 1;
@@ -111,10 +114,12 @@ Command add_bench_vae(CLI::App& bench) {
   app->add_option("--threads", opt->threads, "Threads of each side (default 2)")->check(CLI::Range(1, 4096));
   app->add_option("--image", opt->image, "Image side in pixels (default 1024; --quick 256)")
       ->check(CLI::Range(1, 1 << 16));
-  app->add_option("--tile", opt->tiles, "Tile side in pixels, repeatable (default: sample_size and image/2)");
+  app->add_option("--video", opt->video, "Wan models: HxWxT video size (default 480x832x17)");
+  app->add_option("--tile", opt->tiles,
+                  "Tile side in pixels, repeatable (default: sample_size and image/2; Wan: 256, stride 192)");
   app->add_option("--model", opt->model,
-                  "diffusers-format AutoencoderKL directory (default ~/.cache/kiln/bench/sdxl-vae, built by "
-                  "scripts/make_bench_vae.py)");
+                  "diffusers-format AutoencoderKL or AutoencoderKLWan directory (default "
+                  "~/.cache/kiln/bench/sdxl-vae; scripts/make_bench_vae.py [--wan] builds them)");
   app->add_option("--python", opt->python, "Python with kiln installed (default: a python next to kiln)");
   app->add_option("--peer-python", opt->peer_python,
                   "A Python with torch + diffusers, when the kiln Python has none");
