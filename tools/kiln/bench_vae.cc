@@ -29,6 +29,7 @@ struct VaeOptions : bench::CommonOptions {
   int threads = 2;
   int image = 0;  // 0: the module's default
   std::vector<int> tiles;
+  std::vector<std::string> ops;
   std::string model, python, peer_python, video;
   bool kiln_only = false;
 };
@@ -73,6 +74,7 @@ int run_vae(const VaeOptions& opt) {
   if (opt.image > 0) args += " --image " + std::to_string(opt.image);
   if (!opt.video.empty()) args += " --video " + bench::shell_quoted(opt.video);
   for (int t : opt.tiles) args += " --tile " + std::to_string(t);
+  for (const std::string& o : opt.ops) args += " --op " + o;
   if (!opt.model.empty()) args += " --model " + bench::shell_quoted(opt.model);
   if (!opt.peer_python.empty()) args += " --peer-python " + bench::shell_quoted(opt.peer_python);
   if (opt.kiln_only) args += " --kiln-only";
@@ -114,6 +116,8 @@ Command add_bench_vae(CLI::App& bench) {
   app->add_option("--threads", opt->threads, "Threads of each side (default 2)")->check(CLI::Range(1, 4096));
   app->add_option("--image", opt->image, "Image side in pixels (default 1024; --quick 256)")
       ->check(CLI::Range(1, 1 << 16));
+  app->add_option("--op", opt->ops, "decode or encode, repeatable (default: both)")
+      ->check(CLI::IsMember({"decode", "encode"}));
   app->add_option("--video", opt->video, "Wan models: HxWxT video size (default 480x832x17)");
   app->add_option("--tile", opt->tiles,
                   "Tile side in pixels, repeatable (default: sample_size and image/2; Wan: 256, stride 192)");
