@@ -207,6 +207,30 @@ def test_conv_transpose_gradients_match_numpy(xs, ws, kw):
     np.testing.assert_allclose(npy(bt.grad), gb, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("transposed", [False, True], ids=["conv1d", "conv_transpose1d"])
+@pytest.mark.parametrize("kw", [dict(stride=2, padding=2, dilation=2), dict(padding=1), dict(stride=3)])
+def test_conv1d_float32_forward_and_gradients(transposed, kw):
+    # float32 conv1d with groups = 1 runs as a conv2d over [N, C, 1, L] (the channels-last
+    # packed-GEMM kernel): values and all three gradients against the float64 loops.
+    C, O, L = (24, 40, 37) if not transposed else (40, 24, 19)
+    x, b = RNG.standard_normal((2, C, L)), RNG.standard_normal(O)
+    w = RNG.standard_normal((O, C, 3) if not transposed else (C, O, 3))
+    if transposed and kw.get("stride", 1) > 1:
+        kw = dict(kw, output_padding=1)
+    xt, wt, bt = leaf(x, np.float32), leaf(w, np.float32), leaf(b, np.float32)
+    fn = F.conv_transpose1d if transposed else F.conv1d
+    out = fn(xt, wt, bt, **kw)
+    assert out.dtype == kiln.float32 and out.is_contiguous()
+    want = (np_conv_transpose if transposed else np_conv)(x, w, b, **kw)
+    np.testing.assert_allclose(npy(out), want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    g = RNG.standard_normal(tuple(out.shape))
+    (out * kiln.tensor(g.astype(np.float32))).sum().backward()
+    grads = (np_conv_transpose_grads if transposed else np_conv_grads)(x, w, g, **kw)
+    for got, ref in zip((xt.grad, wt.grad, bt.grad), grads):
+        assert list(got.shape) == list(ref.shape)
+        np.testing.assert_allclose(npy(got), ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+
+
 def test_conv_padding_same_pads_the_odd_one_on_the_right():
     x, w = RNG.standard_normal((2, 3, 7, 6)), RNG.standard_normal((2, 3, 4, 3))
     out = F.conv2d(kiln.tensor(x), kiln.tensor(w), padding="same", dilation=(1, 2))
