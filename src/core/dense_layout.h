@@ -14,6 +14,12 @@ namespace kiln {
 // of its dims (torch's is_non_overlapping_and_dense).
 bool is_non_overlapping_and_dense(const Tensor& t);
 
+// True when a and b have one shape and hold their elements as one dense run in
+// the same order: both contiguous, or dense with equal strides in every dim of
+// size > 1 (two channels-last tensors, or a channels-last video and a slab of
+// frames of another). An elementwise kernel may then treat both as flat arrays.
+bool same_dense_layout(const Tensor& a, const Tensor& b);
+
 // Dense strides for `shape` whose dims are ordered in memory as the inputs'
 // strides order them: the inputs (broadcast to `shape`, stride 0 where they
 // broadcast) are asked in turn, the first with a strict answer for a pair of

@@ -133,6 +133,14 @@ bool is_non_overlapping_and_dense(const Tensor& t) {
   return true;
 }
 
+bool same_dense_layout(const Tensor& a, const Tensor& b) {
+  if (a.is_contiguous() && b.is_contiguous()) return true;
+  if (a.sizes() != b.sizes()) return false;
+  for (int d = 0; d < a.dim(); ++d)  // a size-1 dim's stride places nothing
+    if (a.size(d) > 1 && a.stride(d) != b.stride(d)) return false;
+  return is_non_overlapping_and_dense(a);
+}
+
 Shape dense_strides_following(std::span<const int64_t> shape, std::initializer_list<const Tensor*> inputs) {
   const int n = int(shape.size());
   // Each input's strides broadcast to shape: 0 for a dim it broadcasts over.

@@ -25,9 +25,17 @@ struct StridedLoop {
   std::array<std::array<int64_t, kMaxDims>, kMaxOperands> strides{};  // bytes
   std::array<char*, kMaxOperands> data{};
 
+  // The order the dims are walked in. Logical: row-major over `shape` (kernels
+  // whose result depends on the visiting order: compaction, first-error
+  // reports). OutputMemory: operand 0's memory order, outermost first, as
+  // torch's TensorIterator; for elementwise kernels, so that channels-last
+  // operands run as one contiguous inner loop instead of a stride-C one.
+  enum class Order { Logical, OutputMemory };
+
   // Operands must all have `shape` (inputs already broadcast with expand()).
   // Operand 0 is conventionally the output.
-  static StridedLoop make(std::span<const int64_t> shape, std::span<const Tensor* const> operands);
+  static StridedLoop make(std::span<const int64_t> shape, std::span<const Tensor* const> operands,
+                          Order order = Order::Logical);
 };
 
 // Elements per parallel chunk for cheap elementwise work.

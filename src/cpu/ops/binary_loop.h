@@ -72,7 +72,7 @@ void run(const Tensor& dest, const Operand& a, const Operand& b, F f, Fast fast 
   const CA a0 = av ? a.v.template to<CA>() : CA{};
   const CB b0 = bv ? b.v.template to<CB>() : CB{};
   const Tensor* ops[3] = {&dest, av ? &dest : &a.t, bv ? &dest : &b.t};
-  StridedLoop loop = StridedLoop::make(dest.shape(), ops);
+  StridedLoop loop = StridedLoop::make(dest.shape(), ops, StridedLoop::Order::OutputMemory);
   for (int k = 1; k < 3; ++k) {
     if (k == 1 ? av : bv) {
       loop.data[k] = nullptr;

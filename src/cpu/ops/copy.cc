@@ -149,8 +149,7 @@ void copy(const Tensor& dst, const Tensor& src) {
   const int64_t n = dst.numel();
   // Contiguous, or one dense layout on both sides (a channels-last clone): the
   // elements are the same flat run of memory.
-  const bool flat = (dst.is_contiguous() && src.is_contiguous()) ||
-                    (std::ranges::equal(dst.strides(), src.strides()) && is_non_overlapping_and_dense(dst));
+  const bool flat = same_dense_layout(dst, src);
   if (flat) {
     if (src.dtype() == dst.dtype()) {
       char* d = static_cast<char*>(dst.data_ptr());
@@ -164,7 +163,7 @@ void copy(const Tensor& dst, const Tensor& src) {
   }
   if (copy_transposed(dst, src)) return;
   const Tensor* ops[2] = {&dst, &src};
-  const StridedLoop loop = StridedLoop::make(dst.shape(), ops);
+  const StridedLoop loop = StridedLoop::make(dst.shape(), ops, StridedLoop::Order::OutputMemory);
   dispatch<kAllSet>(dst.dtype(), "copy_", [&]<typename To>() {
     dispatch<kAllSet>(src.dtype(), "copy_", [&]<typename From>() { cast_loop<To, From>(loop); });
   });
@@ -172,7 +171,7 @@ void copy(const Tensor& dst, const Tensor& src) {
 
 void fill(const Tensor& dst, const Scalar& value) {
   const Tensor* ops[1] = {&dst};
-  const StridedLoop loop = StridedLoop::make(dst.shape(), ops);
+  const StridedLoop loop = StridedLoop::make(dst.shape(), ops, StridedLoop::Order::OutputMemory);
   dispatch<kAllSet>(dst.dtype(), "fill_", [&]<typename T>() {
     const T v = value.to<T>();
     for_each(loop, kElementwiseGrain, [v](char** p, const int64_t* s, int64_t n) {

@@ -29,7 +29,7 @@ inline void store(char* p, T v) {
 template <typename Out, typename In, typename F>
 void unary_loop(const Tensor& out, const Tensor& in, F f) {
   const Tensor* ops[2] = {&out, &in};
-  const StridedLoop loop = StridedLoop::make(out.shape(), ops);
+  const StridedLoop loop = StridedLoop::make(out.shape(), ops, StridedLoop::Order::OutputMemory);
   for_each(loop, kElementwiseGrain, [&f](char** p, const int64_t* s, int64_t n) {
     if (s[0] == int64_t(sizeof(Out)) && s[1] == int64_t(sizeof(In))) {
       Out* o = reinterpret_cast<Out*>(p[0]);
@@ -46,7 +46,7 @@ void unary_loop(const Tensor& out, const Tensor& in, F f) {
 template <typename Out, typename A, typename B, typename F>
 void binary_loop(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
   const Tensor* ops[3] = {&out, &a, &b};
-  const StridedLoop loop = StridedLoop::make(out.shape(), ops);
+  const StridedLoop loop = StridedLoop::make(out.shape(), ops, StridedLoop::Order::OutputMemory);
   for_each(loop, kElementwiseGrain, [&f](char** p, const int64_t* s, int64_t n) {
     constexpr int64_t so = sizeof(Out), sa = sizeof(A), sb = sizeof(B);
     if (s[0] == so && s[1] == sa && s[2] == sb) {
@@ -76,7 +76,7 @@ void binary_loop(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
 template <typename Out, typename A, typename B, typename C, typename F>
 void ternary_loop(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c, F f) {
   const Tensor* ops[4] = {&out, &a, &b, &c};
-  const StridedLoop loop = StridedLoop::make(out.shape(), ops);
+  const StridedLoop loop = StridedLoop::make(out.shape(), ops, StridedLoop::Order::OutputMemory);
   for_each(loop, kElementwiseGrain, [&f](char** p, const int64_t* s, int64_t n) {
     if (s[0] == int64_t(sizeof(Out)) && s[1] == int64_t(sizeof(A)) && s[2] == int64_t(sizeof(B)) &&
         s[3] == int64_t(sizeof(C))) {  // all unit-stride: typed pointers, so the loop vectorizes

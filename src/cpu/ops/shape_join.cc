@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/copy_ops.h"
+#include "core/dense_layout.h"
 #include "core/strided_loop.h"
 #include "cpu/ops/register.h"
 #include "cpu/stream_store.h"
@@ -45,7 +46,7 @@ void strided_copy(const StridedLoop& loop, bool stream) {
 // dst = src, same dtype and shape; stream: with non-temporal stores
 // (cpu/stream_store.h), for a slab of a large output.
 void copy_bytes(const Tensor& dst, const Tensor& src, bool stream) {
-  if (dst.is_contiguous() && src.is_contiguous()) {
+  if (same_dense_layout(dst, src)) {
     char* d = static_cast<char*>(dst.data_ptr());
     const char* s = static_cast<const char*>(src.data_ptr());
     const int64_t bytes = dst.numel() * int64_t(dst.itemsize());
@@ -57,7 +58,7 @@ void copy_bytes(const Tensor& dst, const Tensor& src, bool stream) {
     return;
   }
   const Tensor* ops[2] = {&dst, &src};
-  const StridedLoop loop = StridedLoop::make(dst.shape(), ops);
+  const StridedLoop loop = StridedLoop::make(dst.shape(), ops, StridedLoop::Order::OutputMemory);
   switch (dst.itemsize()) {
     case 1:
       strided_copy<1>(loop, stream);

@@ -14,6 +14,7 @@
 #include <limits>
 #include <numbers>
 
+#include "core/dense_layout.h"
 #include "cpu/ops/loops.h"
 #include "cpu/ops/register.h"
 #include "cpu/special_math.h"
@@ -121,8 +122,7 @@ void run(const Tensor& x, const Tensor& out) {
                         : K == F::I0     ? UOp::I0
                                          : UOp::Digamma;
   if constexpr (K == F::Erf || K == F::Lgamma || K == F::Digamma || K == F::I0)
-    if (x.dtype() == out.dtype() && x.is_contiguous() && out.is_contiguous() &&
-        unary_has_kernel(kSimd, x.dtype()))
+    if (x.dtype() == out.dtype() && same_dense_layout(x, out) && unary_has_kernel(kSimd, x.dtype()))
       return unary_contiguous(kSimd, x.dtype(), x.data_ptr(), out.data_ptr(), x.numel());
   constexpr DTypeSet kIn = kBoolSet | kIntSet | kFloatSet | (has_complex(K) ? kComplexSet : 0);
   dispatch<kIn>(x.dtype(), "unary", [&]<typename In>() {

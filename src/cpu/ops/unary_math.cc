@@ -4,6 +4,7 @@
 // cpu/unary_scalar.h over the strided loop. Bool and integer inputs compute
 // in float32, f16/bf16 in float (narrowed on store), f64 in double, complex
 // where the op has a complex form.
+#include "core/dense_layout.h"
 #include "cpu/ops/loops.h"
 #include "cpu/ops/register.h"
 #include "cpu/unary.h"
@@ -15,8 +16,7 @@ namespace {
 // out = K(x); out has x's shape and the dtype the front-end chose (may be x).
 template <UOp K>
 void run(const Tensor& x, const Tensor& out) {
-  if (x.dtype() == out.dtype() && x.is_contiguous() && out.is_contiguous() &&
-      unary_has_kernel(K, x.dtype())) {
+  if (x.dtype() == out.dtype() && same_dense_layout(x, out) && unary_has_kernel(K, x.dtype())) {
     unary_contiguous(K, x.dtype(), x.data_ptr(), out.data_ptr(), x.numel());
     return;
   }
