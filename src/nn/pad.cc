@@ -9,6 +9,7 @@
 #include "core/autograd_record.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"
+#include "kiln/memory_format.h"
 #include "ops/registry/all.h"
 
 namespace kiln {
@@ -114,6 +115,20 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pad, PadMode mode, std::
                                     << *value << ")");
   const Shape in_shape = x.sizes();
   const Shape shape = padded_shape("pad", in_shape, pad, mode);
+  // A channels-last input padded with a constant in its spatial dims stays
+  // channels-last, as torch's constant_pad_nd: the pad runs on the row-major
+  // [N, *spatial, C] view, whose channel dim gets no padding.
+  const int nd = x.dim();
+  if (mode == PadMode::Constant && nd >= 4 && int(pad.size()) <= 2 * (nd - 2) && !x.is_contiguous() &&
+      suggest_memory_format(x) != MemoryFormat::Contiguous) {
+    std::vector<int> to_last{0}, back{0, nd - 1};
+    for (int d = 2; d < nd; ++d) to_last.push_back(d);
+    to_last.push_back(1);
+    for (int d = 1; d < nd - 1; ++d) back.push_back(d);
+    std::vector<int64_t> p{0, 0};
+    p.insert(p.end(), pad.begin(), pad.end());
+    return kiln::pad(x.permute(to_last), p, mode, value).permute(back);
+  }
   autograd::Record rec("pad", {&x});
   Tensor out = empty(shape, x.dtype(), x.device());
   if (pad.empty())

@@ -7,6 +7,7 @@
 #include "core/autograd_record.h"
 #include "kiln/binary.h"
 #include "kiln/error.h"
+#include "kiln/memory_format.h"
 #include "kiln/shape.h"
 #include "ops/registry/all.h"
 
@@ -83,6 +84,17 @@ Shape cat_shape(std::span<const Tensor> xs, int& dim, std::vector<Tensor>& parts
   return shape;
 }
 
+// The output layout, as torch's cat: the inputs' suggested memory format when
+// they all share one (channels-last frames joined in time stay channels-last),
+// else row-major.
+MemoryFormat cat_format(const std::vector<Tensor>& parts) {
+  if (parts.empty() || parts[0].dim() < 4) return MemoryFormat::Contiguous;
+  const MemoryFormat f = suggest_memory_format(parts[0]);
+  for (const Tensor& t : parts)
+    if (suggest_memory_format(t) != f) return MemoryFormat::Contiguous;
+  return f;
+}
+
 void run_cat(std::span<const Tensor> xs, int dim, const Tensor* out_arg, Tensor& out) {
   const Device device = inputs_device("cat", xs, out_arg ? *out_arg : Tensor());
   std::vector<Tensor> parts;
@@ -92,7 +104,7 @@ void run_cat(std::span<const Tensor> xs, int dim, const Tensor* out_arg, Tensor&
     check_out("cat", *out_arg, shape, dtype);
     out = *out_arg;
   } else {
-    out = empty(shape, dtype, device);
+    out = empty(shape, dtype, device, cat_format(parts));
   }
   if (out.numel() > 0) ops::cat(device, parts, dim, out);
 }

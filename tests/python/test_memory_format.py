@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import kiln
+from kiln.nn import functional as F
 
 CL = (60, 1, 15, 3)  # channels-last strides of [2, 3, 4, 5]: [H*W*C, 1, W*C, C]
 CF = (60, 20, 5, 1)
@@ -203,3 +204,39 @@ def test_layout_changes_are_exact_copies(dtype):
     # A strided (sliced) source is not a plain transpose: the general loop, same answer.
     np.testing.assert_array_equal(kiln.tensor(b)[:, :, ::2].contiguous(memory_format=kiln.channels_last).numpy(),
                                   b[:, :, ::2])
+
+
+def _is_cl(t, fmt):
+    return t.is_contiguous(memory_format=fmt) and not t.is_contiguous()
+
+
+@pytest.mark.parametrize("dims,fmt", [(4, kiln.channels_last), (5, kiln.channels_last_3d)])
+def test_cat_pad_and_elementwise_keep_channels_last(dims, fmt):
+    # As torch: cat of inputs that all suggest one memory format keeps it (mixed
+    # layouts give row-major), a constant pad keeps a channels-last input's layout,
+    # and unary / binary ops (broadcasting included) run on channels-last operands;
+    # values are NumPy's throughout, gradients flow through the channels-last pad.
+    rng = np.random.default_rng(5)
+    shape = (2, 5, 3, 4, 6)[:dims]
+    a, b = rng.standard_normal(shape).astype(np.float32), rng.standard_normal(shape).astype(np.float32)
+    ta, tb = kiln.tensor(a).contiguous(memory_format=fmt), kiln.tensor(b).contiguous(memory_format=fmt)
+    for d in range(dims):
+        c = kiln.cat([ta, tb], d)
+        assert _is_cl(c, fmt)
+        np.testing.assert_array_equal(c.numpy(), np.concatenate([a, b], d))
+    mixed = kiln.cat([ta, kiln.tensor(b)], 2)
+    assert mixed.is_contiguous()
+    np.testing.assert_array_equal(mixed.numpy(), np.concatenate([a, b], 2))
+    pads = (1, 2, 0, 3) if dims == 4 else (1, 2, 0, 3, 2, 0)
+    p = F.pad(ta, pads, value=0.5)
+    assert _is_cl(p, fmt)
+    np_pads = [(0, 0), (0, 0)] + [(pads[2 * i], pads[2 * i + 1]) for i in range(dims - 2)][::-1]
+    np.testing.assert_array_equal(p.numpy(), np.pad(a, np_pads, constant_values=0.5))
+    leaf = kiln.tensor(a).contiguous(memory_format=fmt).requires_grad_()
+    (F.pad(leaf, pads) * kiln.tensor(np.pad(b, np_pads))).sum().backward()
+    np.testing.assert_array_equal(leaf.grad.numpy(), b)
+    norm = (ta * ta).sum(1, keepdim=True)  # [N, 1, ...]: broadcast along the channels
+    out = F.silu(ta / norm.sqrt()) * 2.0 + tb
+    assert _is_cl(out, fmt)
+    want = a / np.sqrt((a * a).sum(1, keepdims=True))
+    np.testing.assert_allclose(out.numpy(), want / (1 + np.exp(-want)) * 2.0 + b, rtol=1e-5, atol=1e-6)
