@@ -15,6 +15,7 @@ import pytest
 import kiln
 from vae_util import assert_state_dict_is_diffusers, close
 from kiln.models import AutoencoderKLWan
+from kiln.nn import functional as F
 from kiln.models.wan_vae_blocks import CausalConv3d, FrameCache, RMSNorm
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data", "vae")
@@ -334,3 +335,22 @@ def test_cli_wan_tiled_decode(tmp_path):
         assert np.abs(got - np.rint((want[:, t] + 1) * 127.5).transpose(1, 2, 0)).max() <= 1
     r = _run("decode", MODEL, str(tmp_path / "z.safetensors"), str(tmp_path / "out2"), "--tile-size", "10")
     assert r.returncode == 1 and "tile height 10 must be a positive multiple of 4" in r.stderr
+
+
+def test_channels_last_resampling_helpers_match_row_major():
+    # The decoder runs channels-last; its 2x nearest upsampling and its frame
+    # interleaving write channels-last results equal to the row-major ops.
+    from kiln.models.wan_vae_blocks import _interleave_frames, _nearest2x
+
+    kiln.manual_seed(3)
+    f = kiln.randn(2, 5, 3, 4)
+    up = _nearest2x(f.contiguous(memory_format=kiln.channels_last))
+    assert up.is_contiguous(memory_format=kiln.channels_last) and not up.is_contiguous()
+    np.testing.assert_array_equal(up.numpy(), F.interpolate(f, scale_factor=2.0, mode="nearest").numpy())
+    np.testing.assert_array_equal(_nearest2x(f).numpy(), up.numpy())
+    x = kiln.randn(1, 6, 2, 3, 4)  # [N, 2C, T, H, W]: even frames, then odd frames
+    want = x.numpy().reshape(1, 2, 3, 2, 3, 4).transpose(0, 2, 3, 1, 4, 5).reshape(1, 3, 4, 3, 4)
+    cl = _interleave_frames(x.contiguous(memory_format=kiln.channels_last_3d).reshape(1, 2, 3, 2, 3, 4))
+    assert cl.is_contiguous(memory_format=kiln.channels_last_3d) and not cl.is_contiguous()
+    np.testing.assert_array_equal(cl.numpy(), want)
+    np.testing.assert_array_equal(_interleave_frames(x.reshape(1, 2, 3, 2, 3, 4)).numpy(), want)

@@ -6,7 +6,7 @@ video latents, decode() the video.
 Both run causally chunk by chunk along time, as diffusers does: encode takes the
 first frame alone and then 4 frames at a time, decode one latent frame at a time,
 with a FrameCache carrying each causal convolution's last frames between chunks,
-so activations are held for one chunk only. With tiling on (enable_tiling() or
+so activations are held for one chunk only, channels-last throughout. With tiling on (enable_tiling() or
 tiled=True) they also run tile by tile in space, each tile through all its frames
 with its own cache, blended as diffusers' tiled_encode / tiled_decode blend."""
 
@@ -20,6 +20,13 @@ from .wan_vae_residual import patchify, unpatchify
 
 _ENCODE_CHUNK = 4  # frames per encoder chunk after the first frame
 _TILE, _TILE_STRIDE = 256, 192  # diffusers' default tile and stride, in output pixels
+
+
+def _channels_last(x):
+    """x [N, C, T, H, W] laid out channels-last: the causal convolutions run on it with no
+    layout change, and every op between them (RMS norm, SiLU, frame cache, resampling)
+    keeps it, so a chunk holds no row-major copies of its activations."""
+    return x.contiguous(memory_format=_C.channels_last_3d)
 
 
 class AutoencoderKLWan(Module):
@@ -139,6 +146,7 @@ class AutoencoderKLWan(Module):
         """Patchified x [N, C * p * p, T, H, W] -> [N, 2 z_dim, t, H / s', W / s'] (before
         the distribution), the first frame alone and then _ENCODE_CHUNK at a time."""
         cache, outs = FrameCache(), []
+        x = _channels_last(x)
         t = x.shape[2]
         starts = [0] + list(range(1, t, _ENCODE_CHUNK))
         for i, s in enumerate(starts):
@@ -152,7 +160,7 @@ class AutoencoderKLWan(Module):
         """z [N, z_dim, t, h, w] -> patchified video [N, C * p * p, T, h * s / p, w * s / p],
         one latent frame at a time."""
         cache, outs = FrameCache(), []
-        z = self.post_quant_conv(z)
+        z = self.post_quant_conv(_channels_last(z))
         for i in range(z.shape[2]):
             outs.append(self.decoder(z.narrow(2, i, 1), cache, i == 0))  # [N, C, 1 or temporal_scale, H, W]
             if progress is not None:
@@ -183,7 +191,7 @@ class AutoencoderKLWan(Module):
                            (sh // r, sw // r), (x.shape[3] // r, x.shape[4] // r), progress)
         else:
             h = self._encode_chunks(x, progress)
-        return DiagonalGaussianDistribution(h)
+        return DiagonalGaussianDistribution(h.contiguous())
 
     def decode(self, z, tiled=None, tile_size=None, overlap=None, progress=None):
         """z [N, z_dim, t, h, w] (VAE latents: unscale_latents() first for a diffusion
@@ -203,7 +211,7 @@ class AutoencoderKLWan(Module):
                              (z.shape[3] * r // p, z.shape[4] * r // p), progress)
         else:
             out = self._decode_frames(z, progress)
-        return unpatchify(out, p).clamp(-1.0, 1.0)
+        return unpatchify(out, p).clamp(-1.0, 1.0).contiguous()
 
     def forward(self, sample, sample_posterior=False, generator=None):
         dist = self.encode(sample)

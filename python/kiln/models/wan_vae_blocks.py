@@ -72,7 +72,12 @@ class RMSNorm(Module):
         # Half-precision inputs are normalised in float32 (a sum of squares over C overflows or
         # rounds badly in them), as diffusers does.
         xf = x.float() if x.dtype in (_C.bfloat16, _C.float16) else x
-        norm = (xf * xf).sum(1, keepdim=True).sqrt().clamp_min(1e-12)  # [N, 1, ...]
+        if xf.stride(1) == 1 and not xf.is_contiguous():
+            # Channels-last: sum each position's channels as the row-major rows they are.
+            last = xf.permute(0, *range(2, xf.dim()), 1)  # [N, ..., C]
+            norm = (last * last).sum(-1, keepdim=True).sqrt().clamp_min(1e-12).movedim(-1, 1)  # [N, 1, ...]
+        else:
+            norm = (xf * xf).sum(1, keepdim=True).sqrt().clamp_min(1e-12)  # [N, 1, ...]
         return (xf / norm).to(x.dtype) * self.scale * self.gamma
 
 
@@ -122,7 +127,7 @@ class AttentionBlock(Module):
         q, k, v = qkv.chunk(3, -1)
         a = F.scaled_dot_product_attention(q, k, v)  # [NT, 1, HW, C]
         a = a.squeeze(1).transpose(1, 2).reshape(f.shape[0], c, h, w)
-        return _video(self.proj(a), n) + x
+        return x + _video(self.proj(a), n)  # x first: the sum keeps its layout
 
 
 class _Indexed(Module):
@@ -135,6 +140,30 @@ class _Indexed(Module):
 
     def forward(self, x):
         return self._modules[self._index](x)
+
+
+def _interleave_frames(x):
+    """x [N, 2, C, T, H, W] -> [N, C, 2T, H, W] with frame 2t + i = x[:, i, :, t]: one
+    copy, into a channels-last result when x's frames are channels-last (so the
+    convolutions after it need no layout change)."""
+    n, _, c, t, h, w = x.shape
+    src = x.permute(0, 2, 3, 1, 4, 5)  # [N, C, T, 2, H, W]
+    if x.stride(2) != 1 or x.is_contiguous():
+        return src.reshape(n, c, 2 * t, h, w)
+    out = _C.empty((n, c, 2 * t, h, w), dtype=x.dtype, memory_format=_C.channels_last_3d)
+    out.view(n, c, t, 2, h, w).copy_(src)
+    return out
+
+
+def _nearest2x(f):
+    """f [N, C, H, W] -> [N, C, 2H, 2W], each pixel repeated 2 x 2: F.interpolate's
+    nearest (and nearest-exact) at scale 2, keeping a channels-last f channels-last."""
+    if f.stride(1) != 1 or f.is_contiguous():
+        return F.interpolate(f, scale_factor=2.0, mode="nearest")
+    n, c, h, w = f.shape
+    out = _C.empty((n, c, 2 * h, 2 * w), dtype=f.dtype, memory_format=_C.channels_last)
+    out.view(n, c, h, 2, w, 2).copy_(f.reshape(n, c, h, 1, w, 1).expand(n, c, h, 2, w, 2))
+    return out
 
 
 class Resample(Module):
@@ -164,11 +193,10 @@ class Resample(Module):
             else:
                 _, c, t, h, w = x.shape
                 x = self.time_conv(x, cache)  # [N, 2C, T, H, W]: even frames, then odd frames
-                x = x.reshape(n, 2, c, t, h, w).permute(0, 2, 3, 1, 4, 5).reshape(n, c, 2 * t, h, w)
+                x = _interleave_frames(x.reshape(n, 2, c, t, h, w))  # [N, C, 2T, H, W]
         f = _frames(x)
         if self.mode.startswith("up"):
-            # nearest-exact and nearest agree for an integer factor.
-            f = self.resample(F.interpolate(f, scale_factor=2.0, mode="nearest"))
+            f = self.resample(_nearest2x(f))
         else:
             f = self.resample(F.pad(f, (0, 1, 0, 1)))
         x = _video(f, n)
