@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/autograd_record.h"
+#include "kiln/memory_format.h"
 #include "nn/nn_util.h"
 #include "ops/registry/all.h"
 
@@ -93,12 +94,20 @@ int check_input(const char* op, const Tensor& x, int nd_only, const Shape& spati
   return nd;
 }
 
+// The result's layout: src's suggested memory format, so a channels-last input
+// (or gradient) gives a channels-last result, as torch's upsample kernels and
+// 2-d adaptive average pooling; torch's 3-d area resampling is row-major.
+MemoryFormat output_format(Kind k, bool backward, const Tensor& src) {
+  if (src.dim() < 4 || (k == Kind::Area && !backward && src.dim() == 5)) return MemoryFormat::Contiguous;
+  return suggest_memory_format(src);
+}
+
 // src [N, C, *a] -> [N, C, *b] (dst_shape: full), recording the derivative:
 // the op of the other direction back to src's shape.
 Tensor resample(Kind k, bool backward, const Tensor& src, const Shape& dst_shape, const ResampleOptions& o) {
   const char* name = op_name(k, backward);
   autograd::Record rec(name, {&src});
-  Tensor out = empty(dst_shape, src.dtype(), src.device());
+  Tensor out = empty(dst_shape, src.dtype(), src.device(), output_format(k, backward, src));
   if (out.numel() > 0) op_of(k, backward)(common_device(name, {&src, &out}), src, out, o);
   if (rec)
     rec.finish(node_name(k, src.dim() - 2, o, backward), {&out}, {},

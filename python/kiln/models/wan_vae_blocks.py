@@ -72,12 +72,7 @@ class RMSNorm(Module):
         # Half-precision inputs are normalised in float32 (a sum of squares over C overflows or
         # rounds badly in them), as diffusers does.
         xf = x.float() if x.dtype in (_C.bfloat16, _C.float16) else x
-        if xf.stride(1) == 1 and not xf.is_contiguous():
-            # Channels-last: sum each position's channels as the row-major rows they are.
-            last = xf.permute(0, *range(2, xf.dim()), 1)  # [N, ..., C]
-            norm = (last * last).sum(-1, keepdim=True).sqrt().clamp_min(1e-12).movedim(-1, 1)  # [N, 1, ...]
-        else:
-            norm = (xf * xf).sum(1, keepdim=True).sqrt().clamp_min(1e-12)  # [N, 1, ...]
+        norm = (xf * xf).sum(1, keepdim=True).sqrt().clamp_min(1e-12)  # [N, 1, ...]
         return (xf / norm).to(x.dtype) * self.scale * self.gamma
 
 
@@ -155,17 +150,6 @@ def _interleave_frames(x):
     return out
 
 
-def _nearest2x(f):
-    """f [N, C, H, W] -> [N, C, 2H, 2W], each pixel repeated 2 x 2: F.interpolate's
-    nearest (and nearest-exact) at scale 2, keeping a channels-last f channels-last."""
-    if f.stride(1) != 1 or f.is_contiguous():
-        return F.interpolate(f, scale_factor=2.0, mode="nearest")
-    n, c, h, w = f.shape
-    out = _C.empty((n, c, 2 * h, 2 * w), dtype=f.dtype, memory_format=_C.channels_last)
-    out.view(n, c, h, 2, w, 2).copy_(f.reshape(n, c, h, 1, w, 1).expand(n, c, h, 2, w, 2))
-    return out
-
-
 class Resample(Module):
     """Per-frame 2x spatial up- or down-sampling; the 3d modes also double (up) or halve
     (down) the frame count with a causal time_conv. mode: upsample2d, upsample3d,
@@ -196,7 +180,7 @@ class Resample(Module):
                 x = _interleave_frames(x.reshape(n, 2, c, t, h, w))  # [N, C, 2T, H, W]
         f = _frames(x)
         if self.mode.startswith("up"):
-            f = self.resample(_nearest2x(f))
+            f = self.resample(F.interpolate(f, scale_factor=2.0, mode="nearest-exact"))
         else:
             f = self.resample(F.pad(f, (0, 1, 0, 1)))
         x = _video(f, n)

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cpu/ops/register.h"
+#include "kiln/memory_format.h"
 #include "kiln/thread_pool.h"
 #include "ops/registry/all.h"
 
@@ -264,53 +265,60 @@ void gather_pass(const T* src, T* dst, int64_t outer, int64_t lin, int64_t inner
   });
 }
 
-// Nearest forward in one pass: each output row [.., W_out] of the flattened
-// [N*C*prod(out[:-1]), W_out] reads one source row through the last dim's
-// index table; a row whose source is the previous row's is a copy of it.
+// Nearest forward in one pass over memory dims `in` -> `out` (row-major; tabs[d]
+// the index table of dim d, null for a dim kept as is): each output row (the
+// last memory dim) reads one source row, mapped through the other dims'
+// tables; a row whose source is the previous row's is a copy of it. The last
+// dim is W (gathered through its table) or, channels-last, C (copied).
 template <class T>
-void nearest_gather(const T* src, T* dst, const std::vector<int64_t>& in, const std::vector<int64_t>& out,
-                    const std::vector<Table<T>>& tabs) {
-  const int nd = int(in.size()) - 2;
+void nearest_gather(const T* src, T* dst, const Shape& in, const Shape& out,
+                    const std::vector<const Table<T>*>& tabs) {
+  const int k = int(in.size());
   const int64_t win = in.back(), wout = out.back();
-  int64_t rows = out[0] * out[1];
-  for (int d = 0; d + 1 < nd; ++d) rows *= out[size_t(d) + 2];
-  const int64_t* cx = tabs.back().idx.data();
+  int64_t rows = 1;
+  for (int d = 0; d + 1 < k; ++d) rows *= out[size_t(d)];
+  const int64_t* cx = tabs.back() ? tabs.back()->idx.data() : nullptr;
   parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(wout, 1)),
                [&](int64_t r0, int64_t r1) {
                  int64_t prev = -1;
                  for (int64_t r = r0; r < r1; ++r) {
-                   // Source row: the outer dims of r mapped through their tables.
+                   // Source row: the dims of r mapped through their tables.
                    int64_t rem = r, srow = 0, mul = 1;
-                   for (int d = nd - 2; d >= 0; --d) {
-                     const int64_t od = out[size_t(d) + 2];
-                     srow += tabs[size_t(d)].idx[size_t(rem % od)] * mul;
-                     mul *= in[size_t(d) + 2];
+                   for (int d = k - 2; d >= 0; --d) {
+                     const int64_t od = out[size_t(d)], i = rem % od;
+                     srow += (tabs[size_t(d)] ? tabs[size_t(d)]->idx[size_t(i)] : i) * mul;
+                     mul *= in[size_t(d)];
                      rem /= od;
                    }
-                   srow += rem * mul;  // the n * C + c plane
                    T* __restrict dr = dst + r * wout;
-                   if (srow == prev) {
+                   const T* __restrict s = src + srow * win;
+                   if (srow == prev)
                      std::copy(dr - wout, dr, dr);
-                   } else {
-                     const T* __restrict s = src + srow * win;
+                   else if (!cx)
+                     std::copy(s, s + wout, dr);
+                   else
                      for (int64_t j = 0; j < wout; ++j) dr[j] = s[cx[j]];
-                   }
                    prev = srow;
                  }
                });
 }
 
 // Resamples src [N, C, *from] into dst [N, C, *to]; the tables map the
-// forward's input sizes to its output sizes (transposed when backward).
+// forward's input sizes to its output sizes (transposed when backward). A
+// channels-last dst is computed in its own memory order [N, *to, C] (each
+// pass then moves whole channel rows), anything else in [N*C, *to].
 template <class T>
 void resample(const Tensor& src, const Tensor& dst, Mode mode, const ops::ResampleOptions& o, bool backward) {
   if (dst.numel() == 0) return;
   const DType acc = src.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
   const int nd = src.dim() - 2;
-  const Tensor s = src.to(acc).contiguous();
-  // The result goes straight into dst when it is a contiguous acc tensor.
-  const bool direct = dst.dtype() == acc && dst.is_contiguous();
-  const Tensor res = direct ? dst : empty(dst.sizes(), acc);
+  const MemoryFormat cl_format = nd == 2 ? MemoryFormat::ChannelsLast : MemoryFormat::ChannelsLast3d;
+  const bool cl = nd >= 2 && !dst.is_contiguous() && is_contiguous(dst, cl_format);
+  const MemoryFormat format = cl ? cl_format : MemoryFormat::Contiguous;
+  const Tensor s = to(src, acc, format);
+  // The result goes straight into dst when it is an acc tensor in that layout.
+  const bool direct = dst.dtype() == acc && is_contiguous(dst, format);
+  const Tensor res = direct ? dst : empty(dst.sizes(), acc, dst.device(), format);
   std::vector<Table<T>> tabs;
   for (int d = 0; d < nd; ++d) {
     const int64_t from = src.size(d + 2), to = dst.size(d + 2);
@@ -318,10 +326,22 @@ void resample(const Tensor& src, const Tensor& dst, Mode mode, const ops::Resamp
     tabs.push_back(make_table<T>(mode, nd, fin, fout, o, o.scales[size_t(d)]));
     if (backward) tabs.back() = transpose(tabs.back(), fin);
   }
+  // Memory dims: [N*C, *spatial] or [N, *spatial, C]; spatial dim d is memory dim d + 1.
+  Shape cur{cl ? src.size(0) : src.size(0) * src.size(1)}, to_sizes{cur[0]};
+  std::vector<const Table<T>*> mem_tabs{nullptr};
+  for (int d = 0; d < nd; ++d) {
+    cur.push_back(src.size(d + 2));
+    to_sizes.push_back(dst.size(d + 2));
+    mem_tabs.push_back(&tabs[size_t(d)]);
+  }
+  if (cl) {
+    cur.push_back(src.size(1));
+    to_sizes.push_back(src.size(1));
+    mem_tabs.push_back(nullptr);
+  }
   if (mode == Mode::Nearest && !backward && s.numel() > 0) {
-    nearest_gather(s.data<T>(), res.data<T>(), src.sizes(), dst.sizes(), tabs);
+    nearest_gather(s.data<T>(), res.data<T>(), cur, to_sizes, mem_tabs);
   } else {
-    std::vector<int64_t> cur = src.sizes();
     // The dims that do more than copy. The last dim's pass is a gather, the
     // others' are contiguous row sums: when the last dim grows it goes first
     // (on the planes not yet resampled), else last (after the others shrank them).
@@ -331,22 +351,22 @@ void resample(const Tensor& src, const Tensor& dst, Mode mode, const ops::Resamp
     for (int d = 0; d + 1 < nd; ++d) order.push_back(d);
     if (!last_first) order.push_back(nd - 1);
     for (int d : order)
-      if (!is_identity(tabs[size_t(d)], cur[size_t(d) + 2])) todo.push_back(d);
+      if (!is_identity(tabs[size_t(d)], cur[size_t(d) + 1])) todo.push_back(d);
     const T* a = s.data<T>();
     std::vector<T> bufs[2];
     for (size_t k = 0; k < todo.size(); ++k) {
-      const int d = todo[k];
-      const int64_t from = cur[size_t(d) + 2], to = dst.size(d + 2);
+      const size_t m = size_t(todo[k]) + 1;  // its memory dim
+      const int64_t from = cur[m], to = to_sizes[m];
       int64_t outer = 1, inner = 1;
-      for (int q = 0; q < d + 2; ++q) outer *= cur[size_t(q)];
-      for (int q = d + 3; q < nd + 2; ++q) inner *= cur[size_t(q)];
+      for (size_t q = 0; q < m; ++q) outer *= cur[q];
+      for (size_t q = m + 1; q < cur.size(); ++q) inner *= cur[q];
       T* b = res.data<T>();
       if (k + 1 < todo.size()) {
         bufs[k % 2].resize(size_t(outer * to * inner));
         b = bufs[k % 2].data();
       }
-      gather_pass(a, b, outer, from, inner, tabs[size_t(d)]);
-      cur[size_t(d) + 2] = to;
+      gather_pass(a, b, outer, from, inner, tabs[size_t(todo[k])]);
+      cur[m] = to;
       a = b;
     }
     if (todo.empty()) Tensor(res).copy_(s);
