@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "kiln/reduce.h"
 #include "kiln/tensor.h"
 
 namespace kiln {
@@ -25,6 +26,27 @@ Tensor argsort(const Tensor& x, int dim = -1, bool descending = false, bool stab
 // The k largest (or smallest) entries along dim, 0 <= k <= x.size(dim). With
 // sorted, in order (largest first when largest); ties keep the lower index first.
 SortResult topk(const Tensor& x, int64_t k, int dim = -1, bool largest = true, bool sorted = true);
+
+// Order statistics along dim, as torch's: values and the int64 index along dim
+// where each was found, dim removed unless keepdim. A line is ranked in the
+// order a stable ascending sort gives it (NaN after every number, ties by
+// index), so the index of a tied value is deterministic: the one at that
+// rank. FP8, complex and (but for mode) bool tensors are refused; an empty
+// dim raises IndexError.
+//   kthvalue: the k-th smallest, 1 <= k <= size(dim) (else IndexError).
+//   median: the lower median, entry (n - 1) / 2, or NaN (the first) when the
+//     line holds one; nanmedian: the lower median of the non-NaN entries.
+//   mode: the most frequent value (the smallest among equally frequent ones;
+//     NaNs are all distinct) and the last index holding it.
+ValuesIndices kthvalue(const Tensor& x, int64_t k, int dim = -1, bool keepdim = false);
+ValuesIndices median(const Tensor& x, int dim, bool keepdim = false);
+ValuesIndices nanmedian(const Tensor& x, int dim, bool keepdim = false);
+ValuesIndices mode(const Tensor& x, int dim = -1, bool keepdim = false);
+// Over every entry: a 0-d tensor. Its gradient is shared evenly among the
+// entries equal to the result, as torch's. Empty: NaN (a floating x) or
+// ValueError (an integer one, where torch returns a NaN cast to the dtype).
+Tensor median(const Tensor& x);
+Tensor nanmedian(const Tensor& x);
 
 // Counts of each value of the 1-D non-negative integer tensor x: result has
 // max(max(x) + 1, minlength) entries. Without weights: int64 counts. With

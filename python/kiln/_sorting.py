@@ -1,8 +1,7 @@
-"""torch's order statistics written over kiln's sort (a kernel of its own):
-kthvalue, median, nanmedian, mode and unique / unique_consecutive along a dim,
-each a sort (O(n log n)) where torch has a dedicated kernel; results, dtypes and
-tie rules follow torch's. unique, unique_consecutive (dim=None), searchsorted
-and bucketize take their arguments here and run as C++ kernels."""
+"""The Python faces of kiln's ordering functions: unique / unique_consecutive
+(along a dim: written over kiln's sort), searchsorted, bucketize, and the order
+statistics kthvalue, median, nanmedian and mode (C++ kernels: selection, and a
+sort per line for mode) with torch's named tuples and out=."""
 
 from collections import namedtuple
 
@@ -13,14 +12,6 @@ _values_indices = {n: namedtuple(n, ["values", "indices"]) for n in ("kthvalue",
 
 def _dim(x, dim):
     return dim % x.dim() if x.dim() > 0 else 0
-
-
-def _flat_or_dim(x, dim):
-    """x with `dim` moved last (dim None: flattened), and how to undo that."""
-    if dim is None:
-        return x.reshape([-1]), None
-    d = _dim(x, dim)
-    return x.movedim(d, -1) if x.dim() > 0 else x.reshape([1]), d
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
@@ -112,85 +103,44 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     return searchsorted(boundaries, input, out_int32=out_int32, right=right, out=out)
 
 
+def _result(name, pair, out):
+    """(values, indices) -> torch.return_types.<name>, or copied into out's pair."""
+    if out is None:
+        return _values_indices[name](*pair)
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise TypeError(f"{name}(): out must be a (values, indices) pair of tensors")
+    for o, r in zip(out, pair):
+        if tuple(o.shape) != tuple(r.shape) or o.dtype != r.dtype:
+            raise ValueError(f"{name}(): out tensors must be {r.dtype} of shape {tuple(r.shape)}, "
+                             f"got {o.dtype} of shape {tuple(o.shape)}")
+        o.copy_(r)
+    return _values_indices[name](*out)
+
+
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
-    x, d = _flat_or_dim(input, dim)
-    n = x.size(-1)
-    if not 1 <= k <= n:
-        raise IndexError(f"kthvalue(): selected number k out of range for dimension {dim} of size {n}")
-    vals, idx = _C.sort(x, -1, stable=True)
-    v, i = vals.narrow(-1, k - 1, 1), idx.narrow(-1, k - 1, 1)
-    return _finish("kthvalue", input, d, v, i, keepdim)
+    """The k-th smallest entry along dim and its index (C++ kiln::kthvalue, by selection)."""
+    return _result("kthvalue", _C._kthvalue(input, int(k), int(dim), bool(keepdim)), out)
 
 
-def _finish(name, input, d, v, i, keepdim):
-    """v, i: [..., 1] with the reduced dim last; back to input's layout."""
-    if input.dim() == 0:
-        return _values_indices[name](v.reshape([]), i.reshape([]))
-    v, i = v.movedim(-1, d), i.movedim(-1, d)
-    if not keepdim:
-        v, i = v.squeeze(d), i.squeeze(d)
-    return _values_indices[name](v, i)
-
-
-def _median(name, input, dim, keepdim, skip_nan):
-    """The lower median (torch's: element (n - 1) // 2 of the sorted values).
-    median: a slice holding a NaN gives NaN (its first NaN, as NaN sorts last);
-    nanmedian: the median of the non-NaN values (NaN when all are NaN)."""
+def median(input, dim=None, keepdim=False, *, out=None):
+    """The lower median along dim (NaN when the line holds one), or of every entry when
+    dim is None (then a 0-d tensor)."""
     if dim is None:
-        flat = input.reshape([-1])
-        vals, _ = _C.sort(flat)
-        nans = int(_C.sum(_C.isnan(flat)).item()) if flat.is_floating_point() else 0
-        count = flat.numel() - nans if skip_nan else flat.numel()
-        if count == 0 or (nans and not skip_nan):
-            return _C.full([], float("nan"), dtype=input.dtype)
-        return vals[(count - 1) // 2]
-    x, d = _flat_or_dim(input, dim)
-    n = x.size(-1)
-    if n == 0:
-        raise IndexError(f"{name}(): Expected reduction dim {dim} to have non-zero size.")
-    vals, idx = _C.sort(x, -1, stable=True)
-    if x.is_floating_point():
-        nans = _C.sum(_C.isnan(x).to(_C.int64), -1, keepdim=True)
-        if skip_nan:
-            pos = _C.where(nans < n, (n - nans - 1) // 2, 0)
-        else:
-            pos = _C.where(nans > 0, n - nans, (n - 1) // 2)
-    else:
-        pos = _C.full(list(x.shape[:-1]) + [1], (n - 1) // 2, dtype=_C.int64)
-    return _finish(name, input, d, vals.gather(-1, pos), idx.gather(-1, pos), keepdim)
+        return _C._median(input, None, False, False)
+    return _result("median", _C._median(input, int(dim), bool(keepdim), False), out)
 
 
-def median(input, dim=None, keepdim=False):
-    return _median("median", input, dim, keepdim, skip_nan=False)
+def nanmedian(input, dim=None, keepdim=False, *, out=None):
+    """median over the non-NaN entries (NaN when all are NaN)."""
+    if dim is None:
+        return _C._median(input, None, False, True)
+    return _result("nanmedian", _C._median(input, int(dim), bool(keepdim), True), out)
 
 
-def nanmedian(input, dim=None, keepdim=False):
-    return _median("nanmedian", input, dim, keepdim, skip_nan=True)
-
-
-def mode(input, dim=-1, keepdim=False):
-    """The most frequent value of each slice (the smallest among ties) and an
-    index where it occurs (its last occurrence, as torch's CPU kernel)."""
-    x, d = _flat_or_dim(input, dim)
-    n = x.size(-1)
-    if n == 0:
-        raise IndexError(f"mode(): Expected reduction dim {dim} to have non-zero size.")
-    vals, idx = _C.sort(x, -1, stable=True)
-    new = _C.cat([_C.ones(list(x.shape[:-1]) + [1], dtype=_C.bool),
-                  vals.narrow(-1, 1, n - 1) != vals.narrow(-1, 0, n - 1)], -1)
-    run = _C.cumsum(new.to(_C.int64), -1) - 1  # run id of each sorted element
-    ones = _C.ones(list(run.shape), dtype=_C.int64)
-    counts = _C.zeros(list(run.shape), dtype=_C.int64).scatter_add(-1, run, ones)
-    length = counts.gather(-1, run)  # each element's run length
-    # The longest run; among equal lengths the first (smallest value): the
-    # maximum of length * n - run picks it.
-    best = _C.argmax(length * n - run, -1, keepdim=True)
-    best_run = run.gather(-1, best)
-    value = vals.gather(-1, best)
-    # The last occurrence in input order: the largest original index in that run.
-    in_run = run == best_run
-    index = _C.amax(_C.where(in_run, idx, -1), -1, keepdim=True)
-    return _finish("mode", input, d, value, index, keepdim)
+def mode(input, dim=-1, keepdim=False, *, out=None):
+    """The most frequent value of each line along dim (the smallest among ties) and
+    the last index holding it."""
+    return _result("mode", _C._mode(input, int(dim), bool(keepdim)), out)
 
 
 FUNCTIONS = ["unique", "unique_consecutive", "searchsorted", "bucketize", "kthvalue", "median", "nanmedian", "mode"]

@@ -315,6 +315,25 @@ void init_index(nb::module_& m) {
       },
       "input"_a, "weights"_a = nb::none(), "minlength"_a = 0);
   def_tensor_method(m, "bincount");
+  // kiln.kthvalue / median / nanmedian / mode (python/kiln/_sorting.py) make
+  // the named tuples and take out=: (values, indices), or the 0-d median.
+  auto pair = [](const ValuesIndices& r) { return nb::make_tuple(r.values, r.indices); };
+  m.def(
+      "_kthvalue",
+      [pair](const Tensor& x, int64_t k, int dim, bool keepdim) {
+        return pair(kthvalue(x, k, dim, keepdim));
+      },
+      "input"_a, "k"_a, "dim"_a, "keepdim"_a);
+  m.def(
+      "_median",
+      [pair](const Tensor& x, std::optional<int> dim, bool keepdim, bool skip_nan) -> nb::object {
+        if (!dim) return nb::cast(skip_nan ? nanmedian(x) : median(x));
+        return pair(skip_nan ? nanmedian(x, *dim, keepdim) : median(x, *dim, keepdim));
+      },
+      "input"_a, "dim"_a.none(), "keepdim"_a, "skip_nan"_a);
+  m.def(
+      "_mode", [pair](const Tensor& x, int dim, bool keepdim) { return pair(mode(x, dim, keepdim)); },
+      "input"_a, "dim"_a, "keepdim"_a);
   // kiln.searchsorted (python/kiln/_sorting.py) handles side=, scalars and out=.
   m.def(
       "_searchsorted",

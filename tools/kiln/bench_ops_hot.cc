@@ -142,6 +142,11 @@ std::vector<HotCase> hot_cases(int64_t n) {
       {"unique 1-d (inverse, counts)", {sort_vec}, 28 * double(m), [](const In& x) { return kiln::unique(x[0], true, true); }, "torch.unique(x[0], return_inverse=True, return_counts=True)", "f32 read + sort + f32 values + int64 inverse and counts", true},
       {"searchsorted 4096", {{{cols}, "sorted"}, uvec}, 12 * U, [](const In& x) { return kiln::searchsorted(x[0], x[1]); }, "torch.searchsorted(x[0], x[1])", "f32 read of the values + int64 positions (4096 boundaries stay in L1)", true},
       {"topk 50 rows of 32768", {topk_rows}, kF32 * mT, [](const In& x) { return kiln::topk(x[0], 50, -1); }, "torch.topk(x[0], 50, -1)", "f32 read (the k outputs are negligible)", true},
+      // ---- order statistics (selection; mode sorts each row) ----
+      {"median rows of 4096", {sort_rows}, kF32 * mS, [](const In& x) { return kiln::median(x[0], -1); }, "torch.median(x[0], -1)", "f32 read (a value and an index per row)", true},
+      {"median 1-d", {sort_vec}, kF32 * double(m), [](const In& x) { return kiln::median(x[0]); }, "torch.median(x[0])", "f32 read", true},
+      {"kthvalue 100 rows of 4096", {sort_rows}, kF32 * mS, [](const In& x) { return kiln::kthvalue(x[0], 100, -1); }, "torch.kthvalue(x[0], 100, -1)", "f32 read (a value and an index per row)", true},
+      {"mode rows of 4096", {sort_rows}, kF32 * mS, [](const In& x) { return kiln::mode(x[0], -1); }, "torch.mode(x[0], -1)", "f32 read (a value and an index per row)", true},
       // ---- special functions (compute-bound); exp as the reference point ----
       {"exp", {uvec}, 2 * kF32 * U, [](const In& x) { return kiln::exp(x[0]); }, "torch.exp(x[0])", rw},
       {"erf", {uvec}, 2 * kF32 * U, [](const In& x) { return kiln::erf(x[0]); }, "torch.erf(x[0])", rw, true},

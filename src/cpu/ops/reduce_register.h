@@ -13,5 +13,6 @@ void register_reduce_scan_kernels();     // reduce_scan.cc
 void register_bincount_kernel();         // bincount.cc
 void register_searchsorted_kernel();     // searchsorted.cc
 void register_unique_kernel();           // unique.cc
+void register_select_kernels();          // select.cc
 
 }  // namespace kiln::cpu

@@ -4,12 +4,12 @@
 // (narrow floats to float); NaN orders above every number, as in torch; values
 // are copied from x by the sorted indices, so they keep their exact bits.
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "core/cast.h"
 #include "cpu/ops/reduce_register.h"
 #include "cpu/ops/register.h"
+#include "cpu/ops/row_offsets.h"
 #include "cpu/radix_sort.h"
 #include "kiln/thread_pool.h"
 #include "ops/registry/all.h"
@@ -17,48 +17,14 @@
 namespace kiln::cpu {
 namespace {
 
-// Rows at least this long sort by radix (cpu/radix_sort.h); shorter ones by
-// comparison, whose setup is cheaper.
-constexpr int64_t kRadixMinRow = 64;
-
-template <typename K>
-inline bool key_isnan(K v) {
-  if constexpr (std::is_floating_point_v<K>)
-    return std::isnan(v);
-  else
-    return false;
-}
 // Strict "a before b" for ascending (NaN largest) and descending (NaN first).
 template <typename K>
 struct Ascending {
-  bool operator()(K a, K b) const { return a < b || (!key_isnan(a) && key_isnan(b)); }
+  bool operator()(K a, K b) const { return a < b || (!key_is_nan(a) && key_is_nan(b)); }
 };
 template <typename K>
 struct Descending {
-  bool operator()(K a, K b) const { return a > b || (key_isnan(a) && !key_isnan(b)); }
-};
-
-// Element offset of row r, rows enumerating every dim but `dim` in row-major order.
-struct RowOffsets {
-  Shape shape, x_strides, out_strides;
-  void build(const Tensor& x, const Tensor& out, int dim) {
-    for (int d = 0; d < x.dim(); ++d) {
-      if (d == dim) continue;
-      shape.push_back(x.size(d));
-      x_strides.push_back(x.stride(d));
-      out_strides.push_back(out.stride(d));
-    }
-  }
-  void offsets(int64_t r, int64_t* xo, int64_t* oo) const {
-    *xo = 0;
-    *oo = 0;
-    for (size_t d = shape.size(); d-- > 0;) {
-      const int64_t c = r % shape[d];
-      r /= shape[d];
-      *xo += c * x_strides[d];
-      *oo += c * out_strides[d];
-    }
-  }
+  bool operator()(K a, K b) const { return a > b || (key_is_nan(a) && !key_is_nan(b)); }
 };
 
 // Sorts (k < 0) or selects the top k of every row along dim into indices and,
@@ -183,6 +149,7 @@ void register_sort_kernels() {
   register_bincount_kernel();
   register_searchsorted_kernel();
   register_unique_kernel();
+  register_select_kernels();
 }
 
 }  // namespace kiln::cpu

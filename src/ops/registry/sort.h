@@ -15,6 +15,20 @@ using Sort = void(const Tensor& x, int dim, bool descending, const Tensor& value
 // largest (or smallest) entries, ties by lower index; in order when sorted.
 using TopK = void(const Tensor& x, int64_t k, int dim, bool largest, bool sorted, const Tensor& values,
                   const Tensor& indices);
+// The order statistics of every line of x along dim (x: [*] real, not bool,
+// dim wrapped, size(dim) >= 1; values (x's dtype) and indices (int64): x's
+// shape with size(dim) = 1). Lines are ordered ascending with NaN last and
+// ties by index (a stable sort's order); the entry picked is, for kthvalue,
+// the k-th (1 <= k <= size(dim)); for median, the lower median ((n - 1) / 2)
+// or the first NaN; for nanmedian, the lower median of the non-NaN values (the
+// first NaN when all are NaN). Values keep x's exact bits.
+using KthValue = void(const Tensor& x, int64_t k, int dim, const Tensor& values, const Tensor& indices);
+using Median = void(const Tensor& x, int dim, const Tensor& values, const Tensor& indices);
+// As Median (bool allowed): the most frequent value of each line (the
+// smallest among equally frequent ones; NaN equals nothing) and the last
+// index holding it.
+using Mode = void(const Tensor& x, int dim, const Tensor& values, const Tensor& indices);
+
 // x: [n] int64, contiguous, values in [0, out.size(0)); weights: [n] float64
 // contiguous, or undefined; out: [nbins] zeros, int64 without weights, else
 // float32 or float64.
@@ -43,6 +57,10 @@ using UniqueRuns = int64_t(const Tensor& x, const Tensor& order, const Tensor& v
   X(sort, Sort)                 \
   X(argsort, Sort)              \
   X(topk, TopK)                 \
+  X(kthvalue, KthValue)         \
+  X(median, Median)             \
+  X(nanmedian, Median)          \
+  X(mode, Mode)                 \
   X(bincount, Bincount)         \
   X(searchsorted, SearchSorted) \
   X(unique_runs, UniqueRuns)

@@ -1,4 +1,5 @@
-// Op table entries of sort, argsort, topk and bincount (ops/registry/sort.h).
+// Op table entries of sort, argsort, topk, the order statistics (kthvalue,
+// median, nanmedian, mode) and bincount (ops/registry/sort.h).
 // The oracles sort (value, index) pairs stably, so ties keep the lower index
 // first, as kiln's (and torch's stable) sort.
 #include "kiln/sort.h"
@@ -52,6 +53,62 @@ Entry sort_entry(const char* op, int dim, bool descending, int64_t k, bool want_
       for (size_t i = 0; i < y.size(); ++i) y[i] = want_indices ? double(idx[i]) : line[idx[i]];
       return y;
     });
+  };
+  e.perf_shapes = {{{256, 4096}}};
+  return e;
+}
+
+// The order statistics of one line (no NaN in the inputs): the entry at a
+// rank of the stable ascending order, or the mode (the smallest of the most
+// frequent values, at its last index); value or index.
+using LinePick = size_t (*)(const std::vector<double>& line, int64_t k);
+size_t at_rank(const std::vector<double>& line, size_t rank) {
+  if (rank >= line.size()) throw raises<IndexError>("IndexError");
+  return order(line, false)[rank];
+}
+size_t kth_pick(const std::vector<double>& line, int64_t k) { return at_rank(line, size_t(k - 1)); }
+size_t median_pick(const std::vector<double>& line, int64_t) { return at_rank(line, (line.size() - 1) / 2); }
+size_t mode_pick(const std::vector<double>& line, int64_t) {
+  size_t best = 0, best_count = 0;
+  for (size_t i = 0; i < line.size(); ++i) {
+    size_t count = 0, last = i;
+    for (size_t j = 0; j < line.size(); ++j)
+      if (line[j] == line[i]) ++count, last = j;
+    if (count > best_count || (count == best_count && line[i] < line[best])) best = last, best_count = count;
+  }
+  return best;
+}
+
+// kthvalue (k = 3), median, nanmedian or mode along dim; values or indices.
+// Ints from a narrow range give ties, whose index the stable order decides.
+Entry order_statistic_entry(const char* op, int dim, bool keepdim, bool want_indices) {
+  Entry e;
+  e.op = op;
+  e.dtypes = kFloatsAndInts;
+  e.lo = -3;
+  e.hi = 3;
+  e.shapes = reduce_shapes({dim});
+  const std::string name = op;
+  constexpr int64_t k = 3;
+  e.call = [name, dim, keepdim, want_indices](const std::vector<Tensor>& x) {
+    const ValuesIndices r = name == "kthvalue"    ? kthvalue(x[0], k, dim, keepdim)
+                            : name == "median"    ? median(x[0], dim, keepdim)
+                            : name == "nanmedian" ? nanmedian(x[0], dim, keepdim)
+                                                  : mode(x[0], dim, keepdim);
+    return want_indices ? r.indices : r.values;
+  };
+  const LinePick pick = name == "kthvalue" ? kth_pick : name == "mode" ? mode_pick : median_pick;
+  const auto groups = reduction(
+      {dim}, keepdim,
+      [pick, want_indices](const std::vector<double>& line) {
+        const size_t i = pick(line, k);
+        return want_indices ? double(i) : line[i];
+      },
+      raises<IndexError>("IndexError"));
+  e.oracle = [name, groups](const Inputs& in, const Tensor& out) {
+    if (name != "mode" && in.tensors[0].dtype() == DType::Bool)
+      throw raises<NotImplementedError>("NotImplementedError");
+    return groups(in, out);
   };
   e.perf_shapes = {{{256, 4096}}};
   return e;
@@ -116,6 +173,14 @@ KILN_OP_TABLE({
     sort_entry("topk", -1, true, 3, true),
     sort_entry("topk", 0, false, 2, true),
     sort_entry("topk", 0, false, 0, false),
+    order_statistic_entry("kthvalue", -1, false, false),
+    order_statistic_entry("kthvalue", 0, true, true),
+    order_statistic_entry("median", -1, false, true),
+    order_statistic_entry("median", 0, true, false),
+    order_statistic_entry("nanmedian", -1, true, true),
+    order_statistic_entry("nanmedian", 0, false, false),
+    order_statistic_entry("mode", -1, false, true),
+    order_statistic_entry("mode", 0, true, false),
     bincount_entry(false, false, 0),
     bincount_entry(false, false, 12),
     bincount_entry(true, false, 0),
