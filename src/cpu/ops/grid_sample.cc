@@ -108,7 +108,9 @@ struct Geometry {
   std::array<int64_t, ND> stride;  // within a plane
   GridSampleOptions o;
 
-  // Taps of the grid point g (g[0] = x names dim ND - 1).
+  // Taps of the grid point g (g[0] = x names dim ND - 1); their weights'
+  // derivatives (dw) only when kGrad.
+  template <bool kGrad = true>
   void taps(const T* g, Taps<T, ND>& t) const {
     std::array<T, ND> c, mult;  // pixel coordinates and d(coordinate)/d(grid value)
     for (int d = 0; d < ND; ++d) {
@@ -159,13 +161,14 @@ struct Geometry {
       if (!inside) continue;
       const int k = t.n++;
       t.off[size_t(k)] = off, t.w[size_t(k)] = w;
-      for (int d = 0; d < ND; ++d) {
-        const int b = (corner >> (ND - 1 - d)) & 1;
-        T p = b ? T(1) : T(-1);
-        for (int e = 0; e < ND; ++e)
-          if (e != d) p *= wd[size_t(e)][size_t((corner >> (ND - 1 - e)) & 1)];
-        t.dw[size_t(k)][size_t(d)] = p * mult[size_t(d)];
-      }
+      if constexpr (kGrad)
+        for (int d = 0; d < ND; ++d) {
+          const int b = (corner >> (ND - 1 - d)) & 1;
+          T p = b ? T(1) : T(-1);
+          for (int e = 0; e < ND; ++e)
+            if (e != d) p *= wd[size_t(e)][size_t((corner >> (ND - 1 - e)) & 1)];
+          t.dw[size_t(k)][size_t(d)] = p * mult[size_t(d)];
+        }
     }
   }
 
@@ -217,30 +220,62 @@ struct Problem {
   static int64_t grain(int64_t work) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(work, 1)); }
 };
 
+// Points per forward work item; their taps are computed once. With at most 8
+// taps a point (nearest, bilinear, trilinear) each channel then walks the
+// points: its reads stay in one input plane, its writes run along one output
+// row. Bicubic's 16 taps a point go the other way: each point walks the
+// channels, a block of them side by side (their sums are independent
+// chains; one channel's 16 taps in a row would wait on each add).
+constexpr int64_t kPointBlock = 64;
+
 template <class T, int ND>
 void forward(const Tensor& input, const Tensor& grid, const Tensor& out, const GridSampleOptions& o) {
   const Problem<T, ND> pr(input, grid, o);
   const T* x = input.data<T>();
   const T* g = grid.data<T>();
   T* y = out.data<T>();
-  parallel_for(0, pr.N * pr.P, pr.grain(pr.C * 8), [&](int64_t r0, int64_t r1) {
-    Taps<T, ND> t;
+  const int64_t blocks = (pr.P + kPointBlock - 1) / kPointBlock;  // per batch entry
+  parallel_for(0, pr.N * blocks, pr.grain(pr.C * 8 * kPointBlock), [&](int64_t r0, int64_t r1) {
+    std::array<Taps<T, ND>, kPointBlock> taps;
     for (int64_t r = r0; r < r1; ++r) {
-      const int64_t n = r / pr.P, p = r % pr.P;
-      pr.geo.taps(g + r * ND, t);
+      const int64_t n = r / blocks, p0 = (r % blocks) * kPointBlock, m = std::min(kPointBlock, pr.P - p0);
+      for (int64_t i = 0; i < m; ++i)
+        pr.geo.template taps<false>(g + (n * pr.P + p0 + i) * ND, taps[size_t(i)]);
       const T* src = x + n * pr.C * pr.Q;
-      T* dst = y + n * pr.C * pr.P + p;
-      // A block of channels at a time: their sums are independent chains
-      // (one channel's 16 bicubic taps in a row would wait on each add).
-      for (int64_t c0 = 0; c0 < pr.C; c0 += kChannelBlock) {
-        const int64_t m = std::min(kChannelBlock, pr.C - c0);
-        T acc[kChannelBlock] = {};
-        for (int k = 0; k < t.n; ++k) {
-          const T w = t.w[size_t(k)];
-          const T* at = src + c0 * pr.Q + t.off[size_t(k)];
-          for (int64_t j = 0; j < m; ++j) acc[j] += w * at[j * pr.Q];
+      T* dst = y + n * pr.C * pr.P + p0;
+      // Each sum: the taps in order from +0.
+      if (o.mode != GridMode::Bicubic) {
+        for (int64_t c = 0; c < pr.C; ++c) {
+          const T* plane = src + c * pr.Q;
+          T* row = dst + c * pr.P;
+          for (int64_t i = 0; i < m; ++i) {
+            const Taps<T, ND>& t = taps[size_t(i)];
+            T acc = T(0);
+            if (t.n == 4) {  // bilinear inside the input
+              acc += t.w[0] * plane[t.off[0]];
+              acc += t.w[1] * plane[t.off[1]];
+              acc += t.w[2] * plane[t.off[2]];
+              acc += t.w[3] * plane[t.off[3]];
+            } else {
+              for (int k = 0; k < t.n; ++k) acc += t.w[size_t(k)] * plane[t.off[size_t(k)]];
+            }
+            row[i] = acc;
+          }
         }
-        for (int64_t j = 0; j < m; ++j) dst[(c0 + j) * pr.P] = acc[j];
+        continue;
+      }
+      for (int64_t i = 0; i < m; ++i) {
+        const Taps<T, ND>& t = taps[size_t(i)];
+        for (int64_t c0 = 0; c0 < pr.C; c0 += kChannelBlock) {
+          const int64_t cb = std::min(kChannelBlock, pr.C - c0);
+          T acc[kChannelBlock] = {};
+          for (int k = 0; k < t.n; ++k) {
+            const T w = t.w[size_t(k)];
+            const T* at = src + c0 * pr.Q + t.off[size_t(k)];
+            for (int64_t j = 0; j < cb; ++j) acc[j] += w * at[j * pr.Q];
+          }
+          for (int64_t j = 0; j < cb; ++j) dst[(c0 + j) * pr.P + i] = acc[j];
+        }
       }
     }
   });
