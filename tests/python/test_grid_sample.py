@@ -112,6 +112,19 @@ def test_forward_matches_reference(nd, mode, padding, align_corners, dtype):
     np.testing.assert_allclose(got.numpy(), want, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("mode", ["nearest", "bilinear", "bicubic"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_reflection_far_outside_matches_reference(mode, align_corners):
+    # Points many spans outside the input: reflected once, twice and many times
+    # (the kernel skips fmod within two spans; the reference always takes it).
+    x = RNG.standard_normal((1, 3, 4, 5))
+    g = RNG.uniform(-6, 6, (1, 9, 11, 2))
+    got = F.grid_sample(kiln.tensor(x), kiln.tensor(g), mode=mode, padding_mode="reflection",
+                        align_corners=align_corners)
+    want = reference(x, g, mode, "reflection", align_corners)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("nd,mode,padding,align_corners", list(cases()))
 def test_gradients_match_central_differences(nd, mode, padding, align_corners):
     xs, gs = shapes(nd)

@@ -57,8 +57,19 @@ T reflect(T c, int64_t twice_lo, int64_t twice_hi, T& grad) {
   T sign = T(1);
   c -= lo;
   if (c < T(0)) sign = T(-1), c = -c;
-  const T extra = std::fmod(c, span);
-  const bool even = std::fmod(std::floor(c / span), T(2)) == T(0);
+  // Within two spans (nearly always) without fmod, which is slow: for c in
+  // [0, span) fmod gives c and floor(c / span) is 0; in [span, 2 span),
+  // c - span (exact) and 1.
+  T extra;
+  bool even;
+  if (c < span) {
+    extra = c, even = true;
+  } else if (c < 2 * span) {
+    extra = c - span, even = false;
+  } else {
+    extra = std::fmod(c, span);
+    even = std::fmod(std::floor(c / span), T(2)) == T(0);
+  }
   grad = even ? sign : -sign;
   return even ? extra + lo : span - extra + lo;
 }
@@ -121,7 +132,7 @@ struct Geometry {
     }
     t.n = 0;
     if (o.mode == GridMode::Bicubic) {
-      if constexpr (ND == 2) bicubic(c, mult, t);
+      if constexpr (ND == 2) bicubic<kGrad>(c, mult, t);
       return;
     }
     for (int d = 0; d < ND; ++d) {
@@ -174,6 +185,7 @@ struct Geometry {
 
   // 4 x 4 taps around the unpadded coordinate; each tap's integer coordinate
   // goes through the padding mode (its derivative does not: torch's rule).
+  template <bool kGrad>
   void bicubic(const std::array<T, ND>& c, const std::array<T, ND>& mult, Taps<T, ND>& t) const {
     T w[2][4], dw[2][4];
     int64_t at[2][4];  // each tap's padded index along the dim, -1 outside
@@ -194,8 +206,10 @@ struct Geometry {
         const int k = t.n++;
         t.off[size_t(k)] = at[0][a] + at[1][b];
         t.w[size_t(k)] = w[0][a] * w[1][b];
-        t.dw[size_t(k)][0] = dw[0][a] * w[1][b] * mult[0];
-        t.dw[size_t(k)][1] = w[0][a] * dw[1][b] * mult[1];
+        if constexpr (kGrad) {
+          t.dw[size_t(k)][0] = dw[0][a] * w[1][b] * mult[0];
+          t.dw[size_t(k)][1] = w[0][a] * dw[1][b] * mult[1];
+        }
       }
     }
   }
