@@ -116,6 +116,27 @@ def test_whole_tensor_median():
     assert int(kiln.tensor(np.array([[5, 1], [3, 3]])).median()) == 3
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_one_long_line_split_over_threads(threads):
+    # A single line of >= 2^18 entries is selected in parts, one per thread.
+    a = RNG.integers(0, 60, 300_001).astype(np.float64) / 4 - 7
+    a[RNG.random(a.size) < 0.01] = np.nan
+    before = kiln.get_num_threads()
+    try:
+        kiln.set_num_threads(threads)
+        x = kiln.tensor(a.astype(np.float32))
+        for op, k in [("kthvalue", 1), ("kthvalue", 150_000), ("kthvalue", 300_001), ("median", None),
+                      ("nanmedian", None)]:
+            got = call(op, x, 0, False, k)
+            i = pick(a, op, k)
+            assert int(got.indices) == i, op
+            np.testing.assert_array_equal(got.values.numpy(), np.float32(a[i]))
+        clean = np.sort(a[~np.isnan(a)])
+        assert float(kiln.nanmedian(x)) == clean[(clean.size - 1) // 2]
+    finally:
+        kiln.set_num_threads(before)
+
+
 def test_results_do_not_depend_on_threads():
     a = make("float32", (64, 513), ties=True, nans=True)
     before = kiln.get_num_threads()

@@ -6,7 +6,9 @@
 // not depend on the thread count; values are copied from x by index and keep
 // their exact bits.
 #include <algorithm>
+#include <array>
 #include <type_traits>
+#include <vector>
 
 #include "core/cast.h"
 #include "core/scratch.h"
@@ -52,6 +54,14 @@ inline Key key_of(T v) {
   return Key(cast<Key>(v));
 }
 
+// The rank the selection picks in a line of n holding `nans` NaNs.
+int64_t rank_of(Rank rank, int64_t k, int64_t n, int64_t nans) {
+  const int64_t m = n - nans;
+  if (rank == Rank::Median) return nans > 0 ? m : (n - 1) / 2;  // a NaN makes the median the first NaN
+  if (rank == Rank::NanMedian) return m > 0 ? (m - 1) / 2 : 0;
+  return k - 1;
+}
+
 // The `seen`-th position (0-based, in line order) whose key has image u.
 template <typename Key, typename T, typename U>
 int64_t nth_with_image(const T* src, int64_t xs, int64_t n, U u, int64_t seen) {
@@ -75,14 +85,83 @@ void select_line(const T* src, int64_t xs, int64_t n, Rank rank, int64_t k, T* v
     buf[i] = u;
     ++top_count[u >> kTop];
   }
-  const int64_t m = n - nans;
-  int64_t pos = k - 1;
-  if (rank == Rank::Median) pos = nans > 0 ? m : (n - 1) / 2;  // a NaN makes the median the first NaN
-  if (rank == Rank::NanMedian) pos = m > 0 ? (m - 1) / 2 : 0;
+  const int64_t pos = rank_of(rank, k, n, nans);
   int64_t below;
   const U v = radix_select_image(buf, n, pos, top_count, &below);
   // Equal entries keep line order, so the result is the (pos - below)-th of them.
   const int64_t found = nth_with_image<Key>(src, xs, n, v, pos - below);
+  *value = src[found * xs];
+  *index = found;
+}
+
+// A line this long, alone (a whole-tensor median), is split over the threads.
+constexpr int64_t kSplitLine = int64_t(1) << 18;
+
+// select_line for one long line, its passes split into `parts` ranges run in
+// parallel: images and top-byte counts per part, then each part copies its
+// entries of the bucket holding the rank to its place in `kept` (in line
+// order), the radix selection finishes on those, and the parts count their
+// entries equal to the result to find the one at that rank.
+template <typename T, typename Key, typename U>
+void select_long_line(const T* src, int64_t xs, int64_t n, Rank rank, int64_t k, T* value, int64_t* index) {
+  constexpr int kTop = 8 * int(sizeof(U) - 1);
+  const int64_t parts = std::max<int64_t>(1, num_threads());
+  auto begin = [&](int64_t p) { return n * p / parts; };
+  const ScratchBlock scratch(2 * size_t(n) * sizeof(U));
+  U* images = scratch.as<U>();
+  U* kept = images + n;
+  std::vector<std::array<int64_t, 256>> counts(static_cast<size_t>(parts));
+  std::vector<int64_t> nans(static_cast<size_t>(parts), 0), at(static_cast<size_t>(parts) + 1, 0);
+  parallel_for(0, parts, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      // Counted locally: the parts' totals share cache lines.
+      std::array<int64_t, 256> c{};
+      int64_t nan_count = 0;
+      for (int64_t i = begin(p); i < begin(p + 1); ++i) {
+        const Key key = key_of<Key>(src[i * xs]);
+        nan_count += key_is_nan(key);
+        const U u = radix_image(key);
+        images[i] = u;
+        ++c[u >> kTop];
+      }
+      counts[size_t(p)] = c;
+      nans[size_t(p)] = nan_count;
+    }
+  });
+  int64_t all_nans = 0, before = 0;
+  for (int64_t p = 0; p < parts; ++p) all_nans += nans[size_t(p)];
+  int64_t pos = rank_of(rank, k, n, all_nans);
+  int b = 0;
+  for (;; ++b) {
+    int64_t in_b = 0;
+    for (int64_t p = 0; p < parts; ++p) in_b += counts[size_t(p)][size_t(b)];
+    if (pos < before + in_b) break;
+    before += in_b;
+  }
+  for (int64_t p = 0; p < parts; ++p) at[size_t(p) + 1] = at[size_t(p)] + counts[size_t(p)][size_t(b)];
+  parallel_for(0, parts, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      U* out = kept + at[size_t(p)];
+      for (int64_t i = begin(p); i < begin(p + 1); ++i)
+        if (int(images[i] >> kTop) == b) *out++ = images[i];
+    }
+  });
+  int64_t below;
+  const U v = radix_select_image(kept, at[size_t(parts)], pos - before, nullptr, &below);
+  int64_t nth = pos - before - below;  // among the entries equal to v, in line order
+  std::vector<int64_t> equal(static_cast<size_t>(parts), 0);
+  parallel_for(0, parts, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      int64_t e = 0;
+      for (int64_t i = begin(p); i < begin(p + 1); ++i) e += images[i] == v;
+      equal[size_t(p)] = e;
+    }
+  });
+  int64_t p = 0;
+  while (nth >= equal[size_t(p)]) nth -= equal[size_t(p++)];
+  int64_t found = begin(p);
+  for (;; ++found)
+    if (images[found] == v && nth-- == 0) break;
   *value = src[found * xs];
   *index = found;
 }
@@ -92,6 +171,11 @@ void select_rank(const Tensor& x, int64_t k, int dim, const Tensor& values, cons
   dispatch<kIntSet | kFloatSet>(x.dtype(), "kthvalue", [&]<typename T>() {
     using Key = compute_t<T>;
     using U = decltype(radix_image(Key{}));
+    const int64_t n = x.size(dim);
+    if (n >= kSplitLine && x.numel() == n && num_threads() > 1)
+      return select_long_line<T, Key, U>(static_cast<const T*>(x.data_ptr()), x.stride(dim), n, rank, k,
+                                         static_cast<T*>(values.data_ptr()),
+                                         static_cast<int64_t*>(indices.data_ptr()));
     for_lines<T, U>(x, dim, values, indices, 1,
                     [&](const T* src, int64_t xs, int64_t n, T* v, int64_t* i, U* buf) {
                       select_line<T, Key, U>(src, xs, n, rank, k, v, i, buf);
