@@ -328,12 +328,17 @@ def test_cli_wan_tiled_decode(tmp_path):
     assert r.returncode == 1 and "tile height 10 must be a positive multiple of 4" in r.stderr
 
 
-def test_channels_last_frame_interleave_matches_row_major():
-    # The decoder runs channels-last; its frame interleaving writes a channels-last
-    # result equal to the row-major one.
-    from kiln.models.wan_vae_blocks import _interleave_frames
+def test_channels_last_resampling_helpers_match_row_major():
+    # The decoder runs channels-last; its 2x nearest upsampling and its frame
+    # interleaving write channels-last results equal to the row-major ops.
+    from kiln.models.wan_vae_blocks import _interleave_frames, _nearest2x
 
     kiln.manual_seed(3)
+    f = kiln.randn(2, 5, 3, 4)
+    up = _nearest2x(f.contiguous(memory_format=kiln.channels_last))
+    assert up.is_contiguous(memory_format=kiln.channels_last) and not up.is_contiguous()
+    np.testing.assert_array_equal(up.numpy(), F.interpolate(f, scale_factor=2.0, mode="nearest").numpy())
+    np.testing.assert_array_equal(_nearest2x(f).numpy(), up.numpy())
     x = kiln.randn(1, 6, 2, 3, 4)  # [N, 2C, T, H, W]: even frames, then odd frames
     want = x.numpy().reshape(1, 2, 3, 2, 3, 4).transpose(0, 2, 3, 1, 4, 5).reshape(1, 3, 4, 3, 4)
     cl = _interleave_frames(x.contiguous(memory_format=kiln.channels_last_3d).reshape(1, 2, 3, 2, 3, 4))
