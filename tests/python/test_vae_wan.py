@@ -328,17 +328,20 @@ def test_cli_wan_tiled_decode(tmp_path):
     assert r.returncode == 1 and "tile height 10 must be a positive multiple of 4" in r.stderr
 
 
-def test_channels_last_resampling_helpers_match_row_major():
-    # The decoder runs channels-last; its 2x nearest upsampling and its frame
-    # interleaving write channels-last results equal to the row-major ops.
-    from kiln.models.wan_vae_blocks import _interleave_frames, _nearest2x
+def test_channels_last_frame_helpers_match_row_major():
+    # The decoder runs channels-last; its frame views and its frame interleaving
+    # keep channels-last results equal to the row-major ops. A single frame's view
+    # must read as channels-last, or the 2x upsample after it goes row-major.
+    from kiln.models.wan_vae_blocks import _frames, _interleave_frames
 
     kiln.manual_seed(3)
-    f = kiln.randn(2, 5, 3, 4)
-    up = _nearest2x(f.contiguous(memory_format=kiln.channels_last))
-    assert up.is_contiguous(memory_format=kiln.channels_last) and not up.is_contiguous()
-    np.testing.assert_array_equal(up.numpy(), F.interpolate(f, scale_factor=2.0, mode="nearest").numpy())
-    np.testing.assert_array_equal(_nearest2x(f).numpy(), up.numpy())
+    for t in (1, 3):
+        v = kiln.randn(1, 5, t, 3, 4)
+        f = _frames(v.contiguous(memory_format=kiln.channels_last_3d))
+        assert kiln._C.suggest_memory_format(f) == kiln.channels_last
+        np.testing.assert_array_equal(f.numpy(), v.numpy().transpose(0, 2, 1, 3, 4).reshape(t, 5, 3, 4))
+        up = F.interpolate(f, scale_factor=2.0, mode="nearest")
+        assert up.is_contiguous(memory_format=kiln.channels_last) and not up.is_contiguous()
     x = kiln.randn(1, 6, 2, 3, 4)  # [N, 2C, T, H, W]: even frames, then odd frames
     want = x.numpy().reshape(1, 2, 3, 2, 3, 4).transpose(0, 2, 3, 1, 4, 5).reshape(1, 3, 4, 3, 4)
     cl = _interleave_frames(x.contiguous(memory_format=kiln.channels_last_3d).reshape(1, 2, 3, 2, 3, 4))
