@@ -147,6 +147,10 @@ std::vector<HotCase> hot_cases(int64_t n) {
       {"median 1-d", {sort_vec}, kF32 * double(m), [](const In& x) { return kiln::median(x[0]); }, "torch.median(x[0])", "f32 read", true},
       {"kthvalue 100 rows of 4096", {sort_rows}, kF32 * mS, [](const In& x) { return kiln::kthvalue(x[0], 100, -1); }, "torch.kthvalue(x[0], 100, -1)", "f32 read (a value and an index per row)", true},
       {"mode rows of 4096", {sort_rows}, kF32 * mS, [](const In& x) { return kiln::mode(x[0], -1); }, "torch.mode(x[0], -1)", "f32 read (a value and an index per row)", true},
+      // ---- random factories (Philox draws, compute-bound) ----
+      {"rand", {}, kF32 * U, [u](const In&) { return kiln::rand({u}); }, "torch.rand(" + std::to_string(u) + ")", "1 write", true},
+      {"randn", {}, kF32 * U, [u](const In&) { return kiln::randn({u}); }, "torch.randn(" + std::to_string(u) + ")", "1 write", true},
+      {"randint", {}, 8 * U, [u](const In&) { return kiln::randint(0, 1000, {u}); }, "torch.randint(0, 1000, (" + std::to_string(u) + ",))", "1 int64 write", true},
       // ---- special functions (compute-bound); exp as the reference point ----
       {"exp", {uvec}, 2 * kF32 * U, [](const In& x) { return kiln::exp(x[0]); }, "torch.exp(x[0])", rw},
       {"erf", {uvec}, 2 * kF32 * U, [](const In& x) { return kiln::erf(x[0]); }, "torch.erf(x[0])", rw, true},
