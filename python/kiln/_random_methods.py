@@ -22,8 +22,18 @@ def _uniform(shape, generator, device=None):
 
 def _fill(self, values):
     with _no_grad():
-        self.copy_(values.to(self.dtype))
+        self.copy_(values)  # rounds to self's dtype once, as .to would
     return self
+
+
+def _affine_(z, scale, shift):
+    """z * scale + shift in place on a fresh float64 draw (two roundings, as the
+    expression would; no temporaries)."""
+    if scale != 1:
+        z.mul_(scale)
+    if shift != 0:
+        z.add_(shift)
+    return z
 
 
 def _no_grad():
@@ -42,7 +52,7 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     if std < 0:
         raise ValueError(f"normal_ expects std >= 0.0, but found std {std}")
     z = _C.randn(list(self.shape), generator=generator, dtype=_C.float64)
-    return _fill(self, z * std + mean)
+    return _fill(self, _affine_(z, std, mean))
 
 
 def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
@@ -50,7 +60,7 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
     _check_float(self, "uniform_")
     if from_ > to:
         raise ValueError(f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}")
-    return _fill(self, _uniform(self.shape, generator) * (to - from_) + from_)
+    return _fill(self, _affine_(_uniform(self.shape, generator), to - from_, from_))
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
