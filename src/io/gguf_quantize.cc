@@ -1,17 +1,27 @@
 // quantize_gguf: a GGUF in, the same model re-encoded per a recipe out.
-// Recipes (kiln's, after llama.cpp's names and mixes):
+// Recipes (kiln's, after llama.cpp's names and mixes; "more-bits layers" are
+// the first and last eighth of the layers and every third between):
 //   F32, F16, BF16, Q8_0: every matrix that type.
-//   Q4_0, Q4_1, Q5_0, Q5_1: every matrix that type but the output head, Q6_K.
-//   Q6_K:   every matrix Q6_K.
-//   Q5_K_S: Q5_K; the head Q6_K.
-//   Q5_K_M: Q5_K; the head, and attn_v / ffn_down in the layers that get
-//           more bits (the first and last eighth, and every third between), Q6_K.
-//   Q4_K_S: Q4_K; the head Q6_K; attn_v in the first 4 layers and ffn_down in
-//           the first eighth Q5_K.
-//   Q4_K_M: Q4_K; the head, and attn_v / ffn_down in the more-bits layers, Q6_K.
-// The head is output.weight, or token_embd.weight when the model ties them.
-// These are llama.cpp's choices (llama_tensor_get_type) for dense models, so
-// a file kiln writes holds the types of the file llama.cpp's quantizer writes.
+//   Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q3_K_S, Q6_K: every matrix that
+//           type (Q3_K_S: Q3_K) but the output head, Q6_K (Q6_K: itself).
+//   Q2_K:   Q2_K; attn_output and ffn_down Q3_K; attn_v Q3_K (Q4_K when 4 or
+//           more query heads share a KV head).
+//   Q3_K_M: Q3_K; attn_v Q5_K in the first 2 layers, Q4_K after; ffn_down
+//           Q5_K in the first sixteenth, Q4_K after; attn_output and attn_qkv Q4_K.
+//   Q3_K_L: Q3_K; attn_v, ffn_down and attn_output Q5_K; attn_qkv Q4_K.
+//   Q4_K_S: Q4_K; attn_v in the first 4 layers and ffn_down in the first
+//           eighth Q5_K.
+//   Q4_K_M: Q4_K; attn_v / ffn_down in the more-bits layers Q6_K; attn_qkv Q5_K.
+//   Q5_K_S: Q5_K.
+//   Q5_K_M: Q5_K; attn_v / ffn_down in the more-bits layers, and attn_qkv, Q6_K.
+//   IQ4_NL and IQ4_XS also give ffn_down in the first eighth Q5_K, and attn_v
+//   Q5_K when 4 or more query heads share a KV head.
+// The head is output.weight, or token_embd.weight when the model ties them;
+// every recipe but F32/F16/BF16/Q8_0 makes it Q6_K. These are llama.cpp's
+// choices (llama_tensor_get_type) for dense models without an importance
+// matrix, so a file kiln writes holds the types of the file llama.cpp's
+// quantizer writes. (llama.cpp's bumps for 70B models and 8-expert MoE models
+// are not made.)
 #include "kiln/io/gguf_quantize.h"
 
 #include <algorithm>
@@ -20,7 +30,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <optional>
 #include <string_view>
 
 #include "kiln/error.h"
@@ -30,34 +39,62 @@
 namespace kiln::io {
 namespace {
 
+// llama.cpp's llama_ftype numbers, stored as general.file_type.
+enum FileType : uint32_t {
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ8_0 = 7,
+  kQ5_0 = 8,
+  kQ5_1 = 9,
+  kQ2_K = 10,
+  kQ3_K_S = 11,
+  kQ3_K_M = 12,
+  kQ3_K_L = 13,
+  kQ4_K_S = 14,
+  kQ4_K_M = 15,
+  kQ5_K_S = 16,
+  kQ5_K_M = 17,
+  kQ6_K = 18,
+  kIQ4_NL = 25,
+  kIQ4_XS = 30,
+  kBF16 = 32,
+};
+
 struct Recipe {
   const char* name;
-  uint32_t ftype;  // llama.cpp's llama_ftype, stored as general.file_type
-  GGMLType base;   // every matrix not named below
+  FileType ftype;
+  GGMLType base;  // every matrix the rules below leave alone
   GGMLType head;
-  std::optional<GGMLType> more_bits;     // attn_v / ffn_down in the more-bits layers
-  std::optional<GGMLType> first_few;     // attn_v in the first 4 layers, ffn_down in the first eighth
 };
 
 const Recipe kRecipes[] = {
-    {"F32", 0, GGMLType::F32, GGMLType::F32, {}, {}},
-    {"F16", 1, GGMLType::F16, GGMLType::F16, {}, {}},
-    {"BF16", 32, GGMLType::BF16, GGMLType::BF16, {}, {}},
-    {"Q4_0", 2, GGMLType::Q4_0, GGMLType::Q6_K, {}, {}},
-    {"Q4_1", 3, GGMLType::Q4_1, GGMLType::Q6_K, {}, {}},
-    {"Q5_0", 8, GGMLType::Q5_0, GGMLType::Q6_K, {}, {}},
-    {"Q5_1", 9, GGMLType::Q5_1, GGMLType::Q6_K, {}, {}},
-    {"Q8_0", 7, GGMLType::Q8_0, GGMLType::Q8_0, {}, {}},
-    {"Q4_K_S", 14, GGMLType::Q4_K, GGMLType::Q6_K, {}, GGMLType::Q5_K},
-    {"Q4_K_M", 15, GGMLType::Q4_K, GGMLType::Q6_K, GGMLType::Q6_K, {}},
-    {"Q5_K_S", 16, GGMLType::Q5_K, GGMLType::Q6_K, {}, {}},
-    {"Q5_K_M", 17, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q6_K, {}},
-    {"Q6_K", 18, GGMLType::Q6_K, GGMLType::Q6_K, {}, {}},
+    {"F32", kF32, GGMLType::F32, GGMLType::F32},
+    {"F16", kF16, GGMLType::F16, GGMLType::F16},
+    {"BF16", kBF16, GGMLType::BF16, GGMLType::BF16},
+    {"Q2_K", kQ2_K, GGMLType::Q2_K, GGMLType::Q6_K},
+    {"Q3_K_S", kQ3_K_S, GGMLType::Q3_K, GGMLType::Q6_K},
+    {"Q3_K_M", kQ3_K_M, GGMLType::Q3_K, GGMLType::Q6_K},
+    {"Q3_K_L", kQ3_K_L, GGMLType::Q3_K, GGMLType::Q6_K},
+    {"Q4_0", kQ4_0, GGMLType::Q4_0, GGMLType::Q6_K},
+    {"Q4_1", kQ4_1, GGMLType::Q4_1, GGMLType::Q6_K},
+    {"IQ4_NL", kIQ4_NL, GGMLType::IQ4_NL, GGMLType::Q6_K},
+    {"IQ4_XS", kIQ4_XS, GGMLType::IQ4_XS, GGMLType::Q6_K},
+    {"Q5_0", kQ5_0, GGMLType::Q5_0, GGMLType::Q6_K},
+    {"Q5_1", kQ5_1, GGMLType::Q5_1, GGMLType::Q6_K},
+    {"Q8_0", kQ8_0, GGMLType::Q8_0, GGMLType::Q8_0},
+    {"Q4_K_S", kQ4_K_S, GGMLType::Q4_K, GGMLType::Q6_K},
+    {"Q4_K_M", kQ4_K_M, GGMLType::Q4_K, GGMLType::Q6_K},
+    {"Q5_K_S", kQ5_K_S, GGMLType::Q5_K, GGMLType::Q6_K},
+    {"Q5_K_M", kQ5_K_M, GGMLType::Q5_K, GGMLType::Q6_K},
+    {"Q6_K", kQ6_K, GGMLType::Q6_K, GGMLType::Q6_K},
 };
 
 const Recipe& find_recipe(std::string name) {
   for (char& c : name) c = char(std::toupper(static_cast<unsigned char>(c)));
-  if (name == "Q4_K") name = "Q4_K_M";  // llama.cpp's aliases
+  if (name == "Q3_K") name = "Q3_K_M";  // llama.cpp's aliases
+  if (name == "Q4_K") name = "Q4_K_M";
   if (name == "Q5_K") name = "Q5_K_M";
   for (const Recipe& r : kRecipes)
     if (name == r.name) return r;
@@ -83,22 +120,54 @@ bool is_matrix(const GGUFSourceTensor& t) {
   return t.ne.size() >= 2 && t.name.ends_with(".weight") && t.name.find("ffn_gate_inp") == std::string::npos;
 }
 
-// The type a matrix gets: the recipe's choice, then the fallback its row length needs.
-GGMLType target_type(const Recipe& r, const GGUFSourceTensor& t, bool is_head, int64_t n_layers) {
-  GGMLType want = r.base;
-  const int64_t layer = layer_of(t.name);
-  const bool v_or_down =
-      t.name.find(".attn_v.") != std::string::npos || t.name.find(".ffn_down") != std::string::npos;
-  if (is_head)
-    want = r.head;
-  else if (v_or_down && layer >= 0 && r.more_bits && more_bits_layer(layer, n_layers))
-    want = *r.more_bits;
-  else if (layer >= 0 && r.first_few && t.name.find(".attn_v.") != std::string::npos && layer < 4)
-    want = *r.first_few;
-  else if (layer >= 0 && r.first_few && t.name.find(".ffn_down") != std::string::npos && layer < n_layers / 8)
-    want = *r.first_few;
+// What the recipe rules look at: which matrix of which layer, in how deep a
+// model, and how many query heads share each KV head.
+struct MatrixRole {
+  bool head = false;
+  int64_t layer = -1, n_layers = 0, gqa = 1;
+  bool attn_v = false, ffn_down = false, attn_output = false, attn_qkv = false;
+};
+
+// The recipe's type for one matrix (llama_tensor_get_type's rules for dense models).
+GGMLType recipe_type(const Recipe& r, const MatrixRole& m) {
+  using T = GGMLType;
+  if (m.head) return r.head;
+  if (m.layer < 0) return r.base;
+  const int64_t i = m.layer, n = m.n_layers;
+  const FileType f = r.ftype;
+  if (m.attn_v) {
+    if (f == kQ2_K) return m.gqa >= 4 ? T::Q4_K : T::Q3_K;
+    if (f == kQ3_K_M) return i < 2 ? T::Q5_K : T::Q4_K;
+    if (f == kQ3_K_L) return T::Q5_K;
+    if ((f == kIQ4_NL || f == kIQ4_XS) && m.gqa >= 4) return T::Q5_K;
+    if ((f == kQ4_K_M || f == kQ5_K_M) && more_bits_layer(i, n)) return T::Q6_K;
+    if (f == kQ4_K_S && i < 4) return T::Q5_K;
+  } else if (m.ffn_down) {
+    if (f == kQ2_K) return T::Q3_K;
+    if (f == kQ3_K_M) return i < n / 16 ? T::Q5_K : T::Q4_K;
+    if (f == kQ3_K_L) return T::Q5_K;
+    if ((f == kQ4_K_M || f == kQ5_K_M) && more_bits_layer(i, n)) return T::Q6_K;
+    if ((f == kIQ4_NL || f == kIQ4_XS || f == kQ4_K_S) && i < n / 8) return T::Q5_K;
+  } else if (m.attn_output) {
+    if (f == kQ2_K) return T::Q3_K;
+    if (f == kQ3_K_M) return T::Q4_K;
+    if (f == kQ3_K_L) return T::Q5_K;
+  } else if (m.attn_qkv) {
+    if (f == kQ3_K_M || f == kQ3_K_L) return T::Q4_K;
+    if (f == kQ4_K_M) return T::Q5_K;
+    if (f == kQ5_K_M) return T::Q6_K;
+  }
+  return r.base;
+}
+
+// The type a matrix gets: the recipe's choice, then the fallback its row length
+// needs (llama.cpp's, checked against llama-cpp-python 0.3.36's quantizer).
+GGMLType target_type(const Recipe& r, const GGUFSourceTensor& t, const MatrixRole& role) {
+  GGMLType want = recipe_type(r, role);
   const int64_t row = t.ne[0];
   if (row % 256 != 0) {
+    if (want == GGMLType::Q2_K || want == GGMLType::Q3_K) want = GGMLType::Q4_0;
+    if (want == GGMLType::IQ4_XS) want = GGMLType::IQ4_NL;
     if (want == GGMLType::Q4_K) want = GGMLType::Q5_0;
     if (want == GGMLType::Q5_K) want = GGMLType::Q5_1;
     if (want == GGMLType::Q6_K) want = GGMLType::Q8_0;
@@ -113,6 +182,24 @@ int64_t layer_count(const GGUFSource& src) {
   int64_t n = 0;
   for (const GGUFSourceTensor& t : src.tensors) n = std::max(n, layer_of(t.name) + 1);
   return n;
+}
+
+// Query heads per KV head ({arch}.attention.head_count / head_count_kv; a
+// per-layer array counts by its first layer, as llama.cpp's n_gqa() does).
+int64_t query_heads_per_kv_head(const GGUFSource& src) {
+  std::string arch;
+  for (const auto& kv : src.metadata)
+    if (kv.first == "general.architecture") arch = kv.second.s;
+  auto count = [&](const std::string& key) -> int64_t {
+    for (const auto& kv : src.metadata)
+      if (kv.first == arch + ".attention." + key) {
+        if (kv.second.is_int()) return kv.second.i;
+        if (kv.second.is_array() && !kv.second.ints.empty()) return kv.second.ints[0];
+      }
+    return 0;
+  };
+  const int64_t heads = count("head_count"), kv_heads = count("head_count_kv");
+  return heads > 0 && kv_heads > 0 ? heads / kv_heads : 1;
 }
 
 int64_t numel(const std::vector<int64_t>& ne) {
@@ -172,7 +259,7 @@ const std::string& gguf_quantize_recipe_names() {
   static const std::string names = [] {
     std::string s;
     for (const Recipe& r : kRecipes) s += (s.empty() ? "" : ", ") + std::string(r.name);
-    return s + " (Q4_K and Q5_K mean Q4_K_M and Q5_K_M)";
+    return s + " (Q3_K, Q4_K and Q5_K mean their _M)";
   }();
   return names;
 }
@@ -200,7 +287,7 @@ QuantizeSummary quantize_gguf(const std::string& in, const std::string& out, con
 
 QuantizeSummary quantize_gguf(const GGUFSource& src, const std::string& out, const QuantizeOptions& options) {
   const Recipe& recipe = find_recipe(options.recipe);
-  const int64_t n_layers = layer_count(src);
+  const int64_t n_layers = layer_count(src), gqa = query_heads_per_kv_head(src);
   bool has_output = false;
   for (const GGUFSourceTensor& t : src.tensors) has_output |= t.name == "output.weight";
 
@@ -209,8 +296,16 @@ QuantizeSummary quantize_gguf(const GGUFSource& src, const std::string& out, con
   for (const GGUFSourceTensor& t : src.tensors) {
     GGMLType to = t.type;
     if (is_matrix(t)) {
-      const bool head = t.name == "output.weight" || (!has_output && t.name == "token_embd.weight");
-      to = target_type(recipe, t, head, n_layers);
+      MatrixRole role;
+      role.head = t.name == "output.weight" || (!has_output && t.name == "token_embd.weight");
+      role.layer = layer_of(t.name);
+      role.n_layers = n_layers;
+      role.gqa = gqa;
+      role.attn_v = t.name.find(".attn_v.") != std::string::npos;
+      role.ffn_down = t.name.find(".ffn_down") != std::string::npos;
+      role.attn_output = t.name.find(".attn_output.") != std::string::npos;
+      role.attn_qkv = t.name.find(".attn_qkv.") != std::string::npos;
+      to = target_type(recipe, t, role);
       const GGMLTypeInfo* from = ggml_type_info(uint32_t(t.type));
       KILN_CHECK(to == t.type || from->dequantizable, NotImplementedError,
                  "[quantize] " << t.name << " is " << from->name << ", which kiln does not read (it reads "

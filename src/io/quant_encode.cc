@@ -140,6 +140,14 @@ EncodeFn block_encoder(GGMLType t) {
       return quant_q5_k;
     case GGMLType::Q6_K:
       return quant_q6_k;
+    case GGMLType::Q2_K:
+      return quant_q2_k;
+    case GGMLType::Q3_K:
+      return quant_q3_k;
+    case GGMLType::IQ4_NL:
+      return quant_iq4_nl;
+    case GGMLType::IQ4_XS:
+      return quant_iq4_xs;
     default:
       return nullptr;
   }

@@ -3,6 +3,7 @@
 // of the decoders in quant_blocks.h.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -13,6 +14,17 @@ namespace kiln::io::detail {
 inline void put_f16(uint8_t* p, float v) {
   const uint16_t h = float_to_f16_bits(v);
   std::memcpy(p, &h, 2);
+}
+
+inline int nearest(float v) { return int(std::lrintf(v)); }
+
+// The fitting weights of n elements: sqrt(mean x^2) + |x|, which favour the
+// larger elements (they carry more of a product's value) without ignoring the rest.
+inline void element_weights(const float* x, float* w, int n) {
+  double sum_sq = 0;
+  for (int i = 0; i < n; ++i) sum_sq += double(x[i]) * x[i];
+  const float base = float(std::sqrt(sum_sq / n));
+  for (int i = 0; i < n; ++i) w[i] = base + std::fabs(x[i]);
 }
 
 // 32-element blocks (quant_encode.cc), bit for bit as gguf-py.
@@ -26,5 +38,11 @@ void quant_q8_0(const float* src, uint8_t* dst, int64_t nblocks);
 void quant_q4_k(const float* src, uint8_t* dst, int64_t nblocks);
 void quant_q5_k(const float* src, uint8_t* dst, int64_t nblocks);
 void quant_q6_k(const float* src, uint8_t* dst, int64_t nblocks);
+void quant_q2_k(const float* src, uint8_t* dst, int64_t nblocks);
+void quant_q3_k(const float* src, uint8_t* dst, int64_t nblocks);
+
+// The non-linear 4-bit types (quant_encode_iq4.cc), fitted by kiln.
+void quant_iq4_nl(const float* src, uint8_t* dst, int64_t nblocks);
+void quant_iq4_xs(const float* src, uint8_t* dst, int64_t nblocks);
 
 }  // namespace kiln::io::detail

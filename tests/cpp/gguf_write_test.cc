@@ -138,6 +138,10 @@ TEST(GgufWrite, EncodersRoundTripThroughDecoders) {
       {GGMLType::Q4_K, 0.2, 0.095},
       {GGMLType::Q5_K, 0.1, 0.047},
       {GGMLType::Q6_K, 0.05, 0.024},
+      {GGMLType::Q2_K, 0.4, 0.31},
+      {GGMLType::Q3_K, 0.22, 0.18},
+      {GGMLType::IQ4_NL, 0.12, 0.09},
+      {GGMLType::IQ4_XS, 0.12, 0.09},
       {GGMLType::F16, 1e-3, 1e-3},
       {GGMLType::BF16, 4e-3, 4e-3},
       {GGMLType::F32, 0, 0},
@@ -173,5 +177,5 @@ TEST(GgufWrite, EncodersRoundTripThroughDecoders) {
   }
   std::vector<uint8_t> q(200);
   EXPECT_THROW(quantize_row(GGMLType::Q4_0, x.data(), q.data(), 33), ValueError);
-  EXPECT_THROW(quantize_row(GGMLType::Q2_K, x.data(), q.data(), 256), NotImplementedError);
+  EXPECT_THROW(quantize_row(GGMLType::Q8_K, x.data(), q.data(), 256), NotImplementedError);
 }

@@ -16,10 +16,11 @@ namespace kiln::io {
 // Encodes `n` floats (a whole number of blocks) as ggml type `t` into `dst`
 // (n / block_size * type_size bytes, which the caller provides).
 //   Q4_0, Q4_1, Q5_0, Q5_1, Q8_0: bit for bit as gguf-py's gguf.quants.quantize.
-//   Q4_K, Q5_K, Q6_K: each sub-block's scale (and min) fitted by weighted least
-//     squares over a sweep of candidate grids, then the super-block's 6-bit
-//     (Q4_K/Q5_K) or 8-bit (Q6_K) scale codes chosen and the codes re-rounded
-//     against the scales as stored.
+//   Q2_K, Q3_K, Q4_K, Q5_K, Q6_K: each sub-block's scale (and min) fitted by
+//     weighted least squares over a sweep of candidate grids, then the
+//     super-block's 4-bit (Q2_K), 6-bit (Q3_K/Q4_K/Q5_K) or 8-bit (Q6_K) scale
+//     codes chosen and the codes re-rounded against the scales as stored.
+//   IQ4_NL, IQ4_XS: the same fit over ggml's 16 non-linear levels.
 //   F32, F16, BF16: rounded to nearest even.
 // The input must be finite (quantize_gguf checks; a NaN would poison a block).
 void quantize_row(GGMLType t, const float* src, uint8_t* dst, int64_t n);
@@ -68,9 +69,10 @@ struct QuantizeStep {
 };
 
 struct QuantizeOptions {
-  // A recipe: F32, F16, BF16, Q8_0 (every matrix that type), Q4_0, Q4_1,
-  // Q5_0, Q5_1, Q6_K, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M (each matrix the type
-  // llama.cpp's quantizer gives it; Q4_K and Q5_K mean their _M).
+  // A recipe: F32, F16, BF16, Q8_0 (every matrix that type), Q2_K, Q3_K_S,
+  // Q3_K_M, Q3_K_L, Q4_0, Q4_1, IQ4_NL, IQ4_XS, Q5_0, Q5_1, Q4_K_S, Q4_K_M,
+  // Q5_K_S, Q5_K_M, Q6_K (each matrix the type llama.cpp's quantizer gives
+  // it; Q3_K, Q4_K and Q5_K mean their _M).
   std::string recipe = "Q4_K_M";
   // A source tensor stored in a block type other than the target is refused
   // unless this is set: requantizing stacks two roundings.
@@ -89,10 +91,10 @@ struct QuantizeSummary {
 // gguf_source_from_hf reads it), writes `out` (through out.tmp, renamed once whole):
 // every metadata key kept (general.file_type and general.quantization_version
 // set for the recipe), 1-d tensors and the MoE router kept as stored, every
-// matrix re-encoded per the recipe. K types need rows that are whole 256-element
-// super-blocks; other rows fall back as llama.cpp does (Q4_K -> Q5_0,
-// Q5_K -> Q5_1, Q6_K -> Q8_0), and rows that are not whole 32-element blocks
-// to F16.
+// matrix re-encoded per the recipe. K types and IQ4_XS need rows that are whole
+// 256-element super-blocks; other rows fall back as llama.cpp does (Q2_K, Q3_K
+// -> Q4_0; IQ4_XS -> IQ4_NL; Q4_K -> Q5_0; Q5_K -> Q5_1; Q6_K -> Q8_0), and rows that
+// are not whole 32-element blocks to F16.
 QuantizeSummary quantize_gguf(const std::string& in, const std::string& out, const QuantizeOptions& options);
 QuantizeSummary quantize_gguf(const GGUFSource& in, const std::string& out, const QuantizeOptions& options);
 // The recipe names quantize_gguf takes, for --help and errors.
