@@ -27,6 +27,33 @@ inline void element_weights(const float* x, float* w, int n) {
   for (int i = 0; i < n; ++i) w[i] = base + std::fabs(x[i]);
 }
 
+// The element of largest magnitude among n, with its sign (the first on ties).
+inline float signed_peak(const float* x, int n) {
+  float peak = 0;
+  for (int i = 0; i < n; ++i)
+    if (std::fabs(x[i]) > std::fabs(peak)) peak = x[i];
+  return peak;
+}
+
+// The code among c0 - 1, c0, c0 + 1 (those in [lo, hi]) of least err(code),
+// and that error: coarse scale codes rounded to nearest are not always the
+// best once the elements are rounded against them.
+struct CodeChoice {
+  int code;
+  double err;
+};
+template <class Err>
+CodeChoice best_code_near(int c0, int lo, int hi, Err err) {
+  CodeChoice best{c0, 0};
+  bool first = true;
+  for (int c = c0 > lo ? c0 - 1 : lo; c <= (c0 < hi ? c0 + 1 : hi); ++c) {
+    const double e = err(c);
+    if (first || e < best.err) best = {c, e};
+    first = false;
+  }
+  return best;
+}
+
 // 32-element blocks (quant_encode.cc), bit for bit as gguf-py.
 void quant_q4_0(const float* src, uint8_t* dst, int64_t nblocks);
 void quant_q4_1(const float* src, uint8_t* dst, int64_t nblocks);

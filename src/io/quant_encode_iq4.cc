@@ -13,7 +13,6 @@
 //   3. Every element takes the level nearest to it under the scale as stored.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "core/ggml_blocks.h"
 #include "quant_encode.h"
@@ -54,9 +53,7 @@ inline int nearest_level(float v) {
 
 // The scale of x ~= scale * levels[q] for n elements (step 1).
 float fit_levels(const float* x, const float* w, int n) {
-  float peak = 0;
-  for (int i = 0; i < n; ++i)
-    if (std::fabs(x[i]) > std::fabs(peak)) peak = x[i];
+  const float peak = signed_peak(x, n);
   if (peak == 0) return 0;
   double best_score = -1;
   float scale = 0;
@@ -130,16 +127,9 @@ void quant_iq4_xs(const float* src, uint8_t* dst, int64_t nblocks) {
     uint8_t* scales_l = dst + 4;
     for (int g = 0; g < 8; ++g) {
       const float* x = src + 32 * g;
-      const int sc0 = std::clamp(nearest(iscale * scale[g]), -32, 31);
-      int sc = sc0;
-      double best = std::numeric_limits<double>::infinity();
-      for (int c = std::max(sc0 - 1, -32); c <= std::min(sc0 + 1, 31); ++c) {
-        const double err = levels_error(x, w + 32 * g, 32, d16 * float(c));
-        if (err < best) {
-          best = err;
-          sc = c;
-        }
-      }
+      const int sc = best_code_near(std::clamp(nearest(iscale * scale[g]), -32, 31), -32, 31, [&](int c) {
+                       return levels_error(x, w + 32 * g, 32, d16 * float(c));
+                     }).code;
       const int code = sc + 32;  // low 4 bits in nibble g%2 of scales_l[g/2], high 2 at bit 2g of scales_h
       scales_l[g >> 1] |= uint8_t((code & 0x0F) << (4 * (g & 1)));
       scales_h |= uint16_t((code >> 4) << (2 * g));

@@ -75,9 +75,7 @@ void fit_affine(const float* x, const float* w, int n, int nmax, float& scale, f
 // x ~= scale * L with L in [-nmax, nmax - 1]; the largest-magnitude element
 // lands near -nmax, the end of the range with one more code.
 float fit_symmetric(const float* x, const float* w, int n, int nmax) {
-  float peak = 0;
-  for (int i = 0; i < n; ++i)
-    if (std::fabs(x[i]) > std::fabs(peak)) peak = x[i];
+  const float peak = signed_peak(x, n);
   if (peak == 0) return 0;
   double best_score = -1;
   float scale = 0;
@@ -237,19 +235,17 @@ void quant_q2_k(const float* src, uint8_t* dst, int64_t nblocks) {
     uint8_t* qs = dst + 16;
     for (int g = 0; g < 16; ++g) {
       const float* x = src + 16 * g;
-      const int sc0 = std::clamp(nearest(scale[g] * id), 0, 15),
-                m0 = std::clamp(nearest(min[g] * idmin), 0, 15);
-      int sc = sc0, m = m0;
-      double best = std::numeric_limits<double>::infinity();
-      for (int s = std::max(sc0 - 1, 0); s <= std::min(sc0 + 1, 15); ++s)
-        for (int k = std::max(m0 - 1, 0); k <= std::min(m0 + 1, 15); ++k) {
-          const double err = affine_error(x, w + 16 * g, 16, 3, d16 * float(s), dmin16 * float(k));
-          if (err < best) {
-            best = err;
-            sc = s;
-            m = k;
-          }
-        }
+      // The scale and min codes together: for each scale code, its best min code.
+      const int m0 = std::clamp(nearest(min[g] * idmin), 0, 15);
+      auto best_min = [&](int s) {
+        return best_code_near(m0, 0, 15, [&](int k) {
+          return affine_error(x, w + 16 * g, 16, 3, d16 * float(s), dmin16 * float(k));
+        });
+      };
+      const int sc = best_code_near(std::clamp(nearest(scale[g] * id), 0, 15), 0, 15, [&](int s) {
+                       return best_min(s).err;
+                     }).code;
+      const int m = best_min(sc).code;
       dst[g] = uint8_t(sc | m << 4);
       const float dl = d16 * float(sc), ml = dmin16 * float(m);
       const float idl = dl > 0 ? 1 / dl : 0;
@@ -278,16 +274,9 @@ void quant_q3_k(const float* src, uint8_t* dst, int64_t nblocks) {
     uint8_t* s = dst + 96;
     for (int g = 0; g < 16; ++g) {
       const float* x = src + 16 * g;
-      const int sc0 = std::clamp(nearest(iscale * scale[g]), -32, 31);
-      int sc = sc0;
-      double best = std::numeric_limits<double>::infinity();
-      for (int c = std::max(sc0 - 1, -32); c <= std::min(sc0 + 1, 31); ++c) {
-        const double err = symmetric_error(x, w + 16 * g, 16, -4, 3, d16 * float(c));
-        if (err < best) {
-          best = err;
-          sc = c;
-        }
-      }
+      const int sc = best_code_near(std::clamp(nearest(iscale * scale[g]), -32, 31), -32, 31, [&](int c) {
+                       return symmetric_error(x, w + 16 * g, 16, -4, 3, d16 * float(c));
+                     }).code;
       // The inverse of the decoder's unpacking: low 4 bits in nibble g/8 of
       // s[g%8], high 2 bits at bit 2*(g/4) of s[8 + g%4].
       const int code = sc + 32;
