@@ -1,11 +1,13 @@
 // ggml's 32-element block formats and the dispatch over every type kiln reads.
 // Each is dequantized as gguf-py's gguf.quants does it (see quant_blocks.h).
-//   Q8_0:   {f16 d; int8 q[32]}                        x = d * q
-//   Q4_0:   {f16 d; u8 qs[16]}                         x[j] = d * ((qs[j] & 15) - 8), x[j+16] = d * ((qs[j]
-//   >> 4) - 8) Q4_1:   {f16 d; f16 m; u8 qs[16]}                  x[j] = d * (qs[j] & 15) + m,   x[j+16] = d
-//   * (qs[j] >> 4) + m Q5_0:   {f16 d; u32 qh; u8 qs[16]}                 q = nibble | (bit j of qh) << 4; x
-//   = d * (q - 16) Q5_1:   {f16 d; f16 m; u32 qh; u8 qs[16]}          x = d * q + m IQ4_NL: {f16 d; u8
-//   qs[16]}                         x = d * levels[nibble] (Q4_0's nibble order)
+// clang-format off
+//   Q8_0:   {f16 d; int8 q[32]}                 x = d * q
+//   Q4_0:   {f16 d; u8 qs[16]}                  x[j] = d * ((qs[j] & 15) - 8), x[j+16] = d * ((qs[j] >> 4) - 8)
+//   Q4_1:   {f16 d; f16 m; u8 qs[16]}           x[j] = d * (qs[j] & 15) + m,   x[j+16] = d * (qs[j] >> 4) + m
+//   Q5_0:   {f16 d; u32 qh; u8 qs[16]}          q = nibble | (bit j of qh) << 4; x = d * (q - 16)
+//   Q5_1:   {f16 d; f16 m; u32 qh; u8 qs[16]}   x = d * q + m
+//   IQ4_NL: {f16 d; u8 qs[16]}                  x = d * levels[nibble] (Q4_0's nibble order)
+// clang-format on
 #include "quant_blocks.h"
 
 #include "kiln/error.h"
