@@ -1,4 +1,5 @@
-"""The torch.<name> functions kiln writes in Python (kiln/_torch_functions.py)
+"""The torch.<name> functions kiln writes in Python (kiln/_torch_functions.py and the
+_composites, _statistics, _linalg_composites and _tensor_methods it gathers)
 against NumPy/SciPy (and torch when installed): torch's argument orders, the
 older linalg names, the composites and the Tensor methods and aliases."""
 
