@@ -213,4 +213,4 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     return _C.linalg_vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1)
 
 
-__all__ = [n for n in dir() if not n.startswith("_") and n not in ("F", "itertools", "math")]
+__all__ = [n for n in dir() if not n.startswith("_") and n != "math"]
