@@ -207,10 +207,10 @@ void BlockGemvRows(const BlockGemvArgs& a, const float* xs, int64_t n0, int64_t 
   thread_local SplitRow row;
   const int64_t G = split_group(a.type), groups = a.K / G;
   const int64_t nblocks = a.K / block_type_info(a.type).block_size;
-  const int64_t row_bytes = nblocks * block_type_info(a.type).block_bytes;
   const bool offset = split_has_offset(a.type);
 #if HWY_TARGET != HWY_SCALAR
   if (a.type == BlockType::Q8_0 || NibbleDirect(a.type)) {
+    const int64_t row_bytes = nblocks * block_type_info(a.type).block_bytes;
     // The scales of a tile of rows in one pass where rows follow each other
     // (a small model's rows of 576 elements are 18 blocks: per-row calls cost
     // nearly as much as the sums), then the rows' sums from them.
