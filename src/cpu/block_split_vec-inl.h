@@ -49,20 +49,58 @@ void F16Scales(const uint8_t* src, int64_t stride, int64_t n, float* out) {
   }
 }
 
-// Q4_K / Q5_K: a = d * sc and b = -(dmin * m) of each block's 8 groups.
+// Q4_K / Q5_K: a = d * sc and b = -(dmin * m) of each block's 8 groups. The
+// 6-bit sc and m (ggml::k4_scale_min) of a block are unpacked in 8 byte
+// lanes from its 12 scale bytes s: lane j < 4 takes sc = s[j] & 63,
+// m = s[j + 4] & 63; lane j >= 4 sc = s[j + 4] & 15 | (s[j - 4] >> 2) & 0x30,
+// m = s[j + 4] >> 4 | (s[j] >> 2) & 0x30. Done per group in scalar code this
+// took two thirds as long as Q4_K's dot product itself.
 void K45Scales(const uint8_t* src, int64_t bytes, int64_t nb, float* a, float* b) {
+  const hn::FixedTag<uint8_t, 16> d8;
+  const hn::CappedTag<float, 8> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<uint8_t, decltype(df)> du8;
+  const int64_t L = int64_t(hn::Lanes(df));
+  constexpr uint8_t Z = 0x80;  // a table index that reads 0
+  HWY_ALIGN static constexpr uint8_t kLoHi[16] = {0, 1, 2, 3, 8, 9, 10, 11,
+                                                  Z, Z, Z, Z, Z, Z, Z,  Z};  // s[j], s[j + 4]
+  HWY_ALIGN static constexpr uint8_t kUp[16] = {4, 5, 6, 7, 8, 9, 10, 11,
+                                                Z, Z, Z, Z, Z, Z, Z,  Z};  // s[j + 4]
+  HWY_ALIGN static constexpr uint8_t kBack4[16] = {Z, Z, Z, Z, 0, 1, 2, 3,
+                                                   Z, Z, Z, Z, Z, Z, Z, Z};  // s[j - 4]
+  HWY_ALIGN static constexpr uint8_t kSame[16] = {Z, Z, Z, Z, 4, 5, 6, 7, Z, Z, Z, Z, Z, Z, Z, Z};  // s[j]
+  HWY_ALIGN static constexpr uint8_t kScMask[16] = {63, 63, 63, 63, 15, 15, 15, 15};
+  HWY_ALIGN static constexpr uint8_t kFirst4[16] = {0xFF, 0xFF, 0xFF, 0xFF};
+  const auto lo_hi = hn::Load(d8, kLoHi), up = hn::Load(d8, kUp), back4 = hn::Load(d8, kBack4),
+             same = hn::Load(d8, kSame), sc_mask = hn::Load(d8, kScMask);
+  const auto first4 = hn::MaskFromVec(hn::Load(d8, kFirst4));
+  const auto k63 = hn::Set(d8, 63), k30 = hn::Set(d8, 0x30);
   HWY_ALIGN float d[64], dmin[64];
+  HWY_ALIGN uint8_t sc[16], m[16];
   for (int64_t i0 = 0; i0 < nb; i0 += 64) {
     const int64_t c = std::min<int64_t>(64, nb - i0);
     F16Scales(src + i0 * bytes, bytes, c, d);
     F16Scales(src + i0 * bytes + 2, bytes, c, dmin);
-    for (int64_t i = 0; i < c; ++i)
-      for (int g = 0; g < 8; ++g) {
-        int sc, m;
-        ggml::k4_scale_min(src + (i0 + i) * bytes + 4, g, sc, m);
-        a[(i0 + i) * 8 + g] = d[i] * float(sc);
-        b[(i0 + i) * 8 + g] = -(dmin[i] * float(m));
+    for (int64_t i = 0; i < c; ++i) {
+      // The 12 scale bytes at 4 and the first 4 bytes of qs (unused), inside the block.
+      const auto s = hn::LoadU(d8, src + (i0 + i) * bytes + 4);
+      const auto hi2 = [&](hn::Vec<decltype(d8)> v) { return hn::And(hn::ShiftRight<2>(v), k30); };
+      const auto sv =
+          hn::Or(hn::And(hn::TableLookupBytesOr0(s, lo_hi), sc_mask), hi2(hn::TableLookupBytesOr0(s, back4)));
+      const auto u = hn::TableLookupBytesOr0(s, up);
+      const auto mv = hn::Or(hn::IfThenElse(first4, hn::And(u, k63), hn::ShiftRight<4>(u)),
+                             hi2(hn::TableLookupBytesOr0(s, same)));
+      hn::Store(sv, d8, sc);
+      hn::Store(mv, d8, m);
+      const auto dv = hn::Set(df, d[i]), mn = hn::Set(df, -dmin[i]);
+      for (int64_t k = 0; k < 8; k += L) {
+        // d * sc, and -(dmin * m) as -dmin * m (the same float).
+        hn::StoreU(hn::Mul(dv, hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(du8, sc + k)))), df,
+                   a + (i0 + i) * 8 + k);
+        hn::StoreU(hn::Mul(mn, hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(du8, m + k)))), df,
+                   b + (i0 + i) * 8 + k);
       }
+    }
   }
 }
 
