@@ -70,6 +70,13 @@ struct UniqueResult {
 };
 UniqueResult unique(const Tensor& x, bool return_inverse = false, bool return_counts = false);
 UniqueResult unique_consecutive(const Tensor& x, bool return_inverse = false, bool return_counts = false);
+// The same along dim: the distinct slices x.select(dim, i), compared element
+// by element (unique: in lexicographic ascending order, NaN after every
+// number of its position; unique_consecutive: the first of each run of equal
+// neighbouring slices). values: x's shape with size(dim) the number of
+// distinct slices; inverse and counts: [x.size(dim)] and [that number].
+UniqueResult unique_dim(const Tensor& x, int64_t dim, bool return_inverse, bool return_counts);
+UniqueResult unique_consecutive_dim(const Tensor& x, int64_t dim, bool return_inverse, bool return_counts);
 
 // The bucket of each entry of x among 1-d ascending boundaries:
 // searchsorted(boundaries, x, right).

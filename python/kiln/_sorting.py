@@ -1,5 +1,5 @@
 """The Python faces of kiln's ordering functions: unique / unique_consecutive
-(along a dim: written over kiln's sort), searchsorted, bucketize, and the order
+(flattened or along a dim, C++ kernels), searchsorted, bucketize, and the order
 statistics kthvalue, median, nanmedian and mode (C++ kernels: selection, and a
 sort per line for mode) with torch's named tuples and out=."""
 
@@ -10,15 +10,12 @@ from . import _C
 _values_indices = {n: namedtuple(n, ["values", "indices"]) for n in ("kthvalue", "median", "nanmedian", "mode")}
 
 
-def _dim(x, dim):
-    return dim % x.dim() if x.dim() > 0 else 0
-
-
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """The distinct values of input (flattened) in ascending order, or the
     distinct slices along dim; with the inverse indices and the counts."""
     if dim is not None:
-        return _unique_dim(input, _dim(input, dim), return_inverse, return_counts)
+        return _pick(_C._unique_dim(input, dim, True, bool(return_inverse), bool(return_counts)), return_inverse,
+                     return_counts)
     return _pick(_C._unique(input, bool(return_inverse), bool(return_counts)), return_inverse, return_counts)
 
 
@@ -28,56 +25,14 @@ def _pick(result, return_inverse, return_counts):
     return out[0] if len(out) == 1 else tuple(out)
 
 
-def _unique_dim(input, d, return_inverse, return_counts):
-    # Slices along d compared lexicographically: sort by each column in turn,
-    # last key first, with stable sorts.
-    x = input.movedim(d, 0)
-    m = x.size(0)
-    rows = x.reshape([m, -1])
-    order = _C.arange(m)
-    for c in range(rows.size(1) - 1, -1, -1):
-        _, o = _C.sort(rows.index_select(0, order)[:, c], stable=True)
-        order = order.index_select(0, o)
-    srt = rows.index_select(0, order)
-    if m == 0:
-        new = _C.zeros(0, dtype=_C.bool)
-    else:
-        diff = _C.any(srt.narrow(0, 1, m - 1) != srt.narrow(0, 0, m - 1), 1) if rows.size(1) else \
-            _C.zeros(m - 1, dtype=_C.bool)
-        new = _C.cat([_C.ones(1, dtype=_C.bool), diff])
-    run = _C.cumsum(new.to(_C.int64), 0) - 1
-    keep = _C.nonzero(new).reshape([-1])
-    uniq = x.index_select(0, order.index_select(0, keep)).movedim(0, d)
-    out = [uniq]
-    if return_inverse:
-        out.append(_C.zeros(m, dtype=_C.int64).scatter(0, order, run))
-    if return_counts:
-        out.append(_C.bincount(run, minlength=keep.numel()))
-    return out[0] if len(out) == 1 else tuple(out)
-
-
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """The first of each run of equal neighbours of input (flattened), or of
+    equal neighbouring slices along dim; with the inverse indices and the counts."""
     if dim is None:
         return _pick(_C._unique_consecutive(input, bool(return_inverse), bool(return_counts)), return_inverse,
                      return_counts)
-    flat = input.movedim(_dim(input, dim), 0)
-    m = flat.size(0)
-    if m == 0:
-        new = _C.zeros(0, dtype=_C.bool)
-    elif flat.dim() == 1:
-        new = _C.cat([_C.ones(1, dtype=_C.bool), flat.narrow(0, 1, m - 1) != flat.narrow(0, 0, m - 1)])
-    else:
-        rows = flat.reshape([m, -1])
-        new = _C.cat([_C.ones(1, dtype=_C.bool), _C.any(rows.narrow(0, 1, m - 1) != rows.narrow(0, 0, m - 1), 1)])
-    keep = _C.nonzero(new).reshape([-1])
-    uniq = flat.index_select(0, keep).movedim(0, _dim(input, dim))
-    out = [uniq]
-    run = _C.cumsum(new.to(_C.int64), 0) - 1
-    if return_inverse:
-        out.append(run)
-    if return_counts:
-        out.append(_C.bincount(run, minlength=keep.numel()))
-    return out[0] if len(out) == 1 else tuple(out)
+    return _pick(_C._unique_dim(input, dim, False, bool(return_inverse), bool(return_counts)), return_inverse,
+                 return_counts)
 
 
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None, out=None):

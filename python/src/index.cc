@@ -342,7 +342,7 @@ void init_index(nb::module_& m) {
                             sorter.is_none() ? Tensor() : to_tensor(sorter));
       },
       "sorted_sequence"_a, "input"_a, "right"_a, "out_int32"_a, "sorter"_a = nb::none());
-  // kiln.unique / unique_consecutive with dim=None (python/kiln/_sorting.py):
+  // kiln.unique / unique_consecutive (python/kiln/_sorting.py) with dim=None:
   // (values, inverse or None, counts or None).
   auto unique_tuple = [](const UniqueResult& r) {
     auto opt = [](const Tensor& t) { return t.defined() ? nb::cast(t) : nb::none(); };
@@ -360,4 +360,12 @@ void init_index(nb::module_& m) {
         return unique_tuple(unique_consecutive(x, return_inverse, return_counts));
       },
       "input"_a, "return_inverse"_a, "return_counts"_a);
+  // kiln.unique / unique_consecutive with dim=: sorted picks unique.
+  m.def(
+      "_unique_dim",
+      [unique_tuple](const Tensor& x, int64_t dim, bool sorted, bool return_inverse, bool return_counts) {
+        return unique_tuple(sorted ? unique_dim(x, dim, return_inverse, return_counts)
+                                   : unique_consecutive_dim(x, dim, return_inverse, return_counts));
+      },
+      "input"_a, "dim"_a, "sorted"_a, "return_inverse"_a, "return_counts"_a);
 }

@@ -1,7 +1,10 @@
-// unique (flattened) and unique_consecutive front-ends: sort when asked,
-// then the runs of equal neighbours (ops/registry/sort.h) in one pass.
+// unique and unique_consecutive front-ends, flattened (sort when asked, then
+// the runs of equal neighbours) and along a dim (the slices as rows, through
+// unique_rows), ops/registry/sort.h.
 #include <string>
 
+#include "kiln/index.h"
+#include "kiln/shape.h"
 #include "kiln/sort.h"
 #include "ops/registry/all.h"
 
@@ -30,6 +33,30 @@ void check_orderable(const Tensor& x, const char* op) {
     throw TypeError(std::string("[") + op + "] does not support " + name(x.dtype()) + " tensors");
 }
 
+// The distinct slices of x along dim: its slices as the rows of an [m, k]
+// matrix, the runs found by unique_rows, the values gathered from x.
+UniqueResult unique_slices(const Tensor& x, int64_t dim, bool sorted, bool return_inverse, bool return_counts,
+                           const char* op) {
+  check_orderable(x, op);
+  KILN_CHECK(x.dim() > 0, IndexError,
+             "[" << op << "] Dimension specified as " << dim << " but tensor has no dimensions");
+  const int d = wrap_dim(int(dim), x.dim(), op);
+  const int from[] = {d}, to[] = {0};
+  const Tensor moved = movedim(x, from, to);  // [m, ...]
+  const int64_t m = moved.size(0);
+  const Tensor rows = moved.reshape({m, m == 0 ? 0 : moved.numel() / m}).contiguous();  // [m, k]
+  const Device dev = common_device(op, {&rows});
+  Tensor first = empty({m}, DType::Int64, dev);
+  Tensor inverse = return_inverse ? empty({m}, DType::Int64, dev) : Tensor();
+  Tensor counts = return_counts ? empty({m}, DType::Int64, dev) : Tensor();
+  const int64_t u = ops::unique_rows(dev, rows, sorted, first, inverse, counts);
+  UniqueResult r;
+  r.values = movedim(index_select(moved, 0, first.narrow(0, 0, u)), to, from);
+  if (return_inverse) r.inverse = inverse;
+  if (return_counts) r.counts = u == m ? counts : counts.narrow(0, 0, u).clone();
+  return r;
+}
+
 }  // namespace
 
 UniqueResult unique(const Tensor& x, bool return_inverse, bool return_counts) {
@@ -44,6 +71,14 @@ UniqueResult unique(const Tensor& x, bool return_inverse, bool return_counts) {
 UniqueResult unique_consecutive(const Tensor& x, bool return_inverse, bool return_counts) {
   check_orderable(x, "unique_consecutive");
   return runs_of(x.reshape({-1}).contiguous(), Tensor(), x.sizes(), return_inverse, return_counts);
+}
+
+UniqueResult unique_dim(const Tensor& x, int64_t dim, bool return_inverse, bool return_counts) {
+  return unique_slices(x, dim, true, return_inverse, return_counts, "unique");
+}
+
+UniqueResult unique_consecutive_dim(const Tensor& x, int64_t dim, bool return_inverse, bool return_counts) {
+  return unique_slices(x, dim, false, return_inverse, return_counts, "unique_consecutive");
 }
 
 }  // namespace kiln

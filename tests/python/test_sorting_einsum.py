@@ -40,6 +40,74 @@ def test_unique_dim_and_consecutive():
     np.testing.assert_array_equal(cnt.numpy(), [2, 2, 1, 2, 1])
 
 
+def _slices_reference(a, dim, consecutive):
+    """unique / unique_consecutive along dim in plain Python: slices as tuples,
+    a stable sort with NaN after every number of its position (NaNs tied), and
+    runs where a slice differs from the one before (NaN equals nothing)."""
+    rows = [tuple(float(v) for v in np.moveaxis(a, dim, 0)[i].reshape(-1)) for i in range(a.shape[dim])]
+    order = list(range(len(rows)))
+    if not consecutive:
+        order.sort(key=lambda i: tuple((np.isnan(v), 0.0 if np.isnan(v) else v) for v in rows[i]))
+    first, inverse, counts = [], [0] * len(rows), []
+    for j, i in enumerate(order):
+        if j == 0 or not all(u == v for u, v in zip(rows[i], rows[order[j - 1]])):
+            first.append(i)
+            counts.append(0)
+        counts[-1] += 1
+        inverse[i] = len(counts) - 1
+    values = np.moveaxis(np.moveaxis(a, dim, 0)[first], 0, dim) if first else np.moveaxis(a, dim, 0)[:0]
+    return values, np.array(inverse, dtype=np.int64), np.array(counts, dtype=np.int64)
+
+
+@pytest.mark.parametrize("consecutive", [False, True])
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_unique_dim_matches_reference(dim, consecutive):
+    a = RNG.integers(0, 2, (6, 5, 3)).astype(np.float32)
+    a[3, :, 1] = a[1, :, 1]  # repeated slices along every dim
+    a[2, 1, 0] = np.nan
+    a[4, 1, 0] = np.nan
+    fn = kiln.unique_consecutive if consecutive else kiln.unique
+    u, inv, cnt = fn(t(a), dim=dim, return_inverse=True, return_counts=True)
+    ru, rinv, rcnt = _slices_reference(a, dim % 3, consecutive)
+    np.testing.assert_array_equal(u.numpy(), ru)
+    np.testing.assert_array_equal(inv.numpy(), rinv)
+    np.testing.assert_array_equal(cnt.numpy(), rcnt)
+    assert inv.dtype == kiln.int64 and cnt.dtype == kiln.int64
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int8, np.float64, np.bool_])
+def test_unique_dim_many_rows_matches_numpy(dtype):
+    # 3000 rows of 4 elements from {0, 1, 2}: at most 81 distinct rows.
+    m = RNG.integers(0, 3, (3000, 4)).astype(dtype)
+    u, inv, cnt = kiln.unique(t(m), dim=0, return_inverse=True, return_counts=True)
+    nu, ninv, ncnt = np.unique(m, axis=0, return_inverse=True, return_counts=True)
+    np.testing.assert_array_equal(u.numpy(), nu)
+    np.testing.assert_array_equal(inv.numpy(), ninv.reshape(-1))
+    np.testing.assert_array_equal(cnt.numpy(), ncnt)
+    # a non-contiguous input: the transpose, unique along dim 1
+    np.testing.assert_array_equal(kiln.unique(t(m).t(), dim=1).numpy(), nu.T)
+
+
+def test_unique_dim_edges():
+    u, inv, cnt = kiln.unique(t(np.zeros((0, 3), np.float32)), dim=0, return_inverse=True, return_counts=True)
+    assert u.shape == (0, 3) and inv.shape == (0,) and cnt.shape == (0,)
+    # rows with no elements are all equal
+    u, inv, cnt = kiln.unique(t(np.zeros((3, 0), np.float32)), dim=0, return_inverse=True, return_counts=True)
+    assert u.shape == (1, 0)
+    np.testing.assert_array_equal(inv.numpy(), [0, 0, 0])
+    np.testing.assert_array_equal(cnt.numpy(), [3])
+    # -0.0 equals 0.0; NaN slices never merge
+    u, cnt = kiln.unique(t(np.array([[0.0], [-0.0], [np.nan], [np.nan]])), dim=0, return_counts=True)
+    assert u.shape == (3, 1)
+    np.testing.assert_array_equal(cnt.numpy(), [2, 1, 1])
+    with pytest.raises(IndexError, match="no dimensions"):
+        kiln.unique(t(np.float32(1.0)), dim=0)
+    with pytest.raises(IndexError):
+        kiln.unique(t(np.zeros((2, 2))), dim=2)
+    with pytest.raises(TypeError):
+        kiln.unique(t(np.zeros((2, 2), np.complex64)), dim=0)
+
+
 @pytest.mark.parametrize("right", [False, True])
 def test_searchsorted_and_bucketize(right):
     seq = np.sort(RNG.integers(0, 20, 15)).astype(np.float64)

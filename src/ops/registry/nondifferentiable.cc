@@ -24,7 +24,8 @@ void mark_nondifferentiable() {
         // indices and integer results
         &argmax.nondifferentiable, &argmin.nondifferentiable, &argsort.nondifferentiable,
         &nonzero.nondifferentiable, &bincount.nondifferentiable, &searchsorted.nondifferentiable,
-        &unique_runs.nondifferentiable, &moe_route.nondifferentiable, &linalg_matrix_rank.nondifferentiable,
+        &unique_runs.nondifferentiable, &unique_rows.nondifferentiable, &moe_route.nondifferentiable,
+        &linalg_matrix_rank.nondifferentiable,
         // torch marks both inputs of the Laguerre polynomial non_differentiable
         &special_laguerre_polynomial_l.nondifferentiable,
         // samplers, quantization to FP8 (an FP8 result carries no gradient)

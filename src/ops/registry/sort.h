@@ -53,6 +53,17 @@ using SearchSorted = void(const Tensor& sorted, const Tensor& values, const Tens
 using UniqueRuns = int64_t(const Tensor& x, const Tensor& order, const Tensor& values, const Tensor& inverse,
                            const Tensor& counts);
 
+// The distinct rows of x: [m, k] contiguous, bool, integer or float (k may
+// be 0: every row equal). sorted: the rows in lexicographic ascending order
+// (stable; in each column NaN after every number, and NaNs tie for the
+// order), else in x's order (unique_consecutive). Rows are equal when all k
+// elements are (NaN equals nothing). Writes into first ([m] int64) the row of
+// x that starts each run of equal neighbours, into inverse ([m] int64, or
+// undefined) each row's run, into counts ([m] int64, or undefined) each run's
+// length; returns the number of runs.
+using UniqueRows = int64_t(const Tensor& x, bool sorted, const Tensor& first, const Tensor& inverse,
+                           const Tensor& counts);
+
 #define KILN_OPS_SORT(X)        \
   X(sort, Sort)                 \
   X(argsort, Sort)              \
@@ -63,6 +74,7 @@ using UniqueRuns = int64_t(const Tensor& x, const Tensor& order, const Tensor& v
   X(mode, Mode)                 \
   X(bincount, Bincount)         \
   X(searchsorted, SearchSorted) \
-  X(unique_runs, UniqueRuns)
+  X(unique_runs, UniqueRuns)    \
+  X(unique_rows, UniqueRows)
 
 }  // namespace kiln::ops

@@ -3,7 +3,7 @@
 // float64 oracles: the non-NaN entries summed in order, a direct
 // log(sum(exp)) over each prefix, a running extreme under torch's NaN and tie
 // rule, a count of the entries below each value, and a sort-and-scan for
-// unique.
+// unique (flattened and along a dim).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -201,6 +201,77 @@ Entry unique_entry(int what, bool consecutive) {
   return e;
 }
 
+// unique_dim / unique_consecutive_dim along dim 0 of a matrix [m, k] (what:
+// 0 values, 1 inverse, 2 counts). Values drawn from {-1, 0, 1} (and the
+// specials) so rows repeat. The oracle orders rows lexicographically with a
+// stable sort (NaN after every number of its column, NaNs tied) and starts a
+// run wherever a row differs from the one before in any element (NaN equals
+// nothing).
+Entry unique_dim_entry(int what, bool consecutive) {
+  Entry e;
+  e.op = "unique_rows";
+  e.dtypes = kFloatsAndInts;
+  e.shapes = [](ShapeClass c) -> std::vector<InputSpec> {
+    switch (c) {
+      case ShapeClass::Empty:
+        return {{{0, 3}}};
+      case ShapeClass::Scalar:
+        return {};
+      case ShapeClass::Odd:
+        return {{{11, 2}}};
+      case ShapeClass::NonContiguous:
+        return {{{7, 3}, InputSpec::Transposed}};
+      case ShapeClass::Broadcast:
+        return {{{6, 4}, InputSpec::Expanded, {1, 4}}};
+    }
+    return {};
+  };
+  e.condition = [](size_t, const Shape&, std::vector<double>& v) {
+    for (double& x : v)
+      if (std::isfinite(x)) x = std::round(x / 3);
+  };
+  e.specials = {kNaN, kInf, -kInf};
+  e.ulps = 0;
+  e.call = [what, consecutive](const std::vector<Tensor>& x) {
+    const UniqueResult r = consecutive ? kiln::unique_consecutive_dim(x[0], 0, true, true)
+                                       : kiln::unique_dim(x[0], 0, true, true);
+    return what == 0 ? r.values : what == 1 ? r.inverse : r.counts;
+  };
+  e.oracle = [what, consecutive](const Inputs& in, const Tensor&) {
+    const std::vector<double>& x = in.values[0];
+    const size_t m = size_t(in.shapes[0][0]), k = size_t(in.shapes[0][1]);
+    auto at = [&](size_t r, size_t j) { return x[r * k + j]; };
+    std::vector<size_t> order(m);
+    for (size_t i = 0; i < m; ++i) order[i] = i;
+    if (!consecutive)
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        for (size_t j = 0; j < k; ++j) {
+          const double u = at(a, j), v = at(b, j);
+          if (std::isnan(u) && std::isnan(v)) continue;
+          if (std::isnan(u) || std::isnan(v)) return std::isnan(v);
+          if (u != v) return u < v;
+        }
+        return false;
+      });
+    auto same = [&](size_t a, size_t b) {
+      for (size_t j = 0; j < k; ++j)
+        if (!(at(a, j) == at(b, j))) return false;
+      return true;
+    };
+    std::vector<double> values, inverse(m), counts;
+    for (size_t i = 0; i < m; ++i) {
+      if (i == 0 || !same(order[i], order[i - 1])) {
+        for (size_t j = 0; j < k; ++j) values.push_back(at(order[i], j));
+        counts.push_back(0);
+      }
+      counts.back() += 1;
+      inverse[order[i]] = double(counts.size() - 1);
+    }
+    return what == 0 ? values : what == 1 ? inverse : counts;
+  };
+  return e;
+}
+
 std::vector<Entry> entries_list() {
   std::vector<Entry> es;
   for (Entry& e : nan_reductions("nansum", nansum_, nansum_of)) es.push_back(std::move(e));
@@ -233,6 +304,9 @@ std::vector<Entry> entries_list() {
   es.push_back(searchsorted_entry(true));
   for (int what : {0, 1, 2}) es.push_back(unique_entry(what, false));
   es.push_back(unique_entry(0, true));
+  for (int what : {0, 1, 2}) es.push_back(unique_dim_entry(what, false));
+  es.push_back(unique_dim_entry(0, true));
+  es.push_back(unique_dim_entry(2, true));
   return es;
 }
 
