@@ -29,11 +29,20 @@ namespace kiln::cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// Blocks are prefetched this many bytes ahead of the line being read, a
+// line per line read: each thread walks its rows as one stream, which the
+// hardware prefetcher alone kept well under the read roof. In-process A/B,
+// Zen 3, 2 threads, 4096x4096 weights cold, against no prefetch: Q4_0 1.22x,
+// Q4_1 1.23x, Q4_K 1.49x, Q8_0 1.37x (1 KiB ahead: 1.01-1.33x; 8 KiB: as 4).
+constexpr int64_t kPrefetchAhead = 4096;
+
 // sum_i q_i x_i per group, scaled by a_g, over `groups` groups of G; four
 // groups at a time so the scaled sums run in four independent chains.
 // Group g's q at q + g * qs (qs = G for a split row, the block size in
 // bytes where q is read in place, as for Q8_0).
-template <int G>
+// kAhead > 0: q is read in place from a row of blocks followed by the rows
+// still to come, and each step prefetches its lines kAhead bytes on.
+template <int G, int64_t kAhead = 0>
 float ScaledGroupDot(const int8_t* q, int64_t qs, const float* a, const float* x, int64_t groups) {
   const hn::ScalableTag<float> df;
   const hn::RebindToSigned<decltype(df)> di;
@@ -45,6 +54,8 @@ float ScaledGroupDot(const int8_t* q, int64_t qs, const float* a, const float* x
   for (; g + 4 <= groups; g += 4) {
     const int8_t* qg = q + g * qs;
     const float* xg = x + g * G;
+    if constexpr (kAhead > 0)
+      for (int64_t o = 0; o < 4 * qs; o += 64) __builtin_prefetch(qg + kAhead + o, 0, 3);
     auto p0 = hn::Zero(df), p1 = hn::Zero(df), p2 = hn::Zero(df), p3 = hn::Zero(df);
     for (int64_t k = 0; k < G; k += L) {
       p0 = hn::MulAdd(widen(qg + k), hn::LoadU(df, xg + k), p0);
@@ -144,6 +155,7 @@ float NibbleDot(BlockType t, const uint8_t* row, int64_t nb, const float* a, con
     for (int64_t blk = 0; blk < nb; ++blk)
       for (int c = 0; c < 4; c += 2) {
         const uint8_t* p = row + blk * 144 + 16 + c * 32;
+        __builtin_prefetch(p + kPrefetchAhead, 0, 3);
         const float* xg = x + blk * 256 + c * 64;
         auto p0 = hn::Zero(df), p1 = hn::Zero(df), p2 = hn::Zero(df), p3 = hn::Zero(df);
         run(p, xg, xg + 32, 32, p0, p1);
@@ -161,6 +173,7 @@ float NibbleDot(BlockType t, const uint8_t* row, int64_t nb, const float* a, con
     // One sum per block (low and high nibbles into the same accumulator),
     // so each block costs one scaling FMA; two blocks in flight.
     for (; blk + 2 <= nb; blk += 2) {
+      __builtin_prefetch(row + blk * bytes + kPrefetchAhead, 0, 3);
       auto p0 = hn::Zero(df), p1 = hn::Zero(df);
       run(row + blk * bytes + off, x + blk * 32, x + blk * 32 + 16, 16, p0, p0);
       run(row + (blk + 1) * bytes + off, x + blk * 32 + 32, x + blk * 32 + 48, 16, p1, p1);
@@ -233,7 +246,8 @@ void BlockGemvRows(const BlockGemvArgs& a, const float* xs, int64_t n0, int64_t 
           const float* x = a.x + m * a.ldx;
           float s;
           if (a.type == BlockType::Q8_0) {  // int8 q read in place, 2 bytes into each 34-byte block
-            s = ScaledGroupDot<32>(reinterpret_cast<const int8_t*>(wr + 2), 34, ar, x, nblocks);
+            s = ScaledGroupDot<32, kPrefetchAhead>(reinterpret_cast<const int8_t*>(wr + 2), 34, ar, x,
+                                                   nblocks);
           } else {
             s = NibbleDot(a.type, wr, nblocks, ar, x);
             s += Dot(row.b.data() + r * groups, xs + m * groups, groups);
@@ -246,8 +260,11 @@ void BlockGemvRows(const BlockGemvArgs& a, const float* xs, int64_t n0, int64_t 
   }
 #endif
   row.fit(a.K, groups);
+  const int64_t row_bytes = nblocks * block_type_info(a.type).block_bytes;
   for (int64_t n = n0; n < n1; ++n) {
-    Split(a.type, a.w + n * a.ldw, nblocks, row.q.data(), row.a.data(), row.b.data());
+    const uint8_t* wn = a.w + n * a.ldw;
+    for (int64_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(wn + kPrefetchAhead + o, 0, 3);
+    Split(a.type, wn, nblocks, row.q.data(), row.a.data(), row.b.data());
     for (int64_t m = 0; m < a.M; ++m) {
       const float* x = a.x + m * a.ldx;
       float s = G == 16 ? ScaledGroupDot<16>(row.q.data(), 16, row.a.data(), x, groups)
