@@ -1,7 +1,7 @@
 // The vector splits of the block kernels (gemv_blocks.cc): each type's f16 or
-// 6-bit scales converted a vector at a time (F16Scales,
-// K45Scales), and a row of blocks split into int8 q [K] and per-group a, b
-// (SplitFast) for the types not read in place. Compiled once per Highway
+// 6-bit scales converted a vector at a time (F16Scales, K45Scales, ScaleInts),
+// and a row of blocks split into int8 q [K] and per-group a, b (SplitFast)
+// for the types not read in place. Compiled once per Highway
 // target; SplitFast returns false where the scalar split_blocks must run.
 
 // Per-target include guard (Highway's idiom).

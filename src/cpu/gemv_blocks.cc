@@ -5,8 +5,10 @@
 // of rows converted first; the other types split each row into q [K] int8
 // and a, b [K / G] in thread-local buffers that stay in L1. q widens to
 // float32 exactly; the products and sums are float32 as in the FMA kernels.
-// With x in float32 the vector ports bound these kernels (widen, nibble,
-// convert, FMA: ~1.75 cycles per 16 weights), not the memory bus.
+// With x in float32 the vector ports bound the 4-bit types (widen, nibble,
+// convert, FMA: ~1.75 cycles per 16 weights), not the memory bus; every row is
+// prefetched ahead (kPrefetchAhead), one stream a thread leaving the hardware
+// prefetcher short.
 #include "cpu/gemv_blocks.h"
 
 #include <algorithm>
