@@ -75,6 +75,9 @@ void K45Scales(const uint8_t* src, int64_t bytes, int64_t nb, float* a, float* b
              same = hn::Load(d8, kSame), sc_mask = hn::Load(d8, kScMask);
   const auto first4 = hn::MaskFromVec(hn::Load(d8, kFirst4));
   const auto k63 = hn::Set(d8, 63), k30 = hn::Set(d8, 0x30);
+  const auto hi2 = [&](hn::Vec<decltype(d8)> v) {
+    return hn::And(hn::ShiftRight<2>(v), k30);
+  };  // (v >> 2) & 0x30
   HWY_ALIGN float d[64], dmin[64];
   HWY_ALIGN uint8_t sc[16], m[16];
   for (int64_t i0 = 0; i0 < nb; i0 += 64) {
@@ -84,7 +87,6 @@ void K45Scales(const uint8_t* src, int64_t bytes, int64_t nb, float* a, float* b
     for (int64_t i = 0; i < c; ++i) {
       // The 12 scale bytes at 4 and the first 4 bytes of qs (unused), inside the block.
       const auto s = hn::LoadU(d8, src + (i0 + i) * bytes + 4);
-      const auto hi2 = [&](hn::Vec<decltype(d8)> v) { return hn::And(hn::ShiftRight<2>(v), k30); };
       const auto sv =
           hn::Or(hn::And(hn::TableLookupBytesOr0(s, lo_hi), sc_mask), hi2(hn::TableLookupBytesOr0(s, back4)));
       const auto u = hn::TableLookupBytesOr0(s, up);

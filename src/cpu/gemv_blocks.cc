@@ -222,10 +222,10 @@ void BlockGemvRows(const BlockGemvArgs& a, const float* xs, int64_t n0, int64_t 
   thread_local SplitRow row;
   const int64_t G = split_group(a.type), groups = a.K / G;
   const int64_t nblocks = a.K / block_type_info(a.type).block_size;
+  const int64_t row_bytes = nblocks * block_type_info(a.type).block_bytes;
   const bool offset = split_has_offset(a.type);
 #if HWY_TARGET != HWY_SCALAR
   if (a.type == BlockType::Q8_0 || NibbleDirect(a.type)) {
-    const int64_t row_bytes = nblocks * block_type_info(a.type).block_bytes;
     // The scales of a tile of rows in one pass where rows follow each other
     // (a small model's rows of 576 elements are 18 blocks: per-row calls cost
     // nearly as much as the sums), then the rows' sums from them.
@@ -262,7 +262,6 @@ void BlockGemvRows(const BlockGemvArgs& a, const float* xs, int64_t n0, int64_t 
   }
 #endif
   row.fit(a.K, groups);
-  const int64_t row_bytes = nblocks * block_type_info(a.type).block_bytes;
   for (int64_t n = n0; n < n1; ++n) {
     const uint8_t* wn = a.w + n * a.ldw;
     for (int64_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(wn + kPrefetchAhead + o, 0, 3);
