@@ -5,6 +5,7 @@
 
 #include <tuple>
 
+#include "kiln/block_quant.h"
 #include "kiln/quantize.h"
 #include "kiln/tensor.h"
 
@@ -38,5 +39,15 @@ Tensor moe_ffn(const Tensor& x, const Tensor& router_w, const Tensor& gate_up_w,
                const Tensor& down_scale = Tensor(), Fp8Codes expert_codes = Fp8Codes::Unchecked,
                const Fp8Subnormals* gate_up_subnormals = nullptr,
                const Fp8Subnormals* down_subnormals = nullptr);
+
+// moe_ffn with experts stored as ggml blocks (kiln/block_quant.h), as a GGUF
+// file's expert stacks hold them: gate_up_blocks uint8 [E, 2I, row bytes of H]
+// (gate rows first), down_blocks uint8 [E, H, row bytes of I]. Each expert's
+// rows go through block_linear's kernels (a few rows: the matrix-vector
+// kernel, exact to the blocks' dequantization; more: the GEMM over widened
+// panels). No derivative.
+Tensor moe_ffn_blocks(const Tensor& x, const Tensor& router_w, const Tensor& gate_up_blocks,
+                      BlockType gate_up_type, const Tensor& down_blocks, BlockType down_type, int64_t top_k,
+                      bool norm_topk_prob = true);
 
 }  // namespace kiln

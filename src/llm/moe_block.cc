@@ -33,6 +33,8 @@ void Transformer::moe(int64_t l, int64_t T) {
   ops::MoEOptions o;
   o.top_k = m.top_k;
   o.norm_topk_prob = m.norm_topk_prob;
+  o.gate_up_blocks = m.gate_up_blocks;
+  o.down_blocks = m.down_blocks;
   o.codes = m.codes;
   o.gate_up_subnormals = m.gate_up_subnormals.get();
   o.down_subnormals = m.down_subnormals.get();

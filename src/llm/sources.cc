@@ -68,14 +68,14 @@ class GGUFSource final : public TensorSource {
   bool dequantizes() const override { return true; }
   std::optional<BlockType> block_type(const std::string& n) const override {
     const auto& info = f_.tensor_info(gguf_name(n));
-    if (info.shape.size() != 2) return std::nullopt;
+    if (info.shape.size() != 2 && info.shape.size() != 3) return std::nullopt;  // matrices, expert stacks
     return io::ggml_block_type(info.type);
   }
   Tensor blocks(const std::string& n) const override {
     const std::string& g = gguf_name(n);
     KILN_CHECK(block_type(n).has_value(), ValueError,
-               "[llm] " << n << " is not a 2-D block-quantized tensor");
-    const Tensor raw = f_.raw(g);                                                        // [N, bytes per row]
+               "[llm] " << n << " is not a block-quantized matrix or stack of them");
+    const Tensor raw = f_.raw(g);  // [N, bytes per row], or [E, N, bytes per row]
     if (auto heads = f_.qk_permute_heads(g)) return io::unpermute_qk_rows(raw, *heads);  // whole rows move
     return raw;
   }

@@ -103,6 +103,8 @@ std::unique_ptr<MoEWeights> load_moe(WeightLoader& ld, const io::ModelConfig& c,
   m->gate_up_scale = x.gate_up_scale;
   m->down = x.down;
   m->down_scale = x.down_scale;
+  m->gate_up_blocks = x.gate_up_blocks;
+  m->down_blocks = x.down_blocks;
   m->codes = x.codes;
   m->gate_up_subnormals = x.gate_up_subnormals;
   m->down_subnormals = x.down_subnormals;
@@ -529,6 +531,12 @@ std::vector<std::pair<std::string, Tensor>> Transformer::named_weights() const {
       out.emplace_back(m.prefix + ".gate.weight", m.router);
       out.emplace_back(e + "gate_up_proj.weight", m.gate_up);
       out.emplace_back(e + "down_proj.weight", m.down);
+      if (m.gate_up_blocks) {
+        out.emplace_back(e + "gate_up_proj.weight_block_type",
+                         full({}, double(int(*m.gate_up_blocks)), DType::Int64));
+        out.emplace_back(e + "down_proj.weight_block_type",
+                         full({}, double(int(*m.down_blocks)), DType::Int64));
+      }
       if (m.gate_up_scale.defined()) {
         out.emplace_back(e + "gate_up_proj.weight_scale", m.gate_up_scale.view({m.E, 2 * m.I, 1}));
         out.emplace_back(e + "down_proj.weight_scale", m.down_scale.view({m.E, H_, 1}));

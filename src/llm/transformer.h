@@ -23,6 +23,9 @@ struct MoEWeights {
   Tensor router;                  // [E, H] float32
   Tensor gate_up, gate_up_scale;  // [E, 2I, H], [E, 2I] (FP8 only)
   Tensor down, down_scale;        // [E, H, I], [E, H] (FP8 only)
+  // Native ggml blocks: gate_up uint8 [E, 2I, row bytes of H], down uint8
+  // [E, H, row bytes of I], of these types (WeightLoader::Experts).
+  std::optional<BlockType> gate_up_blocks, down_blocks;
   Fp8Codes codes = Fp8Codes::Unchecked;  // of both expert stacks (scanned_codes)
   std::shared_ptr<const Fp8Subnormals> gate_up_subnormals, down_subnormals;  // (scanned_subnormals)
   bool mixtral_names = false;

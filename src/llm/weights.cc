@@ -346,6 +346,8 @@ WeightLoader::Experts WeightLoader::experts(const std::string& prefix, int64_t E
   const bool stacked = src_.contains(st + n.gate + ".weight");
   const bool fused = src_.contains(st + "gate_up_proj");
   if (!stacked && !fused) return experts_per_expert(prefix, E, I, H, mixtral_names);
+  if (stacked)
+    if (std::optional<Experts> x = experts_native_blocks(prefix, E, I, H, mixtral_names)) return *x;
   const bool fp8_src = stacked ? is_fp8(src_.get_slice(st + n.gate + ".weight", 0).dtype())
                                : is_fp8(src_.get(st + "gate_up_proj").dtype());
   KILN_CHECK(!fp8_src, NotImplementedError,
@@ -417,6 +419,48 @@ WeightLoader::Experts WeightLoader::experts_stacked(const std::string& prefix, i
   }
   for (const auto& nm : names) done(nm, true);
   return x.finish();
+}
+
+// Under native, GGUF's stacks as stored when all three are in block types,
+// gate and up in the same one: gate and up rows copied into one stack of
+// blocks per expert (rows are whole blocks, so rows move as bytes). Else
+// nullopt, and the experts are converted to FP8 as under fp8.
+std::optional<WeightLoader::Experts> WeightLoader::experts_native_blocks(const std::string& prefix, int64_t E,
+                                                                         int64_t I, int64_t H,
+                                                                         bool mixtral_names) {
+  if (opt_.weights != WeightFormat::Native) return std::nullopt;
+  const ExpertNames n = expert_names(mixtral_names);
+  const std::string st = prefix + ".experts.";
+  const std::string names[] = {st + n.gate + ".weight", st + n.up + ".weight", st + n.down + ".weight"};
+  const std::optional<BlockType> g = src_.block_type(names[0]), u = src_.block_type(names[1]),
+                                 d = src_.block_type(names[2]);
+  if (!g || !u || !d || *g != *u) return std::nullopt;
+  const Tensor gate = src_.blocks(names[0]), up = src_.blocks(names[1]), down = src_.blocks(names[2]);
+  const int64_t gate_bytes = block_row_bytes(*g, H), down_bytes = block_row_bytes(*d, I);
+  auto expect = [&](const std::string& nm, const Tensor& t, int64_t N, int64_t bytes) {
+    KILN_CHECK(t.dim() == 3 && t.size(0) == E && t.size(1) == N && t.size(2) == bytes, ValueError,
+               "[llm] " << nm << " in " << src_.describe() << " holds " << t.shape_str()
+                        << " bytes of blocks, expected [" << E << ", " << N << ", " << bytes << "]");
+  };
+  expect(names[0], gate, I, gate_bytes);
+  expect(names[1], up, I, gate_bytes);
+  expect(names[2], down, H, down_bytes);
+  Experts x;
+  x.gate_up = empty({E, 2 * I, gate_bytes}, DType::UInt8);
+  x.gate_up.narrow(1, 0, I).copy_(gate);
+  x.gate_up.narrow(1, I, I).copy_(up);
+  x.down = down.contiguous().clone();
+  x.gate_up_blocks = g;
+  x.down_blocks = d;
+  auto finite = [&](const Tensor& t, BlockType bt, const std::string& what) {
+    KILN_CHECK(block_scales_finite(t.view({-1, t.size(2)}), bt), ValueError,
+               "[llm] " << what << " (" << block_type_info(bt).name << ") in " << src_.describe()
+                        << " has a NaN or infinite block scale; the file is damaged");
+  };
+  finite(x.gate_up, *g, names[0] + " / " + names[1]);
+  finite(x.down, *d, names[2]);
+  for (const auto& nm : names) done(nm, true);
+  return x;
 }
 
 // transformers 5's fused experts: experts.gate_up_proj [E, 2I, H] and

@@ -51,8 +51,9 @@ class TensorSource {
     (void)name;
     return std::nullopt;
   }
-  // A 2-D tensor's blocks, uint8 [N, row bytes], in Hugging Face row order
-  // (zero-copy unless rows had to move); only where block_type(name) is set.
+  // A tensor's blocks, uint8 [N, row bytes] (a stack of experts: [E, N, row
+  // bytes]), in Hugging Face row order (zero-copy unless rows had to move);
+  // only where block_type(name) is set.
   virtual Tensor blocks(const std::string& name) const;
   // The source's bytes for `name` (for progress), 0 when absent.
   virtual int64_t stored_bytes(const std::string& name) const = 0;
@@ -121,10 +122,14 @@ class WeightLoader {
   Linear embedding(const std::string& name);
   // Experts of one MoE layer stacked for the grouped kernel:
   // gate_up [E, 2I, H] (gate rows first), down [E, H, I], with per-expert row
-  // scales [E, 2I] / [E, H] when FP8. `prefix` is the layer's MoE module
-  // ("model.layers.3.mlp" or "...block_sparse_moe").
+  // scales [E, 2I] / [E, H] when FP8. Under native, GGUF stacks in ggml block
+  // types stay blocks: gate_up uint8 [E, 2I, row bytes of H], down uint8
+  // [E, H, row bytes of I], their types in gate_up_blocks / down_blocks.
+  // `prefix` is the layer's MoE module ("model.layers.3.mlp" or
+  // "...block_sparse_moe").
   struct Experts {
     Tensor gate_up, gate_up_scale, down, down_scale;
+    std::optional<BlockType> gate_up_blocks, down_blocks;
     Fp8Codes codes = Fp8Codes::Unchecked;  // of both (as Linear::codes)
     std::shared_ptr<const Fp8Subnormals> gate_up_subnormals, down_subnormals;  // as Linear::subnormals
   };
@@ -145,6 +150,8 @@ class WeightLoader {
   Experts experts_kiln_layout(const std::string& prefix, int64_t E, int64_t I, int64_t H);
   void kiln_expert_stack(const std::string& wn, int64_t E, int64_t N, int64_t K, Tensor& w, Tensor& scale);
   Experts experts_stacked(const std::string& prefix, int64_t E, int64_t I, int64_t H, bool mixtral_names);
+  std::optional<Experts> experts_native_blocks(const std::string& prefix, int64_t E, int64_t I, int64_t H,
+                                               bool mixtral_names);
   Experts experts_fused(const std::string& prefix, int64_t E, int64_t I, int64_t H);
   Experts experts_per_expert(const std::string& prefix, int64_t E, int64_t I, int64_t H, bool mixtral_names);
   const TensorSource& src_;

@@ -102,35 +102,12 @@ Tensor expert_weights(const Tensor& w, const char* what) {
   return w.contiguous();
 }
 
-}  // namespace
-
-Tensor moe_ffn(const Tensor& x, const Tensor& router_w, const Tensor& gate_up_w, const Tensor& down_w,
-               int64_t top_k, bool norm_topk_prob, const Tensor& gate_up_scale, const Tensor& down_scale,
-               Fp8Codes expert_codes, const Fp8Subnormals* gate_up_subnormals,
-               const Fp8Subnormals* down_subnormals) {
-  KILN_CHECK(x.defined() && x.dim() == 2, ValueError, "[moe_ffn] x must be 2-D [tokens, hidden]");
-  KILN_CHECK(detail::is_activation_dtype(x.dtype()), TypeError,
-             "[moe_ffn] x must be float32, bfloat16 or float16, got " << name(x.dtype()));
-  KILN_CHECK(router_w.defined() && router_w.dim() == 2 && gate_up_w.defined() && gate_up_w.dim() == 3 &&
-                 down_w.defined() && down_w.dim() == 3,
-             ValueError, "[moe_ffn] router_w must be [E, H], gate_up_w [E, 2I, H], down_w [E, H, I]");
-  const int64_t T = x.size(0), H = x.size(1), E = router_w.size(0);
-  const int64_t I2 = gate_up_w.size(1), I = I2 / 2;
-  KILN_CHECK(router_w.size(1) == H && gate_up_w.size(0) == E && gate_up_w.size(2) == H && I2 % 2 == 0 &&
-                 down_w.size(0) == E && down_w.size(1) == H && down_w.size(2) == I,
-             ValueError,
-             "[moe_ffn] shapes disagree: x " << x.shape_str() << ", router_w " << router_w.shape_str()
-                                             << ", gate_up_w " << gate_up_w.shape_str() << ", down_w "
-                                             << down_w.shape_str()
-                                             << " (want [T, H], [E, H], [E, 2I, H], [E, H, I])");
-  KILN_CHECK(top_k >= 1 && top_k <= E, ValueError,
-             "[moe_ffn] top_k must be in [1, " << E << "], got " << top_k);
-  const Tensor s1 = expert_scale(gate_up_scale, E, I2, "gate_up_scale");
-  const Tensor s2 = expert_scale(down_scale, E, H, "down_scale");
-  const Tensor w1 = expert_weights(gate_up_w, "gate_up_w"), w2 = expert_weights(down_w, "down_w");
-  if (gate_up_subnormals) detail::check_subnormal_list(*gate_up_subnormals, w1.dtype(), E, I2, H, "moe_ffn");
-  if (down_subnormals) detail::check_subnormal_list(*down_subnormals, w2.dtype(), E, H, I, "moe_ffn");
-
+// Routes x's tokens, runs the experts w1 / w2 (with their scales s1 / s2,
+// or as blocks where o says) in buffers allocated here, and returns the
+// weighted sum [T, H] in x's dtype. Shapes already checked.
+Tensor run_moe_ffn(const Tensor& x, const Tensor& router_w, const Tensor& w1, const Tensor& s1,
+                   const Tensor& w2, const Tensor& s2, int64_t I, const ops::MoEOptions& o) {
+  const int64_t T = x.size(0), H = x.size(1), E = router_w.size(0), I2 = 2 * I, top_k = o.top_k;
   const Tensor xf = detail::f32_contiguous(x);
   const Tensor logits = detail::f32_contiguous(linear(xf, router_w));  // [T, E]
   const int64_t R = T * top_k;
@@ -143,12 +120,6 @@ Tensor moe_ffn(const Tensor& x, const Tensor& router_w, const Tensor& gate_up_w,
          offs = empty({E}, DType::Int32, xf.device());
   std::vector<int64_t> counts(size_t(E) + 1);
   Tensor out = zeros({T, H}, DType::Float32, xf.device());
-  ops::MoEOptions o;
-  o.top_k = top_k;
-  o.norm_topk_prob = norm_topk_prob;
-  o.codes = expert_codes;
-  o.gate_up_subnormals = gate_up_subnormals;
-  o.down_subnormals = down_subnormals;
   ops::MoEScratch m;
   m.p = p.data<float>();
   m.order = order.data<int32_t>();
@@ -165,6 +136,96 @@ Tensor moe_ffn(const Tensor& x, const Tensor& router_w, const Tensor& gate_up_w,
   ops::moe_ffn(common_device("moe_ffn", {&xf, &logits, &w1, &s1, &w2, &s2, &out}), xf, logits, w1, s1, w2, s2,
                o, m, out);
   return out.to(x.dtype());
+}
+
+}  // namespace
+
+Tensor moe_ffn(const Tensor& x, const Tensor& router_w, const Tensor& gate_up_w, const Tensor& down_w,
+               int64_t top_k, bool norm_topk_prob, const Tensor& gate_up_scale, const Tensor& down_scale,
+               Fp8Codes expert_codes, const Fp8Subnormals* gate_up_subnormals,
+               const Fp8Subnormals* down_subnormals) {
+  KILN_CHECK(x.defined() && x.dim() == 2, ValueError, "[moe_ffn] x must be 2-D [tokens, hidden]");
+  KILN_CHECK(detail::is_activation_dtype(x.dtype()), TypeError,
+             "[moe_ffn] x must be float32, bfloat16 or float16, got " << name(x.dtype()));
+  KILN_CHECK(router_w.defined() && router_w.dim() == 2 && gate_up_w.defined() && gate_up_w.dim() == 3 &&
+                 down_w.defined() && down_w.dim() == 3,
+             ValueError, "[moe_ffn] router_w must be [E, H], gate_up_w [E, 2I, H], down_w [E, H, I]");
+  const int64_t H = x.size(1), E = router_w.size(0);
+  const int64_t I2 = gate_up_w.size(1), I = I2 / 2;
+  KILN_CHECK(router_w.size(1) == H && gate_up_w.size(0) == E && gate_up_w.size(2) == H && I2 % 2 == 0 &&
+                 down_w.size(0) == E && down_w.size(1) == H && down_w.size(2) == I,
+             ValueError,
+             "[moe_ffn] shapes disagree: x " << x.shape_str() << ", router_w " << router_w.shape_str()
+                                             << ", gate_up_w " << gate_up_w.shape_str() << ", down_w "
+                                             << down_w.shape_str()
+                                             << " (want [T, H], [E, H], [E, 2I, H], [E, H, I])");
+  KILN_CHECK(top_k >= 1 && top_k <= E, ValueError,
+             "[moe_ffn] top_k must be in [1, " << E << "], got " << top_k);
+  const Tensor s1 = expert_scale(gate_up_scale, E, I2, "gate_up_scale");
+  const Tensor s2 = expert_scale(down_scale, E, H, "down_scale");
+  const Tensor w1 = expert_weights(gate_up_w, "gate_up_w"), w2 = expert_weights(down_w, "down_w");
+  if (gate_up_subnormals) detail::check_subnormal_list(*gate_up_subnormals, w1.dtype(), E, I2, H, "moe_ffn");
+  if (down_subnormals) detail::check_subnormal_list(*down_subnormals, w2.dtype(), E, H, I, "moe_ffn");
+
+  ops::MoEOptions o;
+  o.top_k = top_k;
+  o.norm_topk_prob = norm_topk_prob;
+  o.codes = expert_codes;
+  o.gate_up_subnormals = gate_up_subnormals;
+  o.down_subnormals = down_subnormals;
+  return run_moe_ffn(x, router_w, w1, s1, w2, s2, I, o);
+}
+
+namespace {
+
+// A stack of block matrices: uint8 [E, N, row bytes] of whole `type` blocks;
+// returns the rows' length K in elements.
+int64_t expert_block_k(const Tensor& w, BlockType type, int64_t E, int64_t N, const char* what) {
+  const BlockTypeInfo& info = block_type_info(type);
+  KILN_CHECK(w.defined() && w.dtype() == DType::UInt8, TypeError,
+             "[moe_ffn_blocks] " << what << " must be uint8 (the stored bytes), got "
+                                 << (w.defined() ? name(w.dtype()) : std::string("undefined")));
+  KILN_CHECK(w.dim() == 3 && w.size(0) == E && w.size(1) == N && w.size(2) % info.block_bytes == 0,
+             ValueError,
+             "[moe_ffn_blocks] " << what << " must be [" << E << ", " << N << ", bytes per row] of whole "
+                                 << info.name << " blocks (" << info.block_bytes << " bytes each), got "
+                                 << w.shape_str());
+  return w.size(2) / info.block_bytes * info.block_size;
+}
+
+}  // namespace
+
+Tensor moe_ffn_blocks(const Tensor& x, const Tensor& router_w, const Tensor& gate_up_blocks,
+                      BlockType gate_up_type, const Tensor& down_blocks, BlockType down_type, int64_t top_k,
+                      bool norm_topk_prob) {
+  KILN_CHECK(x.defined() && x.dim() == 2, ValueError, "[moe_ffn_blocks] x must be 2-D [tokens, hidden]");
+  KILN_CHECK(detail::is_activation_dtype(x.dtype()), TypeError,
+             "[moe_ffn_blocks] x must be float32, bfloat16 or float16, got " << name(x.dtype()));
+  KILN_CHECK(!x.requires_grad(), NotImplementedError,
+             "[moe_ffn_blocks] has no derivative yet: dequantize_blocks the experts to train through them");
+  KILN_CHECK(router_w.defined() && router_w.dim() == 2 && router_w.size(1) == x.size(1), ValueError,
+             "[moe_ffn_blocks] router_w must be [E, "
+                 << x.size(1) << "], got " << (router_w.defined() ? router_w.shape_str() : "undefined"));
+  const int64_t H = x.size(1), E = router_w.size(0);
+  KILN_CHECK(gate_up_blocks.defined() && gate_up_blocks.dim() == 3 && gate_up_blocks.size(1) % 2 == 0,
+             ValueError, "[moe_ffn_blocks] gate_up_blocks must be [E, 2I, bytes per row]");
+  const int64_t I = gate_up_blocks.size(1) / 2;
+  KILN_CHECK(expert_block_k(gate_up_blocks, gate_up_type, E, 2 * I, "gate_up_blocks") == H, ValueError,
+             "[moe_ffn_blocks] gate_up_blocks rows of " << gate_up_blocks.size(2) << " bytes are not " << H
+                                                        << " elements of "
+                                                        << block_type_info(gate_up_type).name);
+  KILN_CHECK(expert_block_k(down_blocks, down_type, E, H, "down_blocks") == I, ValueError,
+             "[moe_ffn_blocks] down_blocks rows of " << down_blocks.size(2) << " bytes are not " << I
+                                                     << " elements of " << block_type_info(down_type).name);
+  KILN_CHECK(top_k >= 1 && top_k <= E, ValueError,
+             "[moe_ffn_blocks] top_k must be in [1, " << E << "], got " << top_k);
+  ops::MoEOptions o;
+  o.top_k = top_k;
+  o.norm_topk_prob = norm_topk_prob;
+  o.gate_up_blocks = gate_up_type;
+  o.down_blocks = down_type;
+  return run_moe_ffn(x, router_w, gate_up_blocks.contiguous(), Tensor(), down_blocks.contiguous(), Tensor(),
+                     I, o);
 }
 
 }  // namespace kiln

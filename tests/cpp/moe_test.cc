@@ -6,8 +6,10 @@
 #include <cmath>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "block_test_util.h"
 #include "cpu/gemv.h"
 #include "kiln/kiln.h"
 #include "matmul_test_util.h"
@@ -114,6 +116,49 @@ TEST(MoE, FfnMatchesPerTokenReference) {
     ASSERT_FALSE(fp8_has_nan_code(q1) || fp8_has_nan_code(q2));
     EXPECT_EQ(test::dvals(moe_ffn(x, rw, q1, q2, k, true, s1, s2, Fp8Codes::NoNan)), test::dvals(y));
   }
+}
+
+// Experts as ggml blocks (a GGUF file's expert stacks, run natively): the
+// same sums as the FP32 FFN over their dequantization, through the block
+// matrix-vector kernel (1 and 3 tokens: a row or two an expert) and the GEMM
+// over widened panels (40 tokens: more than kLinearGemvMaxRows rows an
+// expert); gate/up and down in different types, as Q4_K_M files mix them.
+TEST(MoE, FfnOnBlockStacksMatchesItsDequantization) {
+  const test::Bf16Gemm exact(false);
+  const int64_t E = 4, H = 256, I = 64, k = 2;
+  const std::pair<BlockType, BlockType> kinds[] = {{BlockType::Q4_K, BlockType::Q8_0},
+                                                   {BlockType::Q5_0, BlockType::Q4_1},
+                                                   {BlockType::Q6_K, BlockType::IQ4_NL}};
+  for (const auto& [gt, dt] : kinds) {
+    // Stacks [E, N, bytes]: E matrices of random blocks, one after another.
+    const Tensor g2 = test::random_blocks(gt, E * 2 * I, H, 31), d2 = test::random_blocks(dt, E * H, I, 32);
+    const Tensor g = g2.view({E, 2 * I, g2.size(1)}), d = d2.view({E, H, d2.size(1)});
+    const Tensor gf = dequantize_blocks(g2, gt).view({E, 2 * I, H}),
+                 df = dequantize_blocks(d2, dt).view({E, H, I});
+    const Tensor rw = randn_as({E, H}, DType::Float32, 33);
+    for (int64_t T : {1, 3, 40}) {
+      // x scaled so that gate and up are O(1) over the random blocks' large
+      // weights (Q6_K's: up to ~200): the FFN then carries no cancellation
+      // beyond float32's own.
+      const double w_rms = std::sqrt(test::dvals(mean(mul(gf, gf))).at(0));
+      const Tensor x =
+          mul(randn_as({T, H}, DType::Float32, 34), Scalar(1.0 / (w_rms * std::sqrt(double(H)))));
+      SCOPED_TRACE(std::string(block_type_info(gt).name) + " / " + block_type_info(dt).name + ", " +
+                   std::to_string(T) + " tokens");
+      const Tensor y = moe_ffn_blocks(x, rw, g, gt, d, dt, k);
+      test::expect_close(y, ref_ffn(x, rw, gf, df, k), 1e-4, 1e-4);
+    }
+  }
+  const Tensor g = test::random_blocks(BlockType::Q8_0, E * 2 * I, H, 35).view({E, 2 * I, -1});
+  const Tensor d = test::random_blocks(BlockType::Q8_0, E * H, I, 36).view({E, H, -1});
+  const Tensor x = randn_as({2, H}, DType::Float32, 37), rw = randn_as({E, H}, DType::Float32, 38);
+  EXPECT_THROW(moe_ffn_blocks(x, rw, g, BlockType::Q4_0, d, BlockType::Q8_0, k), ValueError);  // 34-byte rows
+  EXPECT_THROW(moe_ffn_blocks(x, rw, d, BlockType::Q8_0, g, BlockType::Q8_0, k), ValueError);  // swapped
+  EXPECT_THROW(moe_ffn_blocks(x, rw, g.to(DType::Int8), BlockType::Q8_0, d, BlockType::Q8_0, k), TypeError);
+  EXPECT_THROW(moe_ffn_blocks(x, rw, g, BlockType::Q8_0, d, BlockType::Q8_0, E + 1), ValueError);
+  EXPECT_THROW(moe_ffn_blocks(randn_as({2, H + 32}, DType::Float32, 39), rw, g, BlockType::Q8_0, d,
+                              BlockType::Q8_0, k),
+               ValueError);
 }
 
 // Enough tokens that routing and the weighted sum split across threads

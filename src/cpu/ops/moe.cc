@@ -2,7 +2,8 @@
 // implementation behind kiln::moe_* (nn/moe.cc) and the runtime's MoE block
 // (llm/moe_block.cc): routing (softmax over experts in float32 -> top-k ->
 // optional renormalization), grouping of (token, expert) slots by expert, the
-// SwiGLU experts on the grouped linear loop and the weighted sum back. The
+// SwiGLU experts on the grouped linear loop (or, for ggml block stacks, the
+// block kernels expert by expert) and the weighted sum back. The
 // layer works in buffers its caller owns: nothing here allocates, so the
 // runtime's decode step stays allocation-free.
 #include <algorithm>
@@ -10,10 +11,12 @@
 #include <numeric>
 #include <vector>
 
+#include "cpu/gemv.h"
+#include "cpu/gemv_blocks.h"
 #include "cpu/ops/grouped_linear.h"
 #include "cpu/ops/matmul_family.h"
-#include "kiln/thread_pool.h"
 #include "cpu/swiglu.h"
+#include "kiln/thread_pool.h"
 #include "ops/registry/all.h"
 
 namespace kiln::cpu {
@@ -96,10 +99,40 @@ void moe_combine(const float* y, const int32_t* inv, const float* w, int64_t T, 
   });
 }
 
+// y [R, N] = x [R, K] @ W[e]^T over each expert e's rows [ends[e - 1],
+// ends[e]), W uint8 [E, N, row bytes] ggml blocks of type t: a few rows take
+// the block matrix-vector kernel (x exact), more the GEMM over widened
+// panels, as block_linear does.
+void grouped_block_linear(const float* x, const Tensor& w, BlockType t, const int32_t* ends, int64_t K,
+                          float* y) {
+  const int64_t E = w.size(0), N = w.size(1), bytes = w.size(2);
+  int64_t s = 0;
+  for (int64_t e = 0; e < E; s = ends[e], ++e) {
+    const int64_t rows = ends[e] - s;
+    if (rows == 0) continue;
+    BlockGemvArgs a;
+    a.type = t;
+    a.w = w.data<uint8_t>() + e * N * bytes;
+    a.ldw = bytes;
+    a.N = N;
+    a.K = K;
+    a.x = x + s * K;
+    a.ldx = K;
+    a.M = rows;
+    a.y = y + s * N;
+    a.ldy = N;
+    if (rows <= kLinearGemvMaxRows)
+      block_gemv(a);
+    else
+      block_gemm(a);
+  }
+}
+
 void moe_ffn_kernel(const Tensor& x, const Tensor& logits, const Tensor& gate_up, const Tensor& gate_up_scale,
                     const Tensor& down, const Tensor& down_scale, const ops::MoEOptions& o,
                     const ops::MoEScratch& m, const Tensor& out) {
-  const int64_t T = x.size(0), H = x.size(1), E = logits.size(1), I = down.size(2), k = o.top_k, R = T * k;
+  const int64_t T = x.size(0), H = x.size(1), E = logits.size(1), k = o.top_k, R = T * k;
+  const int64_t I = o.down_blocks ? gate_up.size(1) / 2 : down.size(2);
   const float* xd = x.data<float>();
   moe_route_tokens(logits.data<float>(), T, E, k, o.norm_topk_prob, m.p, m.order, m.route_w, m.route_ids);
   moe_group(m.route_ids, R, E, m.counts, m.perm, m.inv, m.offs);
@@ -107,15 +140,21 @@ void moe_ffn_kernel(const Tensor& x, const Tensor& logits, const Tensor& gate_up
   for (int64_t r = 0; r < R; ++r)
     std::copy(xd + (m.perm[r] / k) * H, xd + (m.perm[r] / k + 1) * H, m.xp + r * H);
   // h [R, 2I] = xp @ gate_up[e]^T; act [R, I] = silu(gate) * up; yp [R, H] = act @ down[e]^T.
-  grouped_linear(grouped_linear_args(m.xp, gate_up, gate_up_scale, Tensor(), m.offs, m.h, o.codes,
-                                     o.gate_up_subnormals));
+  if (o.gate_up_blocks)
+    grouped_block_linear(m.xp, gate_up, *o.gate_up_blocks, m.offs, H, m.h);
+  else
+    grouped_linear(grouped_linear_args(m.xp, gate_up, gate_up_scale, Tensor(), m.offs, m.h, o.codes,
+                                       o.gate_up_subnormals));
   float* h = m.h;
   float* act = m.act;
   parallel_for(0, R, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, I)), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) swiglu_f32(h + r * 2 * I, h + r * 2 * I + I, act + r * I, I);
   });
-  grouped_linear(
-      grouped_linear_args(m.act, down, down_scale, Tensor(), m.offs, m.yp, o.codes, o.down_subnormals));
+  if (o.down_blocks)
+    grouped_block_linear(m.act, down, *o.down_blocks, m.offs, I, m.yp);
+  else
+    grouped_linear(
+        grouped_linear_args(m.act, down, down_scale, Tensor(), m.offs, m.yp, o.codes, o.down_subnormals));
   moe_combine(m.yp, m.inv, m.route_w, T, k, H, out.data<float>());
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "kiln/block_quant.h"
 #include "kiln/quantize.h"
@@ -102,10 +103,14 @@ struct MoEOptions {
   Fp8Codes codes = Fp8Codes::Unchecked;  // of both expert stacks (kiln/quantize.h)
   const Fp8Subnormals* gate_up_subnormals = nullptr;
   const Fp8Subnormals* down_subnormals = nullptr;
+  // Set: the stack is ggml blocks of this type (kiln/block_quant.h), uint8
+  // [E, N, row bytes] contiguous, without scales.
+  std::optional<BlockType> gate_up_blocks, down_blocks;
 };
 // One SwiGLU MoE layer, nn.Linear layout: x [T, H], logits [T, E] float32
 // contiguous; gate_up [E, 2I, H] (gate rows first), down [E, H, I] of a weight
-// dtype, K contiguous, rows and experts not overlapping; gate_up_scale [E, 2I],
+// dtype, K contiguous, rows and experts not overlapping, or blocks (as
+// MoEOptions says); gate_up_scale [E, 2I],
 // down_scale [E, H]: undefined or float32 contiguous per-row scales;
 // out [T, H] float32 contiguous, accumulated into:
 // out[t] += sum_{e in topk(t)} w_te * down_e(silu(gate_e x_t) * up_e x_t).
