@@ -17,6 +17,7 @@
 #include "core/scratch.h"
 #include "cpu/block_split.h"
 #include "cpu/gemm.h"
+#include "cpu/gemv.h"
 #include "kiln/thread_pool.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -326,6 +327,13 @@ void block_gemv(const BlockGemvArgs& a) {
   parallel_for(0, a.N, grain, [&](int64_t n0, int64_t n1) {
     HWY_DYNAMIC_DISPATCH(BlockGemvRows)(a, xs, n0, n1);
   });
+}
+
+void block_product(const BlockGemvArgs& a) {
+  if (a.M <= kLinearGemvMaxRows)
+    block_gemv(a);
+  else
+    block_gemm(a);
 }
 
 void dequantize_block_rows(BlockType t, const uint8_t* w, int64_t ldw, int64_t K, int64_t n0, int64_t n1,

@@ -29,6 +29,9 @@ void block_gemv(const BlockGemvArgs& a);
 // All of y through the packed GEMM, W widened to float32 a panel of rows at a
 // time (each panel ~1 MiB, per thread).
 void block_gemm(const BlockGemvArgs& a);
+// All of y by the kernel its row count takes: up to kLinearGemvMaxRows rows
+// of x the matrix-vector kernel (x exact), more the packed GEMM.
+void block_product(const BlockGemvArgs& a);
 // Rows [n0, n1) of W as float32 into out (rows K apart), as the reference
 // dequantizes them (a * q, then + b).
 void dequantize_block_rows(BlockType t, const uint8_t* w, int64_t ldw, int64_t K, int64_t n0, int64_t n1,

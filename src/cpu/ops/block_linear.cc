@@ -32,8 +32,7 @@ void block_linear_kernel(const Tensor& x, const Tensor& blocks, BlockType type, 
     if (bias.defined()) o.copy_(bias.reshape({1, a.N}).expand({a.M, a.N}));
     return;
   }
-  if (a.M <= kLinearGemvMaxRows) return block_gemv(a);
-  block_gemm(a);
+  block_product(a);
 }
 
 void dequantize_blocks_kernel(const Tensor& blocks, BlockType type, const Tensor& out) {

@@ -11,7 +11,6 @@
 #include <numeric>
 #include <vector>
 
-#include "cpu/gemv.h"
 #include "cpu/gemv_blocks.h"
 #include "cpu/ops/grouped_linear.h"
 #include "cpu/ops/matmul_family.h"
@@ -100,9 +99,8 @@ void moe_combine(const float* y, const int32_t* inv, const float* w, int64_t T, 
 }
 
 // y [R, N] = x [R, K] @ W[e]^T over each expert e's rows [ends[e - 1],
-// ends[e]), W uint8 [E, N, row bytes] ggml blocks of type t: a few rows take
-// the block matrix-vector kernel (x exact), more the GEMM over widened
-// panels, as block_linear does.
+// ends[e]), W uint8 [E, N, row bytes] ggml blocks of type t, each expert by
+// block_product (as block_linear).
 void grouped_block_linear(const float* x, const Tensor& w, BlockType t, const int32_t* ends, int64_t K,
                           float* y) {
   const int64_t E = w.size(0), N = w.size(1), bytes = w.size(2);
@@ -121,10 +119,7 @@ void grouped_block_linear(const float* x, const Tensor& w, BlockType t, const in
     a.M = rows;
     a.y = y + s * N;
     a.ldy = N;
-    if (rows <= kLinearGemvMaxRows)
-      block_gemv(a);
-    else
-      block_gemm(a);
+    block_product(a);
   }
 }
 
@@ -132,7 +127,7 @@ void moe_ffn_kernel(const Tensor& x, const Tensor& logits, const Tensor& gate_up
                     const Tensor& down, const Tensor& down_scale, const ops::MoEOptions& o,
                     const ops::MoEScratch& m, const Tensor& out) {
   const int64_t T = x.size(0), H = x.size(1), E = logits.size(1), k = o.top_k, R = T * k;
-  const int64_t I = o.down_blocks ? gate_up.size(1) / 2 : down.size(2);
+  const int64_t I = gate_up.size(1) / 2;  // gate_up [E, 2I, ...] whether floats or blocks
   const float* xd = x.data<float>();
   moe_route_tokens(logits.data<float>(), T, E, k, o.norm_topk_prob, m.p, m.order, m.route_w, m.route_ids);
   moe_group(m.route_ids, R, E, m.counts, m.perm, m.inv, m.offs);
