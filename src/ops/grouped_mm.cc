@@ -167,7 +167,7 @@ Tensor grouped_mm_forward(const Tensor& a, const Tensor& b, const Tensor& offs, 
   const Tensor af = detail::f32_contiguous(a), bf = detail::f32_contiguous(b);
   if (a.dim() == 3) {
     // 3-D x 2-D: out[:, s:e] = a[g] @ b[:, s:e]; a [G, M, K], b [K, T].
-    const int64_t G = a.size(0), M = a.size(1), K = a.size(2), T = b.size(1);
+    const int64_t G = a.size(0), M = a.size(1), T = b.size(1);
     const Tensor o = check_offs(offs, G, T, "columns of mat_b");
     const Tensor y = zeros({M, T}, DType::Float32, a.device());
     ops::grouped_mm(common_device("grouped_mm", {&af, &bf, &o, &y}), af, bf, o, Tensor(), Tensor(), y);

@@ -430,10 +430,11 @@ int walk_every_entry() {
           }
           const std::vector<cdouble> got = values_of(out);
           EXPECT_EQ(compare(got, want, out.dtype(), e), "");
-          if (k == DeviceKind::CPU)
+          if (k == DeviceKind::CPU) {
             cpu_out = out;
-          else if (cpu_out.defined())
+          } else if (cpu_out.defined()) {
             EXPECT_EQ(compare(got, values_of(cpu_out), out.dtype(), e), "") << "against the CPU";
+          }
           ++cases;
         }
       }
