@@ -122,6 +122,13 @@ void scan_rows(const T* x, sum_out_t<T>* out, int64_t outer, int64_t len, int64_
                      const T* xr = x + (o * len + i) * inner + c0;
                      Out* orow = out + (o * len + i) * inner + c0;
                      Out* dst = stream ? stage : orow;
+                     // The next row's piece: each piece of a wide row is a fresh 4 KiB
+                     // page, where the hardware prefetchers start cold. Fetching it one
+                     // row ahead took [16384, 4096] float32 along dim 0 from 9-11 to
+                     // 14-15 GB/s on 2 Zen 3 cores (memcpy ran at 20-25 beside it).
+                     if (i + 1 < len)
+                       for (int64_t j = 0; j < m; j += 64 / int64_t(sizeof(T)))
+                         __builtin_prefetch(xr + inner + j);
                      for (int64_t j = 0; j < m; ++j) {
                        if constexpr (kProd)
                          acc[j] *= to_acc(xr[j]);
